@@ -1,0 +1,37 @@
+"""Load a cluster config file (TOML) into models; errors name the file and the key."""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from config.errors import ConfigError
+from config.models import ClusterConfig
+
+
+def load_config(path: str | Path | None) -> ClusterConfig:
+    """Read `path` (or return the embedded defaults when None)."""
+    if path is None:
+        return ClusterConfig()
+    file = Path(path)
+    try:
+        raw = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{file}: no such config file") from exc
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: not valid TOML: {exc}") from exc
+    return parse_config(raw, source=str(file))
+
+
+def parse_config(raw: dict[str, object], *, source: str = "<config>") -> ClusterConfig:
+    try:
+        return ClusterConfig.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in err['loc']) or '(top)'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise ConfigError(f"{source}: {problems}") from exc
