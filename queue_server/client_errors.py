@@ -1,0 +1,50 @@
+"""Errors the queue client raises: one hierarchy under QueueServerError."""
+from __future__ import annotations
+
+
+class QueueServerError(Exception):
+    """The server answered with an error status (`code` and the text after it).
+
+    Client-side failures that have no status line (a lost connection, an
+    unreadable reply) use code 0.
+    """
+
+    def __init__(self, code: int, text: str) -> None:
+        super().__init__(f"{code} {text}" if code else text)
+        self.code = code
+        self.text = text
+
+
+class OfflineError(QueueServerError):
+    """`500 Offline Mode`: the server refuses queue commands until it is switched online."""
+
+
+class AuthError(QueueServerError):
+    """`401 Unauthorized` (a wrong token) or `401 Auth Required` (no token sent)."""
+
+
+class BadReply(QueueServerError):
+    """A reply the client cannot parse; the connection is closed since the stream is out of step."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(0, text)
+
+
+class ConnectionLost(QueueServerError):
+    """The connection broke while a request that changes state may have been half done.
+
+    The request may or may not have taken effect (a PUT may be stored, a GET may
+    have handed a job out that now runs until its EXPIRE). The next call
+    reconnects; deciding whether to repeat the request is the caller's job.
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__(0, text)
+
+
+class ServerUnreachable(ConnectionLost):
+    """No server of the list accepted a connection (after every reconnect attempt)."""
+
+
+class ReplyTimeout(ConnectionLost, TimeoutError):
+    """No complete reply within the time allowed; the connection was closed."""
