@@ -1,0 +1,62 @@
+"""`slotmap queue-server`: run the queue server from flags and an optional config file."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from config.load import load_config
+from config.models import parse_host_port
+from queue_server.errors import DataDirLocked
+from queue_server.server import QueueServer, ServerSettings
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser("queue-server", help="run the queue server (sockPQd protocol)")
+    parser.add_argument("--listen", metavar="HOST:PORT", help="default 127.0.0.1:7400")
+    parser.add_argument("--data-dir", metavar="DIR", help="default ./var/queue")
+    parser.add_argument("--fsync", choices=("always", "everysec", "never"), help="default always")
+    parser.add_argument("-d", dest="expire_done", action="store_true",
+                        help="expired jobs are deleted (THEN DONE) instead of requeued")
+    parser.add_argument("--config", metavar="FILE", help="cluster config (TOML, [queue_server])")
+    parser.add_argument("--token", help="require AUTH <token> before any other command")
+    parser.add_argument("--server-id", type=int, default=1, help="this server's id (INTERCONNECT)")
+    parser.add_argument("--log-level", default="INFO")
+    parser.set_defaults(func=run)
+
+
+def settings_from(args: argparse.Namespace) -> ServerSettings:
+    config = load_config(args.config).queue_server
+    host, port = parse_host_port(args.listen or config.listen)
+    return ServerSettings(
+        host=host,
+        port=port,
+        data_dir=args.data_dir or config.data_dir,
+        fsync=args.fsync or config.fsync,
+        expire_done_default=args.expire_done or config.expire_action == "done",
+        token=args.token or config.token,
+        max_job_bytes=config.max_job_bytes,
+        snapshot_log_bytes=config.snapshot_log_bytes,
+        lock_timeouts_s=tuple(sorted(config.lock_timeouts_s.items())),
+        server_id=args.server_id,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    settings = settings_from(args)
+    server = QueueServer(settings)
+    try:
+        server.open()
+    except DataDirLocked as exc:
+        print(f"slotmap queue-server: {exc}", file=sys.stderr)
+        return 1
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(server.serve())
+    else:
+        uvloop.run(server.serve())
+    return 0

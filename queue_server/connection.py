@@ -1,0 +1,193 @@
+"""One client connection: framing (lines, data blocks), flow control, graceful error close."""
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from queue_server import responses
+from queue_server.errors import ProtocolError
+from queue_server.protocol import MAX_LINE_BYTES, Parsed, parse_line
+from queue_server.waiters import Waiter
+
+if TYPE_CHECKING:
+    from queue_server.server import QueueServer
+
+# Unread input kept while a client is blocked or its replies are not being read.
+INPUT_HIGH_WATER = 4 * 1024 * 1024
+GRACEFUL_CLOSE_S = 0.5
+
+
+class Connection(asyncio.Protocol):
+    def __init__(self, server: QueueServer) -> None:
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.pending: Parsed | None = None  # a request waiting for its data block
+        self.out: list[bytes] = []
+        self.authenticated = server.token is None
+        self.waiter: Waiter | None = None
+        self.closing = False  # no more requests are read
+        self.close_after_flush = False
+        self.graceful_close_after_flush = False
+        self.is_replication_link = False
+        self._reading_paused = False
+        self._writing_paused = False
+
+    # ------------------------------------------------------------ asyncio callbacks
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.server.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closing = True
+        self.server.connections.discard(self)
+        self.server.links.discard(self)
+        if self.waiter is not None:
+            self.server.waiters.remove(self.waiter)  # the job stays queued for the next one
+            self.waiter = None
+        self.pending = None
+        self.buffer.clear()
+
+    def data_received(self, data: bytes) -> None:
+        if self.closing:
+            return  # draining after a fatal error: the stream is no longer trusted
+        self.buffer += data
+        if self.waiter is None and not self._writing_paused:
+            self.process()
+        self._apply_flow_control()
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+        self._apply_flow_control()
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self.resume()
+
+    # ------------------------------------------------------------ reading requests
+
+    def process(self) -> None:
+        """Execute every complete request in the buffer (stops while blocked)."""
+        server = self.server
+        server.fire_timers_if_due()
+        buffer = self.buffer
+        position = 0
+        size = len(buffer)
+        while self.waiter is None and not self.closing:
+            pending = self.pending
+            if pending is not None:
+                end = position + pending.data_len
+                if end > size:
+                    break
+                data = bytes(buffer[position:end])
+                position = end
+                self.pending = None
+                server.execute_with_data(self, pending, data)
+                continue
+            newline = buffer.find(b"\n", position)
+            if newline < 0:
+                if size - position > MAX_LINE_BYTES + 1:
+                    self.fail(responses.LINE_TOO_LONG)
+                break
+            end = newline - 1 if newline > position and buffer[newline - 1] == 13 else newline
+            if end - position > MAX_LINE_BYTES:
+                self.fail(responses.LINE_TOO_LONG)
+                break
+            line = bytes(buffer[position:end])
+            position = newline + 1
+            if line and not line.isspace():
+                self._execute_line(line)
+        if position:
+            del buffer[:position]
+
+    def _execute_line(self, line: bytes) -> None:
+        server = self.server
+        if not self.authenticated and line.split(None, 1)[0] != b"AUTH":
+            self._refuse_before_auth(line)
+            return
+        try:
+            parsed = parse_line(line)
+        except ProtocolError as error:
+            self.write(error.reply + b"\r\n")
+            return
+        if parsed.data_len >= 0:
+            if parsed.data_len > server.max_data_bytes(parsed):
+                self.fail(responses.JOB_TOO_LARGE)
+                return
+            self.pending = parsed
+            return
+        assert parsed.command is not None
+        server.execute(self, parsed.command)
+
+    def _refuse_before_auth(self, line: bytes) -> None:
+        try:
+            data_len = parse_line(line).data_len
+        except ProtocolError:
+            data_len = -1
+        if data_len >= 0:  # keep the stream in step: swallow the block, then refuse
+            self.pending = Parsed(None, data_len, ProtocolError(responses.AUTH_REQUIRED[:-2]))
+        else:
+            self.write(responses.AUTH_REQUIRED)
+
+    # ------------------------------------------------------------ writing replies
+
+    def write(self, reply: bytes) -> None:
+        self.out.append(reply)
+        self.server.mark_dirty(self)
+
+    def write_parts(self, parts: list[bytes]) -> None:
+        self.out.extend(parts)
+        self.server.mark_dirty(self)
+
+    def flush(self) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            self.out.clear()
+            return
+        if self.out:
+            transport.write(b"".join(self.out))
+            self.out.clear()
+        if self.graceful_close_after_flush:
+            self.graceful_close_after_flush = False
+            if transport.can_write_eof():
+                transport.write_eof()
+            asyncio.get_running_loop().call_later(GRACEFUL_CLOSE_S, transport.close)
+        elif self.close_after_flush:
+            transport.close()
+
+    def fail(self, reply: bytes) -> None:
+        """Send a fatal error, shut down writing, drain input briefly, then close."""
+        self.write(reply)
+        self.closing = True
+        self.pending = None
+        self.graceful_close_after_flush = True
+
+    # ------------------------------------------------------------ blocking and flow control
+
+    def block(self, waiter: Waiter) -> None:
+        self.waiter = waiter
+
+    def unblock(self) -> None:
+        """The wait ended (answered): read the requests that queued up behind it."""
+        self.waiter = None
+        asyncio.get_running_loop().call_soon(self.resume)
+
+    def resume(self) -> None:
+        if self.waiter is None and not self.closing and not self._writing_paused and self.buffer:
+            self.process()
+        self._apply_flow_control()
+
+    def _apply_flow_control(self) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        should_pause = self._writing_paused or (
+            len(self.buffer) > INPUT_HIGH_WATER and (self.waiter is not None or self.pending is None)
+        )
+        if should_pause and not self._reading_paused:
+            transport.pause_reading()
+            self._reading_paused = True
+        elif not should_pause and self._reading_paused:
+            transport.resume_reading()
+            self._reading_paused = False

@@ -1,0 +1,285 @@
+"""The data directory: append-only log of SYNC records, snapshots that bound it, recovery.
+
+Files: `snapshot-<n>.snap` holds the state at the moment `log-<n>.log` was started; logs
+continue each other in order of `n`. Recovery loads the newest snapshot that checks out and
+replays every later log, frame by frame; a frame is `#<len> <crc32 hex>\\n<records>`, one per
+group commit, so a torn or corrupt tail is found, reported and cut off. One generation
+before the newest snapshot is kept as a fallback.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import logging
+import os
+import re
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from queue_server import replay, snapshot
+from queue_server.errors import DataDirLocked, SnapshotError
+from queue_server.store import Store
+
+log = logging.getLogger("slotmap.queue_server.persistence")
+
+FsyncPolicy = Literal["always", "everysec", "never"]
+_FILE = re.compile(r"(snapshot|log)-(\d+)\.(snap|log)")
+_FRAME_HEAD = re.compile(rb"#(\d+) ([0-9a-f]{8})\n")
+
+
+@dataclass
+class RecoveryReport:
+    snapshot: str | None = None
+    logs: list[str] = field(default_factory=list)
+    records: int = 0
+    released_running: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def write_snapshot_file(directory: Path, seq: int, store: Store) -> Path:
+    """Write snapshot `seq` atomically (temp file, fsync, rename, fsync dir)."""
+    final = directory / f"snapshot-{seq}.snap"
+    temp = directory / f"snapshot-{seq}.snap.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        _write_all(fd, snapshot.encode(store))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(temp, final)
+    _fsync_dir(directory)
+    return final
+
+
+class DataDir:
+    def __init__(
+        self, path: str | Path, *, fsync: FsyncPolicy = "always",
+        snapshot_log_bytes: int = 256 * 1024 * 1024,
+    ) -> None:
+        self.path = Path(path)
+        self.fsync_policy = fsync
+        self.snapshot_log_bytes = snapshot_log_bytes
+        self.seq = 0
+        self._lock_fd = -1
+        self._log_fd = -1
+        self._log_bytes = 0
+        self._unsynced = False
+        self._snapshot_child: int | None = None
+
+    # ------------------------------------------------------------ start-up
+
+    def lock(self) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._lock_fd = os.open(self.path / "LOCK", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise DataDirLocked(f"{self.path} is in use by another queue server") from None
+            raise
+
+    def _files(self, kind: str) -> dict[int, Path]:
+        found = {}
+        for entry in self.path.iterdir():
+            match = _FILE.fullmatch(entry.name)
+            if match and match.group(1) == kind:
+                found[int(match.group(2))] = entry
+        return found
+
+    def recover(self, new_store: Callable[[], Store], now: float) -> tuple[Store, RecoveryReport]:
+        """Rebuild the state; running jobs come back ready (delivery is at least once)."""
+        report = RecoveryReport()
+        snapshots = self._files("snapshot")
+        logs = self._files("log")
+        store = new_store()
+        start_seq = 0
+        for seq in sorted(snapshots, reverse=True):
+            try:
+                store = snapshot.decode(
+                    snapshots[seq].read_bytes(), now,
+                    expire_done_default=store.expire_done_default,
+                    lock_timeouts_s=store.lock_timeouts_s, rng=store.rng,
+                )
+            except (SnapshotError, OSError) as exc:
+                report.problems.append(f"{snapshots[seq].name}: unusable ({exc}); trying an older one")
+                self._keep_aside(snapshots[seq])
+                continue
+            report.snapshot = snapshots[seq].name
+            start_seq = seq
+            break
+        else:
+            if snapshots and not any(seq < min(snapshots) for seq in logs):
+                report.problems.append("no usable snapshot: recovering from logs alone")
+        for seq in sorted(s for s in logs if s >= start_seq):
+            report.logs.append(logs[seq].name)
+            intact = self._replay_log(logs[seq], store, now, report)
+            if not intact:
+                later = [logs[s].name for s in sorted(logs) if s > seq]
+                if later:
+                    report.problems.append(f"logs after a corrupt one are not replayed: {later}")
+                break
+        store.records.clear()
+        report.released_running = store.release_all_running(now)
+        store.records.clear()
+        store.woken.clear()
+        store.idled.clear()
+        self.seq = max([*snapshots, *logs, 0])
+        return store, report
+
+    def _replay_log(self, path: Path, store: Store, now: float, report: RecoveryReport) -> bool:
+        blob = path.read_bytes()
+        position = 0
+        while position < len(blob):
+            head = _FRAME_HEAD.match(blob, position)
+            problem = None
+            if head is None:
+                problem = "bad frame header"
+            else:
+                body_start = head.end()
+                body_end = body_start + int(head.group(1))
+                body = blob[body_start:body_end]
+                if body_end > len(blob):
+                    problem = "frame cut short (torn write)"
+                elif zlib.crc32(body) != int(head.group(2), 16):
+                    problem = "frame checksum mismatch"
+                else:
+                    try:
+                        for command in replay.iter_records(body):
+                            replay.apply(store, command, now)
+                            report.records += 1
+                    except SnapshotError as exc:
+                        problem = f"bad record in a checked frame ({exc})"
+            if problem is not None:
+                dropped = len(blob) - position
+                report.problems.append(
+                    f"{path.name}: {problem} at byte {position}; the valid prefix was recovered, "
+                    f"{dropped} bytes after it dropped (kept in {path.name}.corrupt)"
+                )
+                (path.parent / f"{path.name}.corrupt").write_bytes(blob[position:])
+                return False
+            position = body_end
+        return True
+
+    def _keep_aside(self, path: Path) -> None:
+        path.rename(path.with_name(path.name + ".corrupt"))
+
+    def start(self, store: Store) -> None:
+        """Snapshot the recovered state and open a fresh log after it."""
+        self.seq += 1
+        write_snapshot_file(self.path, self.seq, store)
+        self._open_log()
+        self._prune(keep_from=self.seq - 1)
+
+    def _open_log(self) -> None:
+        path = self.path / f"log-{self.seq}.log"
+        self._log_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._log_bytes = os.fstat(self._log_fd).st_size
+        _fsync_dir(self.path)
+
+    def _prune(self, *, keep_from: int) -> None:
+        """Drop files older than the generation before the newest snapshot."""
+        snapshots = self._files("snapshot")
+        older = [seq for seq in snapshots if seq < keep_from]
+        if keep_from not in snapshots:
+            return
+        for seq in older:
+            snapshots[seq].unlink(missing_ok=True)
+        for seq, path in self._files("log").items():
+            if seq < keep_from:
+                path.unlink(missing_ok=True)
+
+    # ------------------------------------------------------------ running
+
+    def append(self, chunk: bytes) -> None:
+        """Write one group-commit frame; fsync now when the policy is `always`."""
+        frame = b"#%d %08x\n" % (len(chunk), zlib.crc32(chunk)) + chunk
+        _write_all(self._log_fd, frame)
+        self._log_bytes += len(frame)
+        if self.fsync_policy == "always":
+            os.fsync(self._log_fd)
+        else:
+            self._unsynced = True
+
+    def sync_if_needed(self) -> None:
+        """The `everysec` tick."""
+        if self._unsynced and self._log_fd >= 0:
+            os.fsync(self._log_fd)
+            self._unsynced = False
+
+    def wants_snapshot(self) -> bool:
+        return self._log_bytes >= self.snapshot_log_bytes and self._snapshot_child is None
+
+    def snapshot_in_background(self, store: Store) -> None:
+        """Fork: the child writes the state as of now; the parent continues on a new log."""
+        os.fsync(self._log_fd)
+        new_seq = self.seq + 1
+        pid = os.fork()
+        if pid == 0:  # the child: copy-on-write view of the store
+            code = 1
+            try:
+                write_snapshot_file(self.path, new_seq, store)
+                code = 0
+            except BaseException:  # noqa: BLE001 - the child reports and must never return
+                log.exception("background snapshot %d failed; the logs still hold everything", new_seq)
+            finally:
+                os._exit(code)
+        self._snapshot_child = pid
+        os.close(self._log_fd)
+        self.seq = new_seq
+        self._open_log()
+        log.info("snapshot %d being written by process %d", new_seq, pid)
+
+    def rotate_with_snapshot(self, store: Store) -> None:
+        """After CLONE: the new state is written at once and a new log follows it."""
+        os.fsync(self._log_fd)
+        os.close(self._log_fd)
+        self.seq += 1
+        write_snapshot_file(self.path, self.seq, store)
+        self._open_log()
+        if self._snapshot_child is None:
+            self._prune(keep_from=self.seq - 1)
+
+    def reap_snapshot(self) -> None:
+        if self._snapshot_child is None:
+            return
+        pid, status = os.waitpid(self._snapshot_child, os.WNOHANG)
+        if pid == 0:
+            return
+        self._snapshot_child = None
+        if os.waitstatus_to_exitcode(status) == 0:
+            self._prune(keep_from=self.seq - 1)
+        else:
+            log.error("background snapshot %d failed (status %d); logs kept", self.seq, status)
+
+    def close(self) -> None:
+        if self._log_fd >= 0:
+            os.fsync(self._log_fd)
+            os.close(self._log_fd)
+            self._log_fd = -1
+        if self._snapshot_child is not None:
+            deadline = time.monotonic() + 30
+            while self._snapshot_child is not None and time.monotonic() < deadline:
+                self.reap_snapshot()
+                time.sleep(0.01)
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1

@@ -1,0 +1,70 @@
+"""Reading SYNC records from bytes and applying them to a store (log, snapshot, replication)."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from queue_server import protocol
+from queue_server.errors import ProtocolError, SnapshotError
+from queue_server.responses import OK, done_reply, later_reply
+from queue_server.store import Store
+
+SyncCommand = (
+    protocol.SyncPut | protocol.SyncGet | protocol.SyncDone | protocol.SyncLater
+    | protocol.SyncWake | protocol.SyncIds
+)
+SYNC_TYPES = (
+    protocol.SyncPut, protocol.SyncGet, protocol.SyncDone, protocol.SyncLater,
+    protocol.SyncWake, protocol.SyncIds,
+)
+
+
+def iter_records(buffer: bytes | memoryview) -> Iterator[SyncCommand]:
+    """Every SYNC record in `buffer`; raises SnapshotError at the first bad byte."""
+    view = bytes(buffer)
+    position = 0
+    end = len(view)
+    while position < end:
+        newline = view.find(b"\n", position)
+        if newline < 0:
+            raise SnapshotError(f"record at byte {position} has no line end")
+        line = view[position:newline].rstrip(b"\r")
+        position = newline + 1
+        if not line:
+            continue
+        try:
+            parsed = protocol.parse_line(line)
+        except ProtocolError as error:
+            raise SnapshotError(f"bad record at byte {position}: {error}") from None
+        command = parsed.command
+        if parsed.error is not None or not isinstance(command, SYNC_TYPES):
+            raise SnapshotError(f"not a SYNC record before byte {position}: {line[:60]!r}")
+        if parsed.data_len >= 0:
+            if position + parsed.data_len > end:
+                raise SnapshotError(f"record data cut short at byte {position}")
+            assert isinstance(command, protocol.SyncPut)
+            command.data = view[position:position + parsed.data_len]
+            position += parsed.data_len
+        yield command
+
+
+def apply(store: Store, command: SyncCommand, now: float) -> bytes:
+    """Apply one SYNC command; returns its reply (without CRLF framing for multi-line)."""
+    if isinstance(command, protocol.SyncPut):
+        until = command.until
+        if until is None and command.delay_s is not None:
+            until = now + command.delay_s
+        store.put(command.queue, command.priority, command.data, command.item, now, until=until)
+        return OK
+    if isinstance(command, protocol.SyncGet):
+        found = store.sync_get(command.queue, command.job_id, command.priority,
+                               last=command.last, until=command.until, then_done=command.then_done)
+        return OK if found else b"404 Queue Empty\r\n"
+    if isinstance(command, protocol.SyncDone):
+        return done_reply(store.done(command.ids))
+    if isinstance(command, protocol.SyncLater):
+        return later_reply(store.later(command.ids, now, command.until))
+    if isinstance(command, protocol.SyncWake):
+        store.wake(command.until, now)
+        return OK
+    store.set_counters(command.next_id, command.next_item)
+    return OK

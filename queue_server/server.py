@@ -1,0 +1,389 @@
+"""The queue server: executes commands on the store, group-commits the log, answers waiters."""
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import signal
+import time
+from dataclasses import dataclass
+
+from queue_server import protocol as p
+from queue_server import replay, responses, snapshot
+from queue_server.connection import Connection
+from queue_server.errors import SnapshotError
+from queue_server.persistence import DataDir, FsyncPolicy
+from queue_server.store import Job, Store
+from queue_server.waiters import Waiter, Waiters
+
+log = logging.getLogger("slotmap.queue_server")
+
+# CLONE carries a whole state, not a job: its block is bounded separately.
+MAX_CLONE_BYTES = 64 * 1024 * 1024 * 1024
+EVERYSEC_S = 1.0
+HOUSEKEEPING_S = 0.5
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    host: str = "127.0.0.1"
+    port: int = 7400
+    data_dir: str = "./var/queue"
+    fsync: FsyncPolicy = "always"
+    expire_done_default: bool = False
+    token: str | None = None
+    max_job_bytes: int = 1024 * 1024
+    snapshot_log_bytes: int = 256 * 1024 * 1024
+    lock_timeouts_s: tuple[tuple[str, float], ...] = ()
+    server_id: int = 1
+
+
+class QueueServer:
+    def __init__(self, settings: ServerSettings) -> None:
+        self.settings = settings
+        self.token = settings.token.encode() if settings.token else None
+        self.data_dir = DataDir(settings.data_dir, fsync=settings.fsync,
+                                snapshot_log_bytes=settings.snapshot_log_bytes)
+        self.store = self._new_store()
+        self.waiters = Waiters()
+        self.connections: set[Connection] = set()
+        self.links: set[Connection] = set()  # replication links: SYNC records streamed to them
+        self.offline = False
+        self._dirty: list[Connection] = []
+        self._flush_scheduled = False
+        self._replicated: list[bytes] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
+        self._stopped: asyncio.Future[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _new_store(self) -> Store:
+        return Store(expire_done_default=self.settings.expire_done_default,
+                     lock_timeouts_s=dict(self.settings.lock_timeouts_s))
+
+    # ------------------------------------------------------------ lifecycle
+
+    def open(self) -> None:
+        """Lock the data directory, recover the state, start a fresh log (before serving)."""
+        self.data_dir.lock()
+        store, report = self.data_dir.recover(self._new_store, time.time())
+        for problem in report.problems:
+            log.warning("recovery: %s", problem)
+        log.info(
+            "recovered from %s + %d log(s): %d records, %d jobs waiting, %d handed-out jobs ready again",
+            report.snapshot or "nothing", len(report.logs), report.records,
+            store.totals().jobs, report.released_running,
+        )
+        self.store = store
+        self.data_dir.start(store)
+
+    async def serve(self) -> None:
+        loop = self._loop = asyncio.get_running_loop()
+        self._stopped = loop.create_future()
+        server = await loop.create_server(
+            lambda: Connection(self), self.settings.host, self.settings.port,
+            reuse_address=True, backlog=1024,
+        )
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.shutdown)
+        self._schedule_housekeeping()
+        log.info("queue server listening on %s:%d (fsync %s)", self.settings.host,
+                 self.settings.port, self.settings.fsync)
+        try:
+            await self._stopped
+        finally:
+            server.close()
+            self._flush()
+            for conn in list(self.connections):
+                if conn.transport is not None:
+                    conn.transport.close()
+            self.data_dir.close()
+            log.info("queue server stopped; log flushed")
+
+    def shutdown(self) -> None:
+        if self._stopped is not None and not self._stopped.done():
+            self._flush()
+            self._stopped.set_result(None)
+
+    def _schedule_housekeeping(self) -> None:
+        assert self._loop is not None
+        self._loop.call_later(HOUSEKEEPING_S, self._housekeeping)
+
+    def _housekeeping(self) -> None:
+        if self.settings.fsync == "everysec":
+            self.data_dir.sync_if_needed()
+        self.data_dir.reap_snapshot()
+        self._schedule_housekeeping()
+
+    # ------------------------------------------------------------ output and group commit
+
+    def mark_dirty(self, conn: Connection) -> None:
+        self._dirty.append(conn)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _request_flush(self) -> None:
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """Once per loop turn: write (and fsync) the turn's records, then send the replies."""
+        self._flush_scheduled = False
+        records = self.store.records
+        if records:
+            chunk = b"".join(records)
+            records.clear()
+            self.data_dir.append(chunk)
+            if self.links and self._replicated:
+                stream = b"".join(self._replicated)
+                for link in self.links:
+                    if link.transport is not None:
+                        link.transport.write(stream)
+            if self.data_dir.wants_snapshot():
+                self.data_dir.snapshot_in_background(self.store)
+        self._replicated.clear()
+        if self._dirty:
+            dirty, self._dirty = self._dirty, []
+            for conn in dirty:
+                conn.flush()
+        self._arm_timer()
+
+    def _record_for_links(self, first_record: int) -> None:
+        if self.links:
+            self._replicated.extend(self.store.records[first_record:])
+
+    # ------------------------------------------------------------ timers: expiry and delays
+
+    def _arm_timer(self) -> None:
+        deadline = self.store.next_deadline()
+        if deadline is None or (self._timer_at is not None and self._timer_at <= deadline):
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        loop = asyncio.get_running_loop()
+        self._timer_at = deadline
+        self._timer = loop.call_at(loop.time() + max(0.0, deadline - time.time()), self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        self.fire_timers_if_due()
+        self._request_flush()
+
+    def fire_timers_if_due(self) -> None:
+        deadline = self.store.next_deadline()
+        if deadline is not None and deadline <= time.time():
+            first = len(self.store.records)
+            self.store.fire_due(time.time())
+            self._record_for_links(first)
+            self._settle()
+            self._request_flush()
+
+    # ------------------------------------------------------------ dispatch
+
+    def max_data_bytes(self, parsed: p.Parsed) -> int:
+        return MAX_CLONE_BYTES if isinstance(parsed.command, p.Clone) else self.settings.max_job_bytes
+
+    def execute_with_data(self, conn: Connection, parsed: p.Parsed, data: bytes) -> None:
+        if parsed.error is not None:
+            conn.write(parsed.error.reply + b"\r\n")
+            return
+        command = parsed.command
+        assert isinstance(command, (p.Put, p.SyncPut, p.Clone))
+        command.data = data
+        self.execute(conn, command)
+
+    def execute(self, conn: Connection, command: p.Command) -> None:
+        first = len(self.store.records)
+        kind = type(command)
+        if kind is p.Put:
+            self._put(conn, command)  # type: ignore[arg-type]
+        elif kind is p.Get:
+            self._get(conn, command)  # type: ignore[arg-type]
+        elif kind is p.Done:
+            if self.offline:
+                conn.write(responses.OFFLINE)
+            else:
+                conn.write(responses.done_reply(self.store.done(command.ids)))  # type: ignore[union-attr]
+        elif kind is p.Later:
+            self._later(conn, command)  # type: ignore[arg-type]
+        elif isinstance(command, replay.SYNC_TYPES):
+            conn.write(replay.apply(self.store, command, time.time()))
+            first = len(self.store.records)  # never replicated onward
+        else:
+            self._control(conn, command)
+        self._record_for_links(first)
+        store = self.store
+        if store.woken or store.idled:
+            self._settle()
+
+    def _put(self, conn: Connection, command: p.Put) -> None:
+        if self.offline:
+            conn.write(responses.OFFLINE)
+            return
+        store = self.store
+        now = time.time()
+        item = store.new_item_name() if command.new_item else command.item
+        until = now + command.delay_s if command.delay_s else None
+        job = store.put(command.queue, command.priority, command.data, item, now, until=until)
+        if job.item is not None and until is None:
+            self._deliver_output(job, now)
+        if command.wait_queue is None:
+            conn.write(responses.OK if not command.new_item else responses.item_reply(responses.OK, item))  # type: ignore[arg-type]
+            return
+        assert item is not None
+        reply = responses.WAIT_FOR_OUTPUT
+        conn.write(responses.item_reply(reply, item) if command.new_item else reply)
+        waiter = self.waiters.add_output(conn, command.wait_queue, item, command.expire_s, command.then_done)
+        conn.block(waiter)
+
+    def _deliver_output(self, job: Job, now: float) -> None:
+        """A PUT ... WAIT client gets its item's output job before any GET can."""
+        assert job.item is not None
+        waiter = self.waiters.output_waiter(job.queue.name, job.item)
+        if waiter is None:
+            return
+        self.store.take_last(job, now, waiter.expire_s, waiter.then_done)
+        self._answer(waiter, responses.job_reply(job))
+
+    def _get(self, conn: Connection, command: p.Get) -> None:
+        if self.offline:
+            conn.write(responses.OFFLINE)
+            return
+        store = self.store
+        jobs = store.take(command.queues, command.count or 1, time.time(), command.expire_s, command.then_done)
+        if jobs:
+            conn.write_parts(responses.job_reply(jobs[0]) if command.count is None
+                             else responses.batch_reply(jobs))
+            return
+        if command.mode is p.GetMode.NOW or (
+            command.mode is p.GetMode.UNTIL_IDLE and not store.has_running(command.queues)
+        ):
+            conn.write(responses.QUEUE_EMPTY)
+            return
+        conn.block(self.waiters.add_get(conn, command))
+
+    def _later(self, conn: Connection, command: p.Later) -> None:
+        if self.offline:
+            conn.write(responses.OFFLINE)
+            return
+        now = time.time()
+        until = now + command.delay_s if command.delay_s is not None else None
+        conn.write(responses.later_reply(self.store.later(command.ids, now, until)))
+
+    # ------------------------------------------------------------ waiters
+
+    def _answer(self, waiter: Waiter, reply: list[bytes] | bytes) -> None:
+        self.waiters.remove(waiter)
+        conn: Connection = waiter.conn
+        if isinstance(reply, bytes):
+            conn.write(reply)
+        else:
+            conn.write_parts(reply)
+        conn.unblock()
+
+    def _settle(self) -> None:
+        """Serve blocked clients after jobs became ready or queues stopped running."""
+        store = self.store
+        woken, store.woken = store.woken, []
+        idled, store.idled = store.idled, []
+        if not self.waiters.count:
+            return
+        now = time.time()
+        for state in woken:
+            while state.ready:
+                waiter = self.waiters.first_for_queue(state.name)
+                if waiter is None or waiter.get is None:
+                    break
+                get = waiter.get
+                jobs = store.take(get.queues, get.count or 1, now, get.expire_s, get.then_done)
+                self._answer(waiter, responses.job_reply(jobs[0]) if get.count is None
+                             else responses.batch_reply(jobs))
+        for state in idled:
+            for waiter in self.waiters.until_idle_for(state.name):
+                assert waiter.get is not None
+                if not store.has_running(waiter.get.queues) and not store.has_ready(waiter.get.queues):
+                    self._answer(waiter, responses.QUEUE_EMPTY)
+
+    # ------------------------------------------------------------ control commands
+
+    def _control(self, conn: Connection, command: p.Command) -> None:
+        if isinstance(command, p.Simple):
+            self._simple(conn, command)
+        elif isinstance(command, p.Link):
+            self._link(conn, command)
+        elif isinstance(command, p.Clone):
+            self._clone(conn, command)
+        elif isinstance(command, p.Auth):
+            expected = self.token
+            if expected is None or hmac.compare_digest(command.token, expected):
+                conn.authenticated = True
+                conn.write(responses.OK)
+            else:
+                conn.write(responses.UNAUTHORIZED)
+        else:
+            raise AssertionError(f"unhandled command {command!r}")
+
+    def _simple(self, conn: Connection, command: p.Simple) -> None:
+        name = command.name
+        store = self.store
+        if name == b"TOTAL":
+            conn.write(responses.total_reply(store.totals(command.queue)))
+        elif name == b"STATS":
+            conn.write(responses.stats_json(store, command.queue, time.time()))
+        elif name == b"RUNLIST":
+            conn.write(responses.runlist_reply(store, command.flag))
+        elif name == b"PING":
+            conn.write(responses.PONG)
+        elif name == b"OFFLINE":
+            self.offline = True
+            for waiter in self.waiters.all():
+                self._answer(waiter, responses.OFFLINE)
+            conn.write(responses.SWITCHED_OFFLINE)
+        elif name == b"ONLINE":
+            self.offline = False
+            conn.write(responses.SWITCHED_ONLINE)
+        elif name == b"QUIT":
+            conn.write(responses.GOODBYE)
+            conn.closing = True
+            conn.close_after_flush = True
+        elif name == b"SHUTDOWN":
+            conn.write(responses.SHUTTING_DOWN)
+            conn.closing = True
+            conn.close_after_flush = True
+            asyncio.get_running_loop().call_soon(self.shutdown)
+
+    def _link(self, conn: Connection, command: p.Link) -> None:
+        if command.name == b"SNAPSHOT":
+            blob = snapshot.encode(self.store)
+            conn.write_parts([b"200 OK %d\r\n" % len(blob), blob])
+        else:
+            conn.write(b"200 OK %d\r\n" % self.settings.server_id)
+        if command.peer is not None:
+            conn.is_replication_link = True
+            self.links.add(conn)
+            log.info("replication link to server %d at %s:%d", *command.peer)
+
+    def _clone(self, conn: Connection, command: p.Clone) -> None:
+        try:
+            store = snapshot.decode(
+                command.data, time.time(), expire_done_default=self.settings.expire_done_default,
+                lock_timeouts_s=dict(self.settings.lock_timeouts_s), rng=self.store.rng,
+            )
+        except SnapshotError as exc:
+            log.warning("CLONE refused, state unchanged: %s", exc)
+            conn.write(responses.INVALID_SNAPSHOT)
+            return
+        self._flush_records()
+        self.store = store
+        self.data_dir.rotate_with_snapshot(store)
+        store.woken.extend(state for state in store.queues.values() if state.ready)
+        conn.write(responses.OK)
+
+    def _flush_records(self) -> None:
+        if self.store.records:
+            self.data_dir.append(b"".join(self.store.records))
+            self.store.records.clear()
+
