@@ -48,3 +48,15 @@ class ServerUnreachable(ConnectionLost):
 
 class ReplyTimeout(ConnectionLost, TimeoutError):
     """No complete reply within the time allowed; the connection was closed."""
+
+
+def connection_failure(exc: BaseException, *, what: str, server: str) -> ConnectionLost:
+    """The client error for an I/O failure (OSError, EOFError, timeout) during `what`."""
+    if isinstance(exc, TimeoutError):
+        return ReplyTimeout(f"no reply to {what} from {server} in time; connection closed")
+    return ConnectionLost(f"connection to {server} lost during {what}: {exc}")
+
+
+def closes_connection(error: QueueServerError) -> bool:
+    """Error replies after which the server closes the connection (PROTOCOL.md, Errors)."""
+    return error.code == 413 or (error.code == 400 and error.text == "Line Too Long")

@@ -223,6 +223,11 @@ def rank_servers(server_ids: Sequence[int | None]) -> list[int]:
     )
 
 
+def verb_of(request: bytes) -> str:
+    """The command word of an encoded request, for error messages."""
+    return request[:16].split(b" ", 1)[0].split(b"\r", 1)[0].decode("ascii", "replace")
+
+
 def format_address(address: Address) -> str:
     host, port = address
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

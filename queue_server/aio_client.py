@@ -1,0 +1,411 @@
+"""asyncio queue server client: the API of QueueClient with coroutines, over asyncio streams.
+
+Reconnects follow the rule in queue_server/client.py. Requests of one client are
+serialized by a lock, so tasks may share a client; a task cancelled mid-request
+closes the connection (its reply, when it comes, would answer the next request).
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+from typing import Final, NoReturn, Self, TypeVar
+
+from queue_server import client_requests as req
+from queue_server.client import PUT_MANY_CHUNK, RECV_BYTES, backoff_s
+from queue_server.client_errors import (
+    BadReply,
+    QueueServerError,
+    ServerUnreachable,
+    closes_connection,
+    connection_failure,
+)
+from queue_server.client_requests import Address, Block, Then
+from queue_server.replies import (
+    NEED_MORE,
+    DoneResult,
+    Job,
+    Parser,
+    QueueStats,
+    ReplyBuffer,
+    RunningJob,
+    Total,
+    done_parser,
+    later_parser,
+    parse_get,
+    parse_interconnect,
+    parse_job,
+    parse_ok,
+    parse_put,
+    parse_stats,
+    parse_total,
+    parse_wait_ack,
+    runlist_parser,
+)
+
+T = TypeVar("T")
+
+_DEFAULT: Final = -1.0
+
+
+class _Connection:
+    """One stream pair, its unparsed bytes and its read loop."""
+
+    __slots__ = ("_timeout_s", "address", "reader", "replies", "server_id", "writer")
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        address: Address,
+        timeout_s: float,
+    ) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.address = address
+        self.server_id: int | None = None
+        self.replies = ReplyBuffer()
+        self._timeout_s = timeout_s
+
+    def unusable(self) -> bool:
+        """True when the server closed the connection or sent bytes nobody asked for."""
+        return (
+            bool(self.replies.pending)
+            or self.reader.at_eof()
+            or self.reader.exception() is not None
+            or self.writer.is_closing()
+        )
+
+    async def send(self, data: bytes) -> None:
+        self.writer.write(data)
+        if self.writer.transport.get_write_buffer_size():
+            await self.writer.drain()
+
+    async def request(self, data: bytes, parse: Parser[T], timeout_s: float | None = _DEFAULT) -> T:
+        await self.send(data)
+        return await self.read(parse, timeout_s)
+
+    async def read(self, parse: Parser[T], timeout_s: float | None = _DEFAULT) -> T:
+        """The next reply; `timeout_s` None waits forever, default is the client's timeout."""
+        replies = self.replies
+        value = replies.take(parse)
+        if value is not NEED_MORE:
+            return value
+        async with asyncio.timeout(self._timeout_s if timeout_s == _DEFAULT else timeout_s):
+            while True:
+                chunk = await self.reader.read(RECV_BYTES)
+                if not chunk:
+                    raise EOFError("the server closed the connection")
+                replies.feed(chunk)
+                value = replies.take(parse)
+                if value is not NEED_MORE:
+                    return value
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class AsyncQueueClient:
+    """An asyncio client of the queue server (PROTOCOL.md); same API as QueueClient."""
+
+    def __init__(
+        self,
+        servers: str | Sequence[str] = req.DEFAULT_SERVER,
+        *,
+        token: str | None = None,
+        timeout_s: float = 30.0,
+        connect_timeout_s: float = 3.0,
+        reconnect_attempts: int = 2,
+    ) -> None:
+        self.addresses = req.parse_servers(servers)
+        self._auth = None if token is None else req.auth_request(token)
+        self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        self.reconnect_attempts = reconnect_attempts
+        self._conn: _Connection | None = None
+        self._lock = asyncio.Lock()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+            try:
+                await conn.writer.wait_closed()
+            except OSError:
+                return  # already reset by the server: closed either way
+
+    @property
+    def address(self) -> Address | None:
+        """The server in use, None while not connected."""
+        return None if self._conn is None else self._conn.address
+
+    @property
+    def server_id(self) -> int | None:
+        """The id (INTERCONNECT) of the server in use; None with a single server or not connected."""
+        return None if self._conn is None else self._conn.server_id
+
+    async def put(
+        self,
+        queue: str,
+        data: bytes | str,
+        *,
+        priority: int = 0,
+        item: str | None = None,
+        new_item: bool = False,
+        delay_s: float | None = None,
+    ) -> str | None:
+        """Add a job; returns the new item's name with `new_item=True`, else None."""
+        request = req.put_request(
+            queue, data, priority_=priority, item=item, new_item=new_item, delay_s=delay_s
+        )
+        return await self._request(request, parse_put)
+
+    async def put_many(
+        self, queue: str, datas: Iterable[bytes | str], *, priority: int = 0
+    ) -> int:
+        """PUT every item of `datas`, pipelined; returns how many the server acknowledged.
+
+        All replies are read even when some are errors; the first error is then raised
+        (the PUTs acknowledged before and after it are stored).
+        """
+        items = list(datas)
+        chunks = [items[i : i + PUT_MANY_CHUNK] for i in range(0, len(items), PUT_MANY_CHUNK)]
+        requests = [req.put_many_request(queue, chunk, priority_=priority) for chunk in chunks]
+        if not requests:
+            return 0
+        async with self._lock:
+            conn = await self._ready()
+            acknowledged = 0
+            first_error: QueueServerError | None = None
+            try:
+                await conn.send(requests[0])
+                for index, chunk in enumerate(chunks):
+                    if index + 1 < len(requests):
+                        await conn.send(requests[index + 1])
+                    for _ in chunk:
+                        try:
+                            await conn.read(parse_put)
+                            acknowledged += 1
+                        except BadReply:
+                            raise
+                        except QueueServerError as exc:
+                            first_error = first_error or exc
+            except (OSError, EOFError, BadReply) as exc:
+                self._drop()  # replies of the rest are still on the way
+                what = f"put_many ({acknowledged} of {len(items)} acknowledged)"
+                self._raise_failed(conn, what, exc)
+            except BaseException:
+                self._drop()
+                raise
+        if first_error is not None:
+            raise first_error
+        return acknowledged
+
+    async def get(
+        self,
+        queues: str | Sequence[str] | None = None,
+        *,
+        count: int | None = None,
+        expire_s: float | None = None,
+        then: Then | None = None,
+        block: Block = False,
+    ) -> list[Job]:
+        """GET (GETB with block=True, GETBE with "until_empty"); [] on `404 Queue Empty`.
+
+        A blocking get waits as long as it takes (no timeout_s); cancel the task to stop.
+        """
+        request = req.get_request(queues, count=count, expire_s=expire_s, then=then, block=block)
+        return await self._request(request, parse_get, None if block else _DEFAULT)
+
+    async def done(self, *ids: int) -> list[DoneResult]:
+        """DONE for each id in one request; one DoneResult per id, in order."""
+        return await self._request(req.done_request(ids), done_parser(len(ids)))
+
+    async def later(self, *ids: int, delay_s: float | None = None) -> list[bool]:
+        """LATER for each id in one request; per id, whether it was running."""
+        request = req.later_request(ids, delay_s=delay_s)
+        return await self._request(request, later_parser(len(ids)))
+
+    async def call(
+        self,
+        queue: str,
+        data: bytes | str,
+        *,
+        output_queue: str,
+        priority: int = 0,
+        expire_s: float | None = None,
+        then: Then | None = None,
+        timeout_s: float | None = None,
+    ) -> Job:
+        """PUT ... NEW WAIT: put a job under a new item, wait for that item's job in `output_queue`.
+
+        The returned output job is running: DONE it (or give expire_s with then="done").
+        After `timeout_s` the connection is closed (the output job, when it comes,
+        stays in `output_queue` for anyone) and ReplyTimeout is raised.
+        """
+        request = req.put_request(
+            queue, data, priority_=priority, new_item=True, wait_queue=output_queue,
+            expire_s=expire_s, then=then,
+        )
+        async with self._lock:
+            conn = await self._ready()
+            try:
+                await conn.request(request, parse_wait_ack)
+                return await conn.read(parse_job, timeout_s)
+            except (OSError, EOFError, QueueServerError) as exc:
+                self._raise_failed(conn, "PUT ... WAIT", exc)
+            except BaseException:
+                self._drop()  # a late output job would be read as the next reply
+                raise
+
+    async def stats(self, queue: str | None = None) -> dict[str, QueueStats]:
+        """STATS [q]: queue name -> its counters."""
+        request = req.named_request(b"STATS", queue)
+        return await self._request(request, parse_stats, read_only=True)
+
+    async def total(self, queue: str | None = None) -> Total:
+        """TOTAL [q]."""
+        request = req.named_request(b"TOTAL", queue)
+        return await self._request(request, parse_total, read_only=True)
+
+    async def runlist(self, *, with_data: bool = False) -> list[RunningJob]:
+        """RUNLIST [DATA]: the running jobs."""
+        parse = runlist_parser(with_data=with_data)
+        request = req.runlist_request(with_data=with_data)
+        return await self._request(request, parse, read_only=True)
+
+    async def ping(self) -> None:
+        """PING; raises when the server does not answer `200 PONG`."""
+        text = await self._request(req.PING, parse_ok, read_only=True)
+        if text != "PONG":
+            raise BadReply(f"unexpected reply to PING: {text!r}")
+
+    async def _request(
+        self,
+        request: bytes,
+        parse: Parser[T],
+        timeout_s: float | None = _DEFAULT,
+        *,
+        read_only: bool = False,
+    ) -> T:
+        async with self._lock:
+            conn = await self._ready()
+            retries = self.reconnect_attempts if read_only else 0
+            while True:
+                try:
+                    return await conn.request(request, parse, timeout_s)
+                except (OSError, EOFError) as exc:
+                    if retries <= 0 or isinstance(exc, TimeoutError):
+                        self._raise_failed(conn, req.verb_of(request), exc)
+                    self._drop()
+                    retries -= 1
+                    conn = await self._ready()
+                except QueueServerError as exc:
+                    self._raise_failed(conn, req.verb_of(request), exc)
+                except BaseException:
+                    self._drop()  # cancelled mid-request: a late reply would answer the next one
+                    raise
+
+    def _raise_failed(self, conn: _Connection, what: str, exc: BaseException) -> NoReturn:
+        """Raise what a failed request means; the connection is dropped unless still in step."""
+        if isinstance(exc, QueueServerError) and not isinstance(exc, BadReply):
+            if closes_connection(exc):
+                self._drop()
+            raise exc
+        self._drop()
+        if isinstance(exc, OSError | EOFError):
+            server = req.format_address(conn.address)
+            raise connection_failure(exc, what=what, server=server) from exc
+        raise exc
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    async def _ready(self) -> _Connection:
+        """The connection to use now: the current one if the server has not closed it."""
+        conn = self._conn
+        if conn is not None and not conn.unusable():
+            return conn
+        self._drop()
+        self._conn = conn = await self._connect()
+        return conn
+
+    async def _connect(self) -> _Connection:
+        errors: dict[Address, str] = {}
+        for attempt in range(self.reconnect_attempts + 1):
+            if attempt:
+                await asyncio.sleep(backoff_s(attempt))
+            conn = await self._open_primary(errors)
+            if conn is not None:
+                return conn
+        reasons = "; ".join(f"{req.format_address(a)}: {why}" for a, why in errors.items())
+        raise ServerUnreachable(f"cannot reach a queue server ({reasons})")
+
+    async def _open_primary(self, errors: dict[Address, str]) -> _Connection | None:
+        """Connect to every server, keep the one with the lowest id."""
+        if len(self.addresses) == 1:
+            return await self._open(self.addresses[0], errors, ask_id=False)
+        reachable: list[_Connection] = []
+        try:
+            for address in self.addresses:
+                conn = await self._open(address, errors, ask_id=True)
+                if conn is not None:
+                    reachable.append(conn)
+        except BaseException:
+            for conn in reachable:
+                conn.close()
+            raise
+        if not reachable:
+            return None
+        order = req.rank_servers([conn.server_id for conn in reachable])
+        for index in order[1:]:
+            reachable[index].close()
+        return reachable[order[0]]
+
+    async def _open(
+        self, address: Address, errors: dict[Address, str], *, ask_id: bool
+    ) -> _Connection | None:
+        """A connected, authenticated connection; None (reason in `errors`) when unreachable."""
+        try:
+            async with asyncio.timeout(self.connect_timeout_s):
+                reader, writer = await asyncio.open_connection(*address, limit=RECV_BYTES)
+        except OSError as exc:  # TimeoutError included
+            errors[address] = exc.strerror or str(exc) or type(exc).__name__
+            return None
+        conn = _Connection(reader, writer, address, self.timeout_s)
+        try:
+            if self._auth is not None:
+                await conn.request(self._auth, parse_ok)
+            if ask_id:
+                conn.server_id = await self._ask_id(conn)
+        except (OSError, EOFError) as exc:
+            conn.close()
+            errors[address] = f"lost while connecting: {exc}"
+            return None
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @staticmethod
+    async def _ask_id(conn: _Connection) -> int | None:
+        """The server's id; None when it does not answer INTERCONNECT with one."""
+        try:
+            return await conn.request(req.INTERCONNECT, parse_interconnect)
+        except BadReply:
+            raise
+        except QueueServerError:
+            return None
