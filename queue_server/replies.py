@@ -260,27 +260,21 @@ _DONE_RESULTS: Final = {
 def _per_id_lines(
     count: int, decode: Callable[[bytes], T | None], buf: Buffer, pos: int
 ) -> Parsed[list[T]]:
-    """`count` reply lines, one per id. An error line for one id is raised after all are read;
-    an error on the first line that is not a per-id answer (400, 401) is the whole reply.
+    """`count` reply lines, one per id (200 or 404). An error status (400, 401, 500 Offline
+    Mode) refuses the whole request and is the only line of the reply.
     """
     values: list[T] = []
-    error: ErrorReply | None = None
     for index in range(count):
         got = take_line(buf, pos)
         if got is None:
             return None
         line, pos = got
         value = decode(line)
-        if value is not None:
-            values.append(value)
-            continue
-        if error is None:
-            error = _fail(line, pos)
-        if index == 0 and not line.startswith(b"500"):
-            break
-    if error is not None:
-        error.end = pos
-        raise error
+        if value is None:
+            if index:
+                raise BadReply(f"error status after {index} per-id replies: {line!r}")
+            raise _fail(line, pos)
+        values.append(value)
     return values, pos
 
 

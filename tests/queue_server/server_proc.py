@@ -1,0 +1,127 @@
+"""Run a real `slotmap queue-server` subprocess on a free port (tests, benchmarks); no pytest needed.
+
+    with running_queue_server(tmp_path, "--fsync", "never") as server:
+        host, port, process = server
+        QueueClient(server.address).put("q", b"x")
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+HOST = "127.0.0.1"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+STARTUP_DEADLINE_S = 15.0
+EXIT_DEADLINE_S = 10.0
+POLL_INTERVAL_S = 0.02
+BIND_ATTEMPTS = 3
+
+
+@dataclass
+class ServerProc:
+    """A started server; unpacks as `host, port, process`."""
+
+    host: str
+    port: int
+    process: subprocess.Popen[bytes]
+    data_dir: Path
+    log_path: Path
+
+    def __iter__(self) -> Iterator[object]:
+        return iter((self.host, self.port, self.process))
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def kill(self) -> None:
+        """kill -9 and reap (no-op when already gone)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=EXIT_DEADLINE_S)
+
+
+def slotmap_command() -> list[str]:
+    """The `slotmap` console script of the running venv, else the module behind it."""
+    for script in (Path(sys.executable).with_name("slotmap"), REPO_ROOT / ".venv" / "bin" / "slotmap"):
+        if script.exists():
+            return [str(script)]
+    return [sys.executable, "-m", "deploy.cli"]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((HOST, 0))
+        return int(probe.getsockname()[1])
+
+
+def accepts_connections(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def _wait_until_accepting(process: subprocess.Popen[bytes], port: int) -> bool:
+    """True once the port accepts; False when the process exits first; RuntimeError at the deadline."""
+    deadline = time.monotonic() + STARTUP_DEADLINE_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        if accepts_connections(HOST, port):
+            return True
+        time.sleep(POLL_INTERVAL_S)
+    process.kill()
+    process.wait(timeout=EXIT_DEADLINE_S)
+    raise RuntimeError(f"queue server did not accept on port {port} within {STARTUP_DEADLINE_S}s")
+
+
+def start_queue_server(
+    tmp_path: Path, *extra_args: str, data_dir: Path | None = None
+) -> ServerProc:
+    """Start a server and return once its port accepts connections; the caller kills it."""
+    directory = data_dir or Path(tempfile.mkdtemp(prefix="queue-data-", dir=tmp_path))
+    directory.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
+    for _ in range(BIND_ATTEMPTS):
+        port = free_port()
+        log_path = tmp_path / f"queue-server-{port}.log"
+        command = [
+            *slotmap_command(), "queue-server",
+            "--listen", f"{HOST}:{port}", "--data-dir", str(directory), *extra_args,
+        ]
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path, env=env
+            )
+        if _wait_until_accepting(process, port):
+            return ServerProc(HOST, port, process, directory, log_path)
+        output = log_path.read_text(errors="replace")
+        if "in use" not in output.lower():
+            raise RuntimeError(f"queue server exited with {process.returncode}: {command}\n{output}")
+    raise RuntimeError(f"queue server found no free port in {BIND_ATTEMPTS} attempts")
+
+
+@contextlib.contextmanager
+def running_queue_server(
+    tmp_path: Path, *extra_args: str, data_dir: Path | None = None
+) -> Iterator[ServerProc]:
+    """A server for the `with` block, killed (SIGKILL) and reaped at its end."""
+    server = start_queue_server(tmp_path, *extra_args, data_dir=data_dir)
+    try:
+        yield server
+    finally:
+        server.kill()
