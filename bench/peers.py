@@ -1,0 +1,312 @@
+"""Starting, watching and stopping the servers the benchmarks measure.
+
+Every server started here is registered; `stop_all()` (called from the
+benchmarks' `finally`, from atexit and on SIGTERM/SIGINT) kills each one by
+its own process group and removes the temporary directories made for it.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BEANSTALKD_INSTALL_HINT = (
+    "beanstalkd not found: install it with `apt-get update && apt-get install -y beanstalkd` "
+    "(Debian/Ubuntu; the package is named beanstalkd), or pass --beanstalkd PATH. "
+    "The beanstalkd peer is skipped."
+)
+
+_servers: list[ManagedServer] = []
+server_cpu_seconds = 0.0  # CPU used by the servers we started and stopped (for the load note)
+_tmpdirs: list[str] = []
+_tmp_root: str | None = None
+
+
+def set_tmp_root(path: str | None) -> None:
+    global _tmp_root
+    _tmp_root = path
+    if path:
+        os.makedirs(path, exist_ok=True)
+
+
+def make_tmpdir(prefix: str) -> str:
+    d = tempfile.mkdtemp(prefix=f"slotmap-bench-{prefix}-", dir=_tmp_root)
+    _tmpdirs.append(d)
+    return d
+
+
+def remove_tmpdir(d: str) -> None:
+    shutil.rmtree(d, ignore_errors=True)
+    if d in _tmpdirs:
+        _tmpdirs.remove(d)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def find_beanstalkd(explicit: str | None = None) -> str | None:
+    if explicit:
+        return explicit if os.access(explicit, os.X_OK) else None
+    return shutil.which("beanstalkd") or next(
+        (p for p in ("/usr/bin/beanstalkd", "/usr/local/bin/beanstalkd") if os.access(p, os.X_OK)),
+        None,
+    )
+
+
+def beanstalkd_version(path: str) -> str:
+    try:
+        out = subprocess.run([path, "-v"], capture_output=True, text=True, timeout=5, check=False)
+        return (out.stdout or out.stderr).strip()
+    except (OSError, subprocess.SubprocessError):
+        return "beanstalkd (version unknown)"
+
+
+SLOTMAP_CMD: list[str] | None = None  # overrides the command below (--ours-cmd)
+
+
+def slotmap_command() -> list[str]:
+    if SLOTMAP_CMD:
+        return list(SLOTMAP_CMD)
+    exe = REPO / ".venv" / "bin" / "slotmap"
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("slotmap")
+    if found:
+        return [found]
+    return [sys.executable, "-m", "deploy.cli"]
+
+
+class ServerFailed(RuntimeError):
+    pass
+
+
+class ManagedServer:
+    """One server process in its own process group, with a log file."""
+
+    def __init__(self, name: str, cmd: list[str], port: int, workdir: str,
+                 cwd: str | None = None) -> None:
+        self.name = name
+        self.cmd = cmd
+        self.port = port
+        self.host = "127.0.0.1"
+        self.workdir = workdir  # removed on stop
+        self.log_path = os.path.join(workdir, "server.log")
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.cwd = cwd
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self, timeout: float = 30.0) -> ManagedServer:
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                self.cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, cwd=self.cwd,
+            )
+        _servers.append(self)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise ServerFailed(f"{self.name} exited with {self.proc.returncode} at start:\n"
+                                   f"$ {' '.join(self.cmd)}\n{self.log_tail()}")
+            try:
+                with socket.create_connection((self.host, self.port), timeout=1):
+                    return self
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.stop(remove=False)
+                    raise ServerFailed(f"{self.name} did not listen on {self.port} within "
+                                       f"{timeout}s:\n{self.log_tail()}")
+                time.sleep(0.05)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_tail(self, n: int = 30) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                lines = f.read().decode(errors="replace").splitlines()
+            return "\n".join(lines[-n:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self, remove: bool = True, graceful: bool = True) -> None:
+        """Stops the process (SIGTERM, then SIGKILL after 10 s); removes its dir.
+
+        The signal goes to the process group made by start_new_session while
+        its leader (our child) is still alive and unreaped, so the group id
+        cannot belong to anyone else; descendants seen before the signal are
+        killed too if they outlive it (psutil checks they are the same
+        processes).
+        """
+        global server_cpu_seconds
+        p = self.proc
+        if p is not None and p.poll() is None:
+            server_cpu_seconds += tree_cpu_seconds(p.pid)
+            kids = []
+            with contextlib.suppress(Exception):
+                import psutil
+                kids = psutil.Process(p.pid).children(recursive=True)
+            sig_first = signal.SIGTERM if graceful else signal.SIGKILL
+            try:
+                os.killpg(p.pid, sig_first)
+            except (ProcessLookupError, PermissionError):
+                p.send_signal(sig_first)
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    p.kill()
+                p.wait(timeout=10)
+            for k in kids:
+                with contextlib.suppress(Exception):
+                    if k.is_running():
+                        k.kill()
+        if self in _servers:
+            _servers.remove(self)
+        if remove:
+            remove_tmpdir(self.workdir)
+
+
+def start_beanstalkd(path: str, binlog: bool = False, fsync_ms: int | None = None,
+                     never_fsync: bool = False, workdir: str | None = None,
+                     binlog_dir: str | None = None, name: str = "beanstalkd") -> ManagedServer:
+    workdir = workdir or make_tmpdir("beanstalkd")
+    port = free_port()
+    cmd = [path, "-l", "127.0.0.1", "-p", str(port)]
+    if binlog:
+        bdir = binlog_dir or os.path.join(workdir, "binlog")
+        os.makedirs(bdir, exist_ok=True)
+        cmd += ["-b", bdir]
+        if never_fsync:
+            cmd += ["-F"]
+        elif fsync_ms is not None:
+            cmd += ["-f", str(fsync_ms)]
+    return ManagedServer(name, cmd, port, workdir).start()
+
+
+def start_slotmap(fsync: str, workdir: str | None = None, data_dir: str | None = None,
+                  extra: list[str] | None = None, name: str | None = None,
+                  timeout: float = 60.0) -> ManagedServer:
+    workdir = workdir or make_tmpdir(f"slotmap-{fsync}")
+    ddir = data_dir or os.path.join(workdir, "data")
+    os.makedirs(ddir, exist_ok=True)
+    port = free_port()
+    cmd = slotmap_command() + ["queue-server", "--listen", f"127.0.0.1:{port}",
+                               "--data-dir", ddir, "--fsync", fsync] + (extra or [])
+    return ManagedServer(name or f"slotmap(fsync={fsync})", cmd, port, workdir,
+                         cwd=str(REPO)).start(timeout=timeout)
+
+
+def stop_all() -> None:
+    for s in _servers:
+        try:
+            s.stop()
+        except Exception as exc:  # noqa: BLE001  (keep stopping the others)
+            print(f"warning: stopping {s.name}: {exc}", file=sys.stderr)
+    for d in _tmpdirs:
+        remove_tmpdir(d)
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def install_cleanup() -> None:
+    atexit.register(stop_all)
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+
+
+# --------------------------------------------------------------------------
+# Memory of a process (and its descendants)
+# --------------------------------------------------------------------------
+
+def _read_kb(path: str, key: str) -> int | None:
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _descendants(pid: int) -> list[int]:
+    try:
+        import psutil  # a project dependency; optional here
+        return [c.pid for c in psutil.Process(pid).children(recursive=True)]
+    except Exception:  # noqa: BLE001  (psutil missing or the process gone)
+        return []
+
+
+def memory_kb(pid: int) -> dict[str, int]:
+    """VmRSS (status) and Rss/Pss (smaps_rollup), in KiB, summed over the tree."""
+    out = {"VmRSS": 0, "Rss": 0, "Pss": 0, "procs": 0}
+    for p in [pid] + _descendants(pid):
+        v = _read_kb(f"/proc/{p}/status", "VmRSS")
+        if v is None:
+            continue
+        out["procs"] += 1
+        out["VmRSS"] += v
+        out["Rss"] += _read_kb(f"/proc/{p}/smaps_rollup", "Rss") or 0
+        out["Pss"] += _read_kb(f"/proc/{p}/smaps_rollup", "Pss") or 0
+    return out
+
+
+def fs_type(path: str) -> str:
+    """The filesystem type holding path (from /proc/mounts, longest prefix)."""
+    path = os.path.realpath(path)
+    best = ("", "?")
+    try:
+        with open("/proc/mounts") as f:
+            for line in f:
+                parts = line.split()
+                mnt, typ = parts[1], parts[2]
+                if (path == mnt or path.startswith(mnt.rstrip("/") + "/")) and len(mnt) > len(best[0]):
+                    best = (mnt, typ)
+    except OSError:
+        pass
+    return best[1]
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """user+system CPU seconds of a process and its live descendants."""
+    try:
+        import psutil
+        proc = psutil.Process(pid)
+        total = sum(proc.cpu_times()[:2])
+        for k in proc.children(recursive=True):
+            try:
+                total += sum(k.cpu_times()[:2])
+            except psutil.Error:
+                pass
+        return total
+    except Exception:  # noqa: BLE001  (psutil missing or the process gone)
+        return 0.0
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores spent busy since boot (from /proc/stat)."""
+    with open("/proc/stat") as f:
+        parts = f.readline().split()[1:]
+    vals = [int(x) for x in parts]
+    idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
+    return (sum(vals[:8]) - idle) / os.sysconf("SC_CLK_TCK")

@@ -1,0 +1,793 @@
+"""Queue server benchmark: our server against beanstalkd, measured in the same run.
+
+Both servers are driven by the same raw-socket client (bench/rawclient.py):
+one Python client process, loopback, 32-byte jobs, --jobs jobs per run
+(20,000), every figure the median of --reps runs (3). The runs of the two
+servers are interleaved (ours, beanstalkd, ours, ...) so that load from other
+work on the machine falls on both alike.
+
+Measurements (see --help for the options; README of the method in
+bench/RESULTS.md):
+  empty   one request at a time: PUT/s, GET+DONE jobs/s (ours --fsync never)
+          vs beanstalkd put, reserve+delete; pipelined PUT 1,000 at a time;
+          batched `GET q COUNT 100` + multi-id DONE vs beanstalkd pipelined
+          reserve+delete (1,000 at a time)
+  fsync   ours --fsync always vs beanstalkd -b DIR -f 0: PUT round trips,
+          16 concurrent connections with one PUT in flight each (one process,
+          16 sockets on epoll), pipelined PUT
+  depth   every rate above again with --depth jobs (1,000,000) already queued
+          in the measured queue, as a ratio to the empty-server rate; memory
+          per queued job (RSS full - RSS empty) / jobs - 32
+  seed    the sockPQd manual's own test (bench/seed_test.py)
+  profile py-spy on our server under pipelined PUT (and batched GET) load
+
+Usage:
+  .venv/bin/python bench/queue_server.py                 # everything
+  .venv/bin/python bench/queue_server.py --quick         # smoke run, ~1 min
+  .venv/bin/python bench/queue_server.py --write-results # append to bench/RESULTS.md
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import peers
+import rawclient as rc
+import seed_test
+
+HERE = Path(__file__).resolve().parent
+RESULTS_MD = HERE / "RESULTS.md"
+
+# Figures measured here before (shared/PEERS.md), shown next to ours for context.
+PEERS_EARLIER = {
+    "bs_put_rt": 13_800, "bs_rd_rt": 6_900, "bs_put_pipe": 339_000, "bs_rd_pipe": 131_000,
+    "bs_f0_put_pipe": 7_800,
+}
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+@dataclass
+class Row:
+    metric: str
+    ours: float | None
+    peer: float | None
+    ratio: float | None
+    ratio_of: str
+    target: str
+    result: str
+    unit: str = "/s"
+    note: str = ""
+
+
+@dataclass
+class Bench:
+    args: argparse.Namespace
+    samples: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    values: dict[str, float] = field(default_factory=dict)
+    values_str: dict[str, str] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    seed: dict[str, seed_test.SeedResult] = field(default_factory=dict)
+    profile: dict[str, str] = field(default_factory=dict)
+    bs_path: str | None = None
+
+    # ---------------------------------------------------------------- utils
+    def med(self, key: str) -> float | None:
+        v = self.samples.get(key)
+        return statistics.median(v) if v else None
+
+    def timed(self, key: str, fn: Callable[[], int]) -> float:
+        t0 = time.perf_counter()
+        n = fn()
+        dt = time.perf_counter() - t0
+        rate = n / dt
+        self.samples[key].append(rate)
+        if self.args.verbose:
+            log(f"    {key}: {rate:,.0f}/s")
+        return rate
+
+    def section(self, name: str, fn: Callable[[], None]) -> None:
+        if name not in self.args.sections:
+            return
+        log(f"== {name}")
+        t0 = time.monotonic()
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001  (report it, go on with the next section)
+            msg = f"section {name}: {type(exc).__name__}: {exc}"
+            self.errors.append(msg)
+            log("ERROR " + msg)
+            if self.args.verbose:
+                traceback.print_exc()
+        finally:
+            peers.stop_all()
+        log(f"   ({time.monotonic() - t0:.0f} s)")
+
+    def start_ours(self, fsync: str) -> peers.ManagedServer | None:
+        if self.args.no_ours:
+            return None
+        try:
+            return peers.start_slotmap(fsync)
+        except Exception as exc:  # noqa: BLE001  (report it, measure the peer anyway)
+            msg = f"our server (--fsync {fsync}) not available: {exc}"
+            self.errors.append(msg)
+            log("ERROR " + msg)
+            return None
+
+    def start_bs(self, **kw: object) -> peers.ManagedServer | None:
+        if not self.bs_path:
+            return None
+        return peers.start_beanstalkd(self.bs_path, **kw)  # type: ignore[arg-type]
+
+    # ---------------------------------------------------------- sequences
+    def warm_ours(self, c: rc.Conn) -> None:
+        rc.ours_put_rt(c, 1000)
+        rc.ours_getdone_rt(c, 1000)
+        rc.ours_put_pipe(c, 5000)
+        rc.ours_get_batch(c, 5000, 100, 10)
+        rc.ours_drain(c)
+
+    def warm_bs(self, c: rc.Conn) -> None:
+        rc.bs_put_rt(c, 1000)
+        rc.bs_reserve_delete_rt(c, 1000)
+        rc.bs_put_pipe(c, 5000)
+        rc.bs_reserve_delete_pipe(c, 5000)
+        rc.bs_drain(c)
+
+    def seq_ours_mem(self, c: rc.Conn, sfx: str) -> None:
+        n = self.args.jobs
+        self.timed(f"ours_put_rt{sfx}", lambda: rc.ours_put_rt(c, n))
+        self.timed(f"ours_gd_rt{sfx}", lambda: rc.ours_getdone_rt(c, n))
+        self.timed(f"ours_put_pipe{sfx}", lambda: rc.ours_put_pipe(c, n, 1000))
+        self.timed(f"ours_batch10{sfx}", lambda: rc.ours_get_batch(c, n, 100, 10))
+        rc.ours_put_pipe(c, n, 1000)
+        self.timed(f"ours_batch1{sfx}", lambda: rc.ours_get_batch(c, n, 100, 1))
+
+    def seq_bs_mem(self, c: rc.Conn, sfx: str) -> None:
+        n = self.args.jobs
+        self.timed(f"bs_put_rt{sfx}", lambda: rc.bs_put_rt(c, n))
+        self.timed(f"bs_rd_rt{sfx}", lambda: rc.bs_reserve_delete_rt(c, n))
+        self.timed(f"bs_put_pipe{sfx}", lambda: rc.bs_put_pipe(c, n, 1000))
+        self.timed(f"bs_rd_pipe{sfx}", lambda: rc.bs_reserve_delete_pipe(c, n, 1000))
+
+    def seq_ours_fsync(self, srv: peers.ManagedServer, c: rc.Conn, sfx: str) -> None:
+        n = self.args.jobs
+        self.timed(f"ours_always_put_rt{sfx}", lambda: rc.ours_put_rt(c, n))
+        self.timed(f"ours_always_gd_rt{sfx}", lambda: rc.ours_getdone_rt(c, n))
+        self.samples[f"ours_always_conc{sfx}"].append(self.conc(srv, "ours"))
+        rc.ours_get_batch(c, n, 100, 10)
+        self.timed(f"ours_always_put_pipe{sfx}", lambda: rc.ours_put_pipe(c, n, 1000))
+        rc.ours_get_batch(c, n, 100, 10)
+
+    def seq_bs_fsync(self, srv: peers.ManagedServer, c: rc.Conn, sfx: str) -> None:
+        n = self.args.jobs
+        self.timed(f"bs_f0_put_rt{sfx}", lambda: rc.bs_put_rt(c, n))
+        self.timed(f"bs_f0_rd_rt{sfx}", lambda: rc.bs_reserve_delete_rt(c, n))
+        self.samples[f"bs_f0_conc{sfx}"].append(self.conc(srv, "bs"))
+        rc.bs_reserve_delete_pipe(c, n, 1000)
+        self.timed(f"bs_f0_put_pipe{sfx}", lambda: rc.bs_put_pipe(c, n, 1000))
+        rc.bs_reserve_delete_pipe(c, n, 1000)
+
+    def conc(self, srv: peers.ManagedServer, kind: str) -> float:
+        if kind == "ours":
+            req, ok = rc.ours_put_request("bench"), b"200"
+        else:
+            req, ok = rc.bs_put_request(), b"INSERTED"
+        n, dt = rc.concurrent_put(srv.host, srv.port, self.args.jobs, self.args.clients, req,
+                                  ok_prefix=ok)
+        if self.args.verbose:
+            log(f"    {kind} {self.args.clients} clients: {n / dt:,.0f}/s")
+        return n / dt
+
+    def interleave(self, pairs: list[tuple[rc.Conn | None, Callable[[rc.Conn], None]]]) -> None:
+        for rep in range(self.args.reps):
+            log(f"   rep {rep + 1}/{self.args.reps}")
+            for conn, fn in pairs:
+                if conn is not None:
+                    fn(conn)
+
+    # ------------------------------------------------------------ sections
+    def run_empty(self) -> None:
+        ours = self.start_ours("never")
+        bs = self.start_bs()
+        co = rc.Conn(ours.host, ours.port) if ours else None
+        cb = rc.Conn(bs.host, bs.port) if bs else None
+        try:
+            if co:
+                self.warm_ours(co)
+            if cb:
+                self.warm_bs(cb)
+            self.interleave([(co, lambda c: self.seq_ours_mem(c, "")),
+                             (cb, lambda c: self.seq_bs_mem(c, ""))])
+            if co:
+                self.check_empty_ours(co, "empty")
+        finally:
+            for c in (co, cb):
+                if c:
+                    c.close()
+
+    def run_fsync(self) -> None:
+        ours = self.start_ours("always")
+        bs = self.start_bs(binlog=True, fsync_ms=0) if self.bs_path else None
+        co = rc.Conn(ours.host, ours.port) if ours else None
+        cb = rc.Conn(bs.host, bs.port) if bs else None
+        try:
+            if co:
+                self.warm_ours(co)
+            if cb:
+                self.warm_bs(cb)
+            self.interleave([(co, lambda c: self.seq_ours_fsync(ours, c, "")),
+                             (cb, lambda c: self.seq_bs_fsync(bs, c, ""))])
+        finally:
+            for c in (co, cb):
+                if c:
+                    c.close()
+
+    def fill(self, label: str, c: rc.Conn, put_pipe: Callable[[rc.Conn, int, int], int]) -> None:
+        depth = self.args.depth
+        t0 = time.perf_counter()
+        done = 0
+        step = 100_000
+        while done < depth:
+            k = min(step, depth - done)
+            put_pipe(c, k, 1000)
+            done += k
+            if self.args.verbose:
+                log(f"    {label} filled {done:,}")
+        dt = time.perf_counter() - t0
+        self.values[f"{label}_fill_rate"] = depth / dt
+        log(f"   {label}: {depth:,} jobs loaded in {dt:.1f} s ({depth / dt:,.0f}/s)")
+
+    def mem(self, srv: peers.ManagedServer, key: str) -> None:
+        time.sleep(0.5)
+        m = peers.memory_kb(srv.pid)
+        for k, v in m.items():
+            self.values[f"{key}_{k}"] = v
+
+    def run_depth(self) -> None:
+        sfx = "_deep"
+        # in memory: ours --fsync never and beanstalkd without binlog
+        ours = self.start_ours("never")
+        bs = self.start_bs()
+        co = rc.Conn(ours.host, ours.port) if ours else None
+        cb = rc.Conn(bs.host, bs.port) if bs else None
+        try:
+            if co and ours:
+                self.warm_ours(co)
+                self.mem(ours, "mem_ours_empty")
+                self.fill("ours", co, lambda c, n, b: rc.ours_put_pipe(c, n, b))
+                self.mem(ours, "mem_ours_full")
+            if cb and bs:
+                self.warm_bs(cb)
+                self.mem(bs, "mem_bs_empty")
+                self.fill("bs", cb, lambda c, n, b: rc.bs_put_pipe(c, n, b))
+                self.mem(bs, "mem_bs_full")
+            self.interleave([(co, lambda c: self.seq_ours_mem(c, sfx)),
+                             (cb, lambda c: self.seq_bs_mem(c, sfx))])
+            if co:
+                self.check_depth_ours(co, "depth (never)")
+        finally:
+            for c in (co, cb):
+                if c:
+                    c.close()
+            peers.stop_all()
+        # durable: ours --fsync always, beanstalkd -b DIR -f 0
+        ours = self.start_ours("always")
+        bs = None
+        if self.bs_path:
+            # load beanstalkd's binlog without fsync, then restart it with -f 0 on it
+            wd = peers.make_tmpdir("beanstalkd-f0")
+            b1 = peers.start_beanstalkd(self.bs_path, binlog=True, never_fsync=True, workdir=wd)
+            with rc.Conn(b1.host, b1.port) as c:
+                self.fill("bs_f0", c, lambda c, n, b: rc.bs_put_pipe(c, n, b))
+            b1.stop(remove=False)
+            t0 = time.monotonic()
+            bs = peers.start_beanstalkd(self.bs_path, binlog=True, fsync_ms=0, workdir=wd,
+                                        name="beanstalkd -f 0")
+            log(f"   beanstalkd -f 0 restarted on the binlog in {time.monotonic() - t0:.1f} s")
+        co = rc.Conn(ours.host, ours.port) if ours else None
+        cb = rc.Conn(bs.host, bs.port) if bs else None
+        try:
+            if cb:
+                st = rc.bs_stats_tube(cb, "default")
+                log(f"   beanstalkd -f 0 holds {st.get('current-jobs-ready')} ready jobs")
+            if co:
+                self.warm_ours(co)
+                self.fill("ours_always", co, lambda c, n, b: rc.ours_put_pipe(c, n, b))
+            self.interleave([(co, lambda c: self.seq_ours_fsync(ours, c, sfx)),
+                             (cb, lambda c: self.seq_bs_fsync(bs, c, sfx))])
+        finally:
+            for c in (co, cb):
+                if c:
+                    c.close()
+
+    def run_seed(self) -> None:
+        rounds, per_round = seed_test.VARIANTS["linked"]
+        if self.args.quick:
+            rounds, per_round = 3, 2_000
+        ours = self.start_ours(self.args.seed_fsync)
+        if ours:
+            log(f"   seed test on ours ({rounds} x {per_round:,})")
+            self.seed["ours"] = seed_test.run_ours(ours.host, ours.port, rounds, per_round,
+                                                   progress=self.args.verbose)
+            ours.stop()
+        if self.bs_path:
+            bs = self.start_bs()
+            assert bs is not None
+            log(f"   seed test on beanstalkd ({rounds} x {per_round:,})")
+            self.seed["bs"] = seed_test.run_beanstalkd(bs.host, bs.port, rounds, per_round,
+                                                       progress=self.args.verbose)
+            bs.stop()
+
+    def run_profile(self) -> None:
+        pyspy = shutil.which("py-spy") or str(peers.REPO / ".venv" / "bin" / "py-spy")
+        if not os.access(pyspy, os.X_OK):
+            self.errors.append("profile: py-spy not found (.venv/bin/pip install py-spy)")
+            return
+        ours = self.start_ours("never")
+        if not ours:
+            return
+        secs = self.args.profile_seconds
+        for load in ("put", "get"):
+            out = os.path.join(ours.workdir, f"profile-{load}.txt")
+            with rc.Conn(ours.host, ours.port) as c:
+                self.warm_ours(c)
+                if load == "get":
+                    rc.ours_put_pipe(c, self.args.profile_get_jobs, 1000)
+                cmd = [pyspy, "record", "--pid", str(ours.pid), "--rate", "250", "--format", "raw",
+                       "--output", out, "--duration", str(max(1, round(secs))), "--nonblocking"]
+                spy = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                try:
+                    time.sleep(0.3)
+                    moved = 0
+                    t0 = time.perf_counter()
+                    while spy.poll() is None:
+                        if load == "put":
+                            moved += rc.ours_put_pipe(c, 10_000, 1000)
+                        else:
+                            try:
+                                moved += rc.ours_get_batch(c, 10_000, 100, 10)
+                            except rc.ProtocolError:
+                                break  # ran dry
+                    dt = time.perf_counter() - t0
+                    spy.wait(timeout=secs + 30)
+                finally:
+                    if spy.poll() is None:
+                        spy.kill()
+                        spy.wait()
+                err = spy.stderr.read().decode(errors="replace") if spy.stderr else ""
+                if not os.path.exists(out):
+                    self.errors.append(f"profile {load}: py-spy wrote nothing: {err.strip()[-500:]}")
+                    continue
+                self.profile[load] = top_functions(out, self.args.profile_top,
+                                                   f"{load}: {moved / dt:,.0f} jobs/s under py-spy")
+                rc.ours_drain(c)
+
+    # ------------------------------------------------------------- checks
+    def check_empty_ours(self, c: rc.Conn, where: str) -> None:
+        try:
+            t = rc.ours_total(c, "bench")
+        except Exception as exc:  # noqa: BLE001  (a sanity check only)
+            log(f"   note: TOTAL bench failed ({exc}); queue depth not checked")
+            return
+        if t[2] or t[3]:
+            self.errors.append(f"{where}: queue 'bench' should be empty, TOTAL says {t}")
+
+    def check_depth_ours(self, c: rc.Conn, where: str) -> None:
+        try:
+            t = rc.ours_total(c, "bench")
+        except Exception:  # noqa: BLE001  (a sanity check only)
+            return
+        if t[2] != self.args.depth:
+            self.errors.append(f"{where}: expected {self.args.depth} waiting jobs, TOTAL says {t}")
+
+
+
+# ------------------------------------------------------------------ profile
+
+def top_functions(path: str, n: int, title: str) -> str:
+    """Top n functions by own (leaf) samples and by inclusive samples."""
+    self_c: dict[str, int] = defaultdict(int)
+    incl_c: dict[str, int] = defaultdict(int)
+    total = 0
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            stack, _, cnt = line.rpartition(" ")
+            try:
+                k = int(cnt)
+            except ValueError:
+                continue
+            frames = [_frame_name(fr) for fr in stack.split(";") if fr]
+            frames = [fr for fr in frames if not fr.startswith("process ") and
+                      not fr.startswith("thread ")]
+            if not frames:
+                continue
+            total += k
+            self_c[frames[-1]] += k
+            for fr in set(frames):
+                incl_c[fr] += k
+    if not total:
+        return f"{title}: no samples"
+    out = [f"{title}; {total} samples",
+           f"{'own %':>6} {'incl %':>7}  function (file)"]
+    for name, k in sorted(self_c.items(), key=lambda kv: -kv[1])[:n]:
+        out.append(f"{100 * k / total:6.1f} {100 * incl_c[name] / total:7.1f}  {name}")
+    out.append("top by inclusive time:")
+    skip = {"<module>", "main", "run", "run_forever", "_run_once", "_run", "run_until_complete"}
+    shown = 0
+    for name, k in sorted(incl_c.items(), key=lambda kv: -kv[1]):
+        if name.split(" ")[0].rsplit(".", 1)[-1] in skip:
+            continue
+        out.append(f"{100 * self_c.get(name, 0) / total:6.1f} {100 * k / total:7.1f}  {name}")
+        shown += 1
+        if shown >= n:
+            break
+    return "\n".join(out)
+
+
+def _frame_name(fr: str) -> str:
+    """`func (path/to/file.py:123)` -> `func (to/file.py)`."""
+    fr = fr.strip()
+    if fr.endswith(")") and " (" in fr:
+        func, _, loc = fr.rpartition(" (")
+        loc = loc[:-1].rsplit(":", 1)[0]
+        parts = loc.split("/")
+        loc = "/".join(parts[-2:])
+        return f"{func} ({loc})"
+    return fr
+
+
+# ------------------------------------------------------------------ report
+
+def fmt(v: float | None, unit: str = "/s") -> str:
+    if v is None:
+        return "-"
+    if unit == "B":
+        return f"{v:,.0f} B"
+    return f"{v:,.0f}"
+
+
+def build_rows(b: Bench) -> list[Row]:
+    a = b.args
+    rows: list[Row] = []
+    m = b.med
+
+    def vs(metric: str, ok: str, pk: str | None, tgt: float | None, note: str = "") -> None:
+        o, p = m(ok), (m(pk) if pk else None)
+        ratio = o / p if (o is not None and p) else None
+        if tgt is None:
+            res = "info"
+        elif ratio is None:
+            res = "n/a"
+        else:
+            res = "PASS" if ratio >= tgt else "FAIL"
+        rows.append(Row(metric, o, p, ratio, "vs beanstalkd",
+                        f">= {tgt:g}x" if tgt is not None else "-", res, note=note))
+
+    def deep(metric: str, ok: str, pk: str | None) -> None:
+        o, o0 = m(ok + "_deep"), m(ok)
+        p = m(pk + "_deep") if pk else None
+        p0 = m(pk) if pk else None
+        ratio = o / o0 if (o is not None and o0) else None
+        res = "n/a" if ratio is None else ("PASS" if ratio >= 0.8 else "FAIL")
+        note = []
+        if p and p0:
+            note.append(f"beanstalkd {p / p0:.2f}")
+        if o and p:
+            note.append(f"ours/beanstalkd {o / p:.2f}x")
+        rows.append(Row(f"{metric} @ {a.depth:,} queued", o, p, ratio, "ours deep/empty",
+                        ">= 0.8x", res, note="; ".join(note)))
+
+    c = a.clients
+    vs("PUT, one round trip (fsync never)", "ours_put_rt", "bs_put_rt", 1.0)
+    vs("GET+DONE jobs, one round trip each (fsync never)", "ours_gd_rt", "bs_rd_rt", 1.0,
+       "beanstalkd: reserve-with-timeout 0 + delete")
+    vs("PUT, one round trip (ours fsync always)", "ours_always_put_rt", "bs_put_rt", None,
+       "beanstalkd in memory")
+    vs("PUT, one round trip, both durable", "ours_always_put_rt", "bs_f0_put_rt", None,
+       "beanstalkd -b DIR -f 0")
+    vs("GET+DONE one round trip, both durable", "ours_always_gd_rt", "bs_f0_rd_rt", None,
+       "beanstalkd -b DIR -f 0")
+    vs("PUT pipelined 1,000 at a time", "ours_put_pipe", "bs_put_pipe", 0.5)
+    vs("GET COUNT 100 x10 pipelined + DONE 100 ids, jobs", "ours_batch10", "bs_rd_pipe", 1.0,
+       "1,000 jobs per round trip on both sides; beanstalkd pipelined reserve+delete 1,000")
+    vs("GET COUNT 100 + DONE 100 ids, one batch per round trip", "ours_batch1", "bs_rd_pipe", 1.0,
+       "ours 100 jobs per round trip vs beanstalkd 1,000")
+    vs(f"fsync always, {c} connections, acked PUT", "ours_always_conc", "bs_f0_conc", 5.0,
+       f"one process, {c} sockets on epoll, one PUT in flight each; beanstalkd -b DIR -f 0")
+    vs("PUT pipelined 1,000, both durable", "ours_always_put_pipe", "bs_f0_put_pipe", None,
+       "beanstalkd -b DIR -f 0 (PEERS.md: 7,800/s)")
+    if "depth" in a.sections:
+        deep("PUT, one round trip (never)", "ours_put_rt", "bs_put_rt")
+        deep("GET+DONE, one round trip (never)", "ours_gd_rt", "bs_rd_rt")
+        deep("PUT pipelined 1,000", "ours_put_pipe", "bs_put_pipe")
+        deep("GET COUNT 100 x10 + DONE", "ours_batch10", "bs_rd_pipe")
+        deep("GET COUNT 100 + DONE, 1 batch/RT", "ours_batch1", "bs_rd_pipe")
+        deep("PUT, one round trip (always)", "ours_always_put_rt", "bs_f0_put_rt")
+        deep(f"fsync always, {c} connections PUT", "ours_always_conc", "bs_f0_conc")
+        deep("PUT pipelined 1,000 (always)", "ours_always_put_pipe", "bs_f0_put_pipe")
+        v = b.values
+        d = a.depth
+
+        def per_job(who: str, key: str) -> float | None:
+            f, e = v.get(f"mem_{who}_full_{key}"), v.get(f"mem_{who}_empty_{key}")
+            if f is None or e is None:
+                return None
+            return (f - e) * 1024 / d - 32
+
+        for key in ("VmRSS", "Pss"):
+            o, p = per_job("ours", key), per_job("bs", key)
+            res = "n/a" if o is None else ("PASS" if o < 300 else "FAIL")
+            note = ""
+            if o is not None:
+                note = (f"ours {v['mem_ours_empty_' + key] / 1024:,.1f} -> "
+                        f"{v['mem_ours_full_' + key] / 1024:,.1f} MiB")
+            if p is not None:
+                note += (f"; beanstalkd {v['mem_bs_empty_' + key] / 1024:,.1f} -> "
+                         f"{v['mem_bs_full_' + key] / 1024:,.1f} MiB")
+            rows.append(Row(f"memory per queued job beyond 32 B payload ({key})", o, p,
+                            (o / p if (o is not None and p) else None), "ours/beanstalkd",
+                            "< 300 B", res, unit="B", note=note))
+    so, sb = b.seed.get("ours"), b.seed.get("bs")
+    if so or sb:
+        man = seed_test.MANUAL["linked"]
+        for kind, attr, mk in (("adds", "put_rate", "put"), ("takes+DONE", "get_rate", "get")):
+            o = getattr(so, attr) if so else None
+            p = getattr(sb, attr) if sb else None
+            note = f"sockPQd manual: {man[mk]:,.0f}/s"
+            if o:
+                note += f" (ours {o / man[mk]:.1f}x that)"
+            rows.append(Row(f"seed test: {kind}/s, {so.rounds if so else sb.rounds} x "
+                            f"{so.per_round if so else sb.per_round:,}",
+                            o, p, (o / p if (o and p) else None), "vs beanstalkd", "-", "info",
+                            note=note))
+    return rows
+
+
+def render_table(rows: list[Row], markdown: bool) -> str:
+    head = ["metric", "ours", "beanstalkd", "ratio", "ratio of", "target", "result", "note"]
+    body = []
+    for r in rows:
+        body.append([r.metric, fmt(r.ours, r.unit), fmt(r.peer, r.unit),
+                     f"{r.ratio:.2f}x" if r.ratio is not None else "-", r.ratio_of, r.target,
+                     r.result, r.note])
+    if markdown:
+        out = ["| " + " | ".join(head) + " |",
+               "| --- | ---: | ---: | ---: | --- | --- | --- | --- |"]
+        out += ["| " + " | ".join(x.replace("|", "\\|") for x in row) + " |" for row in body]
+        return "\n".join(out)
+    cols = head[:-1]
+    widths = [max(len(cols[i]), *(len(row[i]) for row in body)) for i in range(len(cols))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
+    lines.append("  ".join("-" * w for w in widths))
+    for row in body:
+        line = "  ".join(x.ljust(w) if i in (0, 4, 5, 6) else x.rjust(w)
+                         for i, (x, w) in enumerate(zip(row[:-1], widths)))
+        lines.append(line + (f"  # {row[-1]}" if row[-1] else ""))
+    return "\n".join(lines)
+
+
+def machine_info() -> dict[str, str]:
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = "?"
+    try:
+        with open("/proc/meminfo") as f:
+            mem = f"{int(f.readline().split()[1]) / 1024 / 1024:.1f} GiB"
+    except OSError:
+        pass
+    try:
+        commit = subprocess.run(["git", "-C", str(peers.REPO), "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True, timeout=5, check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = "?"
+    return {
+        "uname": " ".join(platform.uname()),
+        "cpu": cpu,
+        "cores": str(os.cpu_count()),
+        "memory": mem,
+        "python": sys.version.split()[0],
+        "commit": commit,
+    }
+
+
+def samples_detail(b: Bench) -> str:
+    lines = []
+    for k in sorted(b.samples):
+        v = b.samples[k]
+        lines.append(f"{k}: median {statistics.median(v):,.0f}  runs "
+                     + ", ".join(f"{x:,.0f}" for x in v))
+    return "\n".join(lines)
+
+
+def write_results(b: Bench, rows: list[Row], info: dict[str, str], path: Path,
+                  cmdline: str, load_note: str, elapsed: float) -> None:
+    a = b.args
+    now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    bs_ver = peers.beanstalkd_version(b.bs_path) if b.bs_path else "not installed (skipped)"
+    parts = [
+        f"## {now}{' (quick smoke run)' if a.quick else ''}",
+        "",
+        f"- machine: `{info['uname']}`; CPU {info['cpu']}, {info['cores']} cores, {info['memory']}",
+        f"- {load_note}",
+        (f"- Python {info['python']}, checkout {info['commit']}, {bs_ver}; data dirs on "
+         f"{b.values_str.get('fs_type', '?')} (an fsync on this VM costs about 0.1 ms: durable "
+         "figures look better here than on disks that really flush)"),
+        (f"- method: one Python client process on loopback, raw sockets, the same client code for "
+         f"both servers (bench/rawclient.py), {a.jobs:,} jobs of 32 bytes per run, median of "
+         f"{a.reps} runs, ours and beanstalkd runs interleaved; depth section with {a.depth:,} "
+         f"jobs preloaded (pipelined PUT) in the measured queue; {a.clients} concurrent "
+         f"connections = one process, {a.clients} sockets on epoll, one PUT in flight each"),
+        f"- command: `{cmdline}` ({elapsed / 60:.1f} min)",
+        "",
+        render_table(rows, markdown=True),
+        "",
+    ]
+    if b.errors:
+        parts += ["Errors:", ""] + [f"- {e}" for e in b.errors] + [""]
+    for r in b.seed.values():
+        parts += [f"Seed test per round ({r.server}, {r.summary().split(': ', 1)[1]}):", "",
+                  r.table(), ""]
+    if b.profile:
+        parts += ["Profile of our server (py-spy, --nonblocking, 250 Hz):", ""]
+        for txt in b.profile.values():
+            parts += ["```", txt, "```", ""]
+    parts += ["<details><summary>all runs (jobs/s)</summary>", "", "```", samples_detail(b),
+              "```", "", "</details>", ""]
+    text = "\n".join(parts)
+    if path.exists():
+        old = path.read_text()
+    else:
+        old = ("# Queue server benchmark results\n\n"
+               "Written by `bench/queue_server.py --write-results`; newest section first.\n"
+               "Targets: the brief of the bench work (round trip >= 1.0x beanstalkd, pipelined PUT "
+               ">= 0.5x, batched GET >= 1.0x, durable concurrent PUT >= 5x beanstalkd -f 0, "
+               "rates at depth >= 0.8x empty, < 300 B per queued job beyond the payload).\n\n")
+    marker = "\n## "
+    i = old.find(marker)
+    new = (old[:i + 1] + text + "\n" + old[i + 1:]) if i >= 0 else (old.rstrip("\n") + "\n\n" + text)
+    path.write_text(new)
+
+
+# -------------------------------------------------------------------- main
+
+SECTIONS = ("empty", "fsync", "depth", "seed", "profile")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description="Queue server vs beanstalkd benchmark",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("Usage:", 1)[1])
+    ap.add_argument("--jobs", type=int, help="jobs per measured run (default 20,000)")
+    ap.add_argument("--reps", type=int, help="runs per figure, median reported (default 3)")
+    ap.add_argument("--depth", type=int, help="jobs preloaded for the depth section (1,000,000)")
+    ap.add_argument("--clients", type=int, default=16, help="concurrent connections (16)")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: 2,000 jobs, 3 reps, depth 50,000, seed 3 x 2,000, 2 s profile")
+    ap.add_argument("--sections", default=",".join(SECTIONS),
+                    help=f"comma list out of {','.join(SECTIONS)} (default all)")
+    ap.add_argument("--no-profile", action="store_true", help="skip the py-spy profile")
+    ap.add_argument("--profile-seconds", type=int, help="py-spy duration per load (8 s)")
+    ap.add_argument("--profile-top", type=int, default=10)
+    ap.add_argument("--seed-fsync", default="never", help="our --fsync for the seed test (never)")
+    ap.add_argument("--beanstalkd", help="path to beanstalkd (default: PATH)")
+    ap.add_argument("--no-beanstalkd", action="store_true", help="skip the beanstalkd peer")
+    ap.add_argument("--no-ours", action="store_true", help="skip our server (peer only)")
+    ap.add_argument("--ours-cmd", help="command that replaces `.venv/bin/slotmap` to start our "
+                    "server (it gets `queue-server --listen H:P --data-dir D --fsync M`)")
+    ap.add_argument("--tmp-root", help="where data dirs go (default: the system temp dir)")
+    ap.add_argument("--write-results", nargs="?", const=str(RESULTS_MD), metavar="PATH",
+                    help=f"add a markdown section to PATH (default {RESULTS_MD.relative_to(peers.REPO)})")
+    ap.add_argument("--json", metavar="PATH", help="write every sample as JSON")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    a = ap.parse_args(argv)
+    q = a.quick
+    a.jobs = a.jobs or (2_000 if q else 20_000)
+    a.reps = a.reps or 3
+    a.depth = a.depth or (50_000 if q else 1_000_000)
+    a.profile_seconds = a.profile_seconds or (2 if q else 8)
+    a.profile_get_jobs = 200_000 if q else 1_000_000
+    a.sections = [s.strip() for s in a.sections.split(",") if s.strip()]
+    bad = [s for s in a.sections if s not in SECTIONS]
+    if bad:
+        ap.error(f"unknown section(s) {bad}; choose from {SECTIONS}")
+    if a.no_profile and "profile" in a.sections:
+        a.sections.remove("profile")
+    return a
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    peers.install_cleanup()
+    peers.set_tmp_root(a.tmp_root)
+    b = Bench(a)
+    if a.ours_cmd:
+        peers.SLOTMAP_CMD = a.ours_cmd.split()
+    b.values_str["fs_type"] = peers.fs_type(a.tmp_root or tempfile.gettempdir())
+    if not a.no_beanstalkd:
+        b.bs_path = peers.find_beanstalkd(a.beanstalkd)
+        if not b.bs_path:
+            log(peers.BEANSTALKD_INSTALL_HINT)
+            b.errors.append("beanstalkd not installed: peer skipped "
+                            "(apt-get update && apt-get install -y beanstalkd)")
+    info = machine_info()
+    cmdline = " ".join([".venv/bin/python", "bench/queue_server.py"] + (sys.argv[1:] if argv is None else argv))
+    log(f"{info['uname']}\nCPU {info['cpu']}, {info['cores']} cores; load {os.getloadavg()}")
+    t_start = time.monotonic()
+    busy0 = peers.machine_busy_seconds()
+    cpu0 = sum(os.times()[:2])
+    try:
+        b.section("empty", b.run_empty)
+        b.section("fsync", b.run_fsync)
+        b.section("depth", b.run_depth)
+        b.section("seed", b.run_seed)
+        b.section("profile", b.run_profile)
+    finally:
+        peers.stop_all()
+    elapsed = time.monotonic() - t_start
+    busy = peers.machine_busy_seconds() - busy0
+    mine = sum(os.times()[:2]) - cpu0 + peers.server_cpu_seconds
+    other = max(0.0, busy - mine) / elapsed if elapsed else 0.0
+    shared = other > 0.15
+    load_note = (f"machine {'SHARED' if shared else 'not noticeably shared'} during the run: "
+                 f"other processes used {other:.2f} of {os.cpu_count()} cores on average "
+                 f"(this benchmark's client and servers: {mine / elapsed:.2f}); "
+                 f"load average at the end {os.getloadavg()[0]:.2f}")
+    rows = build_rows(b)
+    print()
+    print(render_table(rows, markdown=False))
+    print()
+    print(load_note)
+    if b.errors:
+        print("\nerrors:")
+        for e in b.errors:
+            print("  " + e)
+    for r in b.seed.values():
+        print("\nseed test " + r.summary())
+    for txt in b.profile.values():
+        print("\nprofile " + txt)
+    if a.verbose:
+        print("\n" + samples_detail(b))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"samples": b.samples, "values": b.values, "errors": b.errors,
+                       "info": info, "load_note": load_note,
+                       "seed": {k: {"put": v.put_rounds, "get": v.get_rounds}
+                                for k, v in b.seed.items()},
+                       "profile": b.profile}, f, indent=1)
+    if a.write_results:
+        write_results(b, rows, info, Path(a.write_results), cmdline, load_note, elapsed)
+        print(f"\nwritten to {a.write_results}")
+    return 1 if b.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
