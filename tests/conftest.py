@@ -1,0 +1,263 @@
+"""Shared fixtures: run the real queue server as a subprocess and talk raw bytes to it."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"
+STARTUP_DEADLINE_S = 15.0
+REPLY_TIMEOUT_S = 5.0
+EXIT_DEADLINE_S = 10.0
+
+
+def slotmap_command() -> list[str]:
+    """The `slotmap` console script of the running venv, else the module behind it."""
+    for script in (Path(sys.executable).with_name("slotmap"), REPO_ROOT / ".venv" / "bin" / "slotmap"):
+        if script.exists():
+            return [str(script)]
+    return [sys.executable, "-m", "deploy.cli"]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((HOST, 0))
+        return int(probe.getsockname()[1])
+
+
+class RawClient:
+    """One TCP connection: bytes in, bytes out, every read bounded by a timeout."""
+
+    def __init__(self, host: str, port: int, *, timeout_s: float = REPLY_TIMEOUT_S) -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout_s)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.timeout_s = timeout_s
+        self.buffer = bytearray()
+        self.eof = False
+        self.reset = False
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def _fill(self, deadline: float) -> bool:
+        """Read once more into the buffer; False at EOF. Raises AssertionError at the deadline."""
+        if self.eof:
+            return False
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError(
+                f"no complete reply within {self.timeout_s}s; received so far: {bytes(self.buffer)!r}"
+            )
+        self.sock.settimeout(remaining)
+        try:
+            chunk = self.sock.recv(65536)
+        except TimeoutError:
+            raise AssertionError(
+                f"no complete reply within {self.timeout_s}s; received so far: {bytes(self.buffer)!r}"
+            ) from None
+        except ConnectionResetError:
+            self.eof = self.reset = True
+            return False
+        if not chunk:
+            self.eof = True
+            return False
+        self.buffer += chunk
+        return True
+
+    def line(self) -> bytes:
+        """One reply line without its terminator; the server must end it with CRLF."""
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            end = self.buffer.find(b"\n")
+            if end >= 0:
+                raw = bytes(self.buffer[: end + 1])
+                del self.buffer[: end + 1]
+                assert raw.endswith(b"\r\n"), f"reply line not CRLF-terminated: {raw!r}"
+                return raw[:-2]
+            if not self._fill(deadline):
+                raise AssertionError(
+                    f"connection closed (reset={self.reset}) before a full line; got {bytes(self.buffer)!r}"
+                )
+
+    def exact(self, n: int) -> bytes:
+        deadline = time.monotonic() + self.timeout_s
+        while len(self.buffer) < n:
+            if not self._fill(deadline):
+                raise AssertionError(
+                    f"connection closed (reset={self.reset}) after {len(self.buffer)} of {n} bytes: "
+                    f"{bytes(self.buffer)!r}"
+                )
+        data = bytes(self.buffer[:n])
+        del self.buffer[:n]
+        return data
+
+    def expect(self, data: bytes) -> None:
+        """The next reply bytes are exactly `data`."""
+        deadline = time.monotonic() + self.timeout_s
+        while len(self.buffer) < len(data):
+            if bytes(self.buffer) != data[: len(self.buffer)]:
+                break
+            if not self._fill(deadline):
+                break
+        got = bytes(self.buffer[: len(data)])
+        assert got == data, f"expected {data!r}, got {bytes(self.buffer)!r} (eof={self.eof})"
+        del self.buffer[: len(data)]
+
+    def request(self, line: bytes) -> bytes:
+        """Send one request line (CRLF added) and return the reply line."""
+        self.send(line + b"\r\n")
+        return self.line()
+
+    def pending(self, wait_s: float = 0.05) -> bytes:
+        """Whatever has arrived (or arrives within `wait_s`), consumed. For absence checks."""
+        deadline = time.monotonic() + wait_s
+        while not self.eof and time.monotonic() < deadline:
+            self.sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            try:
+                chunk = self.sock.recv(65536)
+            except TimeoutError:
+                break
+            except ConnectionResetError:
+                self.eof = self.reset = True
+                break
+            if not chunk:
+                self.eof = True
+                break
+            self.buffer += chunk
+        data = bytes(self.buffer)
+        self.buffer.clear()
+        return data
+
+    def closed(self, timeout_s: float = REPLY_TIMEOUT_S) -> bool:
+        """True when the server closes the connection within `timeout_s`; data stays buffered."""
+        deadline = time.monotonic() + timeout_s
+        while not self.eof:
+            try:
+                self._fill(deadline)
+            except AssertionError:
+                return False
+        return True
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@dataclass
+class QueueServer:
+    """A running `slotmap queue-server` subprocess."""
+
+    host: str
+    port: int
+    data_dir: Path
+    process: subprocess.Popen[bytes]
+    stdout_path: Path
+    stderr_path: Path
+    clients: list[RawClient] = field(default_factory=list)
+
+    def connect(self, *, timeout_s: float = REPLY_TIMEOUT_S) -> RawClient:
+        client = RawClient(self.host, self.port, timeout_s=timeout_s)
+        self.clients.append(client)
+        return client
+
+    def output_text(self) -> str:
+        """stdout and stderr so far (the server's log goes to one of them)."""
+        return (
+            self.stdout_path.read_text(errors="replace") + self.stderr_path.read_text(errors="replace")
+        )
+
+    def is_running(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        """kill -9 and reap."""
+        if self.is_running():
+            self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=EXIT_DEADLINE_S)
+        self.close_clients()
+
+    def terminate(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+
+    def wait_exit(self, timeout_s: float = EXIT_DEADLINE_S) -> int:
+        return self.process.wait(timeout=timeout_s)
+
+    def close_clients(self) -> None:
+        for client in self.clients:
+            client.close()
+        self.clients.clear()
+
+
+StartServer = Callable[..., QueueServer]
+
+
+def _wait_until_accepting(process: subprocess.Popen[bytes], port: int) -> bool:
+    """True once the port accepts connections; False if the process exits first."""
+    deadline = time.monotonic() + STARTUP_DEADLINE_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        try:
+            with socket.create_connection((HOST, port), timeout=0.2):
+                return True
+        except OSError:
+            time.sleep(0.02)
+    raise AssertionError(f"queue server did not accept connections on port {port} within {STARTUP_DEADLINE_S}s")
+
+
+@pytest.fixture
+def start_queue_server(tmp_path: Path) -> Iterator[StartServer]:
+    """Factory: start(*extra_args, config=TOML text, data_dir=path) -> QueueServer; all killed at the end."""
+    started: list[QueueServer] = []
+    counter = iter(range(1, 1000))
+
+    def start(*extra_args: str, config: str | None = None, data_dir: Path | None = None) -> QueueServer:
+        number = next(counter)
+        directory = data_dir if data_dir is not None else tmp_path / f"data{number}"
+        directory.mkdir(parents=True, exist_ok=True)
+        args = list(extra_args)
+        if config is not None:
+            config_path = tmp_path / f"server{number}.toml"
+            config_path.write_text(config)
+            args += ["--config", str(config_path)]
+        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
+        for attempt in range(3):
+            port = free_port()
+            stdout_path = tmp_path / f"server{number}.{attempt}.stdout"
+            stderr_path = tmp_path / f"server{number}.{attempt}.stderr"
+            command = slotmap_command() + [
+                "queue-server", "--listen", f"{HOST}:{port}", "--data-dir", str(directory), *args,
+            ]
+            with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+                process = subprocess.Popen(command, stdout=out, stderr=err, cwd=tmp_path, env=env)
+            server = QueueServer(HOST, port, directory, process, stdout_path, stderr_path)
+            started.append(server)
+            if _wait_until_accepting(process, port):
+                return server
+            stderr = stderr_path.read_text(errors="replace")
+            if "in use" not in stderr.lower():
+                raise AssertionError(
+                    f"queue server exited with {process.returncode} at start: {command}\n{stderr}"
+                )
+        raise AssertionError("queue server could not bind a free port in 3 attempts")
+
+    yield start
+    for server in started:
+        server.close_clients()
+        if server.is_running():
+            server.process.send_signal(signal.SIGKILL)
+        server.process.wait(timeout=EXIT_DEADLINE_S)
+
+
+@pytest.fixture
+def queue_server(start_queue_server: StartServer) -> QueueServer:
+    """A fresh server with default settings and an empty data directory."""
+    return start_queue_server()
