@@ -90,37 +90,41 @@ def _wait_until_accepting(process: subprocess.Popen[bytes], port: int) -> bool:
 
 
 def start_queue_server(
-    tmp_path: Path, *extra_args: str, data_dir: Path | None = None
+    tmp_path: Path, *extra_args: str, data_dir: Path | None = None, port: int | None = None
 ) -> ServerProc:
-    """Start a server and return once its port accepts connections; the caller kills it."""
+    """Start a server and return once its port accepts connections; the caller kills it.
+
+    `port` (to restart a server where its clients expect it) is used as given;
+    otherwise a free port is picked, and picked again if another process took it first.
+    """
     directory = data_dir or Path(tempfile.mkdtemp(prefix="queue-data-", dir=tmp_path))
     directory.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
-    for _ in range(BIND_ATTEMPTS):
-        port = free_port()
-        log_path = tmp_path / f"queue-server-{port}.log"
+    for attempt in range(BIND_ATTEMPTS):
+        listen_port = port or free_port()
+        log_path = tmp_path / f"queue-server-{listen_port}.{attempt}.log"
         command = [
             *slotmap_command(), "queue-server",
-            "--listen", f"{HOST}:{port}", "--data-dir", str(directory), *extra_args,
+            "--listen", f"{HOST}:{listen_port}", "--data-dir", str(directory), *extra_args,
         ]
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path, env=env
             )
-        if _wait_until_accepting(process, port):
-            return ServerProc(HOST, port, process, directory, log_path)
+        if _wait_until_accepting(process, listen_port):
+            return ServerProc(HOST, listen_port, process, directory, log_path)
         output = log_path.read_text(errors="replace")
-        if "in use" not in output.lower():
+        if port is not None or "in use" not in output.lower():
             raise RuntimeError(f"queue server exited with {process.returncode}: {command}\n{output}")
     raise RuntimeError(f"queue server found no free port in {BIND_ATTEMPTS} attempts")
 
 
 @contextlib.contextmanager
 def running_queue_server(
-    tmp_path: Path, *extra_args: str, data_dir: Path | None = None
+    tmp_path: Path, *extra_args: str, data_dir: Path | None = None, port: int | None = None
 ) -> Iterator[ServerProc]:
     """A server for the `with` block, killed (SIGKILL) and reaped at its end."""
-    server = start_queue_server(tmp_path, *extra_args, data_dir=data_dir)
+    server = start_queue_server(tmp_path, *extra_args, data_dir=data_dir, port=port)
     try:
         yield server
     finally:
