@@ -1,0 +1,350 @@
+"""The master's loop: preload handlers, fork slots, watch their beacons, reap, kill, reconcile.
+
+    while not stopping:                 # now = time.monotonic(), once per tick
+        wait for beacons or a signal    # handlers only enqueue
+        dispatch signals; take beacons; reap()
+        kill_hung(now)                  # silent, batch past lock time, over the hard limit
+        reconcile(now)                  # desired slot map vs running slots; idempotent
+        refresh capacity; write report
+"""
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import signal
+import time
+from collections import Counter as Tally
+from pathlib import Path
+from types import FrameType
+
+import zmq
+
+from config.models import ClusterConfig, QueueConfig
+from master import host
+from master.backoff import BootBackoff
+from master.capacity import Capacity, capacity
+from master.lifecycle import (
+    ALIVE,
+    SERVING,
+    Action,
+    Beaconed,
+    Count,
+    Counter,
+    Exited,
+    Limits,
+    Log,
+    SendSignal,
+    Slot,
+    SlotEvent,
+    SlotState,
+    StopRequested,
+    check,
+    on_event,
+)
+from master.link import MasterLink
+from master.reconciler import Reconciler, Retarget, SlotAssignment, SlotCounts, Spawn, Stop, changes
+from master.report import HostReport, build_report
+from master.supervisor import Reaped, reap, send_signal, spawn
+from slot.beacon import Assignment
+from slot.discovery import LoadedHandlers, load_handlers
+from slot.exit_codes import SlotExit
+from slot.memory import read_memory
+from slot.process import SlotSpec, run_slot
+
+log = logging.getLogger(__name__)
+
+TICK_S = 0.05
+CAPACITY_REFRESH_S = 1.0
+HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGHUP)
+
+
+class Master:
+    def __init__(
+        self,
+        config: ClusterConfig,
+        *,
+        report_path: Path | None = None,
+        report_interval_s: float = 1.0,
+    ) -> None:
+        self.config = config
+        self.master_config = config.master
+        self.report_path = report_path
+        self.report_interval_s = report_interval_s
+        self.host = host.host_name(config.master.host_name)
+        self.limits = Limits(
+            beacon_interval_s=config.master.beacon_interval_ms / 1000,
+            hung_after_beacons=config.master.hung_after_beacons,
+            hard_memory_limit_bytes=config.master.hard_memory_limit_bytes,
+        )
+        self.slots: dict[int, Slot] = {}
+        self.counters: Tally[Counter] = Tally()
+        self.backoff = BootBackoff()
+        self.stopping = False
+        self.loaded = LoadedHandlers(handlers={}, failures={})
+        self.reconciler = Reconciler(handled_queues=frozenset())
+        self.capacity = Capacity(0, 0, 0, config.master.max_slots, 1)
+        self._signals: list[int] = []
+        self._capacity_at = float("-inf")
+        self._report_at = float("-inf")
+        self._warned_unhandled: set[str] = set()
+
+    # Start-up
+
+    def preload(self) -> LoadedHandlers:
+        """Import every handler module, then freeze the GC so forks keep sharing those pages
+        (a collection would write to every object header and copy the pages)."""
+        self.loaded = load_handlers(self.master_config.handler_modules)
+        self.reconciler = Reconciler(
+            handled_queues=frozenset(self.loaded.handlers),
+            priorities={name: q.priority for name, q in self.config.queues.items()},
+        )
+        gc.collect()
+        gc.freeze()
+        log.info(
+            "preloaded handlers for %s%s",
+            ", ".join(sorted(self.loaded.handlers)) or "no queue",
+            f"; failed: {', '.join(self.loaded.failures)}" if self.loaded.failures else "",
+        )
+        return self.loaded
+
+    def apply_slot_map(self, desired: SlotCounts | SlotAssignment) -> None:
+        """The static map now; the manager's assignments later (slot id -> queue)."""
+        self.reconciler.apply_slot_map(desired)
+
+    def run(self) -> int:
+        if not self.loaded.handlers and not self.loaded.failures:
+            self.preload()
+        self.link = MasterLink(self.master_config.ipc_dir)
+        wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
+        for signum in HANDLED_SIGNALS:
+            signal.signal(signum, self._enqueue_signal)
+        poller = zmq.Poller()
+        poller.register(self.link.socket, zmq.POLLIN)
+        poller.register(wake_read, zmq.POLLIN)
+        log.info("master %d on %s, slot link %s", os.getpid(), self.host, self.link.endpoint)
+        try:
+            while not self.stopping or self.slots:
+                poller.poll(int(TICK_S * 1000))
+                _drain_pipe(wake_read)
+                self.tick(time.monotonic())
+        finally:
+            signal.set_wakeup_fd(-1)
+            self.link.close()
+            os.close(wake_read)
+            os.close(wake_write)
+        log.info("master stopped: all slots exited")
+        return 0
+
+    def tick(self, now: float) -> None:
+        for signum in self._take_signals():
+            self.dispatch(signum, now)
+        for beacon in self.link.receive():
+            slot = self.slots.get(beacon.slot_id)
+            if slot is not None and slot.pid == beacon.pid:
+                self._apply(slot, Beaconed(beacon), now)
+        self.reap(now)
+        self.kill_hung(now)
+        self.refresh_capacity(now)
+        if not self.stopping:
+            self.reconcile(now)
+        self.maybe_report(now)
+
+    # Signals: the handler only enqueues; dispatch runs in the loop.
+
+    def _enqueue_signal(self, signum: int, frame: FrameType | None) -> None:
+        self._signals.append(signum)
+
+    def _take_signals(self) -> list[int]:
+        taken, self._signals = self._signals, []
+        return taken
+
+    def dispatch(self, signum: int, now: float) -> None:
+        if signum in (signal.SIGTERM, signal.SIGINT):
+            self.handle_stop(now)
+        elif signum == signal.SIGHUP:
+            log.info("SIGHUP: config reload is not supported yet; restart the master instead")
+        # SIGCHLD only wakes the loop: reap() runs every tick anyway.
+
+    def handle_stop(self, now: float) -> None:
+        if self.stopping:
+            return
+        log.info("stopping: SIGTERM to %d slots, SIGKILL after %.1f s",
+                 len(self.slots), self.master_config.stop_deadline_s)
+        self.stopping = True
+        for slot in list(self.slots.values()):
+            self._apply(slot, StopRequested(self.master_config.stop_deadline_s), now)
+
+    # Children
+
+    def reap(self, now: float) -> None:
+        for child in reap():
+            slot = next((s for s in self.slots.values() if s.pid == child.pid), None)
+            if slot is None:
+                log.debug("reaped pid %d, not a slot of ours", child.pid)
+                continue
+            self._forget(slot, child, now)
+
+    def _forget(self, slot: Slot, child: Reaped, now: float) -> None:
+        killed_by_us = slot.state is SlotState.STOPPING
+        self._apply(slot, Exited(child.code, child.signal), now)
+        del self.slots[slot.slot_id]
+        boot_failure = child.code in (SlotExit.SETUP_FAILED, SlotExit.NO_HANDLER)
+        failed = slot.state is SlotState.FAILED and not killed_by_us
+        delay_s = self.backoff.record_exit(
+            slot.assignment.queue, lived_s=now - slot.started_at, failed=failed,
+            boot_failure=boot_failure, now=now,
+        )
+        if delay_s:
+            log.warning("queue %s: slot restarts wait %.1f s (%d failed starts in a row)",
+                        slot.assignment.queue, delay_s, self.backoff.failures(slot.assignment.queue))
+
+    def kill_hung(self, now: float) -> None:
+        for slot in list(self.slots.values()):
+            event = check(slot, now, self.limits)
+            if event is not None:
+                self._apply(slot, event, now)
+
+    # The slot map
+
+    def reconcile(self, now: float) -> None:
+        serving = {i: s.assignment.queue for i, s in self.slots.items() if s.state in SERVING}
+        held = {i for i, s in self.slots.items() if s.state not in SERVING}
+        target = self.reconciler.target(serving, capacity=self.capacity.slots, held_ids=held)
+        for change in changes(serving, target):
+            match change:
+                case Stop(slot_id):
+                    self._apply(self.slots[slot_id], StopRequested(self.master_config.stop_deadline_s), now)
+                case Retarget(slot_id, queue):
+                    self._retarget(self.slots[slot_id], self.assignment_for(queue), now)
+                case Spawn(slot_id, queue):
+                    if slot_id not in self.slots and self.backoff.ready(queue, now):
+                        self.spawn_slot(slot_id, queue, now)
+        self._resend_retargets(now)
+        self._warn_unhandled()
+
+    def assignment_for(self, queue: str) -> Assignment:
+        settings = self.config.queues.get(queue, QueueConfig())
+        handler = self.loaded.handlers[queue]
+        # The queue config's batch_size wins only when written in the config file.
+        batch = settings.batch_size if "batch_size" in settings.model_fields_set else handler.batch_size
+        return Assignment(
+            queue=queue,
+            batch_size=batch,
+            lock_timeout_s=settings.lock_timeout_s,
+            private_dirty_limit_bytes=settings.private_dirty_limit_bytes,
+        )
+
+    def spawn_slot(self, slot_id: int, queue: str, now: float) -> None:
+        spec = SlotSpec(
+            slot_id=slot_id,
+            assignment=self.assignment_for(queue),
+            beacon_endpoint=self.link.endpoint,
+            beacon_interval_s=self.limits.beacon_interval_s,
+            servers=self.config.queue_server.servers or self.config.queue_server.listen,
+            token=self.config.queue_server.token,
+            handlers=self.loaded.handlers,
+        )
+        try:
+            pid = spawn(lambda: run_slot(spec))
+        except OSError as exc:
+            log.error("cannot fork slot %d for %s (%s); retrying with backoff", slot_id, queue, exc)
+            self.backoff.record_exit(queue, lived_s=0.0, failed=True, boot_failure=True, now=now)
+            return
+        self.slots[slot_id] = Slot(slot_id=slot_id, pid=pid, assignment=spec.assignment, started_at=now)
+        log.info("forked slot %d (pid %d) for %s", slot_id, pid, queue)
+
+    def _retarget(self, slot: Slot, assignment: Assignment, now: float) -> None:
+        log.info("retargeting slot %d (pid %d): %s -> %s",
+                 slot.slot_id, slot.pid, slot.assignment.queue, assignment.queue)
+        slot.assignment = assignment
+        slot.retarget_sent_at = now
+        self.link.send(slot.slot_id, slot.pid, assignment)
+
+    def _resend_retargets(self, now: float) -> None:
+        """The ROUTER drops a message to a slot not connected yet: resend until it reports."""
+        resend_after_s = self.limits.beacon_interval_s * 3
+        for slot in self.slots.values():
+            if slot.retarget_sent_at is None or slot.state is not SlotState.RUNNING:
+                continue
+            if slot.queue == slot.assignment.queue:
+                slot.retarget_sent_at = None
+            elif now - slot.retarget_sent_at >= resend_after_s:
+                slot.retarget_sent_at = now
+                self.link.send(slot.slot_id, slot.pid, slot.assignment)
+
+    def _warn_unhandled(self) -> None:
+        for queue in self.reconciler.unhandled_queues():
+            if queue not in self._warned_unhandled:
+                self._warned_unhandled.add(queue)
+                log.error("queue %s is in the slot map but no handler serves it%s; it gets no slots",
+                          queue, f" (failed: {', '.join(self.loaded.failures)})" if self.loaded.failures else "")
+
+    # Capacity and the report
+
+    def refresh_capacity(self, now: float) -> None:
+        if now - self._capacity_at < CAPACITY_REFRESH_S:
+            return
+        self._capacity_at = now
+        self.capacity = capacity(
+            master_pss_bytes=read_memory().pss_bytes,
+            slots_pss_bytes=[s.beacon.pss_bytes for s in self.slots.values() if s.beacon and s.beacon.pss_bytes],
+            mem_available_bytes=host.mem_available_bytes(),
+            reserve_slots=self.master_config.reserve_slots,
+            max_slots=self.master_config.max_slots,
+            load_avg_1m=host.load_avg_1m(),
+            cpus=host.cpu_count(),
+            max_load_per_cpu=self.master_config.max_load_per_cpu,
+        )
+
+    def report(self, now: float) -> HostReport:
+        alive = [s for s in self.slots.values() if s.state in ALIVE]
+        return build_report(
+            host=self.host,
+            master_pid=os.getpid(),
+            sent_at_unix=time.time(),
+            now=now,
+            capacity=self.capacity,
+            master_pss_bytes=read_memory().pss_bytes,
+            mem_available_bytes=host.mem_available_bytes(),
+            load_avg_1m=host.load_avg_1m(),
+            cpus=host.cpu_count(),
+            slots=alive,
+            counters=self.counters,
+            handler_failures=self.loaded.failures,
+            unhandled_queues=self.reconciler.unhandled_queues(),
+        )
+
+    def maybe_report(self, now: float) -> None:
+        if self.report_path is None or now - self._report_at < self.report_interval_s:
+            return
+        self._report_at = now
+        temporary = self.report_path.with_suffix(".tmp")
+        temporary.write_bytes(self.report(now).encode())
+        # Readers never see half a report.
+        temporary.replace(self.report_path)
+
+    # Events -> actions
+
+    def _apply(self, slot: Slot, event: SlotEvent, now: float) -> None:
+        for action in on_event(slot, event, now):
+            self._perform(action)
+
+    def _perform(self, action: Action) -> None:
+        match action:
+            case SendSignal(pid, signum):
+                send_signal(pid, signum)
+            case Count(counter):
+                self.counters[counter] += 1
+            case Log(warning, message):
+                log.log(logging.WARNING if warning else logging.INFO, message)
+
+
+def _drain_pipe(fd: int) -> None:
+    try:
+        while os.read(fd, 512):
+            continue
+    except BlockingIOError:
+        return
+

@@ -1,0 +1,34 @@
+"""What the host offers: MemAvailable, the load average, CPUs (thin /proc readers)."""
+from __future__ import annotations
+
+import os
+import socket
+
+_KIB = 1024
+
+
+def parse_mem_available(meminfo: bytes) -> int:
+    """MemAvailable from /proc/meminfo, in bytes (the kernel's estimate of memory that can be
+    given to new work without swapping, page cache included)."""
+    for line in meminfo.splitlines():
+        if line.startswith(b"MemAvailable:"):
+            return int(line.split()[1]) * _KIB
+    raise ValueError("no MemAvailable line in /proc/meminfo (Linux 3.14+ needed)")
+
+
+def mem_available_bytes() -> int:
+    with open("/proc/meminfo", "rb") as file:
+        return parse_mem_available(file.read())
+
+
+def load_avg_1m() -> float:
+    return os.getloadavg()[0]
+
+
+def cpu_count() -> int:
+    """CPUs this process may run on (a container's cpuset, not the whole machine)."""
+    return len(os.sched_getaffinity(0)) or 1
+
+
+def host_name(configured: str | None) -> str:
+    return configured or socket.gethostname()

@@ -1,0 +1,240 @@
+"""The life of one slot as seen by its master: states, allowed moves, events -> actions (pure)."""
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass
+from enum import StrEnum, auto
+
+from slot.beacon import Assignment, Beacon
+from slot.exit_codes import SlotExit, describe_exit
+
+
+class SlotState(StrEnum):
+    # Forked; no beacon yet.
+    STARTING = auto()
+    RUNNING = auto()
+    # SIGTERM sent: finishing its batch until the stop deadline.
+    DRAINING = auto()
+    # SIGKILL sent (hung, over memory, or past the stop deadline): waiting to reap it.
+    STOPPING = auto()
+    # Reaped after a clean exit (asked to stop, or recycled for memory).
+    EXITED = auto()
+    # Reaped after anything else: a crash, a boot failure, a kill.
+    FAILED = auto()
+
+
+ALLOWED: dict[SlotState, frozenset[SlotState]] = {
+    SlotState.STARTING: frozenset(
+        {SlotState.RUNNING, SlotState.DRAINING, SlotState.STOPPING, SlotState.EXITED, SlotState.FAILED}
+    ),
+    SlotState.RUNNING: frozenset(
+        {SlotState.DRAINING, SlotState.STOPPING, SlotState.EXITED, SlotState.FAILED}
+    ),
+    SlotState.DRAINING: frozenset({SlotState.STOPPING, SlotState.EXITED, SlotState.FAILED}),
+    SlotState.STOPPING: frozenset({SlotState.EXITED, SlotState.FAILED}),
+    SlotState.EXITED: frozenset(),
+    SlotState.FAILED: frozenset(),
+}
+ALIVE = frozenset({SlotState.STARTING, SlotState.RUNNING, SlotState.DRAINING, SlotState.STOPPING})
+# Slots that keep their queue and count toward the slot map (not on their way out).
+SERVING = frozenset({SlotState.STARTING, SlotState.RUNNING})
+
+
+class TransitionError(Exception):
+    def __init__(self, slot_id: int, current: SlotState, wanted: SlotState) -> None:
+        super().__init__(f"slot {slot_id}: cannot move from {current} to {wanted}")
+
+
+class Counter(StrEnum):
+    RECYCLED_FOR_MEMORY = auto()
+    KILLED_HUNG = auto()
+    KILLED_OVER_MEMORY = auto()
+    CRASHED = auto()
+    BOOT_FAILED = auto()
+
+
+@dataclass(slots=True)
+class Slot:
+    """The master's record of one slot process. Only on_event changes `state`."""
+
+    slot_id: int
+    pid: int
+    assignment: Assignment
+    started_at: float
+    state: SlotState = SlotState.STARTING
+    last_beacon_at: float = 0.0
+    beacon: Beacon | None = None
+    stop_deadline: float | None = None
+    retarget_sent_at: float | None = None
+    exit_code: int | None = None
+    exit_signal: int | None = None
+
+    def __post_init__(self) -> None:
+        # A fresh slot has until its first beacon is due (plus grace) before it counts as hung.
+        self.last_beacon_at = self.last_beacon_at or self.started_at
+
+    @property
+    def queue(self) -> str:
+        """The queue the slot reports working on (its assignment until it beacons)."""
+        if self.beacon is not None and self.beacon.queue is not None:
+            return self.beacon.queue
+        return self.assignment.queue
+
+
+# Events
+@dataclass(frozen=True, slots=True)
+class Beaconed:
+    beacon: Beacon
+
+
+@dataclass(frozen=True, slots=True)
+class StopRequested:
+    deadline_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class DeadlinePassed:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Hung:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class OverMemory:
+    private_dirty_bytes: int
+    limit_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Exited:
+    code: int | None
+    signal: int | None
+
+
+SlotEvent = Beaconed | StopRequested | DeadlinePassed | Hung | OverMemory | Exited
+
+
+# Actions for the I/O shell
+@dataclass(frozen=True, slots=True)
+class SendSignal:
+    pid: int
+    signal: int
+
+
+@dataclass(frozen=True, slots=True)
+class Count:
+    counter: Counter
+
+
+@dataclass(frozen=True, slots=True)
+class Log:
+    warning: bool
+    message: str
+
+
+Action = SendSignal | Count | Log
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    beacon_interval_s: float
+    hung_after_beacons: int
+    hard_memory_limit_bytes: int
+    # Extra time before the first beacon (fork, handler setup in the slot's first step).
+    startup_grace_s: float = 5.0
+
+
+def on_event(slot: Slot, event: SlotEvent, now: float) -> list[Action]:
+    """Apply `event` to `slot` (changing its state) and say what the shell must do."""
+    match event:
+        case Beaconed(beacon):
+            slot.beacon = beacon
+            slot.last_beacon_at = now
+            if slot.state is SlotState.STARTING:
+                _move(slot, SlotState.RUNNING)
+            return []
+        case StopRequested(deadline_s):
+            if slot.state in (SlotState.DRAINING, SlotState.STOPPING):
+                return []
+            _move(slot, SlotState.DRAINING)
+            slot.stop_deadline = now + deadline_s
+            return [SendSignal(slot.pid, signal.SIGTERM)]
+        case DeadlinePassed():
+            _move(slot, SlotState.STOPPING)
+            return [
+                SendSignal(slot.pid, signal.SIGKILL),
+                Log(True, f"slot {slot.slot_id} (pid {slot.pid}) missed its stop deadline: SIGKILL"),
+            ]
+        case Hung(reason):
+            return _kill(slot, Counter.KILLED_HUNG, f"hung ({reason})")
+        case OverMemory(used, limit):
+            return _kill(
+                slot, Counter.KILLED_OVER_MEMORY, f"Private_Dirty {used} B over the hard limit {limit} B"
+            )
+        case Exited(code, sig):
+            return _exited(slot, code, sig)
+    raise AssertionError(f"unknown event {event!r}")
+
+
+def check(slot: Slot, now: float, limits: Limits) -> SlotEvent | None:
+    """The event the clock or the last beacon implies for `slot`, if any."""
+    deadline = slot.stop_deadline
+    if slot.state is SlotState.DRAINING and deadline is not None and now >= deadline:
+        return DeadlinePassed()
+    if slot.state not in (SlotState.STARTING, SlotState.RUNNING, SlotState.DRAINING):
+        return None
+    silence_s = now - slot.last_beacon_at
+    allowed_s = limits.beacon_interval_s * limits.hung_after_beacons
+    if slot.state is SlotState.STARTING:
+        allowed_s += limits.startup_grace_s
+    if silence_s > allowed_s:
+        return Hung(f"no beacon for {silence_s:.2f} s")
+    beacon = slot.beacon
+    if beacon is None:
+        return None
+    if beacon.private_dirty_bytes > limits.hard_memory_limit_bytes:
+        return OverMemory(beacon.private_dirty_bytes, limits.hard_memory_limit_bytes)
+    lock_s = slot.assignment.lock_timeout_s
+    if beacon.batch_age_s > lock_s:
+        # Its jobs are unlocked and handed to another slot by now: finishing would only
+        # duplicate work.
+        return Hung(f"batch running {beacon.batch_age_s:.1f} s, past the lock time {lock_s} s")
+    return None
+
+
+def _kill(slot: Slot, counter: Counter, why: str) -> list[Action]:
+    if slot.state is SlotState.STOPPING:
+        return []
+    _move(slot, SlotState.STOPPING)
+    return [
+        SendSignal(slot.pid, signal.SIGKILL),
+        Count(counter),
+        Log(True, f"slot {slot.slot_id} (pid {slot.pid}, queue {slot.queue}) {why}: SIGKILL"),
+    ]
+
+
+def _exited(slot: Slot, code: int | None, sig: int | None) -> list[Action]:
+    slot.exit_code, slot.exit_signal = code, sig
+    killed_by_us = slot.state is SlotState.STOPPING
+    clean = sig is None and code in (SlotExit.STOPPED, SlotExit.MEMORY_LIMIT)
+    _move(slot, SlotState.EXITED if clean else SlotState.FAILED)
+    what = f"slot {slot.slot_id} (pid {slot.pid}, queue {slot.queue}) {describe_exit(code, sig)}"
+    if code == SlotExit.MEMORY_LIMIT and sig is None:
+        return [Count(Counter.RECYCLED_FOR_MEMORY), Log(False, f"{what}: recycled for memory")]
+    if clean or killed_by_us:
+        return [Log(False, what)]
+    if sig is None and code is not None and code in _BOOT_FAILURES:
+        return [Count(Counter.BOOT_FAILED), Log(True, f"{what}: could not start working")]
+    return [Count(Counter.CRASHED), Log(True, f"{what}: died unexpectedly")]
+
+
+_BOOT_FAILURES = frozenset(code.value for code in SlotExit if code.is_boot_failure)
+
+
+def _move(slot: Slot, wanted: SlotState) -> None:
+    if wanted not in ALLOWED[slot.state]:
+        raise TransitionError(slot.slot_id, slot.state, wanted)
+    slot.state = wanted

@@ -1,0 +1,76 @@
+"""The master's end of the slot link: a ZeroMQ ROUTER on an ipc:// socket (beacons in, assignments out)."""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import zmq
+
+from slot.beacon import Assignment, Beacon
+from slot.errors import MessageError
+from slot.link import slot_identity
+
+log = logging.getLogger(__name__)
+
+# sockaddr_un.sun_path holds 108 bytes with the terminating NUL.
+MAX_IPC_PATH_BYTES = 107
+
+
+class LinkError(Exception):
+    """The link cannot be set up (the ipc path is too long or not writable)."""
+
+
+class MasterLink:
+    def __init__(self, ipc_dir: str | Path) -> None:
+        directory = Path(ipc_dir).absolute()
+        self.path = directory / f"master-{os.getpid()}.sock"
+        if len(str(self.path).encode()) > MAX_IPC_PATH_BYTES:
+            raise LinkError(
+                f"ipc path {self.path} is longer than {MAX_IPC_PATH_BYTES} bytes; "
+                "set master.ipc_dir to a shorter directory"
+            )
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LinkError(f"cannot create master.ipc_dir {directory}: {exc.strerror}") from exc
+        self.endpoint = f"ipc://{self.path}"
+        self._context = zmq.Context(io_threads=1)
+        self.socket: zmq.Socket[bytes] = self._context.socket(zmq.ROUTER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        # Fail fast on a slot that is not connected (yet): the retarget is resent later.
+        self.socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        self.socket.bind(self.endpoint)
+
+    def receive(self) -> list[Beacon]:
+        """Every beacon waiting now (never blocks); undecodable frames are logged and dropped."""
+        beacons: list[Beacon] = []
+        while True:
+            try:
+                frames = self.socket.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return beacons
+            if len(frames) != 2:
+                log.warning("dropping a %d-frame message on the slot link", len(frames))
+                continue
+            try:
+                beacons.append(Beacon.decode(frames[1]))
+            except MessageError as exc:
+                log.warning("dropping a frame from %r: %s", frames[0], exc)
+
+    def send(self, slot_id: int, pid: int, assignment: Assignment) -> bool:
+        """Send an assignment; False when the slot is not connected (the caller retries)."""
+        try:
+            self.socket.send_multipart(
+                [slot_identity(slot_id, pid), assignment.encode()], zmq.NOBLOCK
+            )
+        except zmq.ZMQError as exc:
+            if exc.errno in (zmq.EHOSTUNREACH, zmq.EAGAIN):
+                return False
+            raise
+        return True
+
+    def close(self) -> None:
+        self.socket.close()
+        self._context.term()
+        self.path.unlink(missing_ok=True)

@@ -1,0 +1,123 @@
+"""HostReport: what a master tells the manager (and its report file) about the host and its slots."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from master.capacity import Capacity
+from master.lifecycle import Counter, Slot, SlotState
+
+
+class ReportError(ValueError):
+    """A report frame that does not decode."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SlotReport(_Model):
+    slot_id: int
+    pid: int
+    state: SlotState
+    queue: str
+    # The queue the master wants it on; differs from `queue` while a retarget is under way.
+    assigned_queue: str
+    uptime_s: float
+    jobs_done: int = 0
+    jobs_later: int = 0
+    batches: int = 0
+    errors: int = 0
+    busy_s: float = 0.0
+    pss_bytes: int = 0
+    private_dirty_bytes: int = 0
+
+
+class HostReport(_Model):
+    host: str
+    master_pid: int
+    sent_at_unix: float
+    capacity: int
+    capacity_by_memory: int
+    capacity_by_load: int
+    max_slots: int
+    avg_slot_bytes: int
+    master_pss_bytes: int
+    slots_pss_bytes: int
+    mem_available_bytes: int
+    load_avg_1m: float
+    cpus: int
+    slots: list[SlotReport]
+    counters: dict[Counter, int] = Field(default_factory=dict)
+    # Handler sources that failed to import -> why; their queues get no slots.
+    handler_failures: dict[str, str] = Field(default_factory=dict)
+    # Queues the slot map names but no loaded handler serves.
+    unhandled_queues: list[str] = Field(default_factory=list)
+
+    def encode(self) -> bytes:
+        return self.model_dump_json().encode()
+
+    @classmethod
+    def decode(cls, frame: bytes) -> HostReport:
+        try:
+            return cls.model_validate_json(frame)
+        except ValidationError as exc:
+            raise ReportError(f"bad HostReport ({len(frame)} bytes): {exc}") from exc
+
+
+def slot_report(slot: Slot, now: float) -> SlotReport:
+    beacon = slot.beacon
+    return SlotReport(
+        slot_id=slot.slot_id,
+        pid=slot.pid,
+        state=slot.state,
+        queue=slot.queue,
+        assigned_queue=slot.assignment.queue,
+        uptime_s=round(now - slot.started_at, 3),
+        jobs_done=beacon.jobs_done if beacon else 0,
+        jobs_later=beacon.jobs_later if beacon else 0,
+        batches=beacon.batches if beacon else 0,
+        errors=beacon.errors if beacon else 0,
+        busy_s=beacon.busy_s if beacon else 0.0,
+        pss_bytes=beacon.pss_bytes if beacon else 0,
+        private_dirty_bytes=beacon.private_dirty_bytes if beacon else 0,
+    )
+
+
+def build_report(
+    *,
+    host: str,
+    master_pid: int,
+    sent_at_unix: float,
+    now: float,
+    capacity: Capacity,
+    master_pss_bytes: int,
+    mem_available_bytes: int,
+    load_avg_1m: float,
+    cpus: int,
+    slots: Iterable[Slot],
+    counters: Mapping[Counter, int],
+    handler_failures: Mapping[str, str],
+    unhandled_queues: Iterable[str],
+) -> HostReport:
+    reports = [slot_report(slot, now) for slot in sorted(slots, key=lambda s: s.slot_id)]
+    return HostReport(
+        host=host,
+        master_pid=master_pid,
+        sent_at_unix=sent_at_unix,
+        capacity=capacity.slots,
+        capacity_by_memory=capacity.by_memory,
+        capacity_by_load=capacity.by_load,
+        max_slots=capacity.max_slots,
+        avg_slot_bytes=capacity.avg_slot_bytes,
+        master_pss_bytes=master_pss_bytes,
+        slots_pss_bytes=sum(r.pss_bytes for r in reports),
+        mem_available_bytes=mem_available_bytes,
+        load_avg_1m=load_avg_1m,
+        cpus=cpus,
+        slots=reports,
+        counters=dict(counters),
+        handler_failures=dict(handler_failures),
+        unhandled_queues=list(unhandled_queues),
+    )

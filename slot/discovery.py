@@ -1,0 +1,55 @@
+"""Import handler modules (config paths and the `slotmap.handlers` entry points) and collect them."""
+from __future__ import annotations
+
+import importlib
+import logging
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from importlib.metadata import entry_points
+
+from slot.handler import Handler, registered_handlers
+
+ENTRY_POINT_GROUP = "slotmap.handlers"
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedHandlers:
+    handlers: Mapping[str, type[Handler]]
+    # Source ("module x" / "entry point demo (x)") -> one-line error; the traceback is logged.
+    failures: Mapping[str, str]
+
+
+def load_handlers(
+    modules: Sequence[str], *, entry_point_group: str | None = ENTRY_POINT_GROUP
+) -> LoadedHandlers:
+    """Import every handler module; a module that fails is reported, the others still load.
+
+    One broken module must not take every queue of the host down with it: its queues
+    get no slots, and the failure is logged and carried in the host report.
+    """
+    failures: dict[str, str] = {}
+    for name in modules:
+        _import(f"module {name}", partial(importlib.import_module, name), failures)
+    if entry_point_group:
+        for point in entry_points(group=entry_point_group):
+            _import(f"entry point {point.name} ({point.value})", point.load, failures)
+    return LoadedHandlers(handlers=registered_handlers(), failures=failures)
+
+
+def _import(source: str, load: Callable[[], object], failures: dict[str, str]) -> None:
+    try:
+        load()
+    except Exception as exc:  # noqa: BLE001 - any import-time error of user code is reported
+        summary = f"{type(exc).__name__}: {exc}"
+        failures[source] = summary
+        log.error(
+            "handler %s failed to import (%s); its queues get no slots until it is fixed "
+            "and the master restarted\n%s",
+            source,
+            summary,
+            "".join(traceback.format_exception(exc)),
+        )

@@ -1,0 +1,109 @@
+"""The slot's end of the master link: a thread with a ZeroMQ DEALER that sends a beacon every
+interval and passes assignments (retargets) from the master to the loop.
+
+A thread, not the loop, beacons: a batch may legitimately run for minutes, and the master
+must still see the slot alive and its memory. A slot frozen below Python (a C call holding
+the GIL, SIGSTOP) stops beaconing and is killed as hung; one stuck in Python code keeps
+beaconing, and the master kills it when its batch outlives the queue's lock time.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+
+import zmq
+
+from slot.beacon import Assignment, Beacon
+from slot.errors import MessageError
+from slot.wake import block_slot_signals_in_this_thread
+
+log = logging.getLogger(__name__)
+
+# How long the last beacon may wait for the master at exit.
+FINAL_LINGER_MS = 200
+
+
+def slot_identity(slot_id: int, pid: int) -> bytes:
+    """The DEALER's routing id: a restarted slot (new pid) never receives its predecessor's mail."""
+    return b"%d.%d" % (slot_id, pid)
+
+
+class BeaconLink:
+    def __init__(
+        self,
+        *,
+        endpoint: str,
+        slot_id: int,
+        interval_s: float,
+        snapshot: Callable[[], Beacon],
+        on_assignment: Callable[[Assignment], None],
+    ) -> None:
+        self.endpoint = endpoint
+        self.identity = slot_identity(slot_id, os.getpid())
+        self.interval_s = interval_s
+        self.snapshot = snapshot
+        self.on_assignment = on_assignment
+        self._final: Beacon | None = None
+        self._closing = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="beacon", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self, final: Beacon | None = None, *, timeout_s: float = 1.0) -> None:
+        """Send `final` as the last beacon and stop the thread."""
+        self._final = final
+        self._closing.set()
+        self._thread.join(timeout_s)
+
+    def _run(self) -> None:
+        block_slot_signals_in_this_thread()
+        context = zmq.Context(io_threads=1)
+        sock = context.socket(zmq.DEALER)
+        sock.setsockopt(zmq.ROUTING_ID, self.identity)
+        sock.setsockopt(zmq.LINGER, 0)
+        # A master that stops reading must not make the slot queue beacons without bound.
+        sock.setsockopt(zmq.SNDHWM, 16)
+        sock.connect(self.endpoint)
+        try:
+            self._beacon_until_closed(sock)
+            if self._final is not None:
+                sock.setsockopt(zmq.LINGER, FINAL_LINGER_MS)
+                self._send(sock, self._final)
+        except Exception:  # thread boundary: without beacons the master kills us
+            log.exception("beacon thread failed; the master will treat this slot as hung")
+        finally:
+            sock.close()
+            context.term()
+
+    def _beacon_until_closed(self, sock: zmq.Socket[bytes]) -> None:
+        next_at = time.monotonic()
+        while not self._closing.is_set():
+            now = time.monotonic()
+            if now >= next_at:
+                self._send(sock, self.snapshot())
+                # Skip missed ticks instead of bursting beacons after a stall.
+                next_at = max(next_at + self.interval_s, now)
+            wait_ms = max(0, int((next_at - time.monotonic()) * 1000))
+            if sock.poll(min(wait_ms, 50), zmq.POLLIN):
+                self._receive(sock)
+
+    def _receive(self, sock: zmq.Socket[bytes]) -> None:
+        frame = sock.recv()
+        try:
+            assignment = Assignment.decode(frame)
+        except MessageError as exc:
+            log.warning("dropping a frame from the master: %s", exc)
+            return
+        self.on_assignment(assignment)
+
+    @staticmethod
+    def _send(sock: zmq.Socket[bytes], beacon: Beacon) -> None:
+        try:
+            sock.send(beacon.encode(), zmq.NOBLOCK)
+        except zmq.Again:
+            # Master not reading: drop this beacon; the next one carries the totals anyway.
+            return

@@ -1,0 +1,245 @@
+"""One slot's work as `step(now) -> StepResult`: fetch a batch, run the handler, DONE/LATER.
+
+The queue server and /proc are reached through the `JobSource` and `read_memory`
+passed in, so the loop is driven by tests with fakes and by slot/process.py for real.
+"""
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum, auto
+from typing import Protocol
+
+from slot.beacon import Assignment, SlotPhase
+from slot.exit_codes import SlotExit
+from slot.handler import Handler, Outcome, QueueJob, SlotJob
+from slot.memory import MemoryUsage, MemoryWatch
+
+log = logging.getLogger(__name__)
+
+RETRY_MIN_S = 0.1
+RETRY_MAX_S = 5.0
+NOT_MEASURED = MemoryUsage(0, 0, 0)
+
+
+class StepKind(StrEnum):
+    BATCH = auto()
+    # The wait for jobs was interrupted (a retarget or a stop came in): step again.
+    WOKEN = auto()
+    # The queue server could not be used: wait `retry_after_s`, then step again.
+    RETRY = auto()
+    EXIT = auto()
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    kind: StepKind
+    jobs: int = 0
+    exit_code: SlotExit | None = None
+    retry_after_s: float = 0.0
+
+
+class JobSource(Protocol):
+    """The queue server as the loop needs it. `fetch` blocks until at least one job is ready
+    and returns None when woken before any job came."""
+
+    def fetch(self, queue: str, *, count: int, lock_s: float) -> Sequence[QueueJob] | None: ...
+    def done(self, ids: Sequence[int]) -> None: ...
+    def later(self, ids: Sequence[int], *, delay_s: float | None) -> None: ...
+    def reply(self, queue: str, replies: Sequence[tuple[str, bytes]]) -> None: ...
+
+
+class SourceUnavailable(Exception):
+    """Raised by a JobSource when the queue server cannot be reached or lost the connection."""
+
+
+@dataclass(slots=True)
+class SlotStats:
+    """Counters since the fork; the beacon thread reads them while the loop writes them."""
+
+    phase: SlotPhase = SlotPhase.STARTING
+    queue: str | None = None
+    jobs_done: int = 0
+    jobs_later: int = 0
+    batches: int = 0
+    errors: int = 0
+    busy_s: float = 0.0
+    batch_started_at: float | None = None
+    memory: MemoryUsage = NOT_MEASURED
+
+
+class SlotLoop:
+    def __init__(
+        self,
+        *,
+        assignment: Assignment,
+        handlers: Mapping[str, type[Handler]],
+        source: JobSource,
+        clock: Callable[[], float],
+        read_memory: Callable[[], MemoryUsage],
+        memory_watch: MemoryWatch | None = None,
+        take_assignments: Callable[[], Sequence[Assignment]] = lambda: (),
+    ) -> None:
+        self.assignment = assignment
+        self.handlers = handlers
+        self.source = source
+        self.clock = clock
+        self.read_memory = read_memory
+        self.memory_watch = memory_watch or MemoryWatch()
+        self.take_assignments = take_assignments
+        self.stats = SlotStats(queue=assignment.queue)
+        self.stop_requested = False
+        self._handler: Handler | None = None
+        self._failures_in_a_row = 0
+
+    def request_stop(self) -> None:
+        """Finish the batch in progress (if any), then exit."""
+        self.stop_requested = True
+        self.stats.phase = SlotPhase.DRAINING
+
+    def step(self, now: float) -> StepResult:
+        self._apply_assignments()
+        if self.stop_requested:
+            return StepResult(StepKind.EXIT, exit_code=SlotExit.STOPPED)
+        if self._handler is None:
+            failed = self._start_handler()
+            if failed is not None:
+                return StepResult(StepKind.EXIT, exit_code=failed)
+        handler = self._handler
+        assert handler is not None
+        self.stats.phase = SlotPhase.IDLE
+        queue = self.assignment.queue
+        try:
+            jobs = self.source.fetch(
+                queue, count=self.assignment.batch_size, lock_s=self.assignment.lock_timeout_s
+            )
+        except SourceUnavailable as exc:
+            return self._retry(f"cannot fetch from {queue}: {exc}")
+        if jobs is None:
+            return StepResult(StepKind.WOKEN)
+        self._failures_in_a_row = 0
+        self._run_batch(handler, [SlotJob.from_job(job) for job in jobs])
+        if self._over_memory_limit(now):
+            return StepResult(StepKind.EXIT, jobs=len(jobs), exit_code=SlotExit.MEMORY_LIMIT)
+        return StepResult(StepKind.BATCH, jobs=len(jobs))
+
+    def close(self) -> None:
+        """Tear the handler down; the slot is about to exit."""
+        self._stop_handler()
+        self.stats.phase = SlotPhase.EXITING
+
+    # The batch
+
+    def _run_batch(self, handler: Handler, jobs: list[SlotJob]) -> None:
+        started = self.clock()
+        self.stats.batch_started_at = started
+        self.stats.phase = SlotPhase.BUSY
+        try:
+            handler.handle(jobs)
+        except Exception:  # the loop boundary: any handler bug is survived
+            self.stats.errors += 1
+            log.exception(
+                "handler of %s raised on a batch of %d jobs (ids %s..); the batch stays locked "
+                "until its lock time (%s s), then another slot takes it",
+                self.assignment.queue, len(jobs), jobs[0].id, self.assignment.lock_timeout_s,
+            )
+        else:
+            self._acknowledge(handler, jobs)
+        finally:
+            self.stats.busy_s += self.clock() - started
+            self.stats.batch_started_at = None
+            self.stats.batches += 1
+            self.stats.phase = SlotPhase.DRAINING if self.stop_requested else SlotPhase.IDLE
+
+    def _acknowledge(self, handler: Handler, jobs: list[SlotJob]) -> None:
+        """Replies first (a crash after them repeats a reply, never loses one), then one LATER
+        per delay and one multi-id DONE."""
+        replies = [
+            (job.item, job.reply_data)
+            for job in jobs
+            if job.reply_data is not None and job.item is not None
+        ]
+        postponed: dict[float | None, list[int]] = defaultdict(list)
+        done: list[int] = []
+        for job in jobs:
+            if job.outcome is Outcome.LATER:
+                postponed[job.delay_s].append(job.id)
+            else:
+                done.append(job.id)
+        try:
+            if replies:
+                self.source.reply(handler.output_queue(), replies)
+            for delay_s, ids in postponed.items():
+                self.source.later(ids, delay_s=delay_s)
+                self.stats.jobs_later += len(ids)
+            if done:
+                self.source.done(done)
+                self.stats.jobs_done += len(done)
+        except SourceUnavailable as exc:
+            self.stats.errors += 1
+            log.warning(
+                "could not acknowledge %d jobs of %s (%s); they stay locked until their lock "
+                "time, then run again", len(jobs), self.assignment.queue, exc,
+            )
+
+    # Handler life and retargets
+
+    def _start_handler(self) -> SlotExit | None:
+        queue = self.assignment.queue
+        cls = self.handlers.get(queue)
+        if cls is None:
+            log.error("no handler registered for queue %s; exiting", queue)
+            return SlotExit.NO_HANDLER
+        try:
+            handler = cls()
+            handler.setup()
+        except Exception:  # user code at the slot's boundary
+            log.exception(
+                "%s.setup() failed for queue %s; exiting, the master restarts with backoff",
+                cls.__qualname__, queue,
+            )
+            return SlotExit.SETUP_FAILED
+        self._handler = handler
+        self.stats.queue = queue
+        return None
+
+    def _stop_handler(self) -> None:
+        handler, self._handler = self._handler, None
+        if handler is None:
+            return
+        try:
+            handler.teardown()
+        except Exception:  # teardown must not keep the slot from going on
+            log.exception("%s.teardown() failed; continuing", type(handler).__qualname__)
+
+    def _apply_assignments(self) -> None:
+        for assignment in self.take_assignments():
+            if assignment.queue != self.assignment.queue:
+                log.info("retarget: %s -> %s", self.assignment.queue, assignment.queue)
+                self._stop_handler()
+                self.stats.queue = assignment.queue
+            self.assignment = assignment
+
+    # Memory and retries
+
+    def _over_memory_limit(self, now: float) -> bool:
+        if not self.memory_watch.due(jobs_done=self.stats.jobs_done, now=now):
+            return False
+        self.memory_watch.mark(jobs_done=self.stats.jobs_done, now=now)
+        self.stats.memory = usage = self.read_memory()
+        limit = self.assignment.private_dirty_limit_bytes
+        if usage.private_dirty_bytes <= limit:
+            return False
+        log.info(
+            "Private_Dirty %d B over the limit %d B: exiting after the batch to be forked afresh",
+            usage.private_dirty_bytes, limit,
+        )
+        return True
+
+    def _retry(self, why: str) -> StepResult:
+        self._failures_in_a_row += 1
+        delay_s = min(RETRY_MAX_S, RETRY_MIN_S * 2 ** (self._failures_in_a_row - 1))
+        log.warning("%s; retrying in %.1f s", why, delay_s)
+        return StepResult(StepKind.RETRY, retry_after_s=delay_s)

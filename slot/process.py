@@ -1,0 +1,147 @@
+"""The body of a slot process after the fork: signals, beacon thread, client, then step() until done."""
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import signal
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from queue_server.client import QueueClient
+from slot.beacon import Assignment, Beacon
+from slot.exit_codes import SlotExit
+from slot.handler import Handler
+from slot.link import BeaconLink
+from slot.loop import SlotLoop, SlotStats, StepKind
+from slot.memory import MemoryWatch, read_memory
+from slot.source import ClientSource
+from slot.wake import Waker, Woken
+
+log = logging.getLogger(__name__)
+
+# The beacon thread refreshes the memory figures at most this often during long batches.
+BEACON_MEMORY_REFRESH_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class SlotSpec:
+    """Everything a forked slot needs; handed over in memory by the fork itself."""
+
+    slot_id: int
+    assignment: Assignment
+    beacon_endpoint: str
+    beacon_interval_s: float
+    servers: str | Sequence[str]
+    token: str | None
+    handlers: Mapping[str, type[Handler]]
+    memory_watch_jobs: int = 100
+    memory_watch_s: float = 1.0
+
+
+def run_slot(spec: SlotSpec) -> int:
+    """Run the slot until it stops; return its exit code (a SlotExit)."""
+    _forget_parent_signals()
+    waker = Waker()
+    waker.install()
+    inbox: queue.SimpleQueue[Assignment] = queue.SimpleQueue()
+    client = QueueClient(spec.servers, token=spec.token)
+    loop = SlotLoop(
+        assignment=spec.assignment,
+        handlers=spec.handlers,
+        source=ClientSource(client, waker),
+        clock=time.monotonic,
+        read_memory=read_memory,
+        memory_watch=MemoryWatch(every_jobs=spec.memory_watch_jobs, every_s=spec.memory_watch_s),
+        take_assignments=lambda: _drain(inbox),
+    )
+    beacons = BeaconFactory(spec.slot_id, loop.stats)
+
+    def on_assignment(assignment: Assignment) -> None:
+        inbox.put(assignment)
+        waker.wake()
+
+    link = BeaconLink(
+        endpoint=spec.beacon_endpoint,
+        slot_id=spec.slot_id,
+        interval_s=spec.beacon_interval_s,
+        snapshot=beacons.next,
+        on_assignment=on_assignment,
+    )
+    link.start()
+    code = SlotExit.CRASHED
+    try:
+        code = _run(loop, waker)
+    finally:
+        loop.close()
+        link.close(beacons.next(exit_reason=code.name.lower()))
+        client.close()
+    return code
+
+
+def _run(loop: SlotLoop, waker: Waker) -> SlotExit:
+    while True:
+        if waker.stop_requested and not loop.stop_requested:
+            loop.request_stop()
+        result = loop.step(time.monotonic())
+        if result.kind is StepKind.EXIT:
+            assert result.exit_code is not None
+            return result.exit_code
+        if result.kind is StepKind.RETRY:
+            try:
+                with waker.waiting():
+                    time.sleep(result.retry_after_s)
+            except Woken:
+                continue
+
+
+class BeaconFactory:
+    """Builds beacons from the loop's live stats (called from the beacon thread)."""
+
+    def __init__(self, slot_id: int, stats: SlotStats) -> None:
+        self.slot_id = slot_id
+        self.stats = stats
+        self.pid = os.getpid()
+        self._seq = 0
+        self._memory_read_at = float("-inf")
+
+    def next(self, exit_reason: str | None = None) -> Beacon:
+        now = time.monotonic()
+        stats = self.stats
+        if now - self._memory_read_at >= BEACON_MEMORY_REFRESH_S:
+            self._memory_read_at = now
+            stats.memory = read_memory()
+        started = stats.batch_started_at
+        self._seq += 1
+        return Beacon(
+            slot_id=self.slot_id,
+            pid=self.pid,
+            seq=self._seq,
+            phase=stats.phase,
+            queue=stats.queue,
+            jobs_done=stats.jobs_done,
+            jobs_later=stats.jobs_later,
+            batches=stats.batches,
+            errors=stats.errors,
+            busy_s=round(stats.busy_s, 6),
+            batch_age_s=0.0 if started is None else max(0.0, now - started),
+            pss_bytes=stats.memory.pss_bytes,
+            private_dirty_bytes=stats.memory.private_dirty_bytes,
+            exit_reason=exit_reason,
+        )
+
+
+def _drain(inbox: queue.SimpleQueue[Assignment]) -> list[Assignment]:
+    taken: list[Assignment] = []
+    while not inbox.empty():
+        taken.append(inbox.get_nowait())
+    return taken
+
+
+def _forget_parent_signals() -> None:
+    """The master's wakeup pipe and handlers came with the fork: a slot's signals must not
+    reach the master's loop."""
+    signal.set_wakeup_fd(-1)
+    for signum in (signal.SIGCHLD, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(signum, signal.SIG_DFL)

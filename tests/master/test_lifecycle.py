@@ -1,0 +1,147 @@
+"""The slot lifecycle as the master sees it: allowed moves, events, actions, checks."""
+from __future__ import annotations
+
+import signal
+from collections.abc import Sequence
+
+import pytest
+
+from master.lifecycle import (
+    ALLOWED,
+    Action,
+    Beaconed,
+    Count,
+    Counter,
+    DeadlinePassed,
+    Exited,
+    Hung,
+    Limits,
+    OverMemory,
+    SendSignal,
+    Slot,
+    SlotState,
+    StopRequested,
+    TransitionError,
+    check,
+    on_event,
+)
+from slot.beacon import Assignment, Beacon, SlotPhase
+from slot.exit_codes import SlotExit
+
+LIMITS = Limits(beacon_interval_s=0.2, hung_after_beacons=3, hard_memory_limit_bytes=1000, startup_grace_s=5.0)
+ASSIGNMENT = Assignment(queue="q", batch_size=10, lock_timeout_s=2.0, private_dirty_limit_bytes=500)
+
+
+def new_slot(now: float = 100.0) -> Slot:
+    return Slot(slot_id=1, pid=4242, assignment=ASSIGNMENT, started_at=now)
+
+
+def beacon(**changes: object) -> Beacon:
+    fields: dict[str, object] = {"slot_id": 1, "pid": 4242, "seq": 1, "phase": SlotPhase.IDLE, "queue": "q"}
+    fields.update(changes)
+    return Beacon.model_validate(fields)
+
+
+def running_slot() -> Slot:
+    slot = new_slot()
+    on_event(slot, Beaconed(beacon()), 100.1)
+    return slot
+
+
+def signals(actions: Sequence[Action]) -> list[int]:
+    return [a.signal for a in actions if isinstance(a, SendSignal)]
+
+
+def counts(actions: Sequence[Action]) -> list[Counter]:
+    return [a.counter for a in actions if isinstance(a, Count)]
+
+
+def test_finished_states_allow_no_move() -> None:
+    assert ALLOWED[SlotState.EXITED] == frozenset()
+    assert ALLOWED[SlotState.FAILED] == frozenset()
+
+
+def test_first_beacon_makes_a_starting_slot_running() -> None:
+    slot = new_slot()
+    assert on_event(slot, Beaconed(beacon()), 100.1) == []
+    assert slot.state is SlotState.RUNNING
+    assert slot.last_beacon_at == 100.1
+
+
+def test_stop_sends_sigterm_once_and_sets_the_deadline() -> None:
+    slot = running_slot()
+    assert signals(on_event(slot, StopRequested(deadline_s=10.0), 200.0)) == [signal.SIGTERM]
+    assert slot.state is SlotState.DRAINING and slot.stop_deadline == 210.0
+    assert on_event(slot, StopRequested(deadline_s=10.0), 201.0) == []
+
+
+def test_draining_slot_past_its_deadline_gets_sigkill() -> None:
+    slot = running_slot()
+    on_event(slot, StopRequested(deadline_s=10.0), 200.0)
+    on_event(slot, Beaconed(beacon()), 209.8)
+    assert check(slot, 209.9, LIMITS) is None
+    event = check(slot, 210.0, LIMITS)
+    assert isinstance(event, DeadlinePassed)
+    assert signals(on_event(slot, event, 210.0)) == [signal.SIGKILL]
+    assert slot.state is SlotState.STOPPING
+
+
+def test_slot_silent_for_the_missed_beacons_is_hung_and_killed() -> None:
+    slot = running_slot()
+    assert check(slot, 100.1 + 0.6, LIMITS) is None
+    event = check(slot, 100.1 + 0.61, LIMITS)
+    assert isinstance(event, Hung) and "no beacon" in event.reason
+    actions = on_event(slot, event, 100.8)
+    assert signals(actions) == [signal.SIGKILL] and counts(actions) == [Counter.KILLED_HUNG]
+    # Killing twice is not counted twice.
+    assert on_event(slot, Hung("again"), 100.9) == []
+
+
+def test_a_starting_slot_gets_a_grace_period_before_its_first_beacon() -> None:
+    slot = new_slot(now=100.0)
+    assert check(slot, 105.5, LIMITS) is None
+    assert isinstance(check(slot, 105.7, LIMITS), Hung)
+
+
+def test_batch_running_past_the_lock_time_is_hung() -> None:
+    slot = running_slot()
+    on_event(slot, Beaconed(beacon(phase=SlotPhase.BUSY, batch_age_s=2.5)), 103.0)
+    event = check(slot, 103.0, LIMITS)
+    assert isinstance(event, Hung) and "lock time" in event.reason
+
+
+def test_slot_over_the_hard_memory_limit_is_killed_and_counted() -> None:
+    slot = running_slot()
+    on_event(slot, Beaconed(beacon(private_dirty_bytes=1001)), 101.0)
+    event = check(slot, 101.0, LIMITS)
+    assert event == OverMemory(1001, 1000)
+    assert counts(on_event(slot, event, 101.0)) == [Counter.KILLED_OVER_MEMORY]
+
+
+def test_clean_exit_ends_in_exited_and_memory_exit_is_counted_as_recycled() -> None:
+    slot = running_slot()
+    actions = on_event(slot, Exited(SlotExit.MEMORY_LIMIT, None), 150.0)
+    assert slot.state is SlotState.EXITED
+    assert counts(actions) == [Counter.RECYCLED_FOR_MEMORY]
+
+
+def test_crash_and_boot_failure_end_in_failed_with_their_counters() -> None:
+    crashed = running_slot()
+    assert counts(on_event(crashed, Exited(None, signal.SIGSEGV), 150.0)) == [Counter.CRASHED]
+    assert crashed.state is SlotState.FAILED
+    broken = new_slot()
+    assert counts(on_event(broken, Exited(SlotExit.SETUP_FAILED, None), 100.2)) == [Counter.BOOT_FAILED]
+
+
+def test_a_slot_killed_by_the_master_is_not_counted_as_crashed() -> None:
+    slot = running_slot()
+    on_event(slot, Hung("test"), 101.0)
+    assert counts(on_event(slot, Exited(None, signal.SIGKILL), 101.1)) == []
+    assert slot.state is SlotState.FAILED
+
+
+def test_a_move_not_allowed_raises_an_error_naming_both_states() -> None:
+    slot = running_slot()
+    on_event(slot, Exited(0, None), 150.0)
+    with pytest.raises(TransitionError, match="from exited to draining"):
+        on_event(slot, StopRequested(deadline_s=1.0), 151.0)

@@ -1,0 +1,202 @@
+"""The slot loop's step() against a fake queue server: batches, acks, errors, retargets, memory."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import pytest
+
+from queue_server.replies import Job
+from slot.beacon import Assignment, SlotPhase
+from slot.exit_codes import SlotExit
+from slot.handler import Handler, SlotJob
+from slot.loop import SlotLoop, SourceUnavailable, StepKind
+from slot.memory import MemoryUsage, MemoryWatch
+
+MB = 1024 * 1024
+
+
+@dataclass
+class FakeSource:
+    ready: dict[str, list[Job]] = field(default_factory=dict)
+    done_calls: list[list[int]] = field(default_factory=list)
+    later_calls: list[tuple[list[int], float | None]] = field(default_factory=list)
+    replies: list[tuple[str, list[tuple[str, bytes]]]] = field(default_factory=list)
+    fetches: list[tuple[str, int, float]] = field(default_factory=list)
+    unavailable: bool = False
+
+    def fetch(self, queue: str, *, count: int, lock_s: float) -> Sequence[Job] | None:
+        self.fetches.append((queue, count, lock_s))
+        if self.unavailable:
+            raise SourceUnavailable("connection refused")
+        jobs = self.ready.get(queue, [])
+        if not jobs:
+            return None  # what a woken wait looks like
+        taken, self.ready[queue] = jobs[:count], jobs[count:]
+        return taken
+
+    def done(self, ids: Sequence[int]) -> None:
+        self.done_calls.append(list(ids))
+
+    def later(self, ids: Sequence[int], *, delay_s: float | None) -> None:
+        self.later_calls.append((list(ids), delay_s))
+
+    def reply(self, queue: str, replies: Sequence[tuple[str, bytes]]) -> None:
+        self.replies.append((queue, list(replies)))
+
+
+class Recorder(Handler):
+    events: ClassVar[list[str]] = []
+    batches: ClassVar[list[list[int]]] = []
+
+    def setup(self) -> None:
+        self.events.append(f"setup {self.queue}")
+
+    def handle(self, jobs: Sequence[SlotJob]) -> None:
+        self.batches.append([j.id for j in jobs])
+        for one in jobs:
+            if one.data == b"later":
+                one.later(delay_s=5)
+            elif one.data == b"call":
+                one.reply(b"answer")
+            elif one.data == b"boom":
+                raise RuntimeError("handler bug")
+
+    def teardown(self) -> None:
+        self.events.append(f"teardown {self.queue}")
+
+
+class RecorderA(Recorder):
+    queue = "a"
+
+
+class RecorderB(Recorder):
+    queue = "b"
+
+
+class BrokenSetup(Handler):
+    queue = "broken"
+
+    def setup(self) -> None:
+        raise ConnectionError("database down")
+
+
+def jobs(queue: str, *datas: bytes, first_id: int = 1) -> list[Job]:
+    return [Job(queue, first_id + n, 0, data, "_9") for n, data in enumerate(datas)]
+
+
+def assignment(queue: str = "a", *, batch: int = 3, limit: int = 500 * MB) -> Assignment:
+    return Assignment(queue=queue, batch_size=batch, lock_timeout_s=2.0, private_dirty_limit_bytes=limit)
+
+
+def make_loop(source: FakeSource, *, limit: int = 500 * MB, dirty: int = 10 * MB,
+              inbox: list[Assignment] | None = None) -> SlotLoop:
+    Recorder.events, Recorder.batches = [], []
+    pending = inbox if inbox is not None else []
+
+    def take() -> list[Assignment]:
+        taken = list(pending)
+        pending.clear()
+        return taken
+
+    return SlotLoop(
+        assignment=assignment(limit=limit),
+        handlers={"a": RecorderA, "b": RecorderB, "broken": BrokenSetup},
+        source=source,
+        clock=iter(float(n) for n in range(1000)).__next__,
+        read_memory=lambda: MemoryUsage(rss_bytes=0, pss_bytes=dirty, private_dirty_bytes=dirty),
+        memory_watch=MemoryWatch(every_jobs=1, every_s=0.0),
+        take_assignments=take,
+    )
+
+
+def test_a_batch_is_fetched_with_count_and_lock_time_and_done_in_one_request() -> None:
+    source = FakeSource(ready={"a": jobs("a", b"x", b"y", b"z", b"w")})
+    loop = make_loop(source)
+    result = loop.step(0.0)
+    assert (result.kind, result.jobs) == (StepKind.BATCH, 3)
+    assert source.fetches == [("a", 3, 2.0)]
+    assert source.done_calls == [[1, 2, 3]]
+    assert loop.stats.jobs_done == 3 and loop.stats.batches == 1
+    assert loop.stats.busy_s == 1.0  # fake clock: one tick per call
+
+
+def test_postponed_jobs_go_back_with_their_delay_and_replies_are_put_first() -> None:
+    source = FakeSource(ready={"a": jobs("a", b"x", b"later", b"call")})
+    loop = make_loop(source)
+    loop.step(0.0)
+    assert source.replies == [("a_reply", [("_9", b"answer")])]
+    assert source.later_calls == [([2], 5)]
+    assert source.done_calls == [[1, 3]]
+    assert loop.stats.jobs_later == 1
+
+
+def test_a_handler_exception_leaves_the_whole_batch_locked_and_the_slot_going() -> None:
+    source = FakeSource(ready={"a": jobs("a", b"x", b"boom") + jobs("a", b"ok", first_id=10)})
+    loop = make_loop(source)
+    loop.assignment = assignment(batch=2)
+    assert loop.step(0.0).kind is StepKind.BATCH
+    assert source.done_calls == [] and source.later_calls == []
+    assert loop.stats.errors == 1
+    assert loop.step(1.0).kind is StepKind.BATCH
+    assert source.done_calls == [[10]]
+
+
+def test_setup_runs_once_per_slot_and_teardown_on_close() -> None:
+    source = FakeSource(ready={"a": jobs("a", *[b"x"] * 6)})
+    loop = make_loop(source)
+    loop.step(0.0)
+    loop.step(1.0)
+    loop.close()
+    assert Recorder.events == ["setup a", "teardown a"]
+    assert loop.stats.phase is SlotPhase.EXITING
+
+
+def test_retarget_switches_queue_and_handler_without_a_new_process() -> None:
+    inbox: list[Assignment] = []
+    source = FakeSource(ready={"a": jobs("a", b"x"), "b": jobs("b", b"y", first_id=5)})
+    loop = make_loop(source, inbox=inbox)
+    loop.step(0.0)
+    inbox.append(assignment("b"))
+    result = loop.step(1.0)
+    assert result.kind is StepKind.BATCH
+    assert source.fetches[-1][0] == "b"
+    assert Recorder.events == ["setup a", "teardown a", "setup b"]
+    assert loop.stats.queue == "b"
+
+
+def test_stop_request_exits_at_the_next_step() -> None:
+    source = FakeSource(ready={"a": jobs("a", b"x")})
+    loop = make_loop(source)
+    loop.step(0.0)
+    loop.request_stop()
+    assert loop.step(1.0).exit_code is SlotExit.STOPPED
+
+
+def test_an_interrupted_wait_is_reported_as_woken() -> None:
+    assert make_loop(FakeSource()).step(0.0).kind is StepKind.WOKEN
+
+
+def test_over_the_private_dirty_limit_the_slot_acks_its_batch_then_exits() -> None:
+    source = FakeSource(ready={"a": jobs("a", b"x", b"y")})
+    loop = make_loop(source, limit=100 * MB, dirty=101 * MB)
+    result = loop.step(0.0)
+    assert result.exit_code is SlotExit.MEMORY_LIMIT
+    assert source.done_calls == [[1, 2]]
+
+
+def test_no_handler_and_failed_setup_exit_with_their_named_codes() -> None:
+    loop = make_loop(FakeSource())
+    loop.assignment = assignment("unknown")
+    assert loop.step(0.0).exit_code is SlotExit.NO_HANDLER
+    loop = make_loop(FakeSource())
+    loop.assignment = assignment("broken")
+    assert loop.step(0.0).exit_code is SlotExit.SETUP_FAILED
+
+
+@pytest.mark.parametrize("failures", [1, 3])
+def test_an_unreachable_server_is_retried_with_growing_delays(failures: int) -> None:
+    loop = make_loop(FakeSource(unavailable=True))
+    delays = [loop.step(float(n)).retry_after_s for n in range(failures)]
+    assert delays == sorted(delays) and delays[0] > 0
