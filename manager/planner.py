@@ -1,0 +1,195 @@
+"""The slot planner (pure: no I/O, no clock): current map, queue config, window stats, hosts -> plan.
+
+The formula and its reasons are in docs/PLANNER.md.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from config.models import QueueConfig
+from manager.model import HostCapacity, Plan, QueuePlan, QueueStats, SlotMap
+from manager.placement import place
+
+# Dead band, as a fraction of the current slot count: 30% at priority 0, narrowing as
+# 0.3 / (1 + priority), never below 2%.
+BASE_BAND = 0.3
+MIN_BAND = 0.02
+# Each priority step doubles a queue's claim on contested capacity; bounded so that
+# 2 ** priority stays a finite float for any configured integer.
+MAX_WEIGHT_EXPONENT = 60
+# Absorbs float error in demand before rounding up (2.0000000001 slots is 2 slots).
+EPSILON_SLOTS = 1e-9
+NO_STATS = QueueStats()
+
+
+@dataclass(frozen=True, slots=True)
+class Demand:
+    load: float
+    slots: float
+
+
+def band_fraction(priority: int) -> float:
+    """Relative dead band of a queue: wide for unimportant queues, narrow for important ones."""
+    return max(MIN_BAND, BASE_BAND / (1 + max(priority, 0)))
+
+
+def priority_weight(priority: int) -> float:
+    return 2.0 ** max(-MAX_WEIGHT_EXPONENT, min(MAX_WEIGHT_EXPONENT, priority))
+
+
+def job_time_s(stats: QueueStats) -> float | None:
+    """Mean processing time of one job, or None when the window shows no work at all."""
+    if stats.jobs_done > 0:
+        return stats.busy_s / stats.jobs_done
+    if stats.busy_s > 0:
+        # A job has been running this long and has not finished: a lower bound.
+        return stats.busy_s
+    return None
+
+
+def queue_demand(
+    stats: QueueStats, *, batch_size: int, current_slots: int, target_load: float
+) -> Demand:
+    """Load of a queue over the window, and the slots that would run it at target_load."""
+    job_s = job_time_s(stats)
+    if job_s is None:
+        # Nothing ran in the window: keep what runs, and give waiting jobs one slot to learn
+        # their processing time from.
+        slots = float(max(current_slots, 1)) if stats.waiting_jobs > 0 else 0.0
+        load = math.inf if stats.waiting_jobs > 0 and stats.slot_lifetime_s <= 0 else 0.0
+        return Demand(load=load, slots=slots)
+    backlog_s = stats.waiting_jobs * job_s
+    work_s = stats.busy_s + backlog_s
+    if stats.slot_lifetime_s > 0:
+        load = work_s / stats.slot_lifetime_s
+    else:
+        load = math.inf if work_s > 0 else 0.0
+    window_s = max(stats.window_s, EPSILON_SLOTS)
+    # A batch goes to one slot: a backlog of n jobs keeps at most ceil(n / batch) slots busy.
+    backlog_slots = min(backlog_s / window_s, float(math.ceil(stats.waiting_jobs / batch_size)))
+    slots = (stats.busy_s / window_s + backlog_slots) / target_load
+    return Demand(load=load, slots=slots)
+
+
+def desired_count(
+    current_slots: int, demand_slots: float, *, priority: int, min_slots: int, max_slots: int
+) -> int:
+    """Slots a queue should have, from its current count: no change inside the dead band."""
+    frac = band_fraction(priority)
+    upper = current_slots * (1 + frac)
+    # Measured from one slot below: right after rounding up, demand sits within 1 of count.
+    lower = (current_slots - 1) * (1 - frac)
+    if demand_slots <= 0:
+        target = 0
+    elif lower <= demand_slots <= upper:
+        target = current_slots
+    else:
+        target = math.ceil(demand_slots - EPSILON_SLOTS)
+    return max(min_slots, min(max_slots, target))
+
+
+def allocate(
+    desired: Mapping[str, int], queues: Mapping[str, QueueConfig], *, capacity_slots: int
+) -> dict[str, int]:
+    """Fit desired counts into capacity: minimums by priority, then priority-weighted demand."""
+    if sum(desired.values()) <= capacity_slots:
+        return dict(desired)
+    order = sorted(desired, key=lambda q: (-queues[q].priority, q))
+    planned: dict[str, int] = {}
+    left = capacity_slots
+    for queue in order:
+        planned[queue] = min(queues[queue].min_slots, desired[queue], left)
+        left -= planned[queue]
+    extra = {q: desired[q] - planned[q] for q in order if desired[q] > planned[q]}
+    for queue, share in _weighted_shares(extra, queues, left).items():
+        planned[queue] += share
+    return planned
+
+
+def _weighted_shares(
+    extra: Mapping[str, int], queues: Mapping[str, QueueConfig], capacity_slots: int
+) -> dict[str, int]:
+    """Water-fill: share proportional to weight x extra demand, none above its extra demand."""
+    if capacity_slots <= 0 or not extra:
+        return {}
+    order = sorted(extra, key=lambda q: (-queues[q].priority, q))
+    weights = {q: priority_weight(queues[q].priority) for q in order}
+    saturated_slots = 0
+    weighted_rest = sum(weights[q] * extra[q] for q in order)
+    ratio = 0.0
+    saturated: set[str] = set()
+    for queue in order:
+        ratio = (capacity_slots - saturated_slots) / weighted_rest
+        if ratio * weights[queue] < 1:
+            break
+        saturated.add(queue)
+        saturated_slots += extra[queue]
+        weighted_rest -= weights[queue] * extra[queue]
+    exact = {
+        q: float(extra[q]) if q in saturated else ratio * weights[q] * extra[q] for q in order
+    }
+    shares = {q: min(extra[q], math.floor(exact[q] + EPSILON_SLOTS)) for q in order}
+    left = capacity_slots - sum(shares.values())
+    by_remainder = sorted(
+        (q for q in order if shares[q] < extra[q]),
+        key=lambda q: (-(exact[q] - shares[q]), -queues[q].priority, q),
+    )
+    for queue in by_remainder[: max(left, 0)]:
+        shares[queue] += 1
+    return shares
+
+
+def plan(
+    current: SlotMap,
+    queues: Mapping[str, QueueConfig],
+    stats: Mapping[str, QueueStats],
+    hosts: Sequence[HostCapacity],
+    *,
+    target_load: float,
+) -> Plan:
+    """The new slot map, built from the current one, with per-queue figures and the moves."""
+    capacities = {h.host: max(h.capacity_slots, 0) for h in hosts if h.alive}
+    counts = SlotMap(
+        hosts={h: s for h, s in current.hosts.items() if h in capacities}
+    ).counts()
+    demands: dict[str, Demand] = {}
+    desired: dict[str, int] = {}
+    for name in sorted(queues):
+        config = queues[name]
+        demands[name] = queue_demand(
+            stats.get(name, NO_STATS),
+            batch_size=config.batch_size,
+            current_slots=counts.get(name, 0),
+            target_load=target_load,
+        )
+        desired[name] = desired_count(
+            counts.get(name, 0),
+            demands[name].slots,
+            priority=config.priority,
+            min_slots=config.min_slots,
+            max_slots=config.max_slots,
+        )
+    planned = allocate(desired, queues, capacity_slots=sum(capacities.values()))
+    new_map, moves = place(
+        current,
+        capacities,
+        planned,
+        priorities={q: c.priority for q, c in queues.items()},
+        max_slots={q: c.max_slots for q, c in queues.items()},
+    )
+    new_counts = new_map.counts()
+    queue_plans = {
+        name: QueuePlan(
+            queue=name,
+            priority=queues[name].priority,
+            load=demands[name].load,
+            demand_slots=demands[name].slots,
+            desired_slots=desired[name],
+            planned_slots=planned[name],
+            slots=new_counts.get(name, 0),
+        )
+        for name in sorted(queues)
+    }
+    return Plan(slot_map=new_map, queues=queue_plans, moves=tuple(moves))

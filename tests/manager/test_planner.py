@@ -1,0 +1,206 @@
+"""The planner's promises: minimums, maximums, capacity, dead band, stability, spread."""
+from __future__ import annotations
+
+from collections import Counter
+
+from config.models import QueueConfig
+from manager.model import HostCapacity, MoveKind, QueueStats, SlotMap
+from manager.planner import band_fraction, plan
+
+TARGET = 0.8
+
+
+def busy_stats(busy_slots: float, *, window_s: float = 60.0, waiting_jobs: int = 0) -> QueueStats:
+    """Stats of a queue that kept busy_slots slots busy over the window (1 s jobs)."""
+    busy_s = busy_slots * window_s
+    return QueueStats(
+        waiting_jobs=waiting_jobs,
+        jobs_done=max(int(busy_s), 1),
+        busy_s=busy_s,
+        slot_lifetime_s=busy_s / TARGET,
+        window_s=window_s,
+    )
+
+
+def hosts_of(count: int, capacity: int) -> list[HostCapacity]:
+    return [HostCapacity(f"h{i}", capacity) for i in range(count)]
+
+
+def test_each_queue_gets_its_demand_at_the_target_load_when_capacity_is_plentiful() -> None:
+    queues = {"a": QueueConfig(), "b": QueueConfig()}
+    stats = {"a": busy_stats(8.0), "b": busy_stats(2.0)}
+    result = plan(SlotMap.empty(), queues, stats, hosts_of(4, 20), target_load=TARGET)
+    assert result.slot_map.counts() == {"a": 10, "b": 3}
+    assert result.queues["a"].desired_slots == 10
+    assert result.move_counts()[MoveKind.SPAWN] == 13
+
+
+def test_load_counts_the_backlog_and_may_exceed_one() -> None:
+    stats = QueueStats(waiting_jobs=600, jobs_done=60, busy_s=60.0, slot_lifetime_s=60.0)
+    result = plan(
+        SlotMap.empty(), {"q": QueueConfig()}, {"q": stats}, hosts_of(2, 50), target_load=TARGET
+    )
+    assert result.queues["q"].load == 11.0
+    # 60 busy slot-seconds + 600 waiting seconds over a 60 s window, at 80% load.
+    assert result.queues["q"].desired_slots == 14
+
+
+def test_minimums_go_first_by_priority_when_capacity_is_short() -> None:
+    queues = {
+        "low": QueueConfig(priority=0, min_slots=6),
+        "mid": QueueConfig(priority=3, min_slots=6),
+        "high": QueueConfig(priority=9, min_slots=6),
+    }
+    result = plan(SlotMap.empty(), queues, {}, hosts_of(2, 5), target_load=TARGET)
+    assert result.slot_map.counts() == {"high": 6, "mid": 4}
+
+
+def test_contested_capacity_goes_by_priority_weighted_demand() -> None:
+    queues = {"low": QueueConfig(priority=0), "high": QueueConfig(priority=5)}
+    stats = {"low": busy_stats(400.0), "high": busy_stats(40.0)}
+    result = plan(SlotMap.empty(), queues, stats, hosts_of(4, 25), target_load=TARGET)
+    assert result.slot_map.counts() == {"high": 50, "low": 50}
+    assert result.queues["low"].desired_slots == 500
+
+
+def test_max_slots_caps_a_queue_whatever_its_load() -> None:
+    queues = {"q": QueueConfig(max_slots=7)}
+    result = plan(
+        SlotMap.empty(), queues, {"q": busy_stats(100.0)}, hosts_of(3, 50), target_load=TARGET
+    )
+    assert result.slot_map.counts() == {"q": 7}
+
+
+def test_a_second_plan_with_the_same_stats_moves_nothing() -> None:
+    queues = {"a": QueueConfig(priority=2), "b": QueueConfig(min_slots=3)}
+    stats = {"a": busy_stats(11.3), "b": busy_stats(0.5)}
+    hosts = hosts_of(3, 10)
+    first = plan(SlotMap.empty(), queues, stats, hosts, target_load=TARGET)
+    second = plan(first.slot_map, queues, stats, hosts, target_load=TARGET)
+    assert second.moves == ()
+    assert second.slot_map == first.slot_map
+
+
+def test_dead_band_keeps_the_map_under_noise_smaller_than_half_the_band() -> None:
+    queues = {"low": QueueConfig(priority=0), "high": QueueConfig(priority=8)}
+    base = {"low": 13.7, "high": 21.2}
+    hosts = hosts_of(4, 30)
+    first = plan(
+        SlotMap.empty(), queues, {q: busy_stats(v) for q, v in base.items()}, hosts,
+        target_load=TARGET,
+    )
+    current = first.slot_map
+    for step in range(40):
+        sign = 1 if step % 2 else -1
+        noisy = {
+            q: busy_stats(v * (1 + sign * 0.49 * band_fraction(queues[q].priority)))
+            for q, v in base.items()
+        }
+        result = plan(current, queues, noisy, hosts, target_load=TARGET)
+        assert result.moves == ()
+        current = result.slot_map
+
+
+def test_the_dead_band_narrows_as_priority_grows() -> None:
+    assert band_fraction(0) > band_fraction(1) > band_fraction(5) >= band_fraction(100) > 0
+    queues = {"low": QueueConfig(priority=0), "high": QueueConfig(priority=8)}
+    current = SlotMap(hosts={"h0": {f"h0:{i}": "low" if i < 10 else "high" for i in range(20)}})
+    # Both queues now need 12.5 slots: 25% more than the 10 they run.
+    stats = {"low": busy_stats(10.0), "high": busy_stats(10.0)}
+    result = plan(current, queues, stats, hosts_of(1, 40), target_load=TARGET)
+    assert result.slot_map.counts() == {"low": 10, "high": 13}
+
+
+def test_slots_keep_their_queue_and_ids_when_the_map_is_rebuilt() -> None:
+    queues = {"a": QueueConfig(), "b": QueueConfig()}
+    current = SlotMap(hosts={"h0": {"h0:1": "a", "h0:2": "b"}, "h1": {"h1:1": "a"}})
+    stats = {"a": busy_stats(1.6), "b": busy_stats(3.2)}
+    result = plan(current, queues, stats, hosts_of(2, 4), target_load=TARGET)
+    for host, slots in current.hosts.items():
+        for slot_id, queue in slots.items():
+            assert result.slot_map.hosts[host][slot_id] == queue
+    assert [m.kind for m in result.moves] == [MoveKind.SPAWN] * 3
+
+
+def test_a_growing_queue_takes_idle_slots_of_a_lower_priority_queue_by_retargeting() -> None:
+    queues = {"low": QueueConfig(priority=0), "high": QueueConfig(priority=5)}
+    current = SlotMap(hosts={f"h{h}": {f"h{h}:{i}": "low" for i in range(5)} for h in range(2)})
+    stats = {"low": busy_stats(0.0), "high": busy_stats(3.2)}
+    result = plan(current, queues, stats, hosts_of(2, 5), target_load=TARGET)
+    assert result.move_counts() == {MoveKind.RETARGET: 4, MoveKind.SPAWN: 0, MoveKind.STOP: 0}
+    assert result.slot_map.host_counts("high") == {"h0": 2, "h1": 2}
+
+
+def test_idle_slots_stay_on_their_queue_while_nobody_needs_the_capacity() -> None:
+    queues = {"q": QueueConfig()}
+    current = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(8)}})
+    result = plan(current, queues, {"q": busy_stats(0.8)}, hosts_of(1, 10), target_load=TARGET)
+    assert result.queues["q"].desired_slots == 1
+    assert result.slot_map == current
+
+
+def test_a_queue_gone_from_the_config_gives_its_slots_away_then_stops_the_rest() -> None:
+    queues = {"new": QueueConfig()}
+    current = SlotMap(hosts={"h0": {f"h0:{i}": "old" for i in range(6)}})
+    result = plan(current, queues, {"new": busy_stats(1.6)}, hosts_of(1, 6), target_load=TARGET)
+    assert result.slot_map.counts() == {"new": 2}
+    assert result.move_counts() == {MoveKind.RETARGET: 2, MoveKind.SPAWN: 0, MoveKind.STOP: 4}
+
+
+def test_each_queue_is_spread_evenly_over_identical_hosts() -> None:
+    queues = {"a": QueueConfig(), "b": QueueConfig(), "c": QueueConfig()}
+    stats = {"a": busy_stats(20.0), "b": busy_stats(7.2), "c": busy_stats(0.8)}
+    result = plan(SlotMap.empty(), queues, stats, hosts_of(6, 20), target_load=TARGET)
+    for queue in queues:
+        per_host = [result.slot_map.host_counts(queue).get(f"h{i}", 0) for i in range(6)]
+        assert max(per_host) - min(per_host) <= 1, (queue, per_host)
+
+
+def test_a_dead_hosts_slots_are_replanned_onto_the_rest_by_priority() -> None:
+    queues = {"low": QueueConfig(priority=0), "high": QueueConfig(priority=6)}
+    stats = {"low": busy_stats(24.0), "high": busy_stats(8.0)}
+    hosts = hosts_of(5, 10)
+    before = plan(SlotMap.empty(), queues, stats, hosts, target_load=TARGET)
+    assert before.slot_map.counts() == {"low": 30, "high": 10}
+    hosts[0] = HostCapacity("h0", 10, alive=False)
+    after = plan(before.slot_map, queues, stats, hosts, target_load=TARGET)
+    assert "h0" not in after.slot_map.hosts
+    # The high-priority queue's narrow band refills it; 24 of 30 is inside the low one's band.
+    assert after.slot_map.counts() == {"low": 24, "high": 10}
+    hosts[1] = HostCapacity("h1", 10, alive=False)
+    short = plan(after.slot_map, queues, stats, hosts, target_load=TARGET)
+    assert short.slot_map.counts() == {"high": 10, "low": 20}
+    kinds = Counter(m.kind for m in short.moves)
+    assert kinds[MoveKind.STOP] == 0
+
+
+def test_a_host_whose_capacity_shrank_stops_its_least_needed_slots() -> None:
+    queues = {"low": QueueConfig(priority=0), "high": QueueConfig(priority=6)}
+    current = SlotMap(hosts={"h0": {f"h0:{i}": ("high" if i < 3 else "low") for i in range(8)}})
+    stats = {"low": busy_stats(4.0), "high": busy_stats(2.4)}
+    result = plan(current, queues, stats, [HostCapacity("h0", 5)], target_load=TARGET)
+    assert result.slot_map.counts() == {"high": 3, "low": 2}
+    assert result.move_counts()[MoveKind.STOP] == 3
+
+
+def test_new_slot_ids_follow_the_highest_on_their_host() -> None:
+    queues = {"q": QueueConfig()}
+    current = SlotMap(hosts={"h0": {"h0:7": "q"}})
+    result = plan(current, queues, {"q": busy_stats(2.4)}, hosts_of(1, 5), target_load=TARGET)
+    assert sorted(result.slot_map.hosts["h0"]) == ["h0:7", "h0:8", "h0:9"]
+
+
+def test_a_queue_with_waiting_jobs_and_no_history_gets_one_slot_to_learn_from() -> None:
+    stats = QueueStats(waiting_jobs=50)
+    result = plan(
+        SlotMap.empty(), {"q": QueueConfig()}, {"q": stats}, hosts_of(1, 5), target_load=TARGET
+    )
+    assert result.slot_map.counts() == {"q": 1}
+
+
+def test_a_small_backlog_asks_no_more_slots_than_it_has_batches() -> None:
+    # 20 jobs of 100 s each would need 33 slots to clear in a minute, but come in 2 batches.
+    stats = QueueStats(waiting_jobs=20, jobs_done=1, busy_s=100.0, slot_lifetime_s=100.0)
+    queues = {"q": QueueConfig(batch_size=10)}
+    result = plan(SlotMap.empty(), queues, {"q": stats}, hosts_of(1, 50), target_load=TARGET)
+    assert result.queues["q"].desired_slots == 5

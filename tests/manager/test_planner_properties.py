@@ -1,0 +1,198 @@
+"""Planner invariants over random clusters (hypothesis)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from config.models import QueueConfig
+from manager.model import HostCapacity, MoveKind, Plan, QueueStats, SlotMap
+from manager.planner import band_fraction, plan
+
+TARGET = 0.8
+
+
+@dataclass(frozen=True)
+class Cluster:
+    current: SlotMap
+    queues: dict[str, QueueConfig]
+    stats: dict[str, QueueStats]
+    hosts: list[HostCapacity]
+
+    def plan(self, current: SlotMap | None = None) -> Plan:
+        return plan(
+            self.current if current is None else current,
+            self.queues,
+            self.stats,
+            self.hosts,
+            target_load=TARGET,
+        )
+
+
+@st.composite
+def queue_configs(draw: st.DrawFn) -> QueueConfig:
+    min_slots = draw(st.integers(0, 6))
+    return QueueConfig(
+        priority=draw(st.integers(-2, 10)),
+        min_slots=min_slots,
+        max_slots=draw(st.integers(min_slots, 40)),
+        batch_size=draw(st.integers(1, 20)),
+    )
+
+
+@st.composite
+def queue_stats(draw: st.DrawFn) -> QueueStats:
+    return QueueStats(
+        waiting_jobs=draw(st.integers(0, 2000)),
+        jobs_done=draw(st.integers(0, 500)),
+        busy_s=draw(st.floats(0, 3000)),
+        slot_lifetime_s=draw(st.floats(0, 3000)),
+        window_s=60.0,
+    )
+
+
+@st.composite
+def clusters(draw: st.DrawFn, *, all_alive: bool = False, max_capacity: int = 30) -> Cluster:
+    names = [f"q{i}" for i in range(draw(st.integers(1, 6)))]
+    queues = {name: draw(queue_configs()) for name in names}
+    stats = {name: draw(queue_stats()) for name in names if draw(st.booleans())}
+    hosts = [
+        HostCapacity(f"h{i}", draw(st.integers(0, max_capacity)), all_alive or draw(st.booleans()))
+        for i in range(draw(st.integers(1, 6)))
+    ]
+    assigned: dict[str, dict[str, str]] = {}
+    for host in [h.host for h in hosts] + ["gone"]:
+        count = draw(st.integers(0, 12))
+        owners = draw(st.lists(st.sampled_from(names + ["old"]), min_size=count, max_size=count))
+        assigned[host] = {f"{host}:{n + 1}": queue for n, queue in enumerate(owners)}
+    return Cluster(SlotMap(hosts=assigned), queues, stats, hosts)
+
+
+def apply_moves(cluster: Cluster, result: Plan) -> dict[str, dict[str, str]]:
+    alive = {h.host for h in cluster.hosts if h.alive}
+    slots = {h: dict(cluster.current.hosts.get(h, {})) for h in alive}
+    for move in result.moves:
+        if move.kind is MoveKind.SPAWN:
+            assert move.slot_id not in slots[move.host]
+            slots[move.host][move.slot_id] = str(move.to_queue)
+        elif move.kind is MoveKind.RETARGET:
+            assert slots[move.host][move.slot_id] == move.from_queue != move.to_queue
+            slots[move.host][move.slot_id] = str(move.to_queue)
+        else:
+            assert slots[move.host].pop(move.slot_id) == move.from_queue
+    return slots
+
+
+@settings(max_examples=120, deadline=None)
+@given(clusters())
+def test_no_alive_host_ever_runs_more_slots_than_its_capacity(cluster: Cluster) -> None:
+    result = cluster.plan()
+    capacity = {h.host: h.capacity_slots for h in cluster.hosts if h.alive}
+    assert set(result.slot_map.hosts) == set(capacity)
+    for host, slots in result.slot_map.hosts.items():
+        assert len(slots) <= capacity[host]
+
+
+@settings(max_examples=120, deadline=None)
+@given(clusters())
+def test_every_queue_stays_within_its_max_and_unknown_queues_vanish(cluster: Cluster) -> None:
+    counts = cluster.plan().slot_map.counts()
+    assert set(counts) <= set(cluster.queues)
+    for queue, count in counts.items():
+        assert count <= cluster.queues[queue].max_slots
+
+
+@settings(max_examples=120, deadline=None)
+@given(clusters())
+def test_a_queue_short_of_its_minimum_means_no_lower_priority_queue_has_slots(
+    cluster: Cluster,
+) -> None:
+    result = cluster.plan()
+    counts = result.slot_map.counts()
+    capacity = sum(h.capacity_slots for h in cluster.hosts if h.alive)
+    if sum(q.min_slots for q in cluster.queues.values()) <= capacity:
+        for name, config in cluster.queues.items():
+            assert counts.get(name, 0) >= config.min_slots
+    for name, config in cluster.queues.items():
+        if counts.get(name, 0) < config.min_slots:
+            for other, other_config in cluster.queues.items():
+                if other_config.priority < config.priority:
+                    assert counts.get(other, 0) == 0
+
+
+@settings(max_examples=120, deadline=None)
+@given(clusters())
+def test_the_moves_turn_the_alive_part_of_the_current_map_into_the_new_map(
+    cluster: Cluster,
+) -> None:
+    result = cluster.plan()
+    assert apply_moves(cluster, result) == result.slot_map.hosts
+    all_ids = [s for slots in result.slot_map.hosts.values() for s in slots]
+    assert len(all_ids) == len(set(all_ids))
+
+
+@settings(max_examples=100, deadline=None)
+@given(clusters())
+def test_the_same_inputs_give_the_same_plan(cluster: Cluster) -> None:
+    assert cluster.plan() == cluster.plan()
+
+
+@settings(max_examples=120, deadline=None)
+@given(clusters())
+def test_replanning_with_unchanged_stats_moves_nothing_when_capacity_suffices(
+    cluster: Cluster,
+) -> None:
+    first = cluster.plan()
+    assume(all(q.planned_slots == q.desired_slots for q in first.queues.values()))
+    second = cluster.plan(first.slot_map)
+    assert second.moves == ()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    cluster=clusters(all_alive=True, max_capacity=400),
+    noise=st.lists(st.floats(-0.49, 0.49), min_size=6, max_size=6),
+)
+def test_noise_within_half_the_dead_band_never_changes_the_map(
+    cluster: Cluster, noise: list[float]
+) -> None:
+    assume(sum(h.capacity_slots for h in cluster.hosts) >= 400)
+    # Busy time only (no backlog): demand is then proportional to busy_s.
+    stats = {
+        q: QueueStats(jobs_done=100, busy_s=s.busy_s, slot_lifetime_s=s.slot_lifetime_s)
+        for q, s in cluster.stats.items()
+    }
+    base = plan(SlotMap.empty(), cluster.queues, stats, cluster.hosts, target_load=TARGET)
+    assume(all(q.planned_slots == q.desired_slots for q in base.queues.values()))
+    noisy = {
+        q: QueueStats(
+            jobs_done=100,
+            busy_s=s.busy_s * (1 + e * band_fraction(cluster.queues[q].priority)),
+            slot_lifetime_s=s.slot_lifetime_s,
+        )
+        for e, (q, s) in zip(noise, sorted(stats.items()))
+    }
+    again = plan(base.slot_map, cluster.queues, noisy, cluster.hosts, target_load=TARGET)
+    assert again.moves == ()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    demands=st.lists(st.floats(0, 30), min_size=1, max_size=5),
+    host_count=st.integers(1, 8),
+)
+def test_each_queue_spreads_evenly_over_identical_empty_hosts(
+    demands: list[float], host_count: int
+) -> None:
+    queues = {f"q{i}": QueueConfig() for i in range(len(demands))}
+    stats = {
+        f"q{i}": QueueStats(jobs_done=100, busy_s=d * 60, slot_lifetime_s=d * 60)
+        for i, d in enumerate(demands)
+    }
+    hosts = [HostCapacity(f"h{i}", 60) for i in range(host_count)]
+    result = plan(SlotMap.empty(), queues, stats, hosts, target_load=TARGET)
+    for queue in queues:
+        per_host = result.slot_map.host_counts(queue)
+        counts = [per_host.get(h.host, 0) for h in hosts]
+        assert max(counts) - min(counts) <= 1
