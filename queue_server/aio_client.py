@@ -7,6 +7,7 @@ closes the connection (its reply, when it comes, would answer the next request).
 from __future__ import annotations
 
 import asyncio
+import select
 from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Final, NoReturn, Self, TypeVar
@@ -51,7 +52,7 @@ _DEFAULT: Final = -1.0
 class _Connection:
     """One stream pair, its unparsed bytes and its read loop."""
 
-    __slots__ = ("_timeout_s", "address", "reader", "replies", "server_id", "writer")
+    __slots__ = ("_poll", "_timeout_s", "address", "reader", "replies", "server_id", "writer")
 
     def __init__(
         self,
@@ -66,6 +67,10 @@ class _Connection:
         self.server_id: int | None = None
         self.replies = ReplyBuffer()
         self._timeout_s = timeout_s
+        # The loop may not have seen the server's FIN yet when the next request
+        # starts: asking the socket itself keeps the "nothing sent yet" check exact.
+        self._poll = select.poll()
+        self._poll.register(writer.get_extra_info("socket").fileno(), select.POLLIN)
 
     def unusable(self) -> bool:
         """True when the server closed the connection or sent bytes nobody asked for."""
@@ -74,6 +79,7 @@ class _Connection:
             or self.reader.at_eof()
             or self.reader.exception() is not None
             or self.writer.is_closing()
+            or bool(self._poll.poll(0))
         )
 
     async def send(self, data: bytes) -> None:
