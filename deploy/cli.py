@@ -12,6 +12,7 @@ from config.errors import ConfigError
 # `func(args) -> int` runs. A module not written yet is simply absent.
 COMMAND_MODULES = (
     "queue_server.cli",
+    "queue_server.commands_cli",
     "slot.cli",
     "master.cli",
     "manager.cli",
