@@ -210,14 +210,15 @@ class DataDir:
     # ------------------------------------------------------------ running
 
     def append(self, chunk: bytes) -> None:
-        """Write one group-commit frame; fsync now when the policy is `always`."""
+        """Write one group-commit frame (to the OS); `fsync_log` makes it durable."""
         frame = b"#%d %08x\n" % (len(chunk), zlib.crc32(chunk)) + chunk
         _write_all(self._log_fd, frame)
         self._log_bytes += len(frame)
-        if self.fsync_policy == "always":
-            os.fsync(self._log_fd)
-        else:
-            self._unsynced = True
+        self._unsynced = True
+
+    def fsync_log(self) -> None:
+        """May run in a worker thread: os.fsync releases the GIL."""
+        os.fsync(self._log_fd)
 
     def sync_if_needed(self) -> None:
         """The `everysec` tick."""
@@ -238,7 +239,7 @@ class DataDir:
             try:
                 write_snapshot_file(self.path, new_seq, store)
                 code = 0
-            except BaseException:  # noqa: BLE001 - the child reports and must never return
+            except BaseException:
                 log.exception("background snapshot %d failed; the logs still hold everything", new_seq)
             finally:
                 os._exit(code)

@@ -19,7 +19,7 @@ from queue_server import records
 class Job:
     """One job. `id` is 0 unless the job is running (a new id on every hand-out)."""
 
-    __slots__ = ("queue", "priority", "data", "item", "id", "expire_at", "then_done", "ready_at")
+    __slots__ = ("data", "expire_at", "id", "item", "priority", "queue", "ready_at", "then_done")
 
     def __init__(self, queue: QueueState, priority: int, data: bytes, item: str | None, now: float) -> None:
         self.queue = queue
@@ -34,8 +34,19 @@ class Job:
 
 class QueueState:
     __slots__ = (
-        "name", "levels", "heap", "in_heap", "ready", "delayed", "running",
-        "waiting_by_priority", "put", "done", "later", "expired", "lock_timeout_s",
+        "delayed",
+        "done",
+        "expired",
+        "heap",
+        "in_heap",
+        "later",
+        "levels",
+        "lock_timeout_s",
+        "name",
+        "put",
+        "ready",
+        "running",
+        "waiting_by_priority",
     )
 
     def __init__(self, name: str, lock_timeout_s: float | None) -> None:
@@ -155,9 +166,12 @@ class Store:
     # ------------------------------------------------------------ counters
 
     def _enter(self, state: QueueState, job: Job) -> None:
-        """A job joins `state` as waiting (ready or delayed)."""
+        """A new job joins `state` as waiting (ready or delayed)."""
         if not state.holds_jobs:
             self._holding += 1
+        self._count_waiting(state, job)
+
+    def _count_waiting(self, state: QueueState, job: Job) -> None:
         by_priority = state.waiting_by_priority
         count = by_priority.get(job.priority, 0)
         if not count:
@@ -376,7 +390,7 @@ class Store:
 
     def _requeue(self, job: Job, now: float, until: float | None) -> None:
         state = self._stop_running(job)
-        self._enter(state, job)
+        self._count_waiting(state, job)
         if until is not None and until > now:
             self._delay(state, job, until)
         else:
@@ -395,16 +409,16 @@ class Store:
         expiries = self._expiries
         while expiries and expiries[0][0] <= now:
             expire_at, job_id = heapq.heappop(expiries)
-            job = self.running.get(job_id)
-            if job is None or job.expire_at != expire_at:
+            expired = self.running.get(job_id)
+            if expired is None or expired.expire_at != expire_at:
                 continue  # finished or re-locked since: a stale entry
-            job.queue.expired += 1
-            if job.then_done:
-                state = self._stop_running(job)
-                self._forget(state, job)
+            expired.queue.expired += 1
+            if expired.then_done:
+                state = self._stop_running(expired)
+                self._forget(state, expired)
                 self.records.append(records.done((job_id,)))
             else:
-                self._requeue(job, now, None)
+                self._requeue(expired, now, None)
                 self.records.append(records.later((job_id,), None))
 
     # ------------------------------------------------------------ replication and recovery
