@@ -50,10 +50,12 @@ def iter_records(buffer: bytes | memoryview) -> Iterator[SyncCommand]:
 def apply(store: Store, command: SyncCommand, now: float) -> bytes:
     """Apply one SYNC command; returns its reply (without CRLF framing for multi-line)."""
     if isinstance(command, protocol.SyncPut):
-        until = command.until
-        if until is None and command.delay_s is not None:
-            until = now + command.delay_s
-        store.put(command.queue, command.priority, command.data, command.item, now, until=until)
+        if command.until is not None:
+            store.put(command.queue, command.priority, command.data, command.item, now,
+                      until=command.until, replaying=True)
+        else:
+            until = now + command.delay_s if command.delay_s is not None else None
+            store.put(command.queue, command.priority, command.data, command.item, now, until=until)
         return OK
     if isinstance(command, protocol.SyncGet):
         found = store.sync_get(command.queue, command.job_id, command.priority,
@@ -62,7 +64,7 @@ def apply(store: Store, command: SyncCommand, now: float) -> bytes:
     if isinstance(command, protocol.SyncDone):
         return done_reply(store.done(command.ids))
     if isinstance(command, protocol.SyncLater):
-        return later_reply(store.later(command.ids, now, command.until))
+        return later_reply(store.later(command.ids, now, command.until, replaying=True))
     if isinstance(command, protocol.SyncWake):
         store.wake(command.until, now)
         return OK

@@ -230,8 +230,13 @@ class Store:
 
     def put(
         self, name: str, priority: int, data: bytes, item: str | None, now: float,
-        *, until: float | None = None,
+        *, until: float | None = None, replaying: bool = False,
     ) -> Job:
+        """Add a job; with `until` in the future it stays delayed until then.
+
+        When replaying records, a delayed job waits for its SYNC WAKE record whatever
+        the clock says, so the replay hands jobs out in the original order.
+        """
         state = self.queue(name)
         job = Job(state, priority, data, item, now)
         self._enter(state, job)
@@ -240,9 +245,10 @@ class Store:
             self.items[item] = self.items.get(item, 0) + 1
             if item[0] == "_" and item[1:].isdigit():
                 self.next_item = max(self.next_item, int(item[1:]) + 1)
-        self.records.append(records.put(name, priority, data, item, until))
-        if until is not None and until > now:
-            self._delay(state, job, until)
+        delayed = until is not None and (until > now or replaying)
+        self.records.append(records.put(name, priority, data, item, until if delayed else None))
+        if delayed:
+            self._delay(state, job, until)  # type: ignore[arg-type]
         else:
             self._append_ready(state, job, now)
         return job
@@ -372,26 +378,29 @@ class Store:
             self.records.append(records.done(found_ids))
         return results
 
-    def later(self, ids: Iterable[int], now: float, until: float | None = None) -> list[bool]:
+    def later(
+        self, ids: Iterable[int], now: float, until: float | None = None, *, replaying: bool = False,
+    ) -> list[bool]:
         results = []
         found_ids = []
+        delayed = until is not None and (until > now or replaying)
         for job_id in ids:
             job = self.running.get(job_id)
             if job is None:
                 results.append(False)
                 continue
             found_ids.append(job_id)
-            self._requeue(job, now, until)
+            self._requeue(job, now, until if delayed else None)
             job.queue.later += 1
             results.append(True)
         if found_ids:
-            self.records.append(records.later(found_ids, until))
+            self.records.append(records.later(found_ids, until if delayed else None))
         return results
 
     def _requeue(self, job: Job, now: float, until: float | None) -> None:
         state = self._stop_running(job)
         self._count_waiting(state, job)
-        if until is not None and until > now:
+        if until is not None:
             self._delay(state, job, until)
         else:
             self._append_ready(state, job, now)
