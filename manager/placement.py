@@ -7,13 +7,14 @@ A queue above its plan keeps its extra slots, idle and warm, until some queue ne
 """
 from __future__ import annotations
 
-import bisect
 import heapq
 from collections.abc import Mapping
 
 from manager.model import Move, MoveKind, SlotMap
 
 UNKNOWN_PRIORITY = -(2**63)  # a queue no longer in the config: its slots go first
+NO_SOURCE = 2**63  # sorts after every priority
+RETARGET_DOWN, SPAWN, RETARGET_UP = 0, 1, 2  # unit costs, cheapest first
 
 
 def slot_number(slot_id: str) -> int:
@@ -27,7 +28,7 @@ def _slot_key(slot_id: str) -> tuple[int, str]:
 
 
 class _Layout:
-    """The map being built: mutable, private to one place() call."""
+    """The map being built: mutable, private to one place() call. Hosts are list indexes."""
 
     def __init__(
         self,
@@ -37,139 +38,237 @@ class _Layout:
         priorities: Mapping[str, int],
         max_slots: Mapping[str, int],
     ) -> None:
-        self.capacities = capacities
         self.priorities = priorities
-        self.slots: dict[str, dict[str, str]] = {}
-        self.by_queue: dict[str, dict[str, list[str]]] = {}
-        self.next_number: dict[str, int] = {}
+        self.names = sorted(capacities)
+        self.capacity = [capacities[h] for h in self.names]
+        self.slots = [dict(current.hosts.get(h, {})) for h in self.names]
+        self.free = [c - len(s) for c, s in zip(self.capacity, self.slots, strict=True)]
+        self.ids: list[dict[str, list[str]]] = []
         self.count: dict[str, int] = {}
-        self.moves: list[Move] = []
-        for host in sorted(capacities):
-            assigned = dict(current.hosts.get(host, {}))
-            self.slots[host] = assigned
+        for assigned in self.slots:
             lists: dict[str, list[str]] = {}
-            for slot_id in sorted(assigned, key=_slot_key):
-                queue = assigned[slot_id]
+            for slot_id, queue in assigned.items():
                 lists.setdefault(queue, []).append(slot_id)
-                self.count[queue] = self.count.get(queue, 0) + 1
-            self.by_queue[host] = lists
-            self.next_number[host] = max((slot_number(s) for s in assigned), default=0) + 1
+            for queue, slot_ids in lists.items():
+                self.count[queue] = self.count.get(queue, 0) + len(slot_ids)
+            self.ids.append(lists)
+        # Found on a host's first spawn: most plans spawn on few hosts.
+        self.next_number: list[int | None] = [None] * len(self.names)
         self.planned = {q: planned.get(q, 0) for q in set(planned) | set(self.count)}
         self.surplus = {q: self.count.get(q, 0) - n for q, n in self.planned.items()}
         self.forced = {
             q: self.count.get(q, 0) - max_slots[q] if q in max_slots else self.count.get(q, 0)
             for q in self.planned
         }
-        self.sources = {
-            host: sorted(lists, key=lambda q: (self.priority(q), q))
-            for host, lists in self.by_queue.items()
-        }
-        self.source_index = {host: 0 for host in self.by_queue}
+        self.moves: list[Move] = []
 
     def priority(self, queue: str) -> int:
         return self.priorities.get(queue, UNKNOWN_PRIORITY)
 
-    def free(self, host: str) -> int:
-        return self.capacities[host] - len(self.slots[host])
-
-    def take(self, host: str, queue: str) -> str:
+    def take(self, host: int, queue: str) -> str:
         """Remove the newest slot of queue on host from the books and return its id."""
-        slot_id = self.by_queue[host][queue].pop()
+        slot_ids = self.ids[host][queue]
+        slot_id = max(slot_ids, key=_slot_key)
+        slot_ids.remove(slot_id)
+        if not slot_ids:
+            del self.ids[host][queue]
         del self.slots[host][slot_id]
         self.count[queue] -= 1
         self.surplus[queue] -= 1
         self.forced[queue] -= 1
         return slot_id
 
-    def put(self, host: str, queue: str, slot_id: str) -> None:
+    def put(self, host: int, queue: str, slot_id: str) -> None:
         self.slots[host][slot_id] = queue
-        bisect.insort(self.by_queue[host].setdefault(queue, []), slot_id, key=_slot_key)
+        self.ids[host].setdefault(queue, []).append(slot_id)
         self.count[queue] = self.count.get(queue, 0) + 1
         self.surplus[queue] = self.surplus.get(queue, 0) + 1
         self.forced[queue] = self.forced.get(queue, 0) + 1
 
-    def source(self, host: str) -> str | None:
-        """The lowest-priority queue with a spare slot on host (surplus only ever shrinks)."""
-        queues = self.sources[host]
+    def trim_overfull_hosts(self) -> None:
+        """A host whose capacity shrank stops its least needed slots."""
+        for host, lists in enumerate(self.ids):
+            while self.free[host] < 0:
+                queue = min(
+                    lists,
+                    key=lambda q: (self.forced[q] <= 0, self.surplus[q] <= 0, self.priority(q), q),
+                )
+                self.stop(host, queue)
+                self.free[host] += 1
+
+    def stop(self, host: int, queue: str) -> None:
+        slot_id = self.take(host, queue)
+        self.moves.append(Move(MoveKind.STOP, self.names[host], slot_id, queue, None))
+
+    def find_sources(self) -> None:
+        """Per host, the queues that may give slots away, lowest priority first.
+
+        Only queues above their plan now can give; surplus never grows while queues grow,
+        so each host's pointer only moves forward.
+        """
+        self.sources = [
+            sorted(
+                (self.priority(q), q) for q in lists if self.surplus[q] > 0
+            )
+            for lists in self.ids
+        ]
+        self.source_index = [0] * len(self.names)
+        self.source_priority = [NO_SOURCE] * len(self.names)
+        self.hosts_taking_from: dict[str, set[int]] = {}
+        for host, candidates in enumerate(self.sources):
+            if candidates:
+                self.hosts_taking_from.setdefault(candidates[0][1], set()).add(host)
+                self.advance_source(host)
+
+    def advance_source(self, host: int) -> None:
+        candidates = self.sources[host]
         index = self.source_index[host]
-        while index < len(queues):
-            queue = queues[index]
-            if self.surplus[queue] > 0 and self.by_queue[host].get(queue):
+        if index < len(candidates):
+            self.hosts_taking_from[candidates[index][1]].discard(host)
+        while index < len(candidates):
+            queue = candidates[index][1]
+            if self.surplus[queue] > 0 and queue in self.ids[host]:
+                self.hosts_taking_from.setdefault(queue, set()).add(host)
                 break
             index += 1
         self.source_index[host] = index
-        return queues[index] if index < len(queues) else None
+        self.source_priority[host] = candidates[index][0] if index < len(candidates) else NO_SOURCE
 
-    def trim_overfull_hosts(self) -> None:
-        """A host whose capacity shrank stops its least needed slots."""
-        for host in sorted(self.slots):
-            for _ in range(-self.free(host)):
-                queue = min(
-                    (q for q, ids in self.by_queue[host].items() if ids),
-                    key=lambda q: (self.forced[q] <= 0, self.surplus[q] <= 0, self.priority(q), q),
-                )
-                slot_id = self.take(host, queue)
-                self.moves.append(Move(MoveKind.STOP, host, slot_id, queue, None))
+    def source(self, host: int) -> str:
+        return self.sources[host][self.source_index[host]][1]
 
-    def host_key(self, host: str, queue: str) -> tuple[float, int, int, str] | None:
-        """Heap key of host for a slot of queue (smaller is better); None: no room there."""
-        free = self.free(host)
-        source = self.source(host)
-        if source is not None and self.priority(source) < self.priority(queue):
-            cost = 0
-        elif free > 0:
-            cost = 1
-        elif source is not None:
-            cost = 2
-        else:
+    def unit_cost(self, host: int, priority: int) -> int | None:
+        if self.source_priority[host] < priority:
+            return RETARGET_DOWN
+        if self.free[host] > 0:
+            return SPAWN
+        if self.source_priority[host] != NO_SOURCE:
+            return RETARGET_UP
+        return None
+
+    def zero_key(self, host: int, priority: int) -> tuple[int, int, int] | None:
+        """Shared-heap key of a host for a queue with no slot there yet; None: no room."""
+        cost = self.unit_cost(host, priority)
+        return None if cost is None else (cost, -self.free[host], host)
+
+    def host_key(self, host: int, queue: str, priority: int) -> tuple[float, int, int, int] | None:
+        """Heap key of a host for one more slot of queue (smaller is better); None: no room."""
+        cost = self.unit_cost(host, priority)
+        if cost is None:
             return None
-        share = len(self.by_queue[host].get(queue, ())) / max(self.capacities[host], 1)
-        return share, cost, -free, host
+        share = len(self.ids[host].get(queue, ())) / max(self.capacity[host], 1)
+        return share, cost, -self.free[host], host
 
-    def grow(self, queue: str, need: int) -> None:
-        heap = [key for host in self.slots if (key := self.host_key(host, queue)) is not None]
-        heapq.heapify(heap)
-        while need > 0 and heap:
-            stale = heapq.heappop(heap)
-            host = stale[3]
-            key = self.host_key(host, queue)
-            if key is None:
-                continue
-            if key != stale:
-                heapq.heappush(heap, key)
-                continue
-            self.add_slot(host, queue, spawn=key[1] == 1)
-            need -= 1
-            key = self.host_key(host, queue)
+    def grow_all(self, growing: list[str]) -> None:
+        """Grow queues in order. Hosts where a queue has no slot come from one shared heap.
+
+        Every key only grows during growth (free capacity and sources only shrink, and
+        queues come in falling priority), so stale heap entries are fixed when popped.
+        """
+        queue_hosts: dict[str, list[int]] = {}
+        for host, lists in enumerate(self.ids):
+            for queue in lists:
+                queue_hosts.setdefault(queue, []).append(host)
+        shared: list[tuple[int, int, int]] = []
+        top = self.priority(growing[0]) if growing else 0
+        for host in range(len(self.names)):
+            key = self.zero_key(host, top)
             if key is not None:
-                heapq.heappush(heap, key)
+                shared.append(key)
+        heapq.heapify(shared)
+        for queue in growing:
+            self.grow(queue, -self.surplus[queue], shared, queue_hosts.get(queue, []))
 
-    def add_slot(self, host: str, queue: str, *, spawn: bool) -> None:
+    def grow(
+        self, queue: str, need: int, shared: list[tuple[int, int, int]], hosts: list[int]
+    ) -> None:
+        priority = self.priority(queue)
+        own = [k for h in hosts if (k := self.host_key(h, queue, priority)) is not None]
+        heapq.heapify(own)
+        set_aside: list[int] = []
+        while need > 0:
+            host = self.pop_zero_share(shared, queue, priority, set_aside)
+            if host is None:
+                host = self.pop_valid(own, queue, priority)
+                if host is None:
+                    return
+            else:
+                set_aside.append(host)
+            cost = self.unit_cost(host, priority)
+            self.add_slot(host, queue, spawn=cost == SPAWN)
+            need -= 1
+            key = self.host_key(host, queue, priority)
+            if key is not None:
+                heapq.heappush(own, key)
+        for host in set_aside:
+            back = self.zero_key(host, priority)
+            if back is not None:
+                heapq.heappush(shared, back)
+
+    def pop_zero_share(
+        self, shared: list[tuple[int, int, int]], queue: str, priority: int, set_aside: list[int]
+    ) -> int | None:
+        """Best host with room where queue has no slot; hosts where it has one are set aside."""
+        while shared:
+            stale = shared[0]
+            host = stale[2]
+            key = self.zero_key(host, priority)
+            if key is None:
+                heapq.heappop(shared)  # no room now means no room for the rest of this plan
+            elif key != stale:
+                heapq.heapreplace(shared, key)
+            elif queue in self.ids[host]:
+                set_aside.append(heapq.heappop(shared)[2])
+            else:
+                heapq.heappop(shared)
+                return host
+        return None
+
+    def pop_valid(self, own: list[tuple[float, int, int, int]], queue: str, priority: int) -> int | None:
+        while own:
+            stale = heapq.heappop(own)
+            key = self.host_key(stale[3], queue, priority)
+            if key == stale:
+                return stale[3]
+            if key is not None:
+                heapq.heappush(own, key)
+        return None
+
+    def add_slot(self, host: int, queue: str, *, spawn: bool) -> None:
+        name = self.names[host]
         if spawn:
-            slot_id = f"{host}:{self.next_number[host]}"
-            self.next_number[host] += 1
-            self.moves.append(Move(MoveKind.SPAWN, host, slot_id, None, queue))
+            number = self.next_number[host]
+            if number is None:
+                number = max((slot_number(s) for s in self.slots[host]), default=0) + 1
+            slot_id = f"{name}:{number}"
+            self.next_number[host] = number + 1
+            self.free[host] -= 1
+            self.moves.append(Move(MoveKind.SPAWN, name, slot_id, None, queue))
         else:
             source = self.source(host)
-            assert source is not None, "host_key promised a source"
             slot_id = self.take(host, source)
-            self.moves.append(Move(MoveKind.RETARGET, host, slot_id, source, queue))
+            self.moves.append(Move(MoveKind.RETARGET, name, slot_id, source, queue))
+            if self.surplus[source] == 0:
+                self.retire_source(source)
+            else:
+                self.advance_source(host)
         self.put(host, queue, slot_id)
+
+    def retire_source(self, queue: str) -> None:
+        """The queue is down to its plan: hosts that would have taken from it look further."""
+        for host in sorted(self.hosts_taking_from.get(queue, ())):
+            self.advance_source(host)
 
     def stop_forced(self, queue: str) -> None:
         """Stop a queue's slots beyond its max (or all of a queue gone from the config)."""
-        heap = [
-            (-len(lists[queue]), host)
-            for host, lists in self.by_queue.items()
-            if lists.get(queue)
-        ]
+        heap = [(-len(lists[queue]), host) for host, lists in enumerate(self.ids) if queue in lists]
         heapq.heapify(heap)
         while self.forced[queue] > 0 and heap:
             _, host = heapq.heappop(heap)
-            slot_id = self.take(host, queue)
-            self.moves.append(Move(MoveKind.STOP, host, slot_id, queue, None))
-            if self.by_queue[host][queue]:
-                heapq.heappush(heap, (-len(self.by_queue[host][queue]), host))
+            self.stop(host, queue)
+            self.free[host] += 1
+            if queue in self.ids[host]:
+                heapq.heappush(heap, (-len(self.ids[host][queue]), host))
 
 
 def place(
@@ -187,13 +286,13 @@ def place(
     """
     layout = _Layout(current, capacities, planned, priorities, max_slots)
     layout.trim_overfull_hosts()
+    layout.find_sources()
     growing = sorted(
         (q for q in layout.planned if layout.surplus[q] < 0),
         key=lambda q: (-layout.priority(q), q),
     )
-    for queue in growing:
-        layout.grow(queue, -layout.surplus[queue])
+    layout.grow_all(growing)
     for queue in sorted(layout.planned):
         if layout.forced[queue] > 0:
             layout.stop_forced(queue)
-    return SlotMap(hosts=layout.slots), layout.moves
+    return SlotMap(hosts=dict(zip(layout.names, layout.slots, strict=True))), layout.moves

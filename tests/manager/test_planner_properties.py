@@ -62,9 +62,9 @@ def clusters(draw: st.DrawFn, *, all_alive: bool = False, max_capacity: int = 30
         for i in range(draw(st.integers(1, 6)))
     ]
     assigned: dict[str, dict[str, str]] = {}
-    for host in [h.host for h in hosts] + ["gone"]:
+    for host in [*(h.host for h in hosts), "gone"]:
         count = draw(st.integers(0, 12))
-        owners = draw(st.lists(st.sampled_from(names + ["old"]), min_size=count, max_size=count))
+        owners = draw(st.lists(st.sampled_from([*names, "old"]), min_size=count, max_size=count))
         assigned[host] = {f"{host}:{n + 1}": queue for n, queue in enumerate(owners)}
     return Cluster(SlotMap(hosts=assigned), queues, stats, hosts)
 
@@ -171,7 +171,7 @@ def test_noise_within_half_the_dead_band_never_changes_the_map(
             busy_s=s.busy_s * (1 + e * band_fraction(cluster.queues[q].priority)),
             slot_lifetime_s=s.slot_lifetime_s,
         )
-        for e, (q, s) in zip(noise, sorted(stats.items()))
+        for e, (q, s) in zip(noise, sorted(stats.items()), strict=False)
     }
     again = plan(base.slot_map, cluster.queues, noisy, cluster.hosts, target_load=TARGET)
     assert again.moves == ()
