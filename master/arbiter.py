@@ -20,6 +20,8 @@ from types import FrameType
 
 import zmq
 
+from config.errors import ConfigError
+from config.load import load_config
 from config.models import ClusterConfig, QueueConfig
 from master import host
 from master.backoff import BootBackoff
@@ -49,7 +51,6 @@ from master.supervisor import Reaped, reap, send_signal, spawn
 from slot.beacon import Assignment
 from slot.discovery import LoadedHandlers, load_handlers
 from slot.exit_codes import SlotExit
-from slot.memory import read_memory
 from slot.process import SlotSpec, run_slot
 
 log = logging.getLogger(__name__)
@@ -66,8 +67,10 @@ class Master:
         *,
         report_path: Path | None = None,
         report_interval_s: float = 1.0,
+        config_path: Path | None = None,
     ) -> None:
         self.config = config
+        self.config_path = config_path
         self.master_config = config.master
         self.report_path = report_path
         self.report_interval_s = report_interval_s
@@ -84,6 +87,7 @@ class Master:
         self.loaded = LoadedHandlers(handlers={}, failures={})
         self.reconciler = Reconciler(handled_queues=frozenset())
         self.capacity = Capacity(0, 0, 0, config.master.max_slots, 1)
+        self.figures = host.HostFigures(0, (), 0, 0.0, 1)
         self._signals: list[int] = []
         self._capacity_at = float("-inf")
         self._report_at = float("-inf")
@@ -164,7 +168,7 @@ class Master:
         if signum in (signal.SIGTERM, signal.SIGINT):
             self.handle_stop(now)
         elif signum == signal.SIGHUP:
-            log.info("SIGHUP: config reload is not supported yet; restart the master instead")
+            self.handle_reload()
         # SIGCHLD only wakes the loop: reap() runs every tick anyway.
 
     def handle_stop(self, now: float) -> None:
@@ -175,6 +179,31 @@ class Master:
         self.stopping = True
         for slot in list(self.slots.values()):
             self._apply(slot, StopRequested(self.master_config.stop_deadline_s), now)
+
+    def handle_reload(self) -> None:
+        """SIGHUP: re-read the config; the queues' settings and the static map change in place
+        (slots are retargeted, not re-forked). New handler modules need a master restart."""
+        if self.config_path is None:
+            log.warning("SIGHUP ignored: the master runs on the embedded default config")
+            return
+        try:
+            config = load_config(self.config_path)
+        except ConfigError as exc:
+            log.error("SIGHUP: %s; keeping the running config", exc)
+            return
+        if config.master.handler_modules != self.master_config.handler_modules:
+            log.warning("SIGHUP: handler_modules changed; restart the master to load them")
+        self.config.queues = config.queues
+        self.config.master.static_slots = config.master.static_slots
+        self.reconciler.priorities = {name: q.priority for name, q in config.queues.items()}
+        self.apply_slot_map(config.master.static_slots)
+        for slot in self.slots.values():
+            queue = slot.assignment.queue
+            if slot.state in SERVING and queue in self.loaded.handlers:
+                fresh = self.assignment_for(queue)
+                if fresh != slot.assignment:
+                    self._retarget(slot, fresh, time.monotonic())
+        log.info("SIGHUP: config reloaded; static map %s", dict(config.master.static_slots))
 
     # Children
 
@@ -287,14 +316,18 @@ class Master:
         if now - self._capacity_at < CAPACITY_REFRESH_S:
             return
         self._capacity_at = now
+        # Slots that have not measured themselves yet would drag the average slot down.
+        figures = self.figures = host.measure(
+            [s.beacon.pss_bytes for s in self.slots.values() if s.beacon and s.beacon.pss_bytes]
+        )
         self.capacity = capacity(
-            master_pss_bytes=read_memory().pss_bytes,
-            slots_pss_bytes=[s.beacon.pss_bytes for s in self.slots.values() if s.beacon and s.beacon.pss_bytes],
-            mem_available_bytes=host.mem_available_bytes(),
+            master_pss_bytes=figures.master_pss_bytes,
+            slots_pss_bytes=figures.slots_pss_bytes,
+            mem_available_bytes=figures.mem_available_bytes,
             reserve_slots=self.master_config.reserve_slots,
             max_slots=self.master_config.max_slots,
-            load_avg_1m=host.load_avg_1m(),
-            cpus=host.cpu_count(),
+            load_avg_1m=figures.load_avg_1m,
+            cpus=figures.cpus,
             max_load_per_cpu=self.master_config.max_load_per_cpu,
         )
 
@@ -306,10 +339,7 @@ class Master:
             sent_at_unix=time.time(),
             now=now,
             capacity=self.capacity,
-            master_pss_bytes=read_memory().pss_bytes,
-            mem_available_bytes=host.mem_available_bytes(),
-            load_avg_1m=host.load_avg_1m(),
-            cpus=host.cpu_count(),
+            figures=self.figures,
             slots=alive,
             counters=self.counters,
             handler_failures=self.loaded.failures,

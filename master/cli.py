@@ -29,7 +29,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
     config = load_config(args.config)
-    master = Master(config, report_path=args.report_file, report_interval_s=args.report_interval_s)
+    master = Master(
+        config,
+        report_path=args.report_file,
+        report_interval_s=args.report_interval_s,
+        config_path=Path(args.config) if args.config else None,
+    )
     master.preload()
     # Until a manager assigns slots, the config's static map is the whole plan.
     master.apply_slot_map(config.master.static_slots)

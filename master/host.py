@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from slot.memory import read_memory
 
 _KIB = 1024
 
@@ -32,3 +36,25 @@ def cpu_count() -> int:
 
 def host_name(configured: str | None) -> str:
     return configured or socket.gethostname()
+
+
+@dataclass(frozen=True, slots=True)
+class HostFigures:
+    """One measurement of the host: what capacity is computed from and reported with."""
+
+    master_pss_bytes: int
+    slots_pss_bytes: tuple[int, ...]
+    mem_available_bytes: int
+    load_avg_1m: float
+    cpus: int
+
+
+def measure(slots_pss_bytes: Sequence[int]) -> HostFigures:
+    """The master's own PSS and the host's figures now; the slots' PSS comes from their beacons."""
+    return HostFigures(
+        master_pss_bytes=read_memory().pss_bytes,
+        slots_pss_bytes=tuple(slots_pss_bytes),
+        mem_available_bytes=mem_available_bytes(),
+        load_avg_1m=load_avg_1m(),
+        cpus=cpu_count(),
+    )

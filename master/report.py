@@ -6,7 +6,9 @@ from collections.abc import Iterable, Mapping
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from master.capacity import Capacity
+from master.host import HostFigures
 from master.lifecycle import Counter, Slot, SlotState
+from slot.beacon import SlotPhase
 
 
 class ReportError(ValueError):
@@ -21,6 +23,8 @@ class SlotReport(_Model):
     slot_id: int
     pid: int
     state: SlotState
+    # What the slot last said it was doing (None before its first beacon).
+    phase: SlotPhase | None
     queue: str
     # The queue the master wants it on; differs from `queue` while a retarget is under way.
     assigned_queue: str
@@ -43,8 +47,10 @@ class HostReport(_Model):
     capacity_by_load: int
     max_slots: int
     avg_slot_bytes: int
+    # The figures `capacity` was computed from (one measurement, every second).
     master_pss_bytes: int
     slots_pss_bytes: int
+    slots_measured: int
     mem_available_bytes: int
     load_avg_1m: float
     cpus: int
@@ -72,6 +78,7 @@ def slot_report(slot: Slot, now: float) -> SlotReport:
         slot_id=slot.slot_id,
         pid=slot.pid,
         state=slot.state,
+        phase=beacon.phase if beacon else None,
         queue=slot.queue,
         assigned_queue=slot.assignment.queue,
         uptime_s=round(now - slot.started_at, 3),
@@ -92,10 +99,7 @@ def build_report(
     sent_at_unix: float,
     now: float,
     capacity: Capacity,
-    master_pss_bytes: int,
-    mem_available_bytes: int,
-    load_avg_1m: float,
-    cpus: int,
+    figures: HostFigures,
     slots: Iterable[Slot],
     counters: Mapping[Counter, int],
     handler_failures: Mapping[str, str],
@@ -111,11 +115,12 @@ def build_report(
         capacity_by_load=capacity.by_load,
         max_slots=capacity.max_slots,
         avg_slot_bytes=capacity.avg_slot_bytes,
-        master_pss_bytes=master_pss_bytes,
-        slots_pss_bytes=sum(r.pss_bytes for r in reports),
-        mem_available_bytes=mem_available_bytes,
-        load_avg_1m=load_avg_1m,
-        cpus=cpus,
+        master_pss_bytes=figures.master_pss_bytes,
+        slots_pss_bytes=sum(figures.slots_pss_bytes),
+        slots_measured=len(figures.slots_pss_bytes),
+        mem_available_bytes=figures.mem_available_bytes,
+        load_avg_1m=figures.load_avg_1m,
+        cpus=figures.cpus,
         slots=reports,
         counters=dict(counters),
         handler_failures=dict(handler_failures),

@@ -43,7 +43,7 @@ def load_handlers(
 def _import(source: str, load: Callable[[], object], failures: dict[str, str]) -> None:
     try:
         load()
-    except Exception as exc:  # noqa: BLE001 - any import-time error of user code is reported
+    except Exception as exc:  # any import-time error of user code is reported
         summary = f"{type(exc).__name__}: {exc}"
         failures[source] = summary
         log.error(

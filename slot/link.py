@@ -40,8 +40,12 @@ class BeaconLink:
         interval_s: float,
         snapshot: Callable[[], Beacon],
         on_assignment: Callable[[Assignment], None],
+        on_orphaned: Callable[[], None],
     ) -> None:
         self.endpoint = endpoint
+        self.parent_pid = os.getppid()
+        self.on_orphaned = on_orphaned
+        self._orphaned = False
         self.identity = slot_identity(slot_id, os.getpid())
         self.interval_s = interval_s
         self.snapshot = snapshot
@@ -84,12 +88,21 @@ class BeaconLink:
         while not self._closing.is_set():
             now = time.monotonic()
             if now >= next_at:
+                self._check_parent()
                 self._send(sock, self.snapshot())
                 # Skip missed ticks instead of bursting beacons after a stall.
                 next_at = max(next_at + self.interval_s, now)
             wait_ms = max(0, int((next_at - time.monotonic()) * 1000))
             if sock.poll(min(wait_ms, 50), zmq.POLLIN):
                 self._receive(sock)
+
+    def _check_parent(self) -> None:
+        """A slot whose master died has nobody to restart or watch it: it finishes its batch
+        and exits, and the next master forks fresh slots."""
+        if not self._orphaned and os.getppid() != self.parent_pid:
+            self._orphaned = True
+            log.warning("master (pid %d) is gone; stopping after the current batch", self.parent_pid)
+            self.on_orphaned()
 
     def _receive(self, sock: zmq.Socket[bytes]) -> None:
         frame = sock.recv()

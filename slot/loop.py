@@ -103,6 +103,9 @@ class SlotLoop:
         self._apply_assignments()
         if self.stop_requested:
             return StepResult(StepKind.EXIT, exit_code=SlotExit.STOPPED)
+        if self.over_memory_limit(self.stats.memory):
+            # Measured by the beacon thread while this slot waited for jobs.
+            return StepResult(StepKind.EXIT, exit_code=SlotExit.MEMORY_LIMIT)
         if self._handler is None:
             failed = self._start_handler()
             if failed is not None:
@@ -224,17 +227,21 @@ class SlotLoop:
 
     # Memory and retries
 
+    def over_memory_limit(self, usage: MemoryUsage) -> bool:
+        return usage.private_dirty_bytes > self.assignment.private_dirty_limit_bytes
+
     def _over_memory_limit(self, now: float) -> bool:
-        if not self.memory_watch.due(jobs_done=self.stats.jobs_done, now=now):
-            return False
-        self.memory_watch.mark(jobs_done=self.stats.jobs_done, now=now)
-        self.stats.memory = usage = self.read_memory()
-        limit = self.assignment.private_dirty_limit_bytes
-        if usage.private_dirty_bytes <= limit:
+        """After a batch: read memory when the watch says so (the beacon thread also reads
+        on its own clock), then compare the latest reading with the limit."""
+        if self.memory_watch.due(jobs_done=self.stats.jobs_done, now=now):
+            self.memory_watch.mark(jobs_done=self.stats.jobs_done, now=now)
+            self.stats.memory = self.read_memory()
+        usage = self.stats.memory
+        if not self.over_memory_limit(usage):
             return False
         log.info(
             "Private_Dirty %d B over the limit %d B: exiting after the batch to be forked afresh",
-            usage.private_dirty_bytes, limit,
+            usage.private_dirty_bytes, self.assignment.private_dirty_limit_bytes,
         )
         return True
 

@@ -6,7 +6,7 @@ import os
 import queue
 import signal
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from queue_server.client import QueueClient
@@ -15,14 +15,11 @@ from slot.exit_codes import SlotExit
 from slot.handler import Handler
 from slot.link import BeaconLink
 from slot.loop import SlotLoop, SlotStats, StepKind
-from slot.memory import MemoryWatch, read_memory
+from slot.memory import MemoryUsage, MemoryWatch, read_memory
 from slot.source import ClientSource
 from slot.wake import Waker, Woken
 
 log = logging.getLogger(__name__)
-
-# The beacon thread refreshes the memory figures at most this often during long batches.
-BEACON_MEMORY_REFRESH_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +33,7 @@ class SlotSpec:
     servers: str | Sequence[str]
     token: str | None
     handlers: Mapping[str, type[Handler]]
-    memory_watch_jobs: int = 100
+    memory_watch_jobs: int = 1000
     memory_watch_s: float = 1.0
 
 
@@ -47,16 +44,23 @@ def run_slot(spec: SlotSpec) -> int:
     waker.install()
     inbox: queue.SimpleQueue[Assignment] = queue.SimpleQueue()
     client = QueueClient(spec.servers, token=spec.token)
+    memory_watch = MemoryWatch(every_jobs=spec.memory_watch_jobs, every_s=spec.memory_watch_s)
     loop = SlotLoop(
         assignment=spec.assignment,
         handlers=spec.handlers,
         source=ClientSource(client, waker),
         clock=time.monotonic,
         read_memory=read_memory,
-        memory_watch=MemoryWatch(every_jobs=spec.memory_watch_jobs, every_s=spec.memory_watch_s),
+        memory_watch=memory_watch,
         take_assignments=lambda: _drain(inbox),
     )
-    beacons = BeaconFactory(spec.slot_id, loop.stats)
+    def on_memory_read(usage: MemoryUsage) -> None:
+        # A slot that leaked in its last batch and now waits for jobs would keep the memory
+        # until the next batch: wake it so it exits now.
+        if loop.over_memory_limit(usage):
+            waker.wake()
+
+    beacons = BeaconFactory(spec.slot_id, loop.stats, memory_watch, on_memory_read)
 
     def on_assignment(assignment: Assignment) -> None:
         inbox.put(assignment)
@@ -68,6 +72,7 @@ def run_slot(spec: SlotSpec) -> int:
         interval_s=spec.beacon_interval_s,
         snapshot=beacons.next,
         on_assignment=on_assignment,
+        on_orphaned=lambda: os.kill(os.getpid(), signal.SIGTERM),
     )
     link.start()
     code = SlotExit.CRASHED
@@ -99,19 +104,27 @@ def _run(loop: SlotLoop, waker: Waker) -> SlotExit:
 class BeaconFactory:
     """Builds beacons from the loop's live stats (called from the beacon thread)."""
 
-    def __init__(self, slot_id: int, stats: SlotStats) -> None:
+    def __init__(
+        self,
+        slot_id: int,
+        stats: SlotStats,
+        memory_watch: MemoryWatch,
+        on_memory_read: Callable[[MemoryUsage], None],
+    ) -> None:
         self.slot_id = slot_id
         self.stats = stats
+        self.memory_watch = memory_watch
+        self.on_memory_read = on_memory_read
         self.pid = os.getpid()
         self._seq = 0
-        self._memory_read_at = float("-inf")
 
     def next(self, exit_reason: str | None = None) -> Beacon:
         now = time.monotonic()
         stats = self.stats
-        if now - self._memory_read_at >= BEACON_MEMORY_REFRESH_S:
-            self._memory_read_at = now
+        if self.memory_watch.due(jobs_done=stats.jobs_done, now=now):
+            self.memory_watch.mark(jobs_done=stats.jobs_done, now=now)
             stats.memory = read_memory()
+            self.on_memory_read(stats.memory)
         started = stats.batch_started_at
         self._seq += 1
         return Beacon(
