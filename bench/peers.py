@@ -126,11 +126,11 @@ class ManagedServer:
             try:
                 with socket.create_connection((self.host, self.port), timeout=1):
                     return self
-            except OSError:
+            except OSError as exc:
                 if time.monotonic() > deadline:
                     self.stop(remove=False)
                     raise ServerFailed(f"{self.name} did not listen on {self.port} within "
-                                       f"{timeout}s:\n{self.log_tail()}")
+                                       f"{timeout}s:\n{self.log_tail()}") from exc
                 time.sleep(0.05)
 
     def alive(self) -> bool:
@@ -218,7 +218,7 @@ def stop_all() -> None:
     for s in _servers:
         try:
             s.stop()
-        except Exception as exc:  # noqa: BLE001  (keep stopping the others)
+        except Exception as exc:
             print(f"warning: stopping {s.name}: {exc}", file=sys.stderr)
     for d in _tmpdirs:
         remove_tmpdir(d)
@@ -253,14 +253,14 @@ def _descendants(pid: int) -> list[int]:
     try:
         import psutil  # a project dependency; optional here
         return [c.pid for c in psutil.Process(pid).children(recursive=True)]
-    except Exception:  # noqa: BLE001  (psutil missing or the process gone)
+    except Exception:
         return []
 
 
 def memory_kb(pid: int) -> dict[str, int]:
     """VmRSS (status) and Rss/Pss (smaps_rollup), in KiB, summed over the tree."""
     out = {"VmRSS": 0, "Rss": 0, "Pss": 0, "procs": 0}
-    for p in [pid] + _descendants(pid):
+    for p in [pid, *_descendants(pid)]:
         v = _read_kb(f"/proc/{p}/status", "VmRSS")
         if v is None:
             continue
@@ -299,7 +299,7 @@ def tree_cpu_seconds(pid: int) -> float:
             except psutil.Error:
                 pass
         return total
-    except Exception:  # noqa: BLE001  (psutil missing or the process gone)
+    except Exception:
         return 0.0
 
 

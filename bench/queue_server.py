@@ -19,7 +19,8 @@ bench/RESULTS.md):
           in the measured queue, as a ratio to the empty-server rate; memory
           per queued job (RSS full - RSS empty) / jobs - 32
   seed    the sockPQd manual's own test (bench/seed_test.py)
-  profile py-spy on our server under pipelined PUT (and batched GET) load
+  profile py-spy on our server under pipelined PUT load (and batched GET, and
+          GET+DONE round trips), top functions by own and inclusive samples
 
 Usage:
   .venv/bin/python bench/queue_server.py                 # everything
@@ -111,7 +112,7 @@ class Bench:
         t0 = time.monotonic()
         try:
             fn()
-        except Exception as exc:  # noqa: BLE001  (report it, go on with the next section)
+        except Exception as exc:
             msg = f"section {name}: {type(exc).__name__}: {exc}"
             self.errors.append(msg)
             log("ERROR " + msg)
@@ -126,7 +127,7 @@ class Bench:
             return None
         try:
             return peers.start_slotmap(fsync)
-        except Exception as exc:  # noqa: BLE001  (report it, measure the peer anyway)
+        except Exception as exc:
             msg = f"our server (--fsync {fsync}) not available: {exc}"
             self.errors.append(msg)
             log("ERROR " + msg)
@@ -171,18 +172,19 @@ class Bench:
     def seq_ours_fsync(self, srv: peers.ManagedServer, c: rc.Conn, sfx: str) -> None:
         n = self.args.jobs
         self.timed(f"ours_always_put_rt{sfx}", lambda: rc.ours_put_rt(c, n))
-        self.timed(f"ours_always_gd_rt{sfx}", lambda: rc.ours_getdone_rt(c, n))
+        # durable GET+DONE one at a time is slow (2 fsyncs per job): a quarter of the jobs
+        self.timed(f"ours_always_gd_rt{sfx}", lambda: rc.ours_getdone_rt(c, n // 4))
         self.samples[f"ours_always_conc{sfx}"].append(self.conc(srv, "ours"))
-        rc.ours_get_batch(c, n, 100, 10)
+        rc.ours_get_batch(c, n - n // 4, 100, 10)
         self.timed(f"ours_always_put_pipe{sfx}", lambda: rc.ours_put_pipe(c, n, 1000))
         rc.ours_get_batch(c, n, 100, 10)
 
     def seq_bs_fsync(self, srv: peers.ManagedServer, c: rc.Conn, sfx: str) -> None:
         n = self.args.jobs
         self.timed(f"bs_f0_put_rt{sfx}", lambda: rc.bs_put_rt(c, n))
-        self.timed(f"bs_f0_rd_rt{sfx}", lambda: rc.bs_reserve_delete_rt(c, n))
+        self.timed(f"bs_f0_rd_rt{sfx}", lambda: rc.bs_reserve_delete_rt(c, n // 4))
         self.samples[f"bs_f0_conc{sfx}"].append(self.conc(srv, "bs"))
-        rc.bs_reserve_delete_pipe(c, n, 1000)
+        rc.bs_reserve_delete_pipe(c, n - n // 4, 1000)
         self.timed(f"bs_f0_put_pipe{sfx}", lambda: rc.bs_put_pipe(c, n, 1000))
         rc.bs_reserve_delete_pipe(c, n, 1000)
 
@@ -346,12 +348,13 @@ class Bench:
         if not ours:
             return
         secs = self.args.profile_seconds
-        for load in ("put", "get"):
+        for load in ("put", "get", "rt"):
             out = os.path.join(ours.workdir, f"profile-{load}.txt")
             with rc.Conn(ours.host, ours.port) as c:
                 self.warm_ours(c)
-                if load == "get":
-                    rc.ours_put_pipe(c, self.args.profile_get_jobs, 1000)
+                if load != "put":
+                    pre = self.args.profile_get_jobs if load == "get" else 100_000
+                    rc.ours_put_pipe(c, pre, 1000)
                 cmd = [pyspy, "record", "--pid", str(ours.pid), "--rate", "250", "--format", "raw",
                        "--output", out, "--duration", str(max(1, round(secs))), "--nonblocking"]
                 spy = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -362,6 +365,8 @@ class Bench:
                     while spy.poll() is None:
                         if load == "put":
                             moved += rc.ours_put_pipe(c, 10_000, 1000)
+                        elif load == "rt":
+                            moved += rc.ours_getdone_rt(c, 500)
                         else:
                             try:
                                 moved += rc.ours_get_batch(c, 10_000, 100, 10)
@@ -377,15 +382,18 @@ class Bench:
                 if not os.path.exists(out):
                     self.errors.append(f"profile {load}: py-spy wrote nothing: {err.strip()[-500:]}")
                     continue
+                what = {"put": "pipelined PUT 1,000 at a time",
+                        "get": "GET COUNT 100 x10 pipelined + multi-id DONE",
+                        "rt": "GET + DONE, one round trip each"}[load]
                 self.profile[load] = top_functions(out, self.args.profile_top,
-                                                   f"{load}: {moved / dt:,.0f} jobs/s under py-spy")
+                                                   f"{what}: {moved / dt:,.0f} jobs/s under py-spy")
                 rc.ours_drain(c)
 
     # ------------------------------------------------------------- checks
     def check_empty_ours(self, c: rc.Conn, where: str) -> None:
         try:
             t = rc.ours_total(c, "bench")
-        except Exception as exc:  # noqa: BLE001  (a sanity check only)
+        except Exception as exc:
             log(f"   note: TOTAL bench failed ({exc}); queue depth not checked")
             return
         if t[2] or t[3]:
@@ -394,7 +402,7 @@ class Bench:
     def check_depth_ours(self, c: rc.Conn, where: str) -> None:
         try:
             t = rc.ours_total(c, "bench")
-        except Exception:  # noqa: BLE001  (a sanity check only)
+        except Exception:
             return
         if t[2] != self.args.depth:
             self.errors.append(f"{where}: expected {self.args.depth} waiting jobs, TOTAL says {t}")
@@ -508,7 +516,7 @@ def build_rows(b: Bench) -> list[Row]:
     vs("PUT, one round trip, both durable", "ours_always_put_rt", "bs_f0_put_rt", None,
        "beanstalkd -b DIR -f 0")
     vs("GET+DONE one round trip, both durable", "ours_always_gd_rt", "bs_f0_rd_rt", None,
-       "beanstalkd -b DIR -f 0")
+       "beanstalkd -b DIR -f 0; a quarter of --jobs per run")
     vs("PUT pipelined 1,000 at a time", "ours_put_pipe", "bs_put_pipe", 0.5)
     vs("GET COUNT 100 x10 pipelined + DONE 100 ids, jobs", "ours_batch10", "bs_rd_pipe", 1.0,
        "1,000 jobs per round trip on both sides; beanstalkd pipelined reserve+delete 1,000")
@@ -579,11 +587,11 @@ def render_table(rows: list[Row], markdown: bool) -> str:
         return "\n".join(out)
     cols = head[:-1]
     widths = [max(len(cols[i]), *(len(row[i]) for row in body)) for i in range(len(cols))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True))]
     lines.append("  ".join("-" * w for w in widths))
     for row in body:
         line = "  ".join(x.ljust(w) if i in (0, 4, 5, 6) else x.rjust(w)
-                         for i, (x, w) in enumerate(zip(row[:-1], widths)))
+                         for i, (x, w) in enumerate(zip(row[:-1], widths, strict=True)))
         lines.append(line + (f"  # {row[-1]}" if row[-1] else ""))
     return "\n".join(lines)
 

@@ -38,7 +38,7 @@ class Conn:
         except OSError:
             pass
 
-    def __enter__(self) -> Conn:  # noqa: PYI034
+    def __enter__(self) -> Conn:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -393,7 +393,7 @@ def concurrent_put(host: str, port: int, n: int, clients: int, request: bytes,
     sel = selectors.DefaultSelector()
     try:
         quota = [n // clients + (1 if i < n % clients else 0) for i in range(clients)]
-        for i in range(clients):
+        for _ in range(clients):
             c = Conn(host, port)
             if setup:
                 c.send(setup)
