@@ -75,7 +75,7 @@ class Slow(Handler):
 
     def handle(self, jobs: Sequence[SlotJob]) -> None:
         log = json.loads(jobs[0].data)["log"]
-        record(log, f"start {os.getpid()}")
+        record(log, f"start {os.getpid()} {len(jobs)}")
         time.sleep(0.02 * len(jobs))
         for job in jobs:
             record(log, f"done {job.json()['n']}")

@@ -1,0 +1,59 @@
+"""The slot map on real processes: retarget without a fork, graceful stop, SIGKILL at the deadline."""
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+from conftest import StartMaster, poll_until
+
+
+def test_a_changed_static_map_retargets_a_running_slot_without_a_new_fork(
+    start_master: StartMaster,
+) -> None:
+    master = start_master(modules=["sm_test_behaviours"], static_slots={"whoami": 2})
+    before = {s.slot_id: s.pid for s in master.wait_running("whoami", 2).slots}
+    master.reload({"whoami": 1, "whoami_too": 1})
+    report = master.wait_running("whoami_too", 1)
+    assert {s.slot_id: s.pid for s in report.slots} == before
+    moved = next(s for s in report.slots if s.queue == "whoami_too")
+    answer = master.client().call("whoami_too", b"?", output_queue="whoami_too_reply",
+                                  expire_s=0, then="done", timeout_s=5.0)
+    assert answer.data.decode() == f"{moved.pid} whoami_too"
+    assert "retargeting slot" in master.log_text()
+    assert master.log_text().count("forked slot") == 2
+
+
+def test_sigterm_lets_busy_slots_finish_their_batch_then_the_master_exits(
+    start_master: StartMaster, tmp_path: Path
+) -> None:
+    master = start_master(modules=["sm_test_behaviours"], static_slots={"slow": 2},
+                          queues={"slow": {"lock_timeout_s": 30.0}})
+    master.wait_running("slow", 2)
+    log = tmp_path / "slow.log"
+    master.client().put_many("slow", [json.dumps({"log": str(log), "n": n}) for n in range(40)])
+    poll_until(lambda: log.exists() and "start" in log.read_text(), what="a batch started")
+    master.process.send_signal(signal.SIGTERM)
+    assert master.process.wait(timeout=10.0) == 0
+    lines = log.read_text().splitlines()
+    started = sum(int(line.split()[2]) for line in lines if line.startswith("start"))
+    done = sum(1 for line in lines if line.startswith("done"))
+    # Every batch that started was finished and acknowledged, and no new one began.
+    assert done == started > 0
+    total = master.client().total("slow")
+    assert total.running == 0 and total.jobs == 40 - done
+    assert "master stopped: all slots exited" in master.log_text()
+
+
+def test_a_slot_that_ignores_sigterm_is_killed_at_the_stop_deadline(
+    start_master: StartMaster, tmp_path: Path
+) -> None:
+    master = start_master(modules=["sm_test_behaviours"], static_slots={"sleepy": 1},
+                          queues={"sleepy": {"lock_timeout_s": 60.0}}, stop_deadline_s=1.0)
+    master.wait_running("sleepy", 1)
+    log = tmp_path / "sleepy.log"
+    master.client().put("sleepy", json.dumps({"log": str(log), "marker": str(tmp_path / "m"), "n": 0}))
+    poll_until(lambda: log.exists() and "hang" in log.read_text(), what="the slot hanging")
+    master.process.send_signal(signal.SIGTERM)
+    assert master.process.wait(timeout=10.0) == 0
+    assert "missed its stop deadline: SIGKILL" in master.log_text()
