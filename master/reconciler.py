@@ -61,11 +61,11 @@ def assign(
         else:
             surplus.append(slot_id)
     short = [queue for queue in _by_priority(wanted, priorities) for _ in range(wanted[queue])]
-    for slot_id, queue in zip(surplus, short):
+    for slot_id, queue in zip(surplus, short, strict=False):
         target[slot_id] = queue
     unused_ids = (n for n in range(len(current) + len(held_ids) + len(short) + 1)
                   if n not in current and n not in held_ids)
-    for queue, slot_id in zip(short[len(surplus):], unused_ids):
+    for queue, slot_id in zip(short[len(surplus):], unused_ids, strict=False):
         target[slot_id] = queue
     return target
 

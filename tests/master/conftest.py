@@ -115,8 +115,10 @@ class MasterProc:
             self.assert_alive()
             report = self.report()
             return report if report is not None and predicate(report) else None
-        return poll_until(check, timeout_s=timeout_s,
-                          what=lambda: f"{what}\n--- master log ---\n{self.log_tail()}")
+        found = poll_until(check, timeout_s=timeout_s,
+                           what=lambda: f"{what}\n--- master log ---\n{self.log_tail()}")
+        assert found is not None
+        return found
 
     def wait_running(self, queue: str, count: int, *, timeout_s: float = 10.0) -> HostReport:
         return self.wait_report(

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from conftest import MasterProc, StartMaster, poll_until
 
+from master.lifecycle import Counter
+
 LOCK_S = 1.0
 
 
@@ -39,7 +41,7 @@ def test_a_slot_stuck_in_python_past_the_lock_time_is_killed_and_its_job_comes_b
     master.wait_running("sleepy", 2)
     log = put_numbered(master, "sleepy", 3, tmp_path)
     hung_pid = int(poll_until(lambda: lines_starting(log, "hang"), what="a slot hanging")[0])
-    report = master.wait_report(lambda r: r.counters.get("killed_hung", 0) == 1, what="hung slot killed")
+    report = master.wait_report(lambda r: r.counters.get(Counter.KILLED_HUNG, 0) == 1, what="hung slot killed")
     assert hung_pid not in [s.pid for s in report.slots]
     poll_until(lambda: all_done(log, 3), what="the hung job done by another slot")
     assert "past the lock time" in master.log_text()
@@ -57,7 +59,7 @@ def test_a_frozen_slot_stops_beaconing_and_is_killed_after_the_missed_beacons(
     log = put_numbered(master, "frozen", 1, tmp_path)
     frozen_pid = int(poll_until(lambda: lines_starting(log, "freeze"), what="a slot freezing")[0])
     stopped_at = time.monotonic()
-    master.wait_report(lambda r: r.counters.get("killed_hung", 0) == 1, what="frozen slot killed")
+    master.wait_report(lambda r: r.counters.get(Counter.KILLED_HUNG, 0) == 1, what="frozen slot killed")
     # 3 missed beacons of 100 ms, plus the report's own 100 ms period and scheduling slack.
     assert time.monotonic() - stopped_at < 2.0
     assert "no beacon for" in master.log_text()
@@ -73,7 +75,7 @@ def test_kill_9_of_a_slot_mid_batch_loses_no_job(start_master: StartMaster, tmp_
     victim = int(poll_until(lambda: lines_starting(log, "start"), what="a batch started")[0].split()[0])
     os.kill(victim, signal.SIGKILL)
     report = master.wait_report(
-        lambda r: r.counters.get("crashed", 0) == 1
+        lambda r: r.counters.get(Counter.CRASHED, 0) == 1
         and sum(1 for s in r.slots if s.state == "running") == 2,
         what="the killed slot replaced",
     )
@@ -108,11 +110,11 @@ def test_a_handler_module_that_raises_on_import_is_reported_and_the_rest_runs(
 def test_a_handler_whose_setup_fails_is_restarted_with_growing_pauses(start_master: StartMaster) -> None:
     master = start_master(modules=["sm_test_behaviours"], static_slots={"stubborn": 1, "slow": 1})
     started = time.monotonic()
-    report = master.wait_report(lambda r: r.counters.get("boot_failed", 0) >= 3,
+    report = master.wait_report(lambda r: r.counters.get(Counter.BOOT_FAILED, 0) >= 3,
                                 what="three failed starts", timeout_s=15.0)
     # Without backoff 3 forks take a few ms; with it 0.5 s, then 1 s, pass between them.
     assert time.monotonic() - started >= 1.5
-    assert report.counters.get("boot_failed", 0) <= 4
+    assert report.counters.get(Counter.BOOT_FAILED, 0) <= 4
     text = master.log_text()
     assert "ConnectionRefusedError: the database of stubborn is down" in text
     assert "exit 4 (setup_failed)" in text

@@ -7,6 +7,7 @@ from pathlib import Path
 from conftest import StartMaster, poll_until
 
 from master.capacity import capacity
+from master.lifecycle import Counter
 from master.report import HostReport
 from slot.memory import read_memory
 
@@ -73,7 +74,7 @@ def test_a_slot_that_leaks_is_recycled_on_private_dirty_and_loses_no_job(
     # A slot reads its memory every second: at 50 ms and 4 MB a job it passes 30 MB well
     # before then, so each slot does about 20 jobs and the 30 jobs need at least two slots.
     report = master.wait_report(
-        lambda r: r.counters.get("recycled_for_memory", 0) >= 1, what="a memory recycle"
+        lambda r: r.counters.get(Counter.RECYCLED_FOR_MEMORY, 0) >= 1, what="a memory recycle"
     )
     poll_until(lambda: client.total("leaky").jobs == 0 and client.total("leaky").running == 0,
                what="every leaky job done")
@@ -83,4 +84,4 @@ def test_a_slot_that_leaks_is_recycled_on_private_dirty_and_loses_no_job(
     # Each job done exactly once: a slot acknowledges its batch before it exits.
     assert sorted(int(line.split()[1]) for line in lines) == list(range(30))
     assert "recycled for memory" in master.log_text()
-    assert report.counters.get("crashed", 0) == 0
+    assert report.counters.get(Counter.CRASHED, 0) == 0
