@@ -199,8 +199,31 @@ class QueueServer:
 StartServer = Callable[..., QueueServer]
 
 
-def _wait_until_accepting(process: subprocess.Popen[bytes], port: int) -> bool:
+@dataclass
+class _Launch:
+    """A server process that may not accept connections yet."""
+
+    server: QueueServer
+    command: list[str]
+
+
+def _launch(directory: Path, args: list[str], log_dir: Path, name: str) -> _Launch:
+    directory.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
+    port = free_port()
+    stdout_path = log_dir / f"{name}.stdout"
+    stderr_path = log_dir / f"{name}.stderr"
+    command = slotmap_command() + [
+        "queue-server", "--listen", f"{HOST}:{port}", "--data-dir", str(directory), *args,
+    ]
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        process = subprocess.Popen(command, stdout=out, stderr=err, cwd=log_dir, env=env)
+    return _Launch(QueueServer(HOST, port, directory, process, stdout_path, stderr_path), command)
+
+
+def _wait_until_accepting(launch: _Launch) -> bool:
     """True once the port accepts connections; False if the process exits first."""
+    process, port = launch.server.process, launch.server.port
     deadline = time.monotonic() + STARTUP_DEADLINE_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -209,8 +232,74 @@ def _wait_until_accepting(process: subprocess.Popen[bytes], port: int) -> bool:
             with socket.create_connection((HOST, port), timeout=0.2):
                 return True
         except OSError:
-            time.sleep(0.02)
+            time.sleep(0.01)
     raise AssertionError(f"queue server did not accept connections on port {port} within {STARTUP_DEADLINE_S}s")
+
+
+def _start(directory: Path, args: list[str], log_dir: Path, name: str) -> tuple[QueueServer, list[QueueServer]]:
+    """Start and wait; retry on a new port if the chosen one was taken meanwhile."""
+    tried: list[QueueServer] = []
+    for attempt in range(3):
+        launch = _launch(directory, args, log_dir, f"{name}.{attempt}")
+        tried.append(launch.server)
+        if _wait_until_accepting(launch):
+            return launch.server, tried
+        _fail_unless_port_taken(launch)
+    raise AssertionError("queue server could not bind a free port in 3 attempts")
+
+
+def _fail_unless_port_taken(launch: _Launch) -> None:
+    stderr = launch.server.stderr_path.read_text(errors="replace")
+    if "in use" not in stderr.lower():
+        raise AssertionError(
+            f"queue server exited with {launch.server.process.returncode} at start: {launch.command}\n{stderr}"
+        )
+
+
+def _stop(server: QueueServer) -> None:
+    server.close_clients()
+    if server.is_running():
+        server.process.send_signal(signal.SIGKILL)
+    server.process.wait(timeout=EXIT_DEADLINE_S)
+
+
+class _WarmPool:
+    """Default-configured servers started ahead of time: start-up overlaps the previous test."""
+
+    def __init__(self, root: Path, size: int) -> None:
+        self.root = root
+        self.size = size
+        self.counter = 0
+        self.launches: list[_Launch] = []
+
+    def _refill(self) -> None:
+        while len(self.launches) < self.size:
+            self.counter += 1
+            self.launches.append(_launch(
+                self.root / f"data{self.counter}", [], self.root, f"pooled{self.counter}",
+            ))
+
+    def take(self) -> QueueServer:
+        self._refill()
+        launch = self.launches.pop(0)
+        self._refill()
+        if _wait_until_accepting(launch):
+            return launch.server
+        _fail_unless_port_taken(launch)
+        self.counter += 1
+        server, _ = _start(self.root / f"data{self.counter}", [], self.root, f"pooled{self.counter}")
+        return server
+
+    def close(self) -> None:
+        for launch in self.launches:
+            _stop(launch.server)
+
+
+@pytest.fixture(scope="session")
+def _warm_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_WarmPool]:
+    pool = _WarmPool(tmp_path_factory.mktemp("pooled_servers"), size=2)
+    yield pool
+    pool.close()
 
 
 @pytest.fixture
@@ -222,42 +311,52 @@ def start_queue_server(tmp_path: Path) -> Iterator[StartServer]:
     def start(*extra_args: str, config: str | None = None, data_dir: Path | None = None) -> QueueServer:
         number = next(counter)
         directory = data_dir if data_dir is not None else tmp_path / f"data{number}"
-        directory.mkdir(parents=True, exist_ok=True)
         args = list(extra_args)
         if config is not None:
             config_path = tmp_path / f"server{number}.toml"
             config_path.write_text(config)
             args += ["--config", str(config_path)]
-        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
-        for attempt in range(3):
-            port = free_port()
-            stdout_path = tmp_path / f"server{number}.{attempt}.stdout"
-            stderr_path = tmp_path / f"server{number}.{attempt}.stderr"
-            command = slotmap_command() + [
-                "queue-server", "--listen", f"{HOST}:{port}", "--data-dir", str(directory), *args,
-            ]
-            with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-                process = subprocess.Popen(command, stdout=out, stderr=err, cwd=tmp_path, env=env)
-            server = QueueServer(HOST, port, directory, process, stdout_path, stderr_path)
-            started.append(server)
-            if _wait_until_accepting(process, port):
-                return server
-            stderr = stderr_path.read_text(errors="replace")
-            if "in use" not in stderr.lower():
-                raise AssertionError(
-                    f"queue server exited with {process.returncode} at start: {command}\n{stderr}"
-                )
-        raise AssertionError("queue server could not bind a free port in 3 attempts")
+        server, tried = _start(directory, args, tmp_path, f"server{number}")
+        started.extend(tried)
+        return server
 
     yield start
     for server in started:
-        server.close_clients()
-        if server.is_running():
-            server.process.send_signal(signal.SIGKILL)
-        server.process.wait(timeout=EXIT_DEADLINE_S)
+        _stop(server)
+
+
+@pytest.fixture(scope="module")
+def start_module_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartServer]:
+    """Like start_queue_server, but the servers live for the whole test module."""
+    root = tmp_path_factory.mktemp("module_servers")
+    started: list[QueueServer] = []
+    counter = iter(range(1, 1000))
+
+    def start(*extra_args: str, config: str | None = None) -> QueueServer:
+        number = next(counter)
+        args = list(extra_args)
+        if config is not None:
+            config_path = root / f"server{number}.toml"
+            config_path.write_text(config)
+            args += ["--config", str(config_path)]
+        server, tried = _start(root / f"data{number}", args, root, f"server{number}")
+        started.extend(tried)
+        return server
+
+    yield start
+    for server in started:
+        _stop(server)
+
+
+@pytest.fixture(scope="module")
+def shared_queue_server(start_module_server: StartServer) -> QueueServer:
+    """One default server for a whole module: for cases that only touch their own connection."""
+    return start_module_server()
 
 
 @pytest.fixture
-def queue_server(start_queue_server: StartServer) -> QueueServer:
+def queue_server(_warm_pool: _WarmPool) -> Iterator[QueueServer]:
     """A fresh server with default settings and an empty data directory."""
-    return start_queue_server()
+    server = _warm_pool.take()
+    yield server
+    _stop(server)

@@ -9,9 +9,9 @@ TOKEN = "s3cret_T0ken"
 TOKEN_CONFIG = f'[queue_server]\ntoken = "{TOKEN}"\n'
 
 
-@pytest.fixture
-def auth_server(start_queue_server):
-    return start_queue_server(config=TOKEN_CONFIG)
+@pytest.fixture(scope="module")
+def auth_server(start_module_server):
+    return start_module_server(config=TOKEN_CONFIG)
 
 
 @pytest.mark.parametrize("request_line", [
@@ -27,11 +27,11 @@ def test_every_command_before_auth_gets_401_auth_required(auth_server, request_l
 
 def test_put_before_auth_gets_401_and_its_data_block_is_still_consumed(auth_server):
     client = auth_server.connect()
-    client.send(b"PUT q 0 4\r\nPINGPING\r\n")
+    client.send(b"PUT unauthorized 0 4\r\nPINGPING\r\n")
     client.expect(b"401 Auth Required\r\n401 Auth Required\r\n")
     client.send(f"AUTH {TOKEN}\r\n".encode())
     client.expect(b"200 OK\r\n")
-    assert total(client) == (0, 0, 0, 0)
+    assert total(client, "unauthorized") == (0, 0, 0, 0)
 
 
 def test_wrong_token_gets_401_unauthorized_and_the_connection_stays_locked(auth_server):
@@ -44,8 +44,8 @@ def test_right_token_unlocks_the_connection(auth_server):
     client = auth_server.connect()
     client.send(f"AUTH {TOKEN}\r\nPING\r\n".encode())
     client.expect(b"200 OK\r\n200 PONG\r\n")
-    put_ok(client, "q", 0, b"x")
-    assert get_job(client, "GET q").data == b"x"
+    put_ok(client, "authorized", 0, b"x")
+    assert get_job(client, "GET authorized").data == b"x"
 
 
 def test_right_token_after_a_wrong_one_unlocks_the_connection(auth_server):
