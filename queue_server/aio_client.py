@@ -94,9 +94,10 @@ class _Connection:
     async def read(self, parse: Parser[T], timeout_s: float | None = _DEFAULT) -> T:
         """The next reply; `timeout_s` None waits forever, default is the client's timeout."""
         replies = self.replies
-        value = replies.take(parse)
-        if value is not NEED_MORE:
-            return value
+        if replies.pending:
+            value = replies.take(parse)
+            if value is not NEED_MORE:
+                return value
         async with asyncio.timeout(self._timeout_s if timeout_s == _DEFAULT else timeout_s):
             while True:
                 chunk = await self.reader.read(RECV_BYTES)

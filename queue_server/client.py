@@ -103,9 +103,10 @@ class _Connection:
     def read(self, parse: Parser[T], timeout_s: float | None = _DEFAULT) -> T:
         """The next reply; `timeout_s` None waits forever, default is the client's timeout."""
         replies = self.replies
-        value = replies.take(parse)
-        if value is not NEED_MORE:
-            return value
+        if replies.pending:
+            value = replies.take(parse)
+            if value is not NEED_MORE:
+                return value
         if timeout_s == _DEFAULT:
             return self._read_more(parse)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s

@@ -29,7 +29,7 @@ def slotmap(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_put_stores_the_job_with_priority_and_prints_nothing(server):
+def test_put_stores_the_job_with_priority_and_prints_nothing(server: ServerProc) -> None:
     result = slotmap("put", "q", "hello world", "--priority", "4", "--server", server.address)
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
     with QueueClient(server.address) as client:
@@ -37,7 +37,7 @@ def test_put_stores_the_job_with_priority_and_prints_nothing(server):
     assert (job.data, job.priority, job.item) == (b"hello world", 4, None)
 
 
-def test_put_with_new_item_prints_the_item_name(server):
+def test_put_with_new_item_prints_the_item_name(server: ServerProc) -> None:
     result = slotmap("put", "q", "x", "--new-item", "--server", server.address)
     assert result.returncode == 0
     with QueueClient(server.address) as client:
@@ -46,7 +46,7 @@ def test_put_with_new_item_prints_the_item_name(server):
     assert job.item is not None and job.item.startswith("_")
 
 
-def test_put_dash_reads_the_data_from_stdin_and_delay_hides_it(server):
+def test_put_dash_reads_the_data_from_stdin_and_delay_hides_it(server: ServerProc) -> None:
     result = slotmap("put", "q", "-", "--delay", "60", "--item", "batch7",
                      "--server", server.address, stdin=b"from\nstdin")
     assert result.returncode == 0, result.stderr
@@ -55,7 +55,7 @@ def test_put_dash_reads_the_data_from_stdin_and_delay_hides_it(server):
         assert client.stats("q")["q"].delayed == 1
 
 
-def test_get_prints_queue_id_priority_item_and_escaped_data(server):
+def test_get_prints_queue_id_priority_item_and_escaped_data(server: ServerProc) -> None:
     with QueueClient(server.address) as client:
         client.put("q", b"line1\nline2", priority=2, item="it")
         client.put("q", b"plain")
@@ -71,7 +71,7 @@ def test_get_prints_queue_id_priority_item_and_escaped_data(server):
         assert client.total("q") == Total(1, 0, 0, 2)
 
 
-def test_get_with_done_acknowledges_the_printed_jobs(server):
+def test_get_with_done_acknowledges_the_printed_jobs(server: ServerProc) -> None:
     with QueueClient(server.address) as client:
         client.put("q", b"once")
     result = slotmap("get", "q", "--done", "--server", server.address)
@@ -80,13 +80,13 @@ def test_get_with_done_acknowledges_the_printed_jobs(server):
         assert client.total("q") == Total(0, 0, 0, 0)
 
 
-def test_get_on_an_empty_queue_prints_nothing_and_says_so_on_stderr(server):
+def test_get_on_an_empty_queue_prints_nothing_and_says_so_on_stderr(server: ServerProc) -> None:
     result = slotmap("get", "empty", "--server", server.address)
     assert (result.returncode, result.stdout) == (0, "")
     assert "no job ready" in result.stderr
 
 
-def test_stats_prints_a_table_with_a_row_per_queue(server):
+def test_stats_prints_a_table_with_a_row_per_queue(server: ServerProc) -> None:
     with QueueClient(server.address) as client:
         client.put_many("alpha", [b"1", b"2", b"3"])
         client.put("beta", b"x", delay_s=60)
@@ -105,7 +105,7 @@ def test_stats_prints_a_table_with_a_row_per_queue(server):
     assert [row.split()[0] for row in only_beta.stdout.splitlines()[1:]] == ["beta"]
 
 
-def test_unreachable_server_gives_one_line_and_exit_code_1():
+def test_unreachable_server_gives_one_line_and_exit_code_1() -> None:
     address = f"127.0.0.1:{free_port()}"
     for args in (["put", "q", "x"], ["get", "q"], ["stats"]):
         result = slotmap(*args, "--server", address)
@@ -115,7 +115,7 @@ def test_unreachable_server_gives_one_line_and_exit_code_1():
         assert address in result.stderr
 
 
-def test_repeated_server_options_fail_over_to_a_live_server(server):
+def test_repeated_server_options_fail_over_to_a_live_server(server: ServerProc) -> None:
     dead = f"127.0.0.1:{free_port()}"
     result = slotmap("put", "q", "x", "--server", dead, "--server", server.address)
     assert result.returncode == 0, result.stderr
@@ -123,7 +123,7 @@ def test_repeated_server_options_fail_over_to_a_live_server(server):
         assert client.total("q").jobs == 1
 
 
-def test_token_is_used_and_a_missing_one_fails_with_exit_code_1(tmp_path):
+def test_token_is_used_and_a_missing_one_fails_with_exit_code_1(tmp_path: Path) -> None:
     with running_queue_server(tmp_path, "--fsync", "never", "--token", "tok") as secured:
         denied = slotmap("stats", "--server", secured.address)
         assert denied.returncode == 1
@@ -132,7 +132,7 @@ def test_token_is_used_and_a_missing_one_fails_with_exit_code_1(tmp_path):
         assert allowed.returncode == 0, allowed.stderr
 
 
-def test_a_bad_queue_name_is_a_usage_error_before_anything_is_sent(server):
+def test_a_bad_queue_name_is_a_usage_error_before_anything_is_sent(server: ServerProc) -> None:
     result = slotmap("put", "bad name", "x", "--server", server.address)
     assert result.returncode == 2
     assert "queue name" in result.stderr

@@ -55,7 +55,7 @@ def raw_command(server: ServerProc, line: bytes) -> bytes:
         return reply.rstrip(b"\r\n")
 
 
-def test_put_then_get_hands_out_the_job_with_its_data_priority_and_a_running_id(client):
+def test_put_then_get_hands_out_the_job_with_its_data_priority_and_a_running_id(client: QueueClient) -> None:
     assert client.put("q", b"hello", priority=7) is None
     [job] = client.get("q")
     assert (job.queue, job.priority, job.data, job.item) == ("q", 7, b"hello", None)
@@ -63,19 +63,19 @@ def test_put_then_get_hands_out_the_job_with_its_data_priority_and_a_running_id(
     assert client.total("q") == Total(1, 0, 0, 1)
 
 
-def test_get_on_an_empty_queue_returns_an_empty_list(client):
+def test_get_on_an_empty_queue_returns_an_empty_list(client: QueueClient) -> None:
     assert client.get("nothing_here") == []
     assert client.get() == []
 
 
-def test_higher_priority_is_served_first_and_fifo_inside_a_priority(client):
+def test_higher_priority_is_served_first_and_fifo_inside_a_priority(client: QueueClient) -> None:
     for data, priority in [(b"low1", 0), (b"high", 5), (b"low2", 0), (b"neg", -1)]:
         client.put("q", data, priority=priority)
     jobs = client.get("q", count=10)
     assert [job.data for job in jobs] == [b"high", b"low1", b"low2", b"neg"]
 
 
-def test_new_item_returns_the_name_the_server_made_and_the_job_carries_it(client):
+def test_new_item_returns_the_name_the_server_made_and_the_job_carries_it(client: QueueClient) -> None:
     item = client.put("q", "x", new_item=True)
     assert item is not None and item.startswith("_") and item[1:].isdigit()
     [job] = client.get("q")
@@ -84,14 +84,14 @@ def test_new_item_returns_the_name_the_server_made_and_the_job_carries_it(client
     assert client.get("q")[0].item == "mine"
 
 
-def test_get_with_count_returns_at_most_count_jobs(client):
+def test_get_with_count_returns_at_most_count_jobs(client: QueueClient) -> None:
     client.put_many("q", [b"1", b"2", b"3"])
     assert [job.data for job in client.get("q", count=2)] == [b"1", b"2"]
     assert [job.data for job in client.get("q", count=5)] == [b"3"]
     assert client.get("q", count=5) == []
 
 
-def test_done_answers_every_id_of_one_request_with_finq_and_fini(client):
+def test_done_answers_every_id_of_one_request_with_finq_and_fini(client: QueueClient) -> None:
     client.put("q", b"a", item="it")
     client.put("q", b"b", item="it")
     first, second = client.get("q", count=2)
@@ -103,7 +103,7 @@ def test_done_answers_every_id_of_one_request_with_finq_and_fini(client):
     ]
 
 
-def test_later_puts_the_job_back_and_reports_ids_that_were_not_running(client):
+def test_later_puts_the_job_back_and_reports_ids_that_were_not_running(client: QueueClient) -> None:
     client.put("q", b"again")
     [job] = client.get("q")
     assert client.later(job.id, 424_242) == [True, False]
@@ -112,7 +112,7 @@ def test_later_puts_the_job_back_and_reports_ids_that_were_not_running(client):
     assert again.id != job.id
 
 
-def test_later_with_delay_keeps_the_job_invisible_until_it_is_due(client):
+def test_later_with_delay_keeps_the_job_invisible_until_it_is_due(client: QueueClient) -> None:
     client.put("q", b"soon")
     [job] = client.get("q")
     assert client.later(job.id, delay_s=60) == [True]
@@ -120,7 +120,7 @@ def test_later_with_delay_keeps_the_job_invisible_until_it_is_due(client):
     assert client.stats("q")["q"].delayed == 1
 
 
-def test_delayed_put_becomes_ready_after_its_delay(client):
+def test_delayed_put_becomes_ready_after_its_delay(client: QueueClient) -> None:
     client.put("q", b"later", delay_s=0.3)
     assert client.get("q") == []
     assert client.total("q").jobs == 1
@@ -128,7 +128,7 @@ def test_delayed_put_becomes_ready_after_its_delay(client):
     assert jobs[0].data == b"later"
 
 
-def test_expire_then_done_deletes_a_job_that_runs_out_of_time(client):
+def test_expire_then_done_deletes_a_job_that_runs_out_of_time(client: QueueClient) -> None:
     client.put("q", b"short")
     client.get("q", expire_s=0.1, then="done")
     poll_until(lambda: client.total("q") == Total(0, 0, 0, 0), RESULT_DEADLINE_S,
@@ -136,7 +136,7 @@ def test_expire_then_done_deletes_a_job_that_runs_out_of_time(client):
     assert client.stats("q")["q"].expired == 1
 
 
-def test_blocking_get_returns_the_job_another_client_puts(server, client, pool):
+def test_blocking_get_returns_the_job_another_client_puts(server: ServerProc, client: QueueClient, pool: ThreadPoolExecutor) -> None:
     waiting = pool.submit(client.get, "jobs", block=True)
     with QueueClient(server.address) as producer:
         producer.put("jobs", b"wake up")
@@ -144,7 +144,7 @@ def test_blocking_get_returns_the_job_another_client_puts(server, client, pool):
     assert job.data == b"wake up"
 
 
-def test_get_until_empty_returns_nothing_once_no_job_of_the_queue_runs(server, client, pool):
+def test_get_until_empty_returns_nothing_once_no_job_of_the_queue_runs(server: ServerProc, client: QueueClient, pool: ThreadPoolExecutor) -> None:
     client.put("q", b"only")
     [job] = client.get("q")
     with QueueClient(server.address) as watcher:
@@ -153,7 +153,7 @@ def test_get_until_empty_returns_nothing_once_no_job_of_the_queue_runs(server, c
         assert waiting.result(timeout=RESULT_DEADLINE_S) == []
 
 
-def test_call_returns_the_output_job_of_its_item(server, client, pool):
+def test_call_returns_the_output_job_of_its_item(server: ServerProc, client: QueueClient, pool: ThreadPoolExecutor) -> None:
     def worker() -> Job:
         with QueueClient(server.address) as handler:
             [task] = handler.get("requests", block=True)
@@ -168,14 +168,14 @@ def test_call_returns_the_output_job_of_its_item(server, client, pool):
     assert client.done(reply.id) == [DoneResult(True, True, True)]
 
 
-def test_call_without_an_answer_times_out_and_the_next_request_reconnects(client):
+def test_call_without_an_answer_times_out_and_the_next_request_reconnects(client: QueueClient) -> None:
     with pytest.raises(ReplyTimeout):
         client.call("requests", b"nobody listens", output_queue="replies", timeout_s=0.2)
     client.ping()
     assert client.total("requests").jobs == 1
 
 
-def test_stats_count_ready_running_and_the_counters_since_start(client):
+def test_stats_count_ready_running_and_the_counters_since_start(client: QueueClient) -> None:
     client.put_many("q", [b"a", b"b", b"c"])
     client.put("q", b"d", priority=3, delay_s=60)
     [job] = client.get("q")
@@ -189,7 +189,7 @@ def test_stats_count_ready_running_and_the_counters_since_start(client):
     assert client.total() == Total(queues=1, priorities=2, jobs=2, running=1)
 
 
-def test_put_many_stores_every_job_in_order(client):
+def test_put_many_stores_every_job_in_order(client: QueueClient) -> None:
     datas = [b"%05d" % n for n in range(5000)]
     assert client.put_many("bulk", datas, priority=1) == 5000
     assert client.total("bulk") == Total(1, 1, 5000, 0)
@@ -197,7 +197,7 @@ def test_put_many_stores_every_job_in_order(client):
     assert [job.data for job in jobs] == datas
 
 
-def test_runlist_shows_running_jobs_with_their_data(client):
+def test_runlist_shows_running_jobs_with_their_data(client: QueueClient) -> None:
     client.put("q", b"busy")
     [job] = client.get("q", expire_s=60)
     [entry] = client.runlist(with_data=True)
@@ -205,7 +205,7 @@ def test_runlist_shows_running_jobs_with_their_data(client):
     assert entry.expires_at is not None
 
 
-def test_offline_server_refuses_with_offline_error_and_the_connection_stays_usable(server, client):
+def test_offline_server_refuses_with_offline_error_and_the_connection_stays_usable(server: ServerProc, client: QueueClient) -> None:
     assert raw_command(server, b"OFFLINE") == b"200 OK Switched to Offline Mode"
     with pytest.raises(OfflineError):
         client.put("q", b"x")
@@ -217,7 +217,7 @@ def test_offline_server_refuses_with_offline_error_and_the_connection_stays_usab
     assert client.total("q").jobs == 1
 
 
-def test_a_job_over_the_size_limit_gets_413_and_the_client_reconnects(client):
+def test_a_job_over_the_size_limit_gets_413_and_the_client_reconnects(client: QueueClient) -> None:
     with pytest.raises(QueueServerError) as caught:
         client.put("q", b"x" * (1024 * 1024 + 1))
     assert caught.value.code == 413
@@ -225,7 +225,7 @@ def test_a_job_over_the_size_limit_gets_413_and_the_client_reconnects(client):
     assert client.total("q").jobs == 1
 
 
-def test_a_token_is_sent_after_connecting_and_a_wrong_one_is_an_auth_error(tmp_path):
+def test_a_token_is_sent_after_connecting_and_a_wrong_one_is_an_auth_error(tmp_path: Path) -> None:
     with running_queue_server(tmp_path, *FAST, "--token", "s3cret") as secured:
         with QueueClient(secured.address, token="s3cret") as good:
             good.put("q", b"x")
@@ -237,15 +237,15 @@ def test_a_token_is_sent_after_connecting_and_a_wrong_one_is_an_auth_error(tmp_p
         assert caught.value.code == 401
 
 
-def test_unreachable_server_raises_server_unreachable_naming_the_address():
+def test_unreachable_server_raises_server_unreachable_naming_the_address() -> None:
     port = free_port()
-    with QueueClient(f"127.0.0.1:{port}", reconnect_attempts=1) as lonely:
-        with pytest.raises(ServerUnreachable, match=f"127.0.0.1:{port}"):
-            lonely.ping()
+    with QueueClient(f"127.0.0.1:{port}", reconnect_attempts=1) as lonely, \
+            pytest.raises(ServerUnreachable, match=f"127.0.0.1:{port}"):
+        lonely.ping()
     assert issubclass(ServerUnreachable, ConnectionLost)
 
 
-def test_client_reconnects_transparently_after_its_server_restarts(tmp_path):
+def test_client_reconnects_transparently_after_its_server_restarts(tmp_path: Path) -> None:
     first = start_queue_server(tmp_path, *FAST)
     try:
         with QueueClient(first.address) as steady:
@@ -262,7 +262,7 @@ def test_client_reconnects_transparently_after_its_server_restarts(tmp_path):
         first.kill()
 
 
-def test_client_fails_over_to_the_next_server_when_the_first_is_killed(tmp_path):
+def test_client_fails_over_to_the_next_server_when_the_first_is_killed(tmp_path: Path) -> None:
     with running_queue_server(tmp_path, *FAST) as first, \
             running_queue_server(tmp_path, *FAST) as second:
         with QueueClient([first.address, second.address]) as ha:
@@ -274,7 +274,7 @@ def test_client_fails_over_to_the_next_server_when_the_first_is_killed(tmp_path)
         assert raw_command(second, b"TOTAL q") == b"200 OK 1 1 1 0"
 
 
-def test_client_uses_the_server_with_the_lowest_id_whatever_the_list_order(tmp_path):
+def test_client_uses_the_server_with_the_lowest_id_whatever_the_list_order(tmp_path: Path) -> None:
     with running_queue_server(tmp_path, *FAST, "--server-id", "2") as two, \
             running_queue_server(tmp_path, *FAST, "--server-id", "1") as one:
         with QueueClient([two.address, one.address]) as ha:
@@ -284,9 +284,7 @@ def test_client_uses_the_server_with_the_lowest_id_whatever_the_list_order(tmp_p
         assert raw_command(two, b"TOTAL q") == b"200 OK 0 0 0 0"
 
 
-def test_server_killed_during_a_call_raises_connection_lost_and_the_next_call_fails_over(
-    tmp_path, pool
-):
+def test_server_killed_during_a_call_raises_connection_lost_and_the_next_call_fails_over(tmp_path: Path, pool: ThreadPoolExecutor) -> None:
     with running_queue_server(tmp_path, *FAST) as first, \
             running_queue_server(tmp_path, *FAST) as second:
         ha = QueueClient([first.address, second.address])

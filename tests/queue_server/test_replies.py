@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from typing import TypeVar
 
 import pytest
 
@@ -28,61 +29,68 @@ from queue_server.replies import (
     take_line,
 )
 
+T = TypeVar("T")
+
 STATS_BODY = json.dumps({
     "q": {"ready": 3, "delayed": 1, "running": 2, "put": 9, "done": 4, "later": 1, "expired": 0,
           "by_priority": {"5": 1, "0": 3}, "oldest_ready_age_s": 1.5, "future_key": True},
 }).encode()
 
 
-def test_take_line_strips_crlf_or_bare_lf_and_returns_the_position_after_it():
+def complete(got: tuple[T, int] | None) -> tuple[T, int]:
+    assert got is not None, "the parser wants more bytes"
+    return got
+
+
+def test_take_line_strips_crlf_or_bare_lf_and_returns_the_position_after_it() -> None:
     buf = b"200 OK\r\n404 Queue Empty\nrest"
     assert take_line(buf, 0) == (b"200 OK", 8)
     assert take_line(buf, 8) == (b"404 Queue Empty", 24)
     assert take_line(buf, 24) is None
 
 
-def test_a_run_of_bytes_longer_than_any_line_without_lf_is_a_bad_reply():
+def test_a_run_of_bytes_longer_than_any_line_without_lf_is_a_bad_reply() -> None:
     with pytest.raises(BadReply):
         take_line(b"x" * 70_000, 0)
 
 
-def test_put_reply_is_none_for_plain_ok_and_the_item_for_new():
+def test_put_reply_is_none_for_plain_ok_and_the_item_for_new() -> None:
     assert parse_put(b"200 OK\r\n", 0) == (None, 8)
     assert parse_put(b"200 OK IS _17\r\n", 0) == ("_17", 15)
     assert parse_put(b"200 O", 0) is None
 
 
-def test_get_reply_gives_the_job_with_its_item_and_data_that_contains_crlf():
+def test_get_reply_gives_the_job_with_its_item_and_data_that_contains_crlf() -> None:
     reply = b"200 OK q 7 -3 6 IS it\r\na\r\nb\r\nNEXT"
-    jobs, end = parse_get(reply, 0)
+    jobs, end = complete(parse_get(reply, 0))
     assert jobs == [Job("q", 7, -3, b"a\r\nb\r\n", "it")]
     assert reply[end:] == b"NEXT"
 
 
-def test_get_reply_waits_for_the_whole_data_block():
+def test_get_reply_waits_for_the_whole_data_block() -> None:
     reply = b"200 OK q 1 0 5\r\nhello"
     for cut in range(len(reply)):
         assert parse_get(reply[:cut], 0) is None
     assert parse_get(reply, 0) == ([Job("q", 1, 0, b"hello")], len(reply))
 
 
-def test_queue_empty_is_an_empty_list():
+def test_queue_empty_is_an_empty_list() -> None:
     assert parse_get(b"404 Queue Empty\r\n", 0) == ([], 17)
 
 
-def test_batch_reply_gives_every_job_in_order():
+def test_batch_reply_gives_every_job_in_order() -> None:
     reply = b"200 OK 3 JOBS\r\na 1 5 2\r\nxyb 2 0 0 IS i1\r\nc 3 -1 1\r\nz"
-    jobs, end = parse_get(reply, 0)
+    jobs, end = complete(parse_get(reply, 0))
     assert jobs == [Job("a", 1, 5, b"xy"), Job("b", 2, 0, b"", "i1"), Job("c", 3, -1, b"z")]
     assert end == len(reply)
 
 
-def test_batch_reply_cut_anywhere_is_incomplete():
+def test_batch_reply_cut_anywhere_is_incomplete() -> None:
     reply = b"200 OK 2 JOBS\r\na 1 5 2\r\nxyb 2 0 3\r\nabc"
     assert all(parse_get(reply[:cut], 0) is None for cut in range(len(reply)))
 
 
-def test_offline_status_raises_offline_error_after_skipping_its_line():
+def test_offline_status_raises_offline_error_after_skipping_its_line() -> None:
     buffer = ReplyBuffer()
     buffer.feed(b"500 Offline Mode\r\n200 OK\r\n")
     with pytest.raises(OfflineError) as caught:
@@ -92,7 +100,7 @@ def test_offline_status_raises_offline_error_after_skipping_its_line():
     assert buffer.pending == 0
 
 
-def test_status_lines_map_to_the_error_classes():
+def test_status_lines_map_to_the_error_classes() -> None:
     assert isinstance(error_for(b"401 Auth Required"), AuthError)
     assert isinstance(error_for(b"401 Unauthorized"), AuthError)
     assert isinstance(error_for(b"500 Offline Mode"), OfflineError)
@@ -103,9 +111,9 @@ def test_status_lines_map_to_the_error_classes():
     assert isinstance(error_for(b"hello"), BadReply)
 
 
-def test_done_reply_has_one_result_per_id_with_finq_and_fini():
+def test_done_reply_has_one_result_per_id_with_finq_and_fini() -> None:
     reply = b"200 OK\r\n200 OK FINQ\r\n404 Job Not Found\r\n200 OK FINQ FINI\r\n200 OK FINI\r\n"
-    results, end = done_parser(5)(reply, 0)
+    results, end = complete(done_parser(5)(reply, 0))
     assert results == [
         DoneResult(True, False, False),
         DoneResult(True, True, False),
@@ -116,11 +124,11 @@ def test_done_reply_has_one_result_per_id_with_finq_and_fini():
     assert end == len(reply)
 
 
-def test_done_reply_waits_for_every_line():
+def test_done_reply_waits_for_every_line() -> None:
     assert done_parser(2)(b"200 OK\r\n", 0) is None
 
 
-def test_one_error_line_refuses_a_whole_multi_id_done():
+def test_one_error_line_refuses_a_whole_multi_id_done() -> None:
     buffer = ReplyBuffer()
     buffer.feed(b"500 Offline Mode\r\n200 PONG\r\n")
     with pytest.raises(OfflineError):
@@ -128,29 +136,29 @@ def test_one_error_line_refuses_a_whole_multi_id_done():
     assert buffer.take(parse_ok) == "PONG"
 
 
-def test_an_error_line_after_per_id_lines_is_a_bad_reply():
+def test_an_error_line_after_per_id_lines_is_a_bad_reply() -> None:
     with pytest.raises(BadReply):
         done_parser(2)(b"200 OK\r\n400 Bad Request: x\r\n", 0)
 
 
-def test_later_reply_says_per_id_whether_the_job_was_running():
+def test_later_reply_says_per_id_whether_the_job_was_running() -> None:
     assert later_parser(2)(b"200 OK\r\n404 Job Not Found\r\n", 0) == ([True, False], 27)
 
 
-def test_total_reply_gives_the_four_counts():
+def test_total_reply_gives_the_four_counts() -> None:
     assert parse_total(b"200 OK 2 3 10 4\r\n", 0) == (Total(2, 3, 10, 4), 17)
 
 
-def test_total_with_a_missing_count_is_a_bad_reply():
+def test_total_with_a_missing_count_is_a_bad_reply() -> None:
     buffer = ReplyBuffer()
     buffer.feed(b"200 OK 2 3 10\r\n")
     with pytest.raises(BadReply):
         buffer.take(parse_total)
 
 
-def test_stats_reply_gives_typed_per_queue_counters_and_ignores_unknown_keys():
+def test_stats_reply_gives_typed_per_queue_counters_and_ignores_unknown_keys() -> None:
     reply = b"200 OK %d\r\n" % len(STATS_BODY) + STATS_BODY
-    stats, end = parse_stats(reply, 0)
+    stats, end = complete(parse_stats(reply, 0))
     q = stats["q"]
     assert (q.queue, q.ready, q.delayed, q.running, q.put, q.done, q.later, q.expired) == (
         "q", 3, 1, 2, 9, 4, 1, 0)
@@ -160,7 +168,7 @@ def test_stats_reply_gives_typed_per_queue_counters_and_ignores_unknown_keys():
     assert parse_stats(reply[:-1], 0) is None
 
 
-def test_stats_entry_without_a_counter_is_a_bad_reply():
+def test_stats_entry_without_a_counter_is_a_bad_reply() -> None:
     body = b'{"q": {"ready": 1}}'
     buffer = ReplyBuffer()
     buffer.feed(b"200 OK %d\r\n" % len(body) + body)
@@ -168,31 +176,31 @@ def test_stats_entry_without_a_counter_is_a_bad_reply():
         buffer.take(parse_stats)
 
 
-def test_interconnect_reply_gives_the_server_id():
+def test_interconnect_reply_gives_the_server_id() -> None:
     assert parse_interconnect(b"200 OK 3\r\n", 0) == (3, 10)
 
 
-def test_wait_ack_gives_the_new_item_then_the_output_job_follows():
+def test_wait_ack_gives_the_new_item_then_the_output_job_follows() -> None:
     reply = b"206 Wait for output IS _4\r\n200 OK out 9 0 2 IS _4\r\nok"
-    item, end = parse_wait_ack(reply, 0)
+    item, end = complete(parse_wait_ack(reply, 0))
     assert item == "_4"
     assert parse_job(reply, end) == (Job("out", 9, 0, b"ok", "_4"), len(reply))
     assert parse_wait_ack(b"206 Wait for output\r\n", 0) == (None, 21)
 
 
-def test_runlist_reply_gives_lengths_expiry_and_data_blocks_in_order():
+def test_runlist_reply_gives_lengths_expiry_and_data_blocks_in_order() -> None:
     reply = b"200 OK 2\r\n5 q 0 3 EXPIRE 1700000000.25\r\n6 r -2 1\r\nabcZ"
-    jobs, end = runlist_parser(with_data=True)(reply, 0)
+    jobs, end = complete(runlist_parser(with_data=True)(reply, 0))
     assert jobs == [
         RunningJob(5, "q", 0, 3, 1700000000.25, b"abc"),
         RunningJob(6, "r", -2, 1, None, b"Z"),
     ]
     assert end == len(reply)
-    plain, _ = runlist_parser(with_data=False)(b"200 OK 1\r\n5 q 0 EXPIRE 12\r\n", 0)
+    plain, _ = complete(runlist_parser(with_data=False)(b"200 OK 1\r\n5 q 0 EXPIRE 12\r\n", 0))
     assert plain == [RunningJob(5, "q", 0, None, 12.0, None)]
 
 
-def test_reply_buffer_gives_the_same_replies_however_the_bytes_are_split():
+def test_reply_buffer_gives_the_same_replies_however_the_bytes_are_split() -> None:
     stream = (b"200 OK\r\n200 OK IS _1\r\n200 OK 2 JOBS\r\nq 1 0 3\r\nabcq 2 0 1 IS x\r\nd"
               b"404 Queue Empty\r\n200 OK 1 0 0 1\r\n")
     parsers = [parse_put, parse_put, parse_get, parse_get, parse_total]
@@ -211,14 +219,14 @@ def test_reply_buffer_gives_the_same_replies_however_the_bytes_are_split():
         assert buffer.pending == 0
 
 
-def test_a_job_header_with_a_non_numeric_id_is_a_bad_reply():
+def test_a_job_header_with_a_non_numeric_id_is_a_bad_reply() -> None:
     buffer = ReplyBuffer()
     buffer.feed(b"200 OK q x 0 1\r\na")
     with pytest.raises(BadReply):
         buffer.take(parse_get)
 
 
-def test_job_text_and_json_decode_the_data():
+def test_job_text_and_json_decode_the_data() -> None:
     job = Job("q", 1, 0, '{"a": "é"}'.encode())
     assert job.text == '{"a": "é"}'
     assert job.json() == {"a": "é"}
