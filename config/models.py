@@ -54,7 +54,7 @@ class QueueConfig(_Strict):
     rate_limit: RateLimitConfig | None = None
 
     @model_validator(mode="after")
-    def _min_not_above_max(self) -> "QueueConfig":
+    def _min_not_above_max(self) -> QueueConfig:
         if self.min_slots > self.max_slots:
             raise ValueError(f"min_slots ({self.min_slots}) > max_slots ({self.max_slots})")
         return self

@@ -58,7 +58,7 @@ def apply(store: Store, command: SyncCommand, now: float) -> bytes:
             store.put(command.queue, command.priority, command.data, command.item, now, until=until)
         return OK
     if isinstance(command, protocol.SyncGet):
-        found = store.sync_get(command.queue, command.job_id, command.priority,
+        found = store.sync_get(command.queue, command.job_id, command.priority, now,
                                last=command.last, until=command.until, then_done=command.then_done)
         return OK if found else b"404 Queue Empty\r\n"
     if isinstance(command, protocol.SyncDone):

@@ -13,7 +13,7 @@ from queue_server import replay, responses, snapshot
 from queue_server.connection import Connection
 from queue_server.errors import SnapshotError
 from queue_server.persistence import DataDir, FsyncPolicy
-from queue_server.store import Job, Store
+from queue_server.store import Store
 from queue_server.waiters import Waiter, Waiters
 
 log = logging.getLogger("slotmap.queue_server")
@@ -241,9 +241,9 @@ class QueueServer:
         now = time.time()
         item = store.new_item_name() if command.new_item else command.item
         until = now + command.delay_s if command.delay_s else None
-        job = store.put(command.queue, command.priority, command.data, item, now, until=until)
-        if job.item is not None and until is None:
-            self._deliver_output(job, now)
+        ready = store.put(command.queue, command.priority, command.data, item, now, until=until)
+        if ready and item is not None:
+            self._deliver_output(command.queue, command.priority, item, now)
         if command.wait_queue is None:
             conn.write(responses.OK if not command.new_item else responses.item_reply(responses.OK, item))  # type: ignore[arg-type]
             return
@@ -253,14 +253,12 @@ class QueueServer:
         waiter = self.waiters.add_output(conn, command.wait_queue, item, command.expire_s, command.then_done)
         conn.block(waiter)
 
-    def _deliver_output(self, job: Job, now: float) -> None:
+    def _deliver_output(self, queue: str, priority: int, item: str, now: float) -> None:
         """A PUT ... WAIT client gets its item's output job before any GET can."""
-        assert job.item is not None
-        waiter = self.waiters.output_waiter(job.queue.name, job.item)
-        if waiter is None:
-            return
-        self.store.take_last(job, now, waiter.expire_s, waiter.then_done)
-        self._answer(waiter, responses.job_reply(job))
+        waiter = self.waiters.output_waiter(queue, item)
+        if waiter is not None:
+            job = self.store.take_last(queue, priority, now, waiter.expire_s, waiter.then_done)
+            self._answer(waiter, responses.job_reply(job))
 
     def _get(self, conn: Connection, command: p.Get) -> None:
         if self.offline:

@@ -27,10 +27,10 @@ def iter_body(store: Store) -> Iterator[bytes]:
     yield records.ids(store.next_id, store.next_item)
     for name, state in store.queues.items():
         for priority in sorted(state.levels, reverse=True):
-            for job in state.levels[priority]:
-                yield records.put(name, priority, job.data, job.item, None)
-    for until, job in store.delayed_jobs():
-        yield records.put(job.queue.name, job.priority, job.data, job.item, until)
+            for data, item, _ready_at in state.levels[priority]:
+                yield records.put(name, priority, data, item, None)
+    for until, _seq, name, priority, data, item in store.delayed_jobs():
+        yield records.put(name, priority, data, item, until)
     for job_id, job in store.running.items():
         yield records.put(job.queue.name, job.priority, job.data, job.item, None)
         yield records.get(job.queue.name, job_id, job.priority, True, job.expire_at, job.then_done)

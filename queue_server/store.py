@@ -10,26 +10,32 @@ from __future__ import annotations
 import heapq
 import random
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from queue_server import records
 
+# A waiting job is a tuple of atomic values, `(data, item, ready_at)`: the garbage collector
+# stops tracking such tuples, so a million queued jobs cost it nothing. A job becomes a
+# `Job` object only while it runs.
+Entry = tuple[bytes, "str | None", float]
+# A delayed job: (until, sequence, queue name, priority, data, item), atomic as well.
+Delayed = tuple[float, int, str, int, bytes, "str | None"]
+
 
 class Job:
-    """One job. `id` is 0 unless the job is running (a new id on every hand-out)."""
+    """A running job under the id it was handed out with."""
 
-    __slots__ = ("data", "expire_at", "id", "item", "priority", "queue", "ready_at", "then_done")
+    __slots__ = ("data", "expire_at", "id", "item", "priority", "queue", "then_done")
 
-    def __init__(self, queue: QueueState, priority: int, data: bytes, item: str | None, now: float) -> None:
+    def __init__(self, queue: QueueState, priority: int, data: bytes, item: str | None, job_id: int) -> None:
         self.queue = queue
         self.priority = priority
         self.data = data
         self.item = item
-        self.id = 0
+        self.id = job_id
         self.expire_at: float | None = None
         self.then_done = False
-        self.ready_at = now
 
 
 class QueueState:
@@ -51,7 +57,7 @@ class QueueState:
 
     def __init__(self, name: str, lock_timeout_s: float | None) -> None:
         self.name = name
-        self.levels: dict[int, deque[Job]] = {}
+        self.levels: dict[int, deque[Entry]] = {}
         self.heap: list[int] = []  # negated priorities; may hold stale entries
         self.in_heap: set[int] = set()
         self.ready = 0
@@ -69,7 +75,7 @@ class QueueState:
         return self.ready + self.delayed + self.running > 0
 
     def oldest_ready_at(self) -> float | None:
-        heads = [level[0].ready_at for level in self.levels.values() if level]
+        heads = [level[0][2] for level in self.levels.values() if level]
         return min(heads) if heads else None
 
 
@@ -104,7 +110,7 @@ class Store:
         self.items: dict[str, int] = {}
         self.next_id = 1
         self.next_item = 1
-        self._delayed: list[tuple[float, int, Job]] = []
+        self._delayed: list[Delayed] = []
         self._delayed_seq = 0
         self._expiries: list[tuple[float, int]] = []
         self._nonempty: list[QueueState] = []  # queues with ready jobs, for O(1) random choice
@@ -154,9 +160,8 @@ class Store:
             candidates.append(self._expiries[0][0])
         return min(candidates) if candidates else None
 
-    def delayed_jobs(self) -> Iterator[tuple[float, Job]]:
-        for until, _seq, job in sorted(self._delayed, key=lambda entry: (entry[0], entry[1])):
-            yield until, job
+    def delayed_jobs(self) -> list[Delayed]:
+        return sorted(self._delayed)
 
     def new_item_name(self) -> str:
         name = f"_{self.next_item}"
@@ -165,18 +170,18 @@ class Store:
 
     # ------------------------------------------------------------ counters
 
-    def _enter(self, state: QueueState, job: Job) -> None:
+    def _enter(self, state: QueueState, priority: int) -> None:
         """A new job joins `state` as waiting (ready or delayed)."""
         if not state.holds_jobs:
             self._holding += 1
-        self._count_waiting(state, job)
+        self._count_waiting(state, priority)
 
-    def _count_waiting(self, state: QueueState, job: Job) -> None:
+    def _count_waiting(self, state: QueueState, priority: int) -> None:
         by_priority = state.waiting_by_priority
-        count = by_priority.get(job.priority, 0)
+        count = by_priority.get(priority, 0)
         if not count:
             self._classes += 1
-        by_priority[job.priority] = count + 1
+        by_priority[priority] = count + 1
         self._waiting += 1
 
     def _leave_waiting(self, state: QueueState, priority: int) -> None:
@@ -189,15 +194,14 @@ class Store:
             self._classes -= 1
         self._waiting -= 1
 
-    def _append_ready(self, state: QueueState, job: Job, now: float) -> None:
-        job.ready_at = now
-        level = state.levels.get(job.priority)
+    def _append_ready(self, state: QueueState, priority: int, entry: Entry) -> None:
+        level = state.levels.get(priority)
         if level is None:
-            level = state.levels[job.priority] = deque()
-            if job.priority not in state.in_heap:
-                state.in_heap.add(job.priority)
-                heapq.heappush(state.heap, -job.priority)
-        level.append(job)
+            level = state.levels[priority] = deque()
+            if priority not in state.in_heap:
+                state.in_heap.add(priority)
+                heapq.heappush(state.heap, -priority)
+        level.append(entry)
         if not state.ready:
             self._nonempty_index[state.name] = len(self._nonempty)
             self._nonempty.append(state)
@@ -213,17 +217,17 @@ class Store:
                 self._nonempty[index] = last
                 self._nonempty_index[last.name] = index
 
-    def _forget(self, state: QueueState, job: Job) -> bool:
+    def _forget(self, state: QueueState, item: str | None) -> bool:
         """A job leaves the store for good; returns True when its item is finished."""
         if not state.holds_jobs:
             self._holding -= 1
-        if job.item is None:
+        if item is None:
             return False
-        left = self.items[job.item] - 1
+        left = self.items[item] - 1
         if left:
-            self.items[job.item] = left
+            self.items[item] = left
             return False
-        del self.items[job.item]
+        del self.items[item]
         return True
 
     # ------------------------------------------------------------ changes
@@ -231,34 +235,35 @@ class Store:
     def put(
         self, name: str, priority: int, data: bytes, item: str | None, now: float,
         *, until: float | None = None, replaying: bool = False,
-    ) -> Job:
+    ) -> bool:
         """Add a job; with `until` in the future it stays delayed until then.
 
-        When replaying records, a delayed job waits for its SYNC WAKE record whatever
-        the clock says, so the replay hands jobs out in the original order.
+        Returns True when the job is ready. When replaying records, a delayed job waits
+        for its SYNC WAKE record whatever the clock says, so the replay hands jobs out in
+        the original order.
         """
-        state = self.queue(name)
-        job = Job(state, priority, data, item, now)
-        self._enter(state, job)
+        state = self.queues.get(name) or self.queue(name)
+        self._enter(state, priority)
         state.put += 1
         if item is not None:
             self.items[item] = self.items.get(item, 0) + 1
             if item[0] == "_" and item[1:].isdigit():
                 self.next_item = max(self.next_item, int(item[1:]) + 1)
-        delayed = until is not None and (until > now or replaying)
-        self.records.append(records.put(name, priority, data, item, until if delayed else None))
-        if delayed:
-            self._delay(state, job, until)  # type: ignore[arg-type]
-        else:
-            self._append_ready(state, job, now)
-        return job
+        if until is not None and (until > now or replaying):
+            self.records.append(records.put(name, priority, data, item, until))
+            self._delay(state, priority, data, item, until)
+            return False
+        self.records.append(records.put(name, priority, data, item, None))
+        self._append_ready(state, priority, (data, item, now))
+        return True
 
-    def _delay(self, state: QueueState, job: Job, until: float) -> None:
+    def _delay(self, state: QueueState, priority: int, data: bytes, item: str | None, until: float) -> None:
         state.delayed += 1
         self._delayed_seq += 1
-        heapq.heappush(self._delayed, (until, self._delayed_seq, job))
+        heapq.heappush(self._delayed, (until, self._delayed_seq, state.name, priority, data, item))
 
-    def _pop_first(self, state: QueueState) -> Job:
+    @staticmethod
+    def _pop_first(state: QueueState) -> tuple[int, Entry]:
         heap = state.heap
         levels = state.levels
         while True:
@@ -268,28 +273,20 @@ class Store:
                 break
             heapq.heappop(heap)
             state.in_heap.discard(priority)
-        job = level.popleft()
+        entry = level.popleft()
         if not level:
             del levels[priority]
-        return job
+        return priority, entry
 
-    def _pop_last(self, state: QueueState, priority: int) -> Job | None:
+    @staticmethod
+    def _pop_at(state: QueueState, priority: int, *, last: bool) -> Entry | None:
         level = state.levels.get(priority)
         if not level:
             return None
-        job = level.pop()
+        entry = level.pop() if last else level.popleft()
         if not level:
             del state.levels[priority]
-        return job
-
-    def _pop_first_of(self, state: QueueState, priority: int) -> Job | None:
-        level = state.levels.get(priority)
-        if not level:
-            return None
-        job = level.popleft()
-        if not level:
-            del state.levels[priority]
-        return job
+        return entry
 
     def choose_queue(self, names: tuple[str, ...] | None) -> QueueState | None:
         """Uniformly among non-empty queues (of `names`, or of all queues)."""
@@ -312,19 +309,20 @@ class Store:
             state = self.choose_queue(names)
             if state is None:
                 break
-            job = self._pop_first(state)
-            self._hand_out(job, self._expiry(state, now, expire_s), then_done, last=False)
-            jobs.append(job)
+            priority, entry = self._pop_first(state)
+            jobs.append(self._hand_out(state, priority, entry, self._expiry(state, now, expire_s),
+                                       then_done, last=False))
         return jobs
 
     def take_last(
-        self, job: Job, now: float, expire_s: float | None, then_done: bool | None,
-    ) -> None:
-        """Hand out a job that was just made ready (it is the last of its priority)."""
-        state = job.queue
-        popped = self._pop_last(state, job.priority)
-        assert popped is job, "take_last: the job is not the last of its priority"
-        self._hand_out(job, self._expiry(state, now, expire_s), then_done, last=True)
+        self, name: str, priority: int, now: float, expire_s: float | None, then_done: bool | None,
+    ) -> Job:
+        """Hand out the job just made ready in `name` (it is the last of its priority)."""
+        state = self.queues[name]
+        entry = self._pop_at(state, priority, last=True)
+        assert entry is not None, "take_last: no ready job of that priority"
+        return self._hand_out(state, priority, entry, self._expiry(state, now, expire_s),
+                              then_done, last=True)
 
     @staticmethod
     def _expiry(state: QueueState, now: float, expire_s: float | None) -> float | None:
@@ -333,29 +331,27 @@ class Store:
         return None if expire_s is None else now + expire_s
 
     def _hand_out(
-        self, job: Job, expire_at: float | None, then_done: bool | None,
-        *, last: bool, job_id: int = 0,
-    ) -> None:
-        state = job.queue
+        self, state: QueueState, priority: int, entry: Entry, expire_at: float | None,
+        then_done: bool | None, *, last: bool, job_id: int = 0,
+    ) -> Job:
         self._drop_ready_count(state)
-        self._leave_waiting(state, job.priority)
+        self._leave_waiting(state, priority)
         state.running += 1
         if not job_id:
             job_id = self.next_id
         self.next_id = max(self.next_id, job_id + 1)
-        job.id = job_id
+        job = Job(state, priority, entry[0], entry[1], job_id)
         self.running[job_id] = job
         job.expire_at = expire_at
         if expire_at is not None:
             job.then_done = self.expire_done_default if then_done is None else then_done
             heapq.heappush(self._expiries, (expire_at, job_id))
-        self.records.append(records.get(state.name, job_id, job.priority, last, expire_at, job.then_done))
+        self.records.append(records.get(state.name, job_id, priority, last, expire_at, job.then_done))
+        return job
 
     def _stop_running(self, job: Job) -> QueueState:
         state = job.queue
         del self.running[job.id]
-        job.id = 0
-        job.expire_at = None
         state.running -= 1
         if not state.running:
             self.idled.append(state)
@@ -372,7 +368,7 @@ class Store:
             found_ids.append(job_id)
             state = self._stop_running(job)
             state.done += 1
-            item_finished = self._forget(state, job)
+            item_finished = self._forget(state, job.item)
             results.append(DoneResult(True, not state.holds_jobs, item_finished))
         if found_ids:
             self.records.append(records.done(found_ids))
@@ -399,21 +395,24 @@ class Store:
 
     def _requeue(self, job: Job, now: float, until: float | None) -> None:
         state = self._stop_running(job)
-        self._count_waiting(state, job)
+        self._count_waiting(state, job.priority)
         if until is not None:
-            self._delay(state, job, until)
+            self._delay(state, job.priority, job.data, job.item, until)
         else:
-            self._append_ready(state, job, now)
+            self._append_ready(state, job.priority, (job.data, job.item, now))
+
+    def _activate_until(self, until: float, now: float) -> None:
+        delayed = self._delayed
+        while delayed and delayed[0][0] <= until:
+            _until, _seq, name, priority, data, item = heapq.heappop(delayed)
+            state = self.queues[name]
+            state.delayed -= 1
+            self._append_ready(state, priority, (data, item, now))
 
     def fire_due(self, now: float) -> None:
         """Activate delayed jobs and expire running jobs whose time has come."""
-        delayed = self._delayed
-        if delayed and delayed[0][0] <= now:
-            while delayed and delayed[0][0] <= now:
-                _until, _seq, job = heapq.heappop(delayed)
-                state = job.queue
-                state.delayed -= 1
-                self._append_ready(state, job, now)
+        if self._delayed and self._delayed[0][0] <= now:
+            self._activate_until(now, now)
             self.records.append(records.wake(now))
         expiries = self._expiries
         while expiries and expiries[0][0] <= now:
@@ -424,7 +423,7 @@ class Store:
             expired.queue.expired += 1
             if expired.then_done:
                 state = self._stop_running(expired)
-                self._forget(state, expired)
+                self._forget(state, expired.item)
                 self.records.append(records.done((job_id,)))
             else:
                 self._requeue(expired, now, None)
@@ -433,26 +432,22 @@ class Store:
     # ------------------------------------------------------------ replication and recovery
 
     def sync_get(
-        self, name: str, job_id: int, priority: int,
+        self, name: str, job_id: int, priority: int, now: float,
         *, last: bool, until: float | None, then_done: bool | None,
     ) -> bool:
         """SYNC GET [LAST]: the first (last) ready job of `priority` runs under `job_id`."""
         state = self.queues.get(name)
         if state is None or job_id in self.running:
             return False
-        job = self._pop_last(state, priority) if last else self._pop_first_of(state, priority)
-        if job is None:
+        entry = self._pop_at(state, priority, last=last)
+        if entry is None:
             return False
-        self._hand_out(job, until, then_done, last=last, job_id=job_id)
+        self._hand_out(state, priority, entry, until, then_done, last=last, job_id=job_id)
         return True
 
     def wake(self, until: float, now: float) -> None:
         """Replay of a SYNC WAKE: activate the delayed jobs due at `until`."""
-        delayed = self._delayed
-        while delayed and delayed[0][0] <= until:
-            _until, _seq, job = heapq.heappop(delayed)
-            job.queue.delayed -= 1
-            self._append_ready(job.queue, job, now)
+        self._activate_until(until, now)
         self.records.append(records.wake(until))
 
     def set_counters(self, next_id: int, next_item: int) -> None:

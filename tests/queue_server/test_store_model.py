@@ -21,9 +21,9 @@ def observable(store: Store) -> dict[str, object]:
         if not state.holds_jobs:
             continue  # a queue that held jobs once and is empty now is not part of the state
         ready = [
-            (priority, job.data, job.item)
+            (priority, data, item)
             for priority in sorted(state.levels, reverse=True)
-            for job in state.levels[priority]
+            for data, item, _ready_at in state.levels[priority]
         ]
         view[name] = (ready, state.delayed, state.running)
     running = sorted((job_id, job.queue.name, job.data) for job_id, job in store.running.items())
