@@ -1,0 +1,118 @@
+"""The manager's history tables (SQLAlchemy 2.0): what the dashboard reads.
+
+The manager writes one row per queue and per host every planning interval, the slot map
+it decided, and its events; the dashboard only reads, except `queue_overrides` (runtime
+pause and min/max changes by an admin, which the manager applies at its next plan).
+Times are unix seconds (float) so SQLite and PostgreSQL store them alike.
+"""
+from __future__ import annotations
+
+from sqlalchemy import JSON, BigInteger, Boolean, Float, Index, Integer, String, Text, create_engine
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class QueueSample(Base):
+    """One queue over one planning interval."""
+
+    __tablename__ = "queue_samples"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at_unix: Mapped[float] = mapped_column(Float, index=True)
+    queue: Mapped[str] = mapped_column(String(128))
+    priority: Mapped[int] = mapped_column(Integer)
+    min_slots: Mapped[int] = mapped_column(Integer)
+    max_slots: Mapped[int] = mapped_column(Integer)
+    slots_current: Mapped[int] = mapped_column(Integer)
+    slots_avg: Mapped[float] = mapped_column(Float)  # over the stats window
+    slots_desired: Mapped[int] = mapped_column(Integer)
+    load: Mapped[float] = mapped_column(Float)  # 1.0 = 100%; may exceed 1 (backlog)
+    waiting: Mapped[int] = mapped_column(Integer)  # ready jobs
+    running: Mapped[int] = mapped_column(Integer)  # locked jobs
+    delayed: Mapped[int] = mapped_column(Integer)
+    jobs_done: Mapped[int] = mapped_column(Integer)  # in the interval
+    jobs_per_s: Mapped[float] = mapped_column(Float)
+    mean_job_s: Mapped[float] = mapped_column(Float)
+    errors: Mapped[int] = mapped_column(Integer)  # in the interval
+    paused: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    __table_args__ = (Index("ix_queue_samples_queue_at", "queue", "at_unix"),)
+
+
+class HostSample(Base):
+    """One host (its master's report) at one planning interval."""
+
+    __tablename__ = "host_samples"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at_unix: Mapped[float] = mapped_column(Float, index=True)
+    host: Mapped[str] = mapped_column(String(255))
+    alive: Mapped[bool] = mapped_column(Boolean)
+    capacity: Mapped[int] = mapped_column(Integer)
+    slots: Mapped[int] = mapped_column(Integer)
+    mem_total_bytes: Mapped[int] = mapped_column(BigInteger)
+    mem_available_bytes: Mapped[int] = mapped_column(BigInteger)
+    master_pss_bytes: Mapped[int] = mapped_column(BigInteger)
+    slots_pss_bytes: Mapped[int] = mapped_column(BigInteger)
+    avg_slot_bytes: Mapped[int] = mapped_column(BigInteger)
+    load_avg_1m: Mapped[float] = mapped_column(Float)
+    recycled_for_memory: Mapped[int] = mapped_column(Integer)  # since the master started
+    killed_hung: Mapped[int] = mapped_column(Integer)
+
+    __table_args__ = (Index("ix_host_samples_host_at", "host", "at_unix"),)
+
+
+class SlotMapRow(Base):
+    """The slot map as decided at one plan: slots per (host, queue)."""
+
+    __tablename__ = "slot_map"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at_unix: Mapped[float] = mapped_column(Float, index=True)
+    host: Mapped[str] = mapped_column(String(255))
+    queue: Mapped[str] = mapped_column(String(128))
+    slots: Mapped[int] = mapped_column(Integer)
+
+
+class Event(Base):
+    """A decision or happening: slots moved, master lost/back, queue paused, admin action."""
+
+    __tablename__ = "events"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at_unix: Mapped[float] = mapped_column(Float, index=True)
+    kind: Mapped[str] = mapped_column(String(64), index=True)
+    queue: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    host: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    actor: Mapped[str] = mapped_column(String(64), default="manager")
+    message: Mapped[str] = mapped_column(Text)
+    detail: Mapped[dict[str, object] | None] = mapped_column(JSON, nullable=True)
+
+
+class QueueOverride(Base):
+    """Runtime changes an admin made to a queue; the manager applies them at its next plan."""
+
+    __tablename__ = "queue_overrides"
+    queue: Mapped[str] = mapped_column(String(128), primary_key=True)
+    paused: Mapped[bool] = mapped_column(Boolean, default=False)
+    min_slots: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    max_slots: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    updated_at_unix: Mapped[float] = mapped_column(Float)
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for `url`; SQLite gets WAL so the dashboard reads while the manager writes."""
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": 30})
+
+        from sqlalchemy import event
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+        return engine
+    return create_engine(url, pool_pre_ping=True)
