@@ -45,9 +45,9 @@ def make_tmpdir(prefix: str) -> str:
 
 
 def remove_tmpdir(d: str) -> None:
-    shutil.rmtree(d, ignore_errors=True)
     if d in _tmpdirs:
         _tmpdirs.remove(d)
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def free_port() -> int:
@@ -215,13 +215,15 @@ def start_slotmap(fsync: str, workdir: str | None = None, data_dir: str | None =
 
 
 def stop_all() -> None:
-    for s in _servers:
+    # stop() removes the server from _servers: take them off one by one
+    while _servers:
+        s = _servers.pop()
         try:
             s.stop()
         except Exception as exc:
             print(f"warning: stopping {s.name}: {exc}", file=sys.stderr)
-    for d in _tmpdirs:
-        remove_tmpdir(d)
+    while _tmpdirs:
+        remove_tmpdir(_tmpdirs[-1])
 
 
 def _on_signal(signum: int, frame: object) -> None:
@@ -258,16 +260,16 @@ def _descendants(pid: int) -> list[int]:
 
 
 def memory_kb(pid: int) -> dict[str, int]:
-    """VmRSS (status) and Rss/Pss (smaps_rollup), in KiB, summed over the tree."""
-    out = {"VmRSS": 0, "Rss": 0, "Pss": 0, "procs": 0}
-    for p in [pid, *_descendants(pid)]:
-        v = _read_kb(f"/proc/{p}/status", "VmRSS")
-        if v is None:
-            continue
-        out["procs"] += 1
-        out["VmRSS"] += v
-        out["Rss"] += _read_kb(f"/proc/{p}/smaps_rollup", "Rss") or 0
-        out["Pss"] += _read_kb(f"/proc/{p}/smaps_rollup", "Pss") or 0
+    """VmRSS (status) and Rss/Pss (smaps_rollup) of the process itself, in KiB.
+
+    Only the server process: a child it forked (a snapshot writer) shares its
+    pages copy-on-write and would be counted twice. `children` says how many
+    descendants existed at the time.
+    """
+    out = {"VmRSS": _read_kb(f"/proc/{pid}/status", "VmRSS") or 0,
+           "Rss": _read_kb(f"/proc/{pid}/smaps_rollup", "Rss") or 0,
+           "Pss": _read_kb(f"/proc/{pid}/smaps_rollup", "Pss") or 0,
+           "children": len(_descendants(pid))}
     return out
 
 
