@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -297,7 +298,7 @@ class _WarmPool:
 
 @pytest.fixture(scope="session")
 def _warm_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_WarmPool]:
-    pool = _WarmPool(tmp_path_factory.mktemp("pooled_servers"), size=2)
+    pool = _WarmPool(tmp_path_factory.mktemp("pooled_servers"), size=1)
     yield pool
     pool.close()
 
@@ -348,15 +349,92 @@ def start_module_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[St
         _stop(server)
 
 
-@pytest.fixture(scope="module")
-def shared_queue_server(start_module_server: StartServer) -> QueueServer:
-    """One default server for a whole module: for cases that only touch their own connection."""
-    return start_module_server()
+def _snapshot_of(server: QueueServer) -> bytes:
+    client = RawClient(server.host, server.port)
+    try:
+        client.send(b"SNAPSHOT\r\n")
+        head = client.line()
+        assert head.startswith(b"200 OK "), f"SNAPSHOT of a fresh server: {head!r}"
+        return client.exact(int(head[len(b"200 OK "):]))
+    finally:
+        client.close()
+
+
+def _reset(server: QueueServer, empty_snapshot: bytes) -> str | None:
+    """Bring a used server back to its empty state; None on success, else what went wrong."""
+    if not server.is_running():
+        return "the server is no longer running"
+    client = RawClient(server.host, server.port)
+    try:
+        client.send(b"ONLINE\r\nCLONE %d\r\n" % len(empty_snapshot) + empty_snapshot)
+        client.send(b"TOTAL\r\nRUNLIST\r\n")
+        replies = [client.line() for _ in range(4)]
+    except (AssertionError, OSError) as exc:
+        return f"reset failed: {exc}"
+    finally:
+        client.close()
+    expected = [b"200 OK Switched to Online Mode", b"200 OK", b"200 OK 0 0 0 0", b"200 OK 0"]
+    return None if replies == expected else f"reset replies {replies!r}, expected {expected!r}"
+
+
+class _ReusedServer:
+    """One default server reused from test to test, emptied by CLONE of its own first snapshot.
+
+    Starting a server costs far more than a test; tests that need counters from zero
+    (STATS) or a never-used server are marked `fresh_server`. When the reset does not
+    come back exactly empty, the server is dropped and a new one started, with a warning.
+    """
+
+    def __init__(self, pool: _WarmPool) -> None:
+        self.pool = pool
+        self.server: QueueServer | None = None
+        self.empty_snapshot = b""
+
+    def acquire(self) -> QueueServer:
+        if self.server is not None:
+            problem = _reset(self.server, self.empty_snapshot)
+            if problem is None:
+                return self.server
+            warnings.warn(f"reused queue server dropped: {problem}", stacklevel=2)
+            _stop(self.server)
+        self.server = self.pool.take()
+        self.empty_snapshot = _snapshot_of(self.server)
+        return self.server
+
+    def release(self, server: QueueServer) -> None:
+        server.close_clients()
+        if not server.is_running():
+            _stop(server)
+            self.server = None
+
+    def close(self) -> None:
+        if self.server is not None:
+            _stop(self.server)
+
+
+@pytest.fixture(scope="session")
+def _reused_server(_warm_pool: _WarmPool) -> Iterator[_ReusedServer]:
+    reused = _ReusedServer(_warm_pool)
+    yield reused
+    reused.close()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "fresh_server: the queue_server fixture must be a never-used server process"
+    )
 
 
 @pytest.fixture
-def queue_server(_warm_pool: _WarmPool) -> Iterator[QueueServer]:
-    """A fresh server with default settings and an empty data directory."""
-    server = _warm_pool.take()
+def queue_server(
+    request: pytest.FixtureRequest, _warm_pool: _WarmPool, _reused_server: _ReusedServer
+) -> Iterator[QueueServer]:
+    """An empty server with default settings (SLOTMAP_TEST_FRESH_SERVERS=1: a new process every time)."""
+    if request.node.get_closest_marker("fresh_server") or os.environ.get("SLOTMAP_TEST_FRESH_SERVERS"):
+        server = _warm_pool.take()
+        yield server
+        _stop(server)
+        return
+    server = _reused_server.acquire()
     yield server
-    _stop(server)
+    _reused_server.release(server)

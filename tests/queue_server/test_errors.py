@@ -24,8 +24,8 @@ def _assert_still_usable(client) -> None:
 
 
 @pytest.mark.parametrize("request_line", [b"FOO", b"PINGX", b"\x00\xff\xfe", b"GETX q", b"X" * 100])
-def test_unknown_command_word_replies_400_unknown_command(shared_queue_server, request_line):
-    client = shared_queue_server.connect()
+def test_unknown_command_word_replies_400_unknown_command(queue_server, request_line):
+    client = queue_server.connect()
     client.send(request_line + b"\r\n")
     client.expect(b"400 Unknown Command\r\n")
     _assert_still_usable(client)
@@ -41,6 +41,7 @@ def test_unknown_command_word_replies_400_unknown_command(shared_queue_server, r
     b"GET q EXPIRE",
     b"GET q EXPIRE -1",
     b"GET q EXPIRE abc",
+    b"GET q EXPIRE nan",
     b"GET q EXPIRE 1 THEN MAYBE",
     b"GET q EXPIRE 1 THEN",
     b"GET q THEN DONE",
@@ -60,9 +61,9 @@ def test_unknown_command_word_replies_400_unknown_command(shared_queue_server, r
     b"RUNLIST NODATA",
 ])
 def test_bad_arguments_to_a_known_command_reply_400_bad_request_with_a_reason(
-    shared_queue_server, request_line
+    queue_server, request_line
 ):
-    client = shared_queue_server.connect()
+    client = queue_server.connect()
     before = total(client)
     reply = client.request(request_line)
     assert_bad_request(reply)
@@ -71,8 +72,8 @@ def test_bad_arguments_to_a_known_command_reply_400_bad_request_with_a_reason(
 
 
 @pytest.mark.parametrize("request_line", [b"GET a||b", b"GET |a", b"GET a|", b"GETB a||b", b"GETBE |"])
-def test_empty_name_in_a_get_list_is_a_bad_request(shared_queue_server, request_line):
-    client = shared_queue_server.connect()
+def test_empty_name_in_a_get_list_is_a_bad_request(queue_server, request_line):
+    client = queue_server.connect()
     put_ok(client, "a", 0, b"x")
     before = total(client)
     assert_bad_request(client.request(request_line))
@@ -98,8 +99,8 @@ def test_empty_name_in_a_get_list_is_a_bad_request(shared_queue_server, request_
     b"PUT q 0 3 DELAY soon",
     b"PUT q 0 3 DELAY",
 ])
-def test_bad_put_with_a_valid_length_consumes_its_data_block(shared_queue_server, line):
-    client = shared_queue_server.connect()
+def test_bad_put_with_a_valid_length_consumes_its_data_block(queue_server, line):
+    client = queue_server.connect()
     before = total(client)
     client.send(line + b"\r\nABC")
     assert_bad_request(client.line())
@@ -108,8 +109,8 @@ def test_bad_put_with_a_valid_length_consumes_its_data_block(shared_queue_server
 
 
 @pytest.mark.parametrize("length", [b"-1", b"abc", b"1.5", b"0x10", b""])
-def test_bad_length_consumes_nothing(shared_queue_server, length):
-    client = shared_queue_server.connect()
+def test_bad_length_consumes_nothing(queue_server, length):
+    client = queue_server.connect()
     before = total(client)
     client.send(b"PUT q 0 " + length + b"\r\nPING\r\n")
     assert_bad_request(client.line())

@@ -1,6 +1,8 @@
 """Expiry of running jobs (EXPIRE, THEN, -d, per-queue lock times) and delayed jobs (DELAY)."""
 from __future__ import annotations
 
+import pytest
+
 import time
 
 from util import drain, get, get_job, poll_until, put_ok, runlist, stats, total
@@ -169,6 +171,7 @@ def test_put_with_delay_zero_is_ready_at_once(queue_server):
     assert job.data == b"now"
 
 
+@pytest.mark.fresh_server
 def test_expired_counter_in_stats_counts_expiries(queue_server):
     client = queue_server.connect()
     put_ok(client, "q", 0, b"a")

@@ -155,20 +155,54 @@ def test_clone_of_a_truncated_snapshot_replies_500_and_changes_nothing(start_que
     assert get_job(dst, "GET mine").data == b"untouched"
 
 
+def _with_bumped_version(snapshot: bytes) -> bytes | None:
+    """The snapshot with its format version changed: a JSON `version` key or a `MAGIC <n>` first line."""
+    try:
+        document = json.loads(snapshot)
+    except ValueError:
+        document = None
+    if isinstance(document, dict) and "version" in document:
+        document["version"] = 987654
+        return json.dumps(document).encode()
+    header = re.match(rb"([^\r\n ]+) ([0-9]+)(\r?\n)", snapshot)
+    if header:
+        return header[1] + b" 987654" + header[3] + snapshot[header.end():]
+    return None
+
+
 def test_clone_of_a_snapshot_with_an_unknown_version_replies_500(start_queue_server):
     source, target = start_queue_server(), start_queue_server()
     src, dst = source.connect(), target.connect()
     _build_state(src)
-    snapshot = _snapshot(src)
-    try:
-        document = json.loads(snapshot)
-    except ValueError:
-        pytest.skip("snapshot format is not JSON; cannot change its version blindly")
-    if not isinstance(document, dict) or "version" not in document:
-        pytest.skip("snapshot has no top-level 'version' key")
-    document["version"] = 987654
-    assert _clone(dst, json.dumps(document).encode()) == b"500 Invalid Snapshot"
-    assert total(dst) == (0, 0, 0, 0)
+    bumped = _with_bumped_version(_snapshot(src))
+    if bumped is None:
+        pytest.skip("no recognisable version field in the snapshot")
+    put_ok(dst, "mine", 0, b"untouched")
+    assert _clone(dst, bumped) == b"500 Invalid Snapshot"
+    assert total(dst) == (1, 1, 1, 0)
+
+
+def test_snapshot_with_a_link_streams_later_changes_as_sync_commands(queue_server):
+    link, client = queue_server.connect(), queue_server.connect()
+    link.send(b"SNAPSHOT 2 127.0.0.1 1\r\n")
+    head = link.line()
+    match = re.fullmatch(rb"200 OK ([0-9]+)", head)
+    assert match, head
+    link.exact(int(match[1]))
+    put_ok(client, "q", 3, b"abc", "IS it")
+    link.expect(b"SYNC PUT q 3 3 IS it\r\nabc")
+    job = get_job(client, "GET q")
+    link.expect(b"SYNC GET q %d 3\r\n" % job.id)
+    client.send(b"DONE %d\r\n" % job.id)
+    client.expect(b"200 OK FINQ FINI\r\n")
+    link.expect(b"SYNC DONE %d\r\n" % job.id)
+
+
+def test_interconnect_replies_with_a_positive_server_id(queue_server):
+    client = queue_server.connect()
+    reply = client.request(b"INTERCONNECT")
+    match = re.fullmatch(rb"200 OK ([0-9]+)", reply)
+    assert match and int(match[1]) >= 1, reply
 
 
 def test_clone_with_a_bad_length_is_a_bad_request(queue_server):

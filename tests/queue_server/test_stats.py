@@ -1,6 +1,8 @@
 """TOTAL, STATS and RUNLIST: counts, fine point 3, the STATS JSON keys, RUNLIST DATA layout."""
 from __future__ import annotations
 
+import pytest
+
 import json
 import re
 
@@ -57,6 +59,7 @@ def test_total_with_a_bad_queue_name_is_a_bad_request(queue_server):
     assert_bad_request(client.request(b"TOTAL no-such!name"))
 
 
+@pytest.mark.fresh_server
 def test_stats_reports_every_documented_key_per_queue(queue_server):
     client = queue_server.connect()
     put_ok(client, "q", 0, b"a")
