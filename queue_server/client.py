@@ -5,9 +5,11 @@ Reconnect rule (the same in AsyncQueueClient):
   connection meanwhile (it was killed, restarted, shut down). A closed or
   never-opened connection is replaced first: nothing of the request was sent,
   so any request goes on transparently to the primary found then.
-- Connecting tries every server of the list; reachable ones are asked
-  INTERCONNECT for their id and the lowest id wins (list order breaks ties).
-  Unreachable ones are skipped. With no server reachable it retries the list
+- Connecting tries every server of the list; reachable ones are sent
+  `AUTH <token>` (when a token is set) and asked INTERCONNECT for their id; the
+  lowest id wins (list order breaks ties, a server without an id ranks last).
+  With a single server no INTERCONNECT is sent. Unreachable servers are
+  skipped; with none reachable it retries the list
   `reconnect_attempts` more times, then raises ServerUnreachable.
 - Read-only requests (PING, TOTAL, STATS, RUNLIST) that lose the connection
   mid-way are repeated on a fresh connection.
@@ -16,7 +18,9 @@ Reconnect rule (the same in AsyncQueueClient):
   them. The next call reconnects.
 - A reply that does not come within `timeout_s` (or `call`'s own timeout)
   closes the connection and raises ReplyTimeout: a late reply would otherwise
-  be read as the answer to the next request.
+  be read as the answer to the next request. Blocking GETs wait without limit.
+- An error reply (QueueServerError) keeps the connection, except 413 and
+  `400 Line Too Long`, after which the server closes it.
 
 Not thread-safe: use one client per thread.
 """
@@ -319,7 +323,6 @@ class QueueClient:
         text = self._request(req.PING, parse_ok, read_only=True)
         if text != "PONG":
             raise BadReply(f"unexpected reply to PING: {text!r}")
-
 
     def _request(
         self,
