@@ -12,10 +12,11 @@ from config.models import QueueConfig
 from manager.model import HostCapacity, Plan, QueuePlan, QueueStats, SlotMap
 from manager.placement import place
 
-# Dead band, as a fraction of the current slot count: 30% at priority 0, narrowing as
-# 0.3 / (1 + priority), never below 2%.
+# Dead band, as a fraction of the current slot count. Up: 30% at priority 0, narrowing as
+# 0.3 / (1 + priority), never below 2%. Down: 30% whatever the priority.
 BASE_BAND = 0.3
 MIN_BAND = 0.02
+DOWN_BAND = 0.3
 # Each priority step doubles a queue's claim on contested capacity; bounded so that
 # 2 ** priority stays a finite float for any configured integer.
 MAX_WEIGHT_EXPONENT = 60
@@ -31,8 +32,17 @@ class Demand:
 
 
 def band_fraction(priority: int) -> float:
-    """Relative dead band of a queue: wide for unimportant queues, narrow for important ones."""
+    """Relative upward dead band: wide for unimportant queues, narrow for important ones."""
     return max(MIN_BAND, BASE_BAND / (1 + max(priority, 0)))
+
+
+def backlog_urgency(priority: int) -> float:
+    """How many windows' worth of slots a backlog asks for: 1 + priority, within 1 .. 15.
+
+    A queue wants its waiting jobs started within window / urgency: a minute at priority 0,
+    6 s at priority 9. Same shape as the dead band: important queues react sooner.
+    """
+    return BASE_BAND / band_fraction(priority)
 
 
 def priority_weight(priority: int) -> float:
@@ -50,9 +60,20 @@ def job_time_s(stats: QueueStats) -> float | None:
 
 
 def queue_demand(
-    stats: QueueStats, *, batch_size: int, current_slots: int, target_load: float
+    stats: QueueStats,
+    *,
+    batch_size: int,
+    current_slots: int,
+    target_load: float,
+    priority: int = 0,
 ) -> Demand:
-    """Load of a queue over the window, and the slots that would run it at target_load."""
+    """Load of a queue over the window, and the slots that would run it at target_load.
+
+    desired = current x load / target, where load = (busy + backlog time) / slot lifetime
+    and current is the larger of the slots now and their average over the window (a
+    queue that just lost slots is not judged by its reduced count). For the slot count the
+    backlog weighs backlog_urgency(priority) times: important queues clear it sooner.
+    """
     job_s = job_time_s(stats)
     if job_s is None:
         # Nothing ran in the window: keep what runs, and give waiting jobs one slot to learn
@@ -61,16 +82,20 @@ def queue_demand(
         load = math.inf if stats.waiting_jobs > 0 and stats.slot_lifetime_s <= 0 else 0.0
         return Demand(load=load, slots=slots)
     backlog_s = stats.waiting_jobs * job_s
-    work_s = stats.busy_s + backlog_s
-    if stats.slot_lifetime_s > 0:
-        load = work_s / stats.slot_lifetime_s
-    else:
-        load = math.inf if work_s > 0 else 0.0
+    urgent_backlog_s = backlog_s * backlog_urgency(priority)
     window_s = max(stats.window_s, EPSILON_SLOTS)
     # A batch goes to one slot: a backlog of n jobs keeps at most ceil(n / batch) slots busy.
-    backlog_slots = min(backlog_s / window_s, float(math.ceil(stats.waiting_jobs / batch_size)))
-    slots = (stats.busy_s / window_s + backlog_slots) / target_load
-    return Demand(load=load, slots=slots)
+    batches = float(math.ceil(stats.waiting_jobs / batch_size))
+    if stats.slot_lifetime_s <= 0:
+        # Work without slot lifetime (slots that died uncounted): per-window slot-seconds.
+        load = math.inf if stats.busy_s + backlog_s > 0 else 0.0
+        slots = (stats.busy_s / window_s + min(urgent_backlog_s / window_s, batches)) / target_load
+        return Demand(load=load, slots=slots)
+    load = (stats.busy_s + backlog_s) / stats.slot_lifetime_s
+    current = max(float(current_slots), stats.slot_lifetime_s / window_s)
+    busy_slots = current * stats.busy_s / stats.slot_lifetime_s
+    backlog_slots = min(current * urgent_backlog_s / stats.slot_lifetime_s, batches)
+    return Demand(load=load, slots=(busy_slots + backlog_slots) / target_load)
 
 
 def desired_count(
@@ -78,9 +103,13 @@ def desired_count(
 ) -> int:
     """Slots a queue should have, from its current count: no change inside the dead band."""
     frac = band_fraction(priority)
+    # Any demand above max_slots means max_slots; this also tames inf from a tiny lifetime.
+    demand_slots = min(demand_slots, max_slots + 1.0)
     upper = current_slots * (1 + frac)
+    # Down, every queue keeps the widest band: giving a slot back on a quiet minute only to
+    # take it again the next is churn, and in a full cluster each give-back is a move.
     # Measured from one slot below: right after rounding up, demand sits within 1 of count.
-    lower = (current_slots - 1) * (1 - frac)
+    lower = (current_slots - 1) * (1 - max(frac, DOWN_BAND))
     if demand_slots <= 0:
         target = 0
     elif lower <= demand_slots <= upper:
@@ -163,6 +192,7 @@ def plan(
             batch_size=config.batch_size,
             current_slots=counts.get(name, 0),
             target_load=target_load,
+            priority=config.priority,
         )
         desired[name] = desired_count(
             counts.get(name, 0),

@@ -22,6 +22,15 @@ def busy_stats(busy_slots: float, *, window_s: float = 60.0, waiting_jobs: int =
     )
 
 
+def running(slots: int, utilisation: float, *, window_s: float = 60.0) -> QueueStats:
+    """Stats of a queue that ran `slots` slots all window, busy that share of the time."""
+    lifetime_s = slots * window_s
+    busy_s = utilisation * lifetime_s
+    return QueueStats(
+        jobs_done=max(int(busy_s), 1), busy_s=busy_s, slot_lifetime_s=lifetime_s, window_s=window_s
+    )
+
+
 def hosts_of(count: int, capacity: int) -> list[HostCapacity]:
     return [HostCapacity(f"h{i}", capacity) for i in range(count)]
 
@@ -71,6 +80,22 @@ def test_max_slots_caps_a_queue_whatever_its_load() -> None:
     assert result.slot_map.counts() == {"q": 7}
 
 
+def test_a_saturated_queue_grows_by_its_load_over_the_target() -> None:
+    current = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(8)}})
+    stats = {"q": running(8, 1.0)}
+    queues = {"q": QueueConfig(priority=5)}
+    result = plan(current, queues, stats, hosts_of(1, 40), target_load=TARGET)
+    assert result.queues["q"].desired_slots == 10
+
+
+def test_a_queue_that_just_lost_slots_is_judged_by_its_average_over_the_window() -> None:
+    # Ran 10 slots at 80% all window; 4 died with their host: it needs 10 again, not 4.
+    current = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(6)}})
+    stats = {"q": running(10, TARGET)}
+    result = plan(current, {"q": QueueConfig()}, stats, hosts_of(1, 40), target_load=TARGET)
+    assert result.queues["q"].desired_slots == 10
+
+
 def test_a_second_plan_with_the_same_stats_moves_nothing() -> None:
     queues = {"a": QueueConfig(priority=2), "b": QueueConfig(min_slots=3)}
     stats = {"a": busy_stats(11.3), "b": busy_stats(0.5)}
@@ -83,30 +108,27 @@ def test_a_second_plan_with_the_same_stats_moves_nothing() -> None:
 
 def test_dead_band_keeps_the_map_under_noise_smaller_than_half_the_band() -> None:
     queues = {"low": QueueConfig(priority=0), "high": QueueConfig(priority=8)}
-    base = {"low": 13.7, "high": 21.2}
-    hosts = hosts_of(4, 30)
-    first = plan(
-        SlotMap.empty(), queues, {q: busy_stats(v) for q, v in base.items()}, hosts,
-        target_load=TARGET,
+    counts = {"low": 18, "high": 27}
+    current = SlotMap(
+        hosts={"h0": {f"h0:{i}": q for i, q in enumerate(q for q, n in counts.items()
+                                                      for _ in range(n))}}
     )
-    current = first.slot_map
     for step in range(40):
         sign = 1 if step % 2 else -1
         noisy = {
-            q: busy_stats(v * (1 + sign * 0.49 * band_fraction(queues[q].priority)))
-            for q, v in base.items()
+            q: running(n, TARGET * (1 + sign * 0.49 * band_fraction(queues[q].priority)))
+            for q, n in counts.items()
         }
-        result = plan(current, queues, noisy, hosts, target_load=TARGET)
+        result = plan(current, queues, noisy, hosts_of(1, 60), target_load=TARGET)
         assert result.moves == ()
-        current = result.slot_map
 
 
 def test_the_dead_band_narrows_as_priority_grows() -> None:
     assert band_fraction(0) > band_fraction(1) > band_fraction(5) >= band_fraction(100) > 0
     queues = {"low": QueueConfig(priority=0), "high": QueueConfig(priority=8)}
     current = SlotMap(hosts={"h0": {f"h0:{i}": "low" if i < 10 else "high" for i in range(20)}})
-    # Both queues now need 12.5 slots: 25% more than the 10 they run.
-    stats = {"low": busy_stats(10.0), "high": busy_stats(10.0)}
+    # Both queues ran 10 slots flat out: they need 12.5, 25% more than they have.
+    stats = {"low": running(10, 1.0), "high": running(10, 1.0)}
     result = plan(current, queues, stats, hosts_of(1, 40), target_load=TARGET)
     assert result.slot_map.counts() == {"low": 10, "high": 13}
 
@@ -134,7 +156,7 @@ def test_a_growing_queue_takes_idle_slots_of_a_lower_priority_queue_by_retargeti
 def test_idle_slots_stay_on_their_queue_while_nobody_needs_the_capacity() -> None:
     queues = {"q": QueueConfig()}
     current = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(8)}})
-    result = plan(current, queues, {"q": busy_stats(0.8)}, hosts_of(1, 10), target_load=TARGET)
+    result = plan(current, queues, {"q": running(8, 0.1)}, hosts_of(1, 10), target_load=TARGET)
     assert result.queues["q"].desired_slots == 1
     assert result.slot_map == current
 
