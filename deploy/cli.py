@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "slot.cli",
     "master.cli",
     "manager.cli",
+    "manager.sim_cli",
     "admin_ui.cli",
     "deploy.launcher",
 )
