@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import TYPE_CHECKING
 
 from queue_server import responses
 from queue_server.errors import ProtocolError
-from queue_server.protocol import MAX_LINE_BYTES, Parsed, parse_line
+from queue_server.protocol import INT64_MAX, INT64_MIN, MAX_LINE_BYTES, Parsed, parse_line
 from queue_server.waiters import Waiter
 
 if TYPE_CHECKING:
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
 # Unread input kept while a client is blocked or its replies are not being read.
 INPUT_HIGH_WATER = 4 * 1024 * 1024
 GRACEFUL_CLOSE_S = 0.5
+SIMPLE_PUT = re.compile(rb"PUT ([A-Za-z0-9_]{1,128}) (-?[0-9]{1,19}) ([0-9]{1,10})").fullmatch
 
 
 class Connection(asyncio.Protocol):
@@ -24,6 +26,7 @@ class Connection(asyncio.Protocol):
         self.buffer = bytearray()
         self.pending: Parsed | None = None  # a request waiting for its data block
         self.out: list[bytes] = []
+        self.dirty = False  # has replies waiting for the turn's flush
         self.authenticated = server.token is None
         self.waiter: Waiter | None = None
         self.closing = False  # no more requests are read
@@ -96,6 +99,19 @@ class Connection(asyncio.Protocol):
                 break
             line = bytes(buffer[position:end])
             position = newline + 1
+            if line[:4] == b"PUT " and self.authenticated:
+                # Fast path for the plain `PUT q p len` whose block is already here.
+                match = SIMPLE_PUT(line)
+                if match is not None:
+                    queue, raw_priority, raw_len = match.groups()
+                    data_len = int(raw_len)
+                    priority = int(raw_priority)
+                    if (position + data_len <= size and data_len <= server.settings.max_job_bytes
+                            and INT64_MIN <= priority <= INT64_MAX):
+                        data = bytes(buffer[position:position + data_len])
+                        position += data_len
+                        server.put_plain(self, queue.decode(), priority, data)
+                        continue
             if line and not line.isspace():
                 self._execute_line(line)
         if position:
@@ -134,13 +150,18 @@ class Connection(asyncio.Protocol):
 
     def write(self, reply: bytes) -> None:
         self.out.append(reply)
-        self.server.mark_dirty(self)
+        if not self.dirty:
+            self.dirty = True
+            self.server.mark_dirty(self)
 
     def write_parts(self, parts: list[bytes]) -> None:
         self.out.extend(parts)
-        self.server.mark_dirty(self)
+        if not self.dirty:
+            self.dirty = True
+            self.server.mark_dirty(self)
 
     def flush(self) -> None:
+        self.dirty = False
         transport = self.transport
         if transport is None or transport.is_closing():
             self.out.clear()

@@ -12,8 +12,8 @@ _NAME = re.compile(rb"[A-Za-z0-9_]{1,128}")
 _INT = re.compile(rb"-?[0-9]+")
 _UINT = re.compile(rb"[0-9]+")
 _SECONDS = re.compile(rb"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
 _KEYWORDS = frozenset((b"EXPIRE", b"THEN", b"COUNT"))
 
 
@@ -158,7 +158,7 @@ def parse_priority(raw: bytes) -> int:
     if _INT.fullmatch(raw) is None:
         raise bad_request("bad priority")
     value = int(raw)
-    if not _INT64_MIN <= value <= _INT64_MAX:
+    if not INT64_MIN <= value <= INT64_MAX:
         raise bad_request("priority out of 64-bit range")
     return value
 

@@ -86,6 +86,10 @@ class DoneResult:
     item_finished: bool = False
 
 
+NOT_FOUND = DoneResult(False)
+_DONE = {(finq, fini): DoneResult(True, finq, fini) for finq in (False, True) for fini in (False, True)}
+
+
 @dataclass(frozen=True, slots=True)
 class Totals:
     queues: int
@@ -305,6 +309,15 @@ class Store:
     ) -> list[Job]:
         """Hand out up to `count` jobs: each batch member chosen as a GET would choose."""
         jobs: list[Job] = []
+        if names is not None and len(names) == 1:  # the slot's case: one queue, one expiry
+            state = self.queues.get(names[0])
+            if state is None:
+                return jobs
+            expire_at = self._expiry(state, now, expire_s)
+            for _ in range(min(count, state.ready)):
+                priority, entry = self._pop_first(state)
+                jobs.append(self._hand_out(state, priority, entry, expire_at, then_done, last=False))
+            return jobs
         while len(jobs) < count:
             state = self.choose_queue(names)
             if state is None:
@@ -363,13 +376,13 @@ class Store:
         for job_id in ids:
             job = self.running.get(job_id)
             if job is None:
-                results.append(DoneResult(False))
+                results.append(NOT_FOUND)
                 continue
             found_ids.append(job_id)
             state = self._stop_running(job)
             state.done += 1
             item_finished = self._forget(state, job.item)
-            results.append(DoneResult(True, not state.holds_jobs, item_finished))
+            results.append(_DONE[not state.holds_jobs, item_finished])
         if found_ids:
             self.records.append(records.done(found_ids))
         return results
