@@ -1,0 +1,202 @@
+"""The simulator runs small scenarios fast, repeatably, and reports what the table needs."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from config.errors import ConfigError
+from deploy.cli import main
+from manager.baselines import HpaPolicy, StaticPolicy, fill, static_counts
+from manager.model import HostCapacity, MoveKind, QueueStats, SlotMap
+from manager.sim_scenario import Arrivals, Scenario, load_scenario
+from manager.simulate import EXPIRE, PlannerPolicy, Simulation, generate_jobs, simulate
+from manager.simulate_report import SimResult
+
+TINY = """
+name = "tiny"
+duration_s = 300
+seed = 7
+
+[[hosts]]
+prefix = "h"
+count = 3
+capacity_slots = 4
+
+[[failures]]
+at_s = 150
+share = 0.34
+
+[queues.urgent]
+priority = 9
+min_slots = 1
+batch_size = 1
+lock_timeout_s = 30
+job = { distribution = "exponential", mean_s = 0.5 }
+arrivals = { pattern = "bursty", rate_per_s = 1, burst_rate_per_s = 8, burst_every_s = 100, burst_length_s = 20, burst_offset_s = 40 }
+
+[queues.bulk]
+priority = 0
+batch_size = 5
+lock_timeout_s = 30
+job = { distribution = "lognormal", mean_s = 1.0, sigma = 0.5 }
+arrivals = { pattern = "steady", rate_per_s = 3, start_s = 50 }
+"""
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY)
+    return path
+
+
+def run_all(scenario: Scenario) -> dict[str, SimResult]:
+    results = simulate(
+        scenario, [PlannerPolicy(scenario), StaticPolicy(scenario), HpaPolicy(scenario)]
+    )
+    return {r.policy: r for r in results}
+
+
+def test_a_tiny_scenario_runs_fast_and_reports_every_field(tiny: Path) -> None:
+    scenario = load_scenario(tiny)
+    results = simulate(scenario, [PlannerPolicy(scenario), StaticPolicy(scenario),
+                                  HpaPolicy(scenario)])
+    assert [r.policy for r in results] == ["planner", "static", "hpa"]
+    for result in results:
+        assert set(result.queues) == {"urgent", "bulk"}
+        assert set(result.moves) == {"retarget", "spawn", "stop"}
+        assert 0 < result.utilisation <= 1
+        assert result.slots_mean > 0
+        for queue in result.queues.values():
+            assert queue.jobs > 0
+            assert 0 <= queue.wait_p50_s <= queue.wait_p95_s <= queue.wait_p99_s
+            assert queue.backlog_max >= queue.backlog_end >= 0
+            assert queue.backlog_mean >= 0
+    assert results[0].total_moves > 0
+
+
+def test_every_policy_sees_the_same_jobs(tiny: Path) -> None:
+    scenario = load_scenario(tiny)
+    jobs = {r.policy: {q: r.queues[q].jobs for q in r.queues} for r in run_all(scenario).values()}
+    assert jobs["planner"] == jobs["static"] == jobs["hpa"]
+
+
+def test_the_same_seed_gives_the_same_results_and_another_seed_does_not(tiny: Path) -> None:
+    scenario = load_scenario(tiny)
+    first = simulate(scenario, [PlannerPolicy(scenario)])[0]
+    again = simulate(scenario, [PlannerPolicy(scenario)])[0]
+    assert first.queues == again.queues and first.moves == again.moves
+    other = scenario.model_copy(update={"seed": 8})
+    assert simulate(other, [PlannerPolicy(other)])[0].queues != first.queues
+
+
+@pytest.mark.parametrize("lock_timeout_s", [30, 7200])
+def test_no_job_is_lost_or_counted_twice_when_a_host_dies(
+    tiny: Path, lock_timeout_s: int
+) -> None:
+    scenario = load_scenario(tiny)
+    queues = {
+        name: queue.model_copy(update={"lock_timeout_s": lock_timeout_s})
+        for name, queue in scenario.queues.items()
+    }
+    scenario = scenario.model_copy(update={"queues": queues})
+    assert len(scenario.failing_hosts(0)) == 1
+    jobs = generate_jobs(scenario)
+    simulation = Simulation(scenario, StaticPolicy(scenario), jobs)
+    result = simulation.run()
+    running = {q: 0 for q in queues}
+    for slot in simulation.slots.values():
+        running[slot.queue] += len(slot.batch)
+    locked = {q: 0 for q in queues}
+    for _, _, kind, queue, batch in simulation.events:
+        if kind == EXPIRE:
+            assert isinstance(queue, str) and isinstance(batch, list)
+            locked[queue] += len(batch)
+    for name, books in simulation.books.items():
+        accounted = books.done + len(books.waiting) + running[name] + locked[name]
+        assert accounted == len(jobs[name]) == result.queues[name].jobs
+    if lock_timeout_s > scenario.duration_s:
+        assert sum(locked.values()) > 0
+
+
+def test_the_cli_prints_json_with_the_promise(tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", str(tiny), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["high_priority_queue"] == "urgent"
+    assert [r["policy"] for r in data["results"]] == ["planner", "static", "hpa"]
+    assert set(data["results"][0]["queues"]["urgent"]) >= {
+        "wait_p50_s", "wait_p95_s", "wait_p99_s", "backlog_mean", "backlog_max",
+    }
+    assert set(data["promise"]) == {"p99_beats_baselines", "fewer_moves_than_hpa"}
+
+
+def test_the_cli_prints_tables(tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", str(tiny)]) == 0
+    out = capsys.readouterr().out
+    assert "| urgent | 9 | planner |" in out
+    assert "| planner |" in out and "| hpa |" in out
+
+
+def test_a_bad_scenario_names_the_key(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(TINY.replace("mean_s = 0.5", "mean_s = -1"))
+    with pytest.raises(ConfigError, match=r"queues\.urgent\.job\.mean_s"):
+        load_scenario(path)
+
+
+def test_arrival_patterns_follow_their_rates() -> None:
+    bursty = Arrivals(pattern="bursty", rate_per_s=1, burst_rate_per_s=10, burst_every_s=100,
+                      burst_length_s=10, burst_offset_s=5)
+    assert [bursty.rate_at(t) for t in (0, 5, 14.9, 15, 105)] == [1, 10, 10, 1, 10]
+    assert bursty.mean_rate(1000) == pytest.approx(1.9)
+    diurnal = Arrivals(pattern="diurnal", rate_per_s=10, amplitude=0.5, period_s=400)
+    assert diurnal.rate_at(100) == pytest.approx(15)
+    assert diurnal.mean_rate(400) == pytest.approx(10)
+    window = Arrivals(rate_per_s=4, start_s=10, stop_s=20)
+    assert [window.rate_at(t) for t in (9, 10, 19, 20)] == [0, 4, 4, 0]
+
+
+def test_generated_arrivals_match_the_rate_and_job_times_the_mean(tiny: Path) -> None:
+    scenario = load_scenario(tiny).model_copy(update={"duration_s": 3000})
+    jobs = generate_jobs(scenario)["bulk"]
+    assert len(jobs) == pytest.approx(3 * 2950, rel=0.05)
+    assert sum(size for _, size in jobs) / len(jobs) == pytest.approx(1.0, rel=0.05)
+
+
+def test_static_slots_are_sized_to_mean_demand_at_the_target_load(tiny: Path) -> None:
+    scenario = load_scenario(tiny)
+    # urgent: (1 + 7 x 20/100) x 0.5 s = 1.2 busy slots -> 2; bulk: 3 x 250/300 x 1 s -> 4.
+    assert static_counts(scenario) == {"urgent": 2, "bulk": 4}
+
+
+def test_the_baseline_placer_never_retargets_and_never_overfills() -> None:
+    current = SlotMap(hosts={"a": {"a:1": "x", "a:2": "x"}, "b": {"b:1": "y"}})
+    hosts = [HostCapacity("a", 2), HostCapacity("b", 3)]
+    moves = fill(current, {"x": 1, "y": 5}, hosts)
+    kinds = [m.kind for m in moves]
+    assert MoveKind.RETARGET not in kinds
+    assert kinds.count(MoveKind.STOP) == 1
+    assert kinds.count(MoveKind.SPAWN) == 3  # room for 3 more, not the 4 y wants
+
+
+def test_hpa_scales_down_only_to_the_highest_recommendation_of_five_minutes() -> None:
+    scenario = Scenario.model_validate(
+        {"name": "t", "duration_s": 10, "hosts": [{"count": 1, "capacity_slots": 50}],
+         "queues": {"q": {"job": {"mean_s": 1}, "arrivals": {"rate_per_s": 1}}}}
+    )
+    hpa = HpaPolicy(scenario)
+    hosts = [HostCapacity("host00", 50)]
+    current = SlotMap(hosts={"host00": {f"host00:{i}": "q" for i in range(10)}})
+
+    def stats(utilisation: float) -> dict[str, QueueStats]:
+        return {"q": QueueStats(jobs_done=100, busy_s=600 * utilisation, slot_lifetime_s=600)}
+
+    assert hpa.decide(0, current, stats(0.8), hosts) == []  # inside the 10% tolerance
+    spawned = hpa.decide(5, current, stats(1.2), hosts)
+    assert len(spawned) == math.ceil(10 * 1.2 / 0.8) - 10
+    # The map did not grow (the test keeps it at 10): a low load now must wait five minutes.
+    assert hpa.decide(10, current, stats(0.2), hosts) == []
+    assert len(hpa.decide(400, current, stats(0.2), hosts)) == 10 - 3
