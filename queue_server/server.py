@@ -194,8 +194,8 @@ class QueueServer:
         if deadline is not None and deadline <= time.time():
             first = len(self.store.records)
             self.store.fire_due(time.time())
-            self._record_for_links(first)
             self._settle()
+            self._record_for_links(first)
             self._request_flush()
 
     # ------------------------------------------------------------ dispatch
@@ -231,10 +231,10 @@ class QueueServer:
             first = len(self.store.records)  # never replicated onward
         else:
             self._control(conn, command)
-        self._record_for_links(first)
         store = self.store
         if store.woken or store.idled:
             self._settle()
+        self._record_for_links(first)
 
     def put_plain(self, conn: Connection, queue: str, priority: int, data: bytes) -> None:
         """`PUT q p len` without options: the hot path, same effects as `_put`."""
@@ -245,10 +245,10 @@ class QueueServer:
         first = len(store.records)
         store.put(queue, priority, data, None, time.time())
         conn.write(responses.OK)
-        if self.links:
-            self._record_for_links(first)
         if store.woken:
             self._settle()
+        if self.links:
+            self._record_for_links(first)
 
     def _put(self, conn: Connection, command: p.Put) -> None:
         if self.offline:
