@@ -22,6 +22,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="write the host report (JSON) here, replaced atomically every --report-interval-s",
     )
     parser.add_argument("--report-interval-s", type=float, default=1.0)
+    parser.add_argument(
+        "--manager",
+        metavar="ENDPOINT[,ENDPOINT]",
+        help="take the slot map from the manager here (e.g. tcp://127.0.0.1:7500); static map until then",
+    )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     parser.set_defaults(func=run)
 
@@ -29,12 +34,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
     config = load_config(args.config)
-    master = Master(
-        config,
+    options = dict(
         report_path=args.report_file,
         report_interval_s=args.report_interval_s,
         config_path=Path(args.config) if args.config else None,
     )
+    if args.manager:
+        from master.manager_link import ManagedMaster, parse_endpoints
+
+        master: Master = ManagedMaster(config, manager_endpoints=parse_endpoints(args.manager), **options)
+    else:
+        master = Master(config, **options)
     master.preload()
     # Until a manager assigns slots, the config's static map is the whole plan.
     master.apply_slot_map(config.master.static_slots)

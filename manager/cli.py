@@ -1,0 +1,117 @@
+"""`slotmap manager --config FILE`: wait to become the active manager, then plan the cluster."""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import time
+from types import FrameType
+
+import zmq
+
+from config.load import load_config
+from config.models import ClusterConfig
+from manager.leader import Lease, wait_for_lease
+from manager.link import ManagerSocket
+from manager.service import Manager, QueueStatsReader
+from manager.store import Store
+from master.manager_link import CurveKeys
+from queue_server.client import QueueClient
+
+log = logging.getLogger(__name__)
+
+LOG_FORMAT = "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"
+# The previous active manager's socket may linger a moment after its death.
+BIND_DEADLINE_S = 10.0
+BIND_RETRY_S = 0.2
+# Stats requests must not hold the loop past a master's liveness.
+QUEUE_SERVER_TIMEOUT_S = 2.0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "manager", help="run the manager: collect stats, plan the slot map, send it to the masters"
+    )
+    parser.add_argument("--config", help="cluster config (TOML); embedded defaults when omitted")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.set_defaults(func=run)
+
+
+class _StopFlag:
+    """SIGTERM/SIGINT only set the flag; the loops look at it."""
+
+    def __init__(self) -> None:
+        self.manager: Manager | None = None
+        self.stopping = False
+
+    def handle_stop(self, signum: int, frame: FrameType | None) -> None:
+        self.stopping = True
+        if self.manager is not None:
+            self.manager.stopping = True
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
+    config = load_config(args.config)
+    flag = _StopFlag()
+    signal.signal(signal.SIGTERM, flag.handle_stop)
+    signal.signal(signal.SIGINT, flag.handle_stop)
+    url = config.manager.database_url
+    lease = wait_for_lease(url, stopping=lambda: flag.stopping)
+    if lease is None:
+        log.info("stopped while standing by")
+        return 0
+    log.info("active manager: holding the %s", lease.description)
+    try:
+        return _run_active(config, flag, lease)
+    finally:
+        lease.release()
+
+
+def _run_active(config: ClusterConfig, flag: _StopFlag, lease: Lease) -> int:
+    store = Store.open(config.manager.database_url)
+    socket = _bind(config)
+    if socket is None:
+        store.close()
+        return 1
+    servers = config.queue_server.servers or config.queue_server.listen
+    client = QueueClient(
+        servers, token=config.queue_server.token, timeout_s=QUEUE_SERVER_TIMEOUT_S,
+        connect_timeout_s=1.0, reconnect_attempts=0,
+    )
+    manager = Manager(
+        config, store=store, socket=socket, stats_reader=QueueStatsReader(client), lease=lease,
+    )
+    flag.manager = manager
+    manager.stopping = flag.stopping
+    log.info("manager listening on %s for masters; queue server %s; database %s",
+             socket.endpoint, servers, _safe_url(config.manager.database_url))
+    try:
+        return manager.run()
+    finally:
+        client.close()
+        socket.close()
+        store.close()
+
+
+def _bind(config: ClusterConfig) -> ManagerSocket | None:
+    curve = CurveKeys.from_file(config.curve_secret_file) if config.curve_secret_file else None
+    deadline = time.monotonic() + BIND_DEADLINE_S
+    while True:
+        try:
+            return ManagerSocket(config.manager.listen, curve=curve)
+        except zmq.ZMQError as exc:
+            if exc.errno != zmq.EADDRINUSE or time.monotonic() >= deadline:
+                log.error("cannot listen on %s: %s", config.manager.listen, exc)
+                return None
+            time.sleep(BIND_RETRY_S)
+
+
+def _safe_url(url: str) -> str:
+    """The database URL without its password."""
+    head, sep, tail = url.rpartition("@")
+    if not sep:
+        return url
+    scheme, _, credentials = head.partition("://")
+    user = credentials.split(":", 1)[0]
+    return f"{scheme}://{user}@{tail}"

@@ -1,0 +1,262 @@
+"""The manager's history in SQL (manager/db.py tables): migrations, rows per plan, overrides, retention.
+
+Row builders are pure (plan and figures in, ORM objects out); Store does the I/O.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import delete, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from config.models import QueueConfig
+from manager.db import Event, HostSample, QueueOverride, QueueSample, SlotMapRow, make_engine
+from manager.model import Plan, SlotMap
+from manager.stats import Totals
+from master.lifecycle import Counter
+from master.report import HostReport
+from queue_server.replies import QueueStats as ServerQueueStats
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+# A load of inf (work waiting, no slot lived) is stored as this: SQL and JSON readers cope.
+MAX_STORED_LOAD = 1e6
+SECONDS_PER_DAY = 86400.0
+
+
+class EventKind(StrEnum):
+    """What the dashboard finds in events.kind."""
+
+    MANAGER_ACTIVE = "manager_active"
+    MASTER_JOINED = "master_joined"
+    MASTER_BACK = "master_back"
+    MASTER_RESTARTED = "master_restarted"
+    MASTER_LOST = "master_lost"
+    MASTER_LEFT = "master_left"
+    SLOTS_MOVED = "slots_moved"
+    OVERRIDE_APPLIED = "override_applied"
+    QUEUE_SERVER_UNREACHABLE = "queue_server_unreachable"
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    kind: EventKind
+    message: str
+    queue: str | None = None
+    host: str | None = None
+    actor: str = "manager"
+    detail: Mapping[str, object] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Override:
+    queue: str
+    paused: bool
+    min_slots: int | None
+    max_slots: int | None
+    updated_at_unix: float
+
+
+# Migrations
+
+
+def upgrade(engine: Engine) -> None:
+    """`alembic upgrade head` on this engine (creates every table on an empty database)."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+        connection.commit()
+
+
+def open_engine(url: str) -> Engine:
+    """An engine for `url`, creating the SQLite file's folder when needed."""
+    path = sqlite_path(url)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return make_engine(url)
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The database file of a sqlite:/// URL; None for other databases and in-memory SQLite."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix):
+        return None
+    path = url[len(prefix):].split("?", 1)[0]
+    if not path or path == ":memory:":
+        return None
+    return Path(path)
+
+
+# Row builders (pure)
+
+
+def queue_samples(
+    *,
+    at_unix: float,
+    plan: Plan,
+    queues: Mapping[str, QueueConfig],
+    paused: Iterable[str],
+    window: Mapping[str, Totals],
+    window_s: float,
+    interval: Mapping[str, Totals],
+    interval_s: float,
+    server: Mapping[str, ServerQueueStats],
+) -> list[QueueSample]:
+    paused = set(paused)
+    rows: list[QueueSample] = []
+    for name, figures in sorted(plan.queues.items()):
+        config = queues[name]
+        in_window = window.get(name, Totals())
+        in_interval = interval.get(name, Totals())
+        on_server = server.get(name)
+        rows.append(QueueSample(
+            at_unix=at_unix,
+            queue=name,
+            priority=config.priority,
+            min_slots=config.min_slots,
+            max_slots=config.max_slots,
+            slots_current=figures.slots,
+            slots_avg=in_window.slot_s / window_s if window_s > 0 else 0.0,
+            slots_desired=figures.desired_slots,
+            load=storable(figures.load),
+            waiting=on_server.ready if on_server else 0,
+            running=on_server.running if on_server else 0,
+            delayed=on_server.delayed if on_server else 0,
+            jobs_done=in_interval.jobs_done,
+            jobs_per_s=in_interval.jobs_done / interval_s if interval_s > 0 else 0.0,
+            mean_job_s=in_window.busy_s / in_window.jobs_done if in_window.jobs_done else 0.0,
+            errors=in_interval.errors,
+            paused=name in paused,
+        ))
+    return rows
+
+
+def host_samples(*, at_unix: float, reports: Sequence[tuple[HostReport, bool]]) -> list[HostSample]:
+    """One row per host: its last report and whether it is alive."""
+    return [
+        HostSample(
+            at_unix=at_unix,
+            host=report.host,
+            alive=alive,
+            capacity=report.capacity if alive else 0,
+            slots=len(report.slots) if alive else 0,
+            # HostReport carries no MemTotal yet: 0 until it does.
+            mem_total_bytes=0,
+            mem_available_bytes=report.mem_available_bytes,
+            master_pss_bytes=report.master_pss_bytes,
+            slots_pss_bytes=report.slots_pss_bytes,
+            avg_slot_bytes=report.avg_slot_bytes,
+            load_avg_1m=report.load_avg_1m,
+            recycled_for_memory=report.counters.get(Counter.RECYCLED_FOR_MEMORY, 0),
+            killed_hung=report.counters.get(Counter.KILLED_HUNG, 0),
+        )
+        for report, alive in reports
+    ]
+
+
+def slot_map_rows(*, at_unix: float, slot_map: SlotMap) -> list[SlotMapRow]:
+    rows: list[SlotMapRow] = []
+    for host in sorted(slot_map.hosts):
+        counts: dict[str, int] = {}
+        for queue in slot_map.hosts[host].values():
+            counts[queue] = counts.get(queue, 0) + 1
+        rows += [
+            SlotMapRow(at_unix=at_unix, host=host, queue=queue, slots=n)
+            for queue, n in sorted(counts.items())
+        ]
+    return rows
+
+
+def event_row(at_unix: float, event: NewEvent) -> Event:
+    return Event(
+        at_unix=at_unix,
+        kind=str(event.kind),
+        queue=event.queue,
+        host=event.host,
+        actor=event.actor,
+        message=event.message,
+        detail=dict(event.detail) if event.detail is not None else None,
+    )
+
+
+def storable(load: float) -> float:
+    if math.isnan(load):
+        return 0.0
+    return min(load, MAX_STORED_LOAD)
+
+
+# I/O
+
+
+class Store:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @classmethod
+    def open(cls, url: str, *, migrate: bool = True) -> Store:
+        engine = open_engine(url)
+        if migrate:
+            upgrade(engine)
+        return cls(engine)
+
+    def write(self, rows: Sequence[object]) -> None:
+        """Add every row in one transaction."""
+        with Session(self.engine) as session, session.begin():
+            session.add_all(rows)
+
+    def add_events(self, at_unix: float, events: Iterable[NewEvent]) -> None:
+        rows = [event_row(at_unix, event) for event in events]
+        if rows:
+            self.write(rows)
+
+    def overrides(self) -> dict[str, Override]:
+        with Session(self.engine) as session:
+            return {
+                row.queue: Override(row.queue, row.paused, row.min_slots, row.max_slots,
+                                    row.updated_at_unix)
+                for row in session.scalars(select(QueueOverride))
+            }
+
+    def prune(self, *, now_unix: float, retention_days: float) -> int:
+        """Delete history older than retention_days; the number of rows deleted."""
+        cutoff = now_unix - retention_days * SECONDS_PER_DAY
+        deleted = 0
+        with Session(self.engine) as session, session.begin():
+            for table in (QueueSample, HostSample, SlotMapRow, Event):
+                result = session.execute(delete(table).where(table.at_unix < cutoff))
+                deleted += int(getattr(result, "rowcount", 0) or 0)
+        return deleted
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def apply_overrides(
+    queues: Mapping[str, QueueConfig], overrides: Mapping[str, Override]
+) -> dict[str, QueueConfig]:
+    """The queue config with the admin's runtime changes: paused -> at most 0 slots."""
+    result: dict[str, QueueConfig] = {}
+    for name, config in queues.items():
+        override = overrides.get(name)
+        if override is None:
+            result[name] = config
+            continue
+        max_slots = config.max_slots if override.max_slots is None else max(override.max_slots, 0)
+        min_slots = config.min_slots if override.min_slots is None else max(override.min_slots, 0)
+        if override.paused:
+            max_slots = 0
+        result[name] = config.model_copy(
+            update={"min_slots": min(min_slots, max_slots), "max_slots": max_slots}
+        )
+    return result

@@ -1,0 +1,301 @@
+"""The master's end of the manager link: frames, Paranoid Pirate heartbeats, a polled DEALER.
+
+The master (a DEALER) sends its HostReport every heartbeat; the manager (a ROUTER) sends
+back a heartbeat carrying this host's part of the slot map, or None while it has not
+planned for us yet. After `liveness` silent intervals the master drops the socket and
+reconnects with exponential backoff; meanwhile it keeps running its last map.
+The master is the lower layer, so this module owns both frame formats.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum, auto
+from pathlib import Path
+from typing import Any
+
+import zmq
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from config.models import ClusterConfig
+from master.arbiter import Master
+from master.reconciler import SlotAssignment
+from master.report import HostReport
+
+log = logging.getLogger(__name__)
+
+BACKOFF_INITIAL_INTERVALS = 1
+BACKOFF_MAX_INTERVALS = 32
+
+
+class LinkFrameError(ValueError):
+    """A manager-link frame that does not decode."""
+
+
+class _Frame(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def encode(self) -> bytes:
+        return self.model_dump_json().encode()
+
+
+class MasterFrame(_Frame):
+    """Master -> manager, every heartbeat: the host report. `leaving` says goodbye."""
+
+    report: HostReport
+    leaving: bool = False
+
+    @classmethod
+    def decode(cls, frame: bytes) -> MasterFrame:
+        try:
+            return cls.model_validate_json(frame)
+        except ValidationError as exc:
+            raise LinkFrameError(f"bad MasterFrame ({len(frame)} bytes): {exc}") from exc
+
+
+class ManagerFrame(_Frame):
+    """Manager -> master, every heartbeat: this host's slots (slot number -> queue).
+
+    None means "no plan for you yet: keep what you run"; the manager sends it until it
+    has rebuilt its view of the host from the host's reports.
+    """
+
+    manager_pid: int = Field(ge=1)
+    slots: dict[int, str] | None = None
+
+    @classmethod
+    def decode(cls, frame: bytes) -> ManagerFrame:
+        try:
+            return cls.model_validate_json(frame)
+        except ValidationError as exc:
+            raise LinkFrameError(f"bad ManagerFrame ({len(frame)} bytes): {exc}") from exc
+
+
+# Pure: the heartbeat and reconnect schedule, clock passed in.
+
+
+class LinkState(StrEnum):
+    # Socket open; the manager was heard within liveness intervals (or we just connected).
+    CONNECTED = auto()
+    # Socket closed after silence; reconnect at `reconnect_at`.
+    WAITING = auto()
+
+
+class LinkAction(StrEnum):
+    CONNECT = auto()
+    DISCONNECT = auto()
+    SEND_REPORT = auto()
+
+
+@dataclass(slots=True)
+class Heartbeats:
+    """Paranoid Pirate, master side: heartbeat every interval, reconnect after `liveness`
+    silent intervals, waiting backoff_initial_s, doubling up to backoff_max_s. Any frame
+    from the manager resets the backoff."""
+
+    interval_s: float
+    liveness: int
+    backoff_initial_s: float
+    backoff_max_s: float
+    state: LinkState = LinkState.WAITING
+    expires_at: float = float("-inf")
+    send_at: float = float("-inf")
+    reconnect_at: float = float("-inf")
+    backoff_s: float = field(default=0.0)
+
+    def __post_init__(self) -> None:
+        self.backoff_s = self.backoff_s or self.backoff_initial_s
+
+    @classmethod
+    def for_interval(cls, interval_s: float, liveness: int) -> Heartbeats:
+        """Backoff 1 .. 32 intervals: 1 s .. 32 s at the default 1 s heartbeat."""
+        return cls(
+            interval_s=interval_s,
+            liveness=liveness,
+            backoff_initial_s=interval_s * BACKOFF_INITIAL_INTERVALS,
+            backoff_max_s=interval_s * BACKOFF_MAX_INTERVALS,
+        )
+
+    def on_frame(self, now: float) -> None:
+        if self.state is LinkState.CONNECTED:
+            self.expires_at = now + self.interval_s * self.liveness
+            self.backoff_s = self.backoff_initial_s
+
+    def tick(self, now: float) -> list[LinkAction]:
+        if self.state is LinkState.WAITING:
+            if now < self.reconnect_at:
+                return []
+            self.state = LinkState.CONNECTED
+            self.expires_at = now + self.interval_s * self.liveness
+            self.send_at = now + self.interval_s
+            return [LinkAction.CONNECT, LinkAction.SEND_REPORT]
+        if now >= self.expires_at:
+            self.state = LinkState.WAITING
+            self.reconnect_at = now + self.backoff_s
+            self.backoff_s = min(self.backoff_s * 2, self.backoff_max_s)
+            return [LinkAction.DISCONNECT]
+        if now >= self.send_at:
+            # Keep the rhythm, but never send a burst after a stall.
+            self.send_at = max(self.send_at + self.interval_s, now)
+            return [LinkAction.SEND_REPORT]
+        return []
+
+
+# I/O: the DEALER socket.
+
+
+@dataclass(frozen=True, slots=True)
+class CurveKeys:
+    """CURVE with one shared secret: the manager serves with it, masters present it too,
+    and the manager admits only that public key (see manager/link.py)."""
+
+    public: bytes
+    secret: bytes
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> CurveKeys:
+        secret = Path(path).read_bytes().strip()
+        return cls(public=zmq.curve_public(secret), secret=secret)
+
+
+class ManagerLink:
+    """A DEALER to the manager (one or more endpoints: the active one answers), polled per tick."""
+
+    def __init__(
+        self,
+        endpoints: Sequence[str],
+        heartbeats: Heartbeats,
+        *,
+        curve: CurveKeys | None = None,
+        context: zmq.Context[Any] | None = None,
+    ) -> None:
+        self.endpoints = list(endpoints)
+        self.heartbeats = heartbeats
+        self.curve = curve
+        self._context = context or zmq.Context.instance()
+        self.socket: zmq.Socket[bytes] | None = None
+        self.manager_pid: int | None = None
+
+    def poll(self, now: float, report: Callable[[], HostReport]) -> list[ManagerFrame]:
+        """Run due heartbeat actions, then take every frame waiting (never blocks).
+        `report` is called only when a heartbeat is due."""
+        for action in self.heartbeats.tick(now):
+            self._perform(action, report, now)
+        return self._receive(now)
+
+    def say_goodbye(self, report: HostReport) -> None:
+        if self.socket is not None and self.heartbeats.state is LinkState.CONNECTED:
+            self._send(MasterFrame(report=report, leaving=True))
+
+    def close(self) -> None:
+        if self.socket is not None:
+            self.socket.close(linger=0)
+            self.socket = None
+
+    def _perform(self, action: LinkAction, report: Callable[[], HostReport], now: float) -> None:
+        match action:
+            case LinkAction.CONNECT:
+                self._connect()
+            case LinkAction.DISCONNECT:
+                log.warning(
+                    "manager silent for %d heartbeats; reconnecting in %.1f s, keeping the last slot map",
+                    self.heartbeats.liveness, self.heartbeats.reconnect_at - now,
+                )
+                self.close()
+            case LinkAction.SEND_REPORT:
+                self._send(MasterFrame(report=report()))
+
+    def _connect(self) -> None:
+        self.close()
+        socket = self._context.socket(zmq.DEALER)
+        socket.setsockopt(zmq.LINGER, 0)
+        # Queue nothing for a manager that is not there: stale reports are worse than none.
+        socket.setsockopt(zmq.IMMEDIATE, 1)
+        socket.setsockopt(zmq.SNDHWM, 10)
+        if self.curve is not None:
+            socket.curve_secretkey = self.curve.secret
+            socket.curve_publickey = self.curve.public
+            socket.curve_serverkey = self.curve.public
+        for endpoint in self.endpoints:
+            socket.connect(endpoint)
+        self.socket = socket
+
+    def _send(self, frame: MasterFrame) -> None:
+        if self.socket is None:
+            return
+        try:
+            self.socket.send(frame.encode(), zmq.NOBLOCK)
+        except zmq.Again:
+            log.debug("no manager connection yet; this heartbeat is dropped")
+
+    def _receive(self, now: float) -> list[ManagerFrame]:
+        frames: list[ManagerFrame] = []
+        while self.socket is not None:
+            try:
+                data = self.socket.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                break
+            try:
+                frame = ManagerFrame.decode(data)
+            except LinkFrameError as exc:
+                log.warning("dropping a frame from the manager: %s", exc)
+                continue
+            self.heartbeats.on_frame(now)
+            if frame.manager_pid != self.manager_pid:
+                log.info("manager pid %d answers", frame.manager_pid)
+                self.manager_pid = frame.manager_pid
+            frames.append(frame)
+        return frames
+
+
+class ManagedMaster(Master):
+    """A master that takes its slot map from the manager (its tick also polls the link)."""
+
+    def __init__(self, config: ClusterConfig, *, manager_endpoints: Sequence[str], **kwargs: Any) -> None:
+        super().__init__(config, **kwargs)
+        curve = CurveKeys.from_file(config.curve_secret_file) if config.curve_secret_file else None
+        self.manager_link = ManagerLink(
+            manager_endpoints,
+            Heartbeats.for_interval(
+                config.manager.heartbeat_interval_s, config.manager.heartbeat_liveness
+            ),
+            curve=curve,
+        )
+        self.manager_slots: dict[int, str] | None = None
+
+    def tick(self, now: float) -> None:
+        super().tick(now)
+        if self.stopping:
+            return
+        for frame in self.manager_link.poll(now, lambda: self.report(now)):
+            if frame.slots is not None and frame.slots != self.manager_slots:
+                log.info("slot map from the manager: %s", _describe(frame.slots))
+                self.manager_slots = dict(frame.slots)
+                self.apply_slot_map(SlotAssignment(slots=self.manager_slots))
+
+    def handle_stop(self, now: float) -> None:
+        if not self.stopping:
+            self.manager_link.say_goodbye(self.report(now))
+        super().handle_stop(now)
+
+    def run(self) -> int:
+        try:
+            return super().run()
+        finally:
+            self.manager_link.close()
+
+
+def parse_endpoints(value: str) -> list[str]:
+    """`tcp://a:7500,tcp://b:7500` -> the endpoints (the active manager and its standby)."""
+    endpoints = [part.strip() for part in value.split(",") if part.strip()]
+    if not endpoints:
+        raise ValueError(f"no manager endpoint in {value!r}")
+    return endpoints
+
+
+def _describe(slots: dict[int, str]) -> str:
+    counts: dict[str, int] = {}
+    for queue in slots.values():
+        counts[queue] = counts.get(queue, 0) + 1
+    return ", ".join(f"{queue} x{n}" for queue, n in sorted(counts.items())) or "no slots"
