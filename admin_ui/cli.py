@@ -1,0 +1,52 @@
+"""`slotmap admin --config FILE`: serve the dashboard, JSON API and /metrics (default http://127.0.0.1:8400)."""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+
+import uvicorn
+
+from admin_ui.app import create_app
+from admin_ui.settings import AdminSettings
+from config.load import load_config
+from config.models import parse_host_port
+from manager.db import make_engine
+
+LOG_FORMAT = "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"
+TOKEN_ENV = "SLOTMAP_ADMIN_TOKEN"
+log = logging.getLogger("slotmap.admin")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "admin", help="serve the dashboard: queues, slot map, hosts, events, JSON API, /metrics"
+    )
+    parser.add_argument("--config", help="cluster config (TOML); embedded defaults when omitted")
+    parser.add_argument("--listen", metavar="HOST:PORT", help="default [admin] listen, 127.0.0.1:8400")
+    parser.add_argument("--database-url", help="default [manager] database_url")
+    parser.add_argument(
+        "--protect-reads", action="store_true",
+        help="with a token, reading pages, the API and /metrics needs it too (default: anyone may read)",
+    )
+    parser.add_argument("--refresh-s", type=float, default=5.0,
+                        help="how often open pages fetch fresh numbers (0: never)")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
+    config = load_config(args.config)
+    host, port = parse_host_port(args.listen or config.admin.listen)
+    database_url = args.database_url or config.manager.database_url
+    # The environment beats the file so a token need not sit in a world-readable config.
+    token = os.environ.get(TOKEN_ENV) or config.admin.token
+    settings = AdminSettings.from_config(config, token=token, protect_reads=args.protect_reads,
+                                         refresh_s=args.refresh_s)
+    app = create_app(make_engine(database_url), settings)
+    log.info("dashboard on http://%s:%d/ reading %s (%s)", host, port, database_url.split("@")[-1],
+             "read-only: no admin token" if token is None else "actions need the admin token")
+    uvicorn.run(app, host=host, port=port, log_level=args.log_level.lower(), access_log=False,
+                log_config=None)
+    return 0

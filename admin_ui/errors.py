@@ -1,0 +1,36 @@
+"""Errors of the dashboard's actions; each carries the HTTP status the API answers with."""
+from __future__ import annotations
+
+
+class AdminError(Exception):
+    status_code = 400
+
+
+class UnknownQueue(AdminError):
+    """No such queue in the config nor in the manager's samples."""
+
+    status_code = 404
+
+
+class InvalidLimits(AdminError):
+    """min_slots would end up above max_slots."""
+
+    status_code = 422
+
+
+class DatabaseNotReady(AdminError):
+    """The manager has not created its tables yet, or the database cannot be opened."""
+
+    status_code = 503
+
+
+class NotAuthenticated(AdminError):
+    """The request carries no valid token (Bearer, HTTP basic password or login cookie)."""
+
+    status_code = 401
+
+
+class ActionsDisabled(AdminError):
+    """No admin token is configured, so the dashboard is read-only for everyone."""
+
+    status_code = 403

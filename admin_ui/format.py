@@ -1,0 +1,77 @@
+"""How numbers look on the pages; static/app.js formats live updates the same way (keep both in step)."""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+DASH = "\u2013"
+KIB = 1024
+MIB = KIB * 1024
+GIB = MIB * 1024
+
+
+def _round_to(value: float, digits: int) -> float:
+    """Half away from zero for positives, like JS Math.floor(v * 10**d + 0.5) / 10**d."""
+    scale = 10**digits
+    return math.floor(value * scale + 0.5) / scale
+
+
+def fmt_int(value: float) -> str:
+    return f"{math.floor(value + 0.5):,}"
+
+
+def fmt_pct(value: float) -> str:
+    return f"{math.floor(value * 100 + 0.5)}%"
+
+
+def fmt_f1(value: float) -> str:
+    return f"{_round_to(value, 1):.1f}"
+
+
+def fmt_f2(value: float) -> str:
+    return f"{_round_to(value, 2):.2f}"
+
+
+def fmt_secs(value: float) -> str:
+    if value < 1:
+        return f"{math.floor(value * 1000 + 0.5)} ms"
+    return f"{_round_to(value, 1):.1f} s"
+
+
+def fmt_bytes(value: float) -> str:
+    for unit, size in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
+        if value >= size:
+            return f"{_round_to(value / size, 1):.1f} {unit}"
+    return f"{round(value)} B"
+
+
+def fmt_cell(value: float) -> str:
+    """A slot-map cell: empty for no slots, so the filled cells stand out."""
+    return "" if value == 0 else fmt_int(value)
+
+
+def fmt_time(at_unix: float) -> str:
+    """UTC to the second (truncated, as JS Date does)."""
+    return datetime.fromtimestamp(math.floor(at_unix), UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def fmt_age(seconds: float) -> str:
+    if seconds < 60:
+        return f"{math.floor(seconds)} s ago"
+    if seconds < 3600:
+        return f"{math.floor(seconds / 60)} min ago"
+    return f"{math.floor(seconds / 3600)} h ago"
+
+
+FORMATTERS: dict[str, Callable[[float], str]] = {
+    "int": fmt_int, "pct": fmt_pct, "f1": fmt_f1, "f2": fmt_f2, "secs": fmt_secs,
+    "bytes": fmt_bytes, "cell": fmt_cell, "time": fmt_time, "age": fmt_age,
+}
+
+
+def fmt(value: float | None, kind: str) -> str:
+    """`kind` is a key of FORMATTERS; None shows as a dash."""
+    if value is None:
+        return DASH
+    return FORMATTERS[kind](value)

@@ -1,0 +1,158 @@
+"""Prometheus exposition: per-queue and per-host gauges from the newest samples, counters summed from history."""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from sqlalchemy import func, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from admin_ui import views
+from manager.db import Event, QueueSample
+
+# (metric suffix, QueueSample attribute, help)
+QUEUE_GAUGES = (
+    ("priority", "priority", "Configured priority of the queue."),
+    ("min_slots", "min_slots", "Minimum slots the manager keeps for the queue."),
+    ("max_slots", "max_slots", "Maximum slots the manager gives the queue."),
+    ("slots", "slots_current", "Slots working on the queue now."),
+    ("slots_avg", "slots_avg", "Average slots over the manager's stats window."),
+    ("slots_desired", "slots_desired", "Slots the manager wants for the queue."),
+    ("load_ratio", "load", "Load: (processing + backlog time) / slot time; 1 = 100%."),
+    ("jobs_waiting", "waiting", "Ready jobs waiting in the queue."),
+    ("jobs_locked", "running", "Jobs handed out and locked (being processed)."),
+    ("jobs_delayed", "delayed", "Jobs delayed until a later activation time."),
+    ("jobs_per_second", "jobs_per_s", "Jobs done per second over the last interval."),
+    ("job_seconds_mean", "mean_job_s", "Mean processing time of a job."),
+    ("paused", "paused", "1 when the queue is paused."),
+    ("sample_timestamp_seconds", "at_unix", "Unix time of the queue's newest sample."),
+)
+HOST_GAUGES = (
+    ("up", "alive", "1 while the host's master reports to the manager."),
+    ("capacity_slots", "capacity", "Slots the host can run (memory, load, configured maximum)."),
+    ("slots", "slots", "Slots running on the host."),
+    ("memory_total_bytes", "mem_total_bytes", "Total memory of the host."),
+    ("memory_available_bytes", "mem_available_bytes", "MemAvailable of the host."),
+    ("master_pss_bytes", "master_pss_bytes", "PSS of the master process."),
+    ("slots_pss_bytes", "slots_pss_bytes", "PSS of all slots together."),
+    ("avg_slot_bytes", "avg_slot_bytes", "Average slot size: (master + slots PSS) / slots."),
+    ("load_average_1m", "load_avg_1m", "One-minute load average."),
+)
+HOST_COUNTERS = (
+    ("slots_recycled_for_memory", "recycled_for_memory",
+     "Slots that exited over their Private_Dirty limit (since the master started)."),
+    ("slots_killed_hung", "killed_hung", "Slots killed for missing beacons (since the master started)."),
+)
+
+
+class _Totals:
+    """Counters summed from rows newer than the last seen id, so they only grow while we run."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.sample_id = 0
+        self.event_id = 0
+        self.jobs_done: dict[str, float] = {}
+        self.errors: dict[str, float] = {}
+        self.events: dict[str, float] = {}
+
+    def advance(self, session: Session) -> None:
+        with self.lock:
+            rows = session.execute(
+                select(QueueSample.queue, func.sum(QueueSample.jobs_done), func.sum(QueueSample.errors),
+                       func.max(QueueSample.id))
+                .where(QueueSample.id > self.sample_id).group_by(QueueSample.queue)
+            )
+            for queue, done, errors, last_id in rows:
+                self.jobs_done[queue] = self.jobs_done.get(queue, 0) + float(done or 0)
+                self.errors[queue] = self.errors.get(queue, 0) + float(errors or 0)
+                self.sample_id = max(self.sample_id, int(last_id))
+            for kind, count, last_id in session.execute(
+                select(Event.kind, func.count(), func.max(Event.id))
+                .where(Event.id > self.event_id).group_by(Event.kind)
+            ):
+                self.events[kind] = self.events.get(kind, 0) + float(count)
+                self.event_id = max(self.event_id, int(last_id))
+
+
+class DashboardCollector(Collector):
+    """Reads the database at every scrape (one short read transaction)."""
+
+    def __init__(self, engine: Engine, *, forget_after_s: float, clock: Callable[[], float]) -> None:
+        self.engine = engine
+        self.forget_after_s = forget_after_s
+        self.clock = clock
+        self.totals = _Totals()
+
+    def collect(self) -> Iterator[Metric]:
+        with Session(self.engine) as session:
+            if views.missing_tables(session):
+                return
+            self.totals.advance(session)
+            yield from self._queue_metrics(session)
+            yield from self._host_metrics(session)
+            yield from self._counters()
+
+    def _queue_metrics(self, session: Session) -> Iterator[Metric]:
+        samples = views.latest_queue_samples(session, forget_after_s=self.forget_after_s)
+        for suffix, attribute, text in QUEUE_GAUGES:
+            family = GaugeMetricFamily(f"slotmap_queue_{suffix}", text, labels=["queue"])
+            for sample in samples:
+                family.add_metric([sample.queue], float(getattr(sample, attribute)))
+            yield family
+        newest = max((sample.at_unix for sample in samples), default=None)
+        age = GaugeMetricFamily("slotmap_data_age_seconds",
+                                "Seconds since the manager's newest queue sample.")
+        if newest is not None:
+            age.add_metric([], max(0.0, self.clock() - newest))
+        yield age
+
+    def _host_metrics(self, session: Session) -> Iterator[Metric]:
+        hosts = views.latest_host_samples(session, forget_after_s=self.forget_after_s)
+        for suffix, attribute, text in HOST_GAUGES:
+            family = GaugeMetricFamily(f"slotmap_host_{suffix}", text, labels=["host"])
+            for host in hosts:
+                family.add_metric([host.host], float(getattr(host, attribute)))
+            yield family
+        for suffix, attribute, text in HOST_COUNTERS:
+            counter = CounterMetricFamily(f"slotmap_host_{suffix}", text, labels=["host"])
+            for host in hosts:
+                counter.add_metric([host.host], float(getattr(host, attribute)))
+            yield counter
+        cells = GaugeMetricFamily("slotmap_slot_map_slots", "Slots the current slot map gives a queue on a host.",
+                                  labels=["host", "queue"])
+        for row in views.slot_map_rows(session):
+            cells.add_metric([row.host, row.queue], float(row.slots))
+        yield cells
+
+    def _counters(self) -> Iterator[Metric]:
+        totals = self.totals
+        done = CounterMetricFamily("slotmap_queue_jobs_done", "Jobs done (summed from the manager's samples).",
+                                   labels=["queue"])
+        errors = CounterMetricFamily("slotmap_queue_errors", "Job errors (summed from the manager's samples).",
+                                     labels=["queue"])
+        events = CounterMetricFamily("slotmap_events", "Manager and admin events recorded, by kind.",
+                                     labels=["kind"])
+        with totals.lock:
+            for queue, value in sorted(totals.jobs_done.items()):
+                done.add_metric([queue], value)
+            for queue, value in sorted(totals.errors.items()):
+                errors.add_metric([queue], value)
+            for kind, value in sorted(totals.events.items()):
+                events.add_metric([kind], value)
+        yield from (done, errors, events)
+
+
+def make_registry(engine: Engine, *, forget_after_s: float, clock: Callable[[], float]) -> CollectorRegistry:
+    """A registry of its own (not the process-global one), so several apps can live in one test run."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(DashboardCollector(engine, forget_after_s=forget_after_s, clock=clock))
+    return registry
+
+
+def exposition(registry: CollectorRegistry) -> bytes:
+    return generate_latest(registry)

@@ -1,0 +1,56 @@
+"""Fixtures: a real SQLite file filled through manager.db's models, and the dashboard app over it."""
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import admin_sample
+import pytest
+from admin_testing import MakeClient, TestClient, sample_settings
+from sqlalchemy.engine import Engine
+
+from admin_ui.app import create_app
+from manager.db import make_engine
+
+
+@pytest.fixture(scope="session")
+def _sample_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("admin_sample") / "slotmap.db"
+    admin_sample.make_database(path)
+    return path
+
+
+@pytest.fixture
+def database_url(_sample_file: Path, tmp_path: Path) -> str:
+    """A private copy of the sample database (tests may write to it)."""
+    path = tmp_path / "slotmap.db"
+    shutil.copyfile(_sample_file, path)
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    engine = make_engine(database_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def make_client(engine: Engine) -> Iterator[MakeClient]:
+    """Factory: make_client(token=..., protect_reads=...) -> a TestClient over the sample database."""
+    clients: list[TestClient] = []
+
+    def make(**overrides: object) -> TestClient:
+        client = TestClient(create_app(engine, sample_settings(**overrides)))
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.close()
+
+
+@pytest.fixture
+def client(make_client: MakeClient) -> TestClient:
+    return make_client()
