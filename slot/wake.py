@@ -5,6 +5,9 @@ recv() with EINTR and the Python handler raises `Woken`, which the client answer
 dropping the connection. The server then drops the GETB waiter, so no job goes to it.
 The handler raises only while the main thread is in `waiting()`; anywhere else (in a
 handler, in DONE) the signal only leaves a flag, seen at the next step.
+A signal landing in the instant between a reply's arrival and the end of the wait drops
+that reply: its jobs stay locked until their lock time, then run elsewhere (delivery
+stays at least once; only a stop or retarget racing a job's arrival can cause this).
 """
 from __future__ import annotations
 

@@ -41,8 +41,8 @@ def test_a_slot_stuck_in_python_past_the_lock_time_is_killed_and_its_job_comes_b
     master.wait_running("sleepy", 2)
     log = put_numbered(master, "sleepy", 3, tmp_path)
     hung_pid = int(poll_until(lambda: lines_starting(log, "hang"), what="a slot hanging")[0])
-    report = master.wait_report(lambda r: r.counters.get(Counter.KILLED_HUNG, 0) == 1, what="hung slot killed")
-    assert hung_pid not in [s.pid for s in report.slots]
+    master.wait_report(lambda r: r.counters.get(Counter.KILLED_HUNG, 0) == 1
+                       and hung_pid not in [s.pid for s in r.slots], what="hung slot killed and reaped")
     poll_until(lambda: all_done(log, 3), what="the hung job done by another slot")
     assert "past the lock time" in master.log_text()
     master.wait_running("sleepy", 2)
@@ -63,8 +63,9 @@ def test_a_frozen_slot_stops_beaconing_and_is_killed_after_the_missed_beacons(
     # 3 missed beacons of 100 ms, plus the report's own 100 ms period and scheduling slack.
     assert time.monotonic() - stopped_at < 2.0
     assert "no beacon for" in master.log_text()
-    report = master.wait_running("frozen", 1)
-    assert frozen_pid not in [s.pid for s in report.slots]
+    master.wait_report(lambda r: frozen_pid not in [s.pid for s in r.slots]
+                       and sum(1 for s in r.slots if s.state == "running") == 1,
+                       what="frozen slot reaped and replaced")
 
 
 def test_kill_9_of_a_slot_mid_batch_loses_no_job(start_master: StartMaster, tmp_path: Path) -> None:

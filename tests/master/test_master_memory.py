@@ -85,3 +85,20 @@ def test_a_slot_that_leaks_is_recycled_on_private_dirty_and_loses_no_job(
     assert sorted(int(line.split()[1]) for line in lines) == list(range(30))
     assert "recycled for memory" in master.log_text()
     assert report.counters.get(Counter.CRASHED, 0) == 0
+
+
+def test_a_slot_past_the_hard_memory_limit_is_killed_by_the_master(
+    start_master: StartMaster, tmp_path: Path
+) -> None:
+    # The slot's own limit is out of reach: only the master's hard limit can stop it.
+    master = start_master(
+        modules=["sm_test_behaviours"], static_slots={"leaky": 1}, hard_memory_limit_bytes=30 * MB,
+        queues={"leaky": {"private_dirty_limit_bytes": 10**12, "lock_timeout_s": 1.0}},
+    )
+    first = master.wait_running("leaky", 1).slots[0].pid
+    log = tmp_path / "leaky.log"
+    master.client().put_many("leaky", [json.dumps({"log": str(log), "n": n}) for n in range(40)])
+    master.wait_report(lambda r: r.counters.get(Counter.KILLED_OVER_MEMORY, 0) >= 1
+                       and first not in [s.pid for s in r.slots],
+                       what="the slot killed over the hard limit and reaped")
+    assert "over the hard limit" in master.log_text()
