@@ -222,3 +222,49 @@ def test_getb_reply_line_matches_the_get_format(queue_server):
     line = waiter.line()
     assert re.fullmatch(rb"200 OK q [0-9]+ -7 3", line), line
     waiter.expect(b"abc")
+
+
+def test_later_wakes_a_blocked_getb_waiter(queue_server):
+    worker, waiter = queue_server.connect(), queue_server.connect()
+    put_ok(worker, "q", 0, b"retry")
+    job = get_job(worker, "GET q")
+    _block(waiter, worker, b"GETB q")
+    worker.send(b"LATER %d\r\n" % job.id)
+    worker.expect(b"200 OK\r\n")
+    again = read_job(waiter)
+    assert again is not None and again.data == b"retry" and again.id != job.id
+
+
+def test_job_expiring_back_to_ready_wakes_a_blocked_getb_waiter(queue_server):
+    worker, waiter = queue_server.connect(), queue_server.connect()
+    put_ok(worker, "q", 0, b"expires")
+    get_job(worker, "GET q EXPIRE 0.5")
+    _block(waiter, worker, b"GETB q")
+    again = read_job(waiter)
+    assert again is not None and again.data == b"expires"
+
+
+def test_getbe_replies_404_when_the_last_running_job_is_postponed_with_later_delay(queue_server):
+    worker, waiter = queue_server.connect(), queue_server.connect()
+    put_ok(worker, "q", 0, b"x")
+    job = get_job(worker, "GET q")
+    _block(waiter, worker, b"GETBE q")
+    worker.send(b"LATER %d DELAY 1000\r\n" % job.id)
+    worker.expect(b"200 OK\r\n")
+    waiter.expect(b"404 Queue Empty\r\n")  # fine point 4: a delayed job does not keep GETBE waiting
+
+
+def test_getb_fcfs_counts_only_waiters_that_want_the_queue(queue_server):
+    producer = queue_server.connect()
+    only_a, only_b, either = queue_server.connect(), queue_server.connect(), queue_server.connect()
+    _block(only_a, producer, b"GETB a")
+    _block(only_b, producer, b"GETB b")
+    _block(either, producer, b"GETB a|b")
+    put_ok(producer, "b", 0, b"for b")
+    job = read_job(only_b)
+    assert job is not None and job.data == b"for b"
+    put_ok(producer, "b", 0, b"second b")
+    job = read_job(either)
+    assert job is not None and job.data == b"second b"
+    barrier(producer)
+    assert only_a.pending() == b""

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from util import drain, get, get_job, put_ok, runlist, total
+from util import drain, get, get_job, poll_until, put_ok, read_batch, runlist, total
 
 ALWAYS = ("--fsync", "always")
 RECOVERY_WORDS = re.compile(
@@ -148,3 +148,62 @@ def test_truncated_log_tail_is_reported_and_the_valid_prefix_recovered(start_que
     third = _crash_and_restart(start_queue_server, restarted)
     after = [j.data for j in drain(third.connect(), "q")]
     assert b"after recovery" in after, after
+
+
+COMPACT_CONFIG = "[queue_server]\nsnapshot_log_bytes = 4096\n"
+
+
+def _data_dir_bytes(data_dir: Path) -> int:
+    return sum(p.stat().st_size for p in data_dir.rglob("*") if p.is_file())
+
+
+def _data_dir_listing(data_dir: Path) -> list[tuple[str, int]]:
+    return sorted((p.name, p.stat().st_size) for p in data_dir.rglob("*") if p.is_file())
+
+
+def test_snapshots_keep_the_data_dir_bounded_while_jobs_come_and_go(start_queue_server):
+    server = start_queue_server("--fsync", "never", config=COMPACT_CONFIG)
+    client = server.connect(timeout_s=30.0)
+    rounds, batch = 40, 100
+    for _ in range(rounds):  # about 1 MB of log records; the state stays nearly empty
+        client.send(b"".join(b"PUT q 0 200\r\n" + b"%0200d" % n for n in range(batch)))
+        client.expect(b"200 OK\r\n" * batch)
+        client.send(b"GET q COUNT %d\r\n" % batch)
+        ids = [job.id for job in read_batch(client)]
+        assert len(ids) == batch
+        client.send(b"DONE " + b" ".join(b"%d" % job_id for job_id in ids) + b"\r\n")
+        client.expect(b"200 OK\r\n" * (batch - 1) + b"200 OK FINQ\r\n")
+    for n in range(5):
+        put_ok(client, "survivors", 0, b"survivor %d" % n)
+    written = rounds * batch * 230
+
+    def small_after_more_writes() -> bool:
+        # Snapshots follow writes, so keep writing (and finishing) a little while waiting.
+        put_ok(client, "filler", 0, b"f" * 1000)
+        job = get_job(client, "GET filler")
+        client.send(b"DONE %d\r\n" % job.id)
+        client.expect(b"200 OK FINQ\r\n")
+        return _data_dir_bytes(server.data_dir) < written // 10
+
+    try:
+        poll_until(small_after_more_writes, 10.0, interval_s=0.05,
+                   what=f"data dir below a tenth of the {written} bytes of records written")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {_data_dir_listing(server.data_dir)}") from None
+    server.terminate()
+    assert server.wait_exit() == 0
+    client = start_queue_server("--fsync", "never", config=COMPACT_CONFIG, data_dir=server.data_dir).connect()
+    assert total(client) == (1, 1, 5, 0)
+    assert [j.data for j in drain(client, "survivors")] == [b"survivor %d" % n for n in range(5)]
+
+
+def test_kill_9_while_a_snapshot_is_being_written_keeps_every_acknowledged_job(start_queue_server):
+    server = start_queue_server(*ALWAYS, config=COMPACT_CONFIG)
+    client = server.connect(timeout_s=30.0)
+    count = 150
+    client.send(b"".join(b"PUT q 0 100\r\n" + b"%0100d" % n for n in range(count)))
+    client.expect(b"200 OK\r\n" * count)  # the log passed snapshot_log_bytes many times over
+    restarted = _crash_and_restart(start_queue_server, server)
+    client = restarted.connect(timeout_s=30.0)
+    assert total(client) == (1, 1, count, 0)
+    assert [j.data for j in drain(client, "q")] == [b"%0100d" % n for n in range(count)]

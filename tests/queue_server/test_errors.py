@@ -59,6 +59,11 @@ def test_unknown_command_word_replies_400_unknown_command(queue_server, request_
     b"TOTAL bad.name",
     b"STATS bad.name",
     b"RUNLIST NODATA",
+    b"GET a|b-c",
+    b"SNAPSHOT 2",
+    b"SNAPSHOT x 127.0.0.1 7400",
+    b"INTERCONNECT 2",
+    b"CLONE",
 ])
 def test_bad_arguments_to_a_known_command_reply_400_bad_request_with_a_reason(
     queue_server, request_line
@@ -146,6 +151,13 @@ def test_line_of_64_kib_plus_one_replies_line_too_long_and_closes(queue_server):
 def test_overlong_line_without_terminator_is_refused_without_waiting_for_one(queue_server):
     client = queue_server.connect()
     _send_until_closed(client, b"Y" * (LINE_LIMIT + 1000))
+    client.expect(b"400 Line Too Long\r\n")
+    assert client.closed()
+
+
+def test_65537_bytes_without_terminator_are_refused_at_once(queue_server):
+    client = queue_server.connect()
+    client.send(b"W" * (LINE_LIMIT + 1))
     client.expect(b"400 Line Too Long\r\n")
     assert client.closed()
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import threading
 
 from util import barrier, get_job, put_ok, total
 
@@ -139,3 +140,36 @@ def test_incomplete_line_gets_no_reply_until_its_terminator_arrives(queue_server
     assert client.pending() == b""
     client.send(b"G\r\n")
     client.expect(b"200 PONG\r\n")
+
+
+def test_burst_larger_than_the_socket_buffers_is_answered_completely_in_order(queue_server):
+    client = queue_server.connect(timeout_s=30.0)
+    put_ok(client, "q", 0, b"x")
+    count = 10000
+    burst = b"TOTAL\r\nTOTAL nope\r\n" * count
+    sender = threading.Thread(target=client.send, args=(burst,), daemon=True)
+    sender.start()
+    client.expect(b"200 OK 1 1 1 0\r\n200 OK 0 0 0 0\r\n" * count)
+    sender.join(timeout=30)
+    client.send(b"PING\r\n")
+    client.expect(b"200 PONG\r\n")
+
+
+def test_client_that_does_not_read_its_replies_does_not_stall_others(queue_server):
+    hog, other = queue_server.connect(), queue_server.connect()
+    put_ok(hog, "big", 0, b"B" * 65536)
+    get_job(hog, "GET big")
+    requests = b"RUNLIST DATA\r\n" * 100  # about 6.5 MB of replies that are never read
+    threading.Thread(target=_send_ignoring_errors, args=(hog, requests), daemon=True).start()
+    for n in range(20):
+        put_ok(other, "q", 0, b"%d" % n)
+        assert total(other, "q") == (1, 1, n + 1, 0)
+    hog.close()
+    barrier(other)
+
+
+def _send_ignoring_errors(client, data: bytes) -> None:
+    try:
+        client.sock.sendall(data)
+    except OSError:
+        pass  # the test closed the connection while this was still sending

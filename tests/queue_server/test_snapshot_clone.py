@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from util import drain, get, get_job, put_ok, runlist, total
+from util import barrier, drain, get, get_job, put_ok, read_job, runlist, total
 
 
 def _snapshot(client) -> bytes:
@@ -218,3 +218,16 @@ def test_snapshot_of_an_empty_server_clones_into_an_empty_server(start_queue_ser
     put_ok(dst, "old", 0, b"x")
     assert _clone(dst, _snapshot(src)) == b"200 OK"
     assert total(dst) == (0, 0, 0, 0)
+
+
+def test_clone_with_ready_jobs_wakes_a_blocked_getb_waiter(start_queue_server):
+    source, target = start_queue_server(), start_queue_server()
+    src, dst, waiter = source.connect(), target.connect(), target.connect()
+    put_ok(src, "k", 0, b"from the snapshot")
+    snapshot = _snapshot(src)
+    waiter.send(b"GETB k\r\n")
+    barrier(dst)
+    assert waiter.pending() == b""
+    assert _clone(dst, snapshot) == b"200 OK"
+    job = read_job(waiter)
+    assert job is not None and job.data == b"from the snapshot"

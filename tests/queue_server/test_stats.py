@@ -6,7 +6,7 @@ import pytest
 import json
 import re
 
-from util import assert_bad_request, get_job, put_ok, runlist, stats, total
+from util import assert_bad_request, get_job, poll_until, put_ok, runlist, stats, total
 
 STATS_INT_KEYS = ("ready", "delayed", "running", "put", "done", "later", "expired")
 
@@ -85,6 +85,15 @@ def test_stats_reports_every_documented_key_per_queue(queue_server):
     assert {int(priority): count for priority, count in q["by_priority"].items()} == {0: 1, 7: 1}
     assert isinstance(q["oldest_ready_age_s"], (int, float)) and q["oldest_ready_age_s"] >= 0
     assert report["r"]["ready"] == 1 and report["r"]["put"] == 1
+
+
+def test_oldest_ready_age_grows_while_the_job_waits(queue_server):
+    client = queue_server.connect()
+    put_ok(client, "q", 0, b"old")
+    put_ok(client, "q", 0, b"young")
+    poll_until(lambda: stats(client, "q")["q"]["oldest_ready_age_s"] >= 0.3, 5.0,
+               what="oldest_ready_age_s >= 0.3")
+    assert stats(client, "q")["q"]["oldest_ready_age_s"] < 60
 
 
 def test_stats_for_one_queue_holds_only_that_queue(queue_server):
