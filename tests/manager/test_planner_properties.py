@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from config.models import QueueConfig
@@ -187,25 +187,28 @@ def test_load_noise_within_half_the_dead_band_never_moves_a_slot(
     assert result.moves == ()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     busy_slots=st.lists(st.floats(0.1, 40), min_size=1, max_size=4),
     priorities=st.lists(st.integers(0, 12), min_size=4, max_size=4),
     noise=st.lists(st.floats(-1.0, 1.0), min_size=80, max_size=80),
 )
-def test_after_one_adjustment_noise_within_a_third_of_the_band_moves_nothing(
+# Starts inside the band below demand; noise in round 1 pushes it out: one change, then none.
+@example(busy_slots=[1.0], priorities=[0, 0, 0, 0], noise=[0.0] * 4 + [1.0] + [0.0] * 75)
+def test_under_noise_within_a_third_of_the_band_each_queue_adjusts_at_most_once(
     busy_slots: list[float], priorities: list[int], noise: list[float]
 ) -> None:
     """Each round the manager sees a window of the map it made, with noisy demand.
 
-    A saturated queue shows its excess as waiting jobs, so demand never hides.
+    A saturated queue shows its excess as waiting jobs, so demand never hides. Once a
+    queue has moved to the rounded-up demand, noise never moves it again.
     """
     queues = {
         f"q{i}": QueueConfig(priority=p) for i, p in enumerate(priorities[: len(busy_slots)])
     }
     hosts = [HostCapacity("h0", 500), HostCapacity("h1", 500)]
     current = SlotMap(hosts={"h0": {f"h0:{i}": q for i, q in enumerate(queues)}})
-    moving_rounds = 0
+    changes = {queue: 0 for queue in queues}
     for round_index in range(20):
         counts = current.counts()
         stats = {}
@@ -219,11 +222,10 @@ def test_after_one_adjustment_noise_within_a_third_of_the_band_moves_nothing(
                 busy_s=busy * 60,
                 slot_lifetime_s=counts[queue] * 60.0,
             )
-        result = plan(current, queues, stats, hosts, target_load=TARGET)
-        if round_index > 0 and result.moves:
-            moving_rounds += 1
-        current = result.slot_map
-    assert moving_rounds == 0
+        current = plan(current, queues, stats, hosts, target_load=TARGET).slot_map
+        for queue, count in current.counts().items():
+            changes[queue] += count != counts[queue]
+    assert max(changes.values()) <= 1
 
 
 @settings(max_examples=100, deadline=None)
