@@ -102,6 +102,7 @@ class Master:
         self.reconciler = Reconciler(
             handled_queues=frozenset(self.loaded.handlers),
             priorities={name: q.priority for name, q in self.config.queues.items()},
+            desired=self.reconciler.desired,
         )
         gc.collect()
         gc.freeze()

@@ -137,7 +137,9 @@ class Heartbeats:
             return [LinkAction.DISCONNECT]
         if now >= self.send_at:
             # Keep the rhythm, but never send a burst after a stall.
-            self.send_at = max(self.send_at + self.interval_s, now)
+            self.send_at += self.interval_s
+            if self.send_at <= now:
+                self.send_at = now + self.interval_s
             return [LinkAction.SEND_REPORT]
         return []
 

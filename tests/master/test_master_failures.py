@@ -7,7 +7,7 @@ import signal
 import time
 from pathlib import Path
 
-from conftest import MasterProc, StartMaster, poll_until
+from master_procs import MasterProc, StartMaster, poll_until
 
 from master.lifecycle import Counter
 

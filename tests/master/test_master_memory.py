@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import StartMaster, poll_until
+from master_procs import StartMaster, poll_until
 
 from master.capacity import capacity
 from master.lifecycle import Counter

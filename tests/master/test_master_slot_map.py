@@ -5,7 +5,7 @@ import json
 import signal
 from pathlib import Path
 
-from conftest import StartMaster, poll_until
+from master_procs import StartMaster, poll_until
 
 
 def test_a_changed_static_map_retargets_a_running_slot_without_a_new_fork(
