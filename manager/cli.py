@@ -6,17 +6,15 @@ import logging
 import signal
 import time
 from types import FrameType
+from typing import TYPE_CHECKING
 
-import zmq
-
-from config.load import load_config
-from config.models import ClusterConfig
-from manager.leader import Lease, wait_for_lease
-from manager.link import ManagerSocket
-from manager.service import Manager, QueueStatsReader
-from manager.store import Store
-from master.manager_link import CurveKeys
-from queue_server.client import QueueClient
+# Every `slotmap` command builds the whole parser: the heavy imports (SQLAlchemy, alembic,
+# ZeroMQ) wait until the manager really runs.
+if TYPE_CHECKING:
+    from config.models import ClusterConfig
+    from manager.leader import Lease
+    from manager.link import ManagerSocket
+    from manager.service import Manager
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +49,9 @@ class _StopFlag:
 
 
 def run(args: argparse.Namespace) -> int:
+    from config.load import load_config
+    from manager.leader import wait_for_lease
+
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
     config = load_config(args.config)
     flag = _StopFlag()
@@ -69,6 +70,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_active(config: ClusterConfig, flag: _StopFlag, lease: Lease) -> int:
+    from manager.service import Manager, QueueStatsReader
+    from manager.store import Store
+    from queue_server.client import QueueClient
+
     store = Store.open(config.manager.database_url)
     socket = _bind(config)
     if socket is None:
@@ -95,6 +100,11 @@ def _run_active(config: ClusterConfig, flag: _StopFlag, lease: Lease) -> int:
 
 
 def _bind(config: ClusterConfig) -> ManagerSocket | None:
+    import zmq
+
+    from manager.link import ManagerSocket
+    from master.manager_link import CurveKeys
+
     curve = CurveKeys.from_file(config.curve_secret_file) if config.curve_secret_file else None
     deadline = time.monotonic() + BIND_DEADLINE_S
     while True:

@@ -1,0 +1,126 @@
+"""The manager and masters end to end: real processes, ZeroMQ, queue server and SQLite."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+from test_service_procs import HEARTBEAT_S, LIVENESS, Cluster, Proc, poll_until, wait_running
+
+from manager.db import QueueOverride, QueueSample, SlotMapRow, make_engine
+from queue_server.client import QueueClient
+
+QUEUES = {
+    "demo_noop": {"min_slots": 2, "max_slots": 2},
+    "demo_resize": {"min_slots": 1, "max_slots": 1, "priority": 1},
+    "demo_echo": {"max_slots": 0},
+    "demo_flaky": {"max_slots": 0},
+}
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    started = Cluster.create(tmp_path, QUEUES)
+    started.start_queue_server()
+    yield started
+    started.close()
+
+
+def test_a_master_runs_the_slots_the_manager_plans_and_jobs_get_done(cluster: Cluster) -> None:
+    cluster.start_manager()
+    master = cluster.start_master("alpha")
+    wait_running(master, cluster, {"demo_noop": 2, "demo_resize": 1})
+    with QueueClient(cluster.queue_server.address) as client:
+        client.put_many("demo_noop", [b"x"] * 50)
+        poll_until(lambda: client.stats().get("demo_noop") and client.stats()["demo_noop"].done == 50,
+                   what="50 demo_noop jobs done")
+    engine = make_engine(cluster.database_url)
+    with Session(engine) as session:
+        latest = session.scalar(select(func.max(SlotMapRow.at_unix)))
+        rows = session.scalars(select(SlotMapRow).where(SlotMapRow.at_unix == latest)).all()
+        assert {(r.host, r.queue): r.slots for r in rows} == {
+            ("alpha", "demo_noop"): 2, ("alpha", "demo_resize"): 1,
+        }
+    poll_until(lambda: _jobs_recorded(engine, "demo_noop") == 50, what="50 jobs in queue samples")
+    engine.dispose()
+    assert [e.host for e in cluster.events("master_joined")] == ["alpha"]
+
+
+def test_a_paused_queue_loses_its_slots_at_the_next_plan(cluster: Cluster) -> None:
+    cluster.start_manager()
+    master = cluster.start_master("alpha")
+    wait_running(master, cluster, {"demo_noop": 2, "demo_resize": 1})
+    engine = make_engine(cluster.database_url)
+    with Session(engine) as session, session.begin():
+        session.add(QueueOverride(queue="demo_resize", paused=True, updated_at_unix=1.0))
+    engine.dispose()
+    wait_running(master, cluster, {"demo_noop": 2})
+    [event] = poll_until(lambda: cluster.events("override_applied"), what="override event")
+    assert event.queue == "demo_resize" and "paused" in event.message
+
+
+def test_a_restarted_manager_adopts_the_running_slots_without_restarting_them(
+    cluster: Cluster,
+) -> None:
+    first = cluster.start_manager("manager-1")
+    master = cluster.start_master("alpha")
+    wait_running(master, cluster, {"demo_noop": 2, "demo_resize": 1})
+    pids = master.slot_pids()
+    first.kill_group()
+    poll_until(lambda: "manager silent" in master.log_text(), timeout_s=5 * HEARTBEAT_S * LIVENESS,
+               what="the master noticing the manager's death")
+    second = cluster.start_manager("manager-2")
+    poll_until(lambda: f"manager pid {second.pid} answers" in master.log_text(), timeout_s=15.0,
+               what=lambda: f"the master reconnecting\n{cluster.logs()}")
+    # Two plans after the new manager's first: it had every chance to change something.
+    poll_until(lambda: second.log_text().count("joined") and _plans_after(cluster, second) >= 2,
+               what=lambda: f"plans by the new manager\n{cluster.logs()}")
+    assert master.slot_pids() == pids
+    assert master.running() == {"demo_noop": 2, "demo_resize": 1}
+    assert master.log_text().count("forked slot") == 3
+
+
+def test_a_dead_masters_slots_move_to_the_live_master_within_its_liveness(tmp_path: Path) -> None:
+    cluster = Cluster.create(tmp_path, {
+        "demo_noop": {"min_slots": 4, "max_slots": 4},
+        "demo_resize": {"max_slots": 0}, "demo_echo": {"max_slots": 0}, "demo_flaky": {"max_slots": 0},
+    })
+    try:
+        cluster.start_queue_server()
+        # Masters first: the manager's first plan waits until the live ones have reported.
+        alpha = cluster.start_master("alpha")
+        beta = cluster.start_master("beta")
+        poll_until(lambda: alpha.report() and beta.report(), what="both masters up")
+        cluster.start_manager()
+        poll_until(lambda: alpha.running() == {"demo_noop": 2} and beta.running() == {"demo_noop": 2},
+                   timeout_s=15.0, what=lambda: f"2 + 2 slots\n{cluster.logs()}")
+        alpha.kill_group()
+        # Lost after the liveness; then one plan and the forks (a few beacons).
+        wait_running(beta, cluster, {"demo_noop": 4}, timeout_s=HEARTBEAT_S * LIVENESS + 5.0)
+        [lost] = cluster.events("master_lost")
+        assert lost.host == "alpha"
+    finally:
+        cluster.close()
+
+
+def _jobs_recorded(engine: Engine, queue: str) -> int:
+    with Session(engine) as session:
+        total = session.scalar(select(func.sum(QueueSample.jobs_done)).where(QueueSample.queue == queue))
+        return int(total or 0)
+
+
+def _plans_after(cluster: Cluster, manager: Proc) -> int:
+    engine = make_engine(cluster.database_url)
+    try:
+        active = [e for e in cluster.events("manager_active") if str(manager.pid) in e.message]
+        if not active:
+            return 0
+        with Session(engine) as session:
+            return len(set(session.scalars(
+                select(SlotMapRow.at_unix).where(SlotMapRow.at_unix >= active[0].at_unix)
+            )))
+    finally:
+        engine.dispose()
