@@ -5,6 +5,7 @@ import json
 import signal
 from pathlib import Path
 
+import psutil
 from master_procs import StartMaster, poll_until
 
 
@@ -57,3 +58,19 @@ def test_a_slot_that_ignores_sigterm_is_killed_at_the_stop_deadline(
     master.process.send_signal(signal.SIGTERM)
     assert master.process.wait(timeout=10.0) == 0
     assert "missed its stop deadline: SIGKILL" in master.log_text()
+
+
+def test_slots_of_a_master_killed_with_sigkill_exit_by_themselves(start_master: StartMaster) -> None:
+    master = start_master(modules=["sm_test_behaviours"], static_slots={"slow": 2})
+    pids = [s.pid for s in master.wait_running("slow", 2).slots]
+    master.process.kill()
+    master.process.wait(timeout=5.0)
+
+    def gone(pid: int) -> bool:
+        try:
+            return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+
+    # Each slot sees its parent change at its next beacon and stops like on SIGTERM.
+    poll_until(lambda: all(gone(pid) for pid in pids), timeout_s=5.0, what="orphaned slots exited")
