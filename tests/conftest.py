@@ -214,8 +214,8 @@ def _launch(directory: Path, args: list[str], log_dir: Path, name: str) -> _Laun
     port = free_port()
     stdout_path = log_dir / f"{name}.stdout"
     stderr_path = log_dir / f"{name}.stderr"
-    command = slotmap_command() + [
-        "queue-server", "--listen", f"{HOST}:{port}", "--data-dir", str(directory), *args,
+    command = [
+        *slotmap_command(), "queue-server", "--listen", f"{HOST}:{port}", "--data-dir", str(directory), *args,
     ]
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         process = subprocess.Popen(command, stdout=out, stderr=err, cwd=log_dir, env=env)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from util import get_job, put_ok, total
 
 TOKEN = "s3cret_T0ken"
@@ -80,3 +79,9 @@ def test_without_a_token_configured_commands_need_no_auth(queue_server):
     client = queue_server.connect()
     client.send(b"PING\r\n")
     client.expect(b"200 PONG\r\n")
+
+
+def test_token_given_on_the_command_line_is_required_too(start_queue_server):
+    client = start_queue_server("--token", "cli_token").connect()
+    client.send(b"PING\r\nAUTH cli_token\r\nPING\r\n")
+    client.expect(b"401 Auth Required\r\n200 OK\r\n200 PONG\r\n")

@@ -268,3 +268,14 @@ def test_getb_fcfs_counts_only_waiters_that_want_the_queue(queue_server):
     assert job is not None and job.data == b"second b"
     barrier(producer)
     assert only_a.pending() == b""
+
+
+def test_request_pipelined_behind_a_blocked_getb_is_answered_after_it(queue_server):
+    waiter, producer = queue_server.connect(), queue_server.connect()
+    waiter.send(b"GETB q\r\nPING\r\n")
+    barrier(producer)
+    assert waiter.pending() == b"", "PING must not be answered before the blocked GETB"
+    put_ok(producer, "q", 0, b"job")
+    line = waiter.line()
+    assert re.fullmatch(rb"200 OK q [0-9]+ 0 3", line), line
+    waiter.expect(b"job200 PONG\r\n")

@@ -4,7 +4,6 @@ from __future__ import annotations
 import threading
 
 import pytest
-
 from util import assert_bad_request, barrier, get_job, put_ok, total
 
 LINE_LIMIT = 65536

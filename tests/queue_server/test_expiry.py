@@ -1,10 +1,9 @@
 """Expiry of running jobs (EXPIRE, THEN, -d, per-queue lock times) and delayed jobs (DELAY)."""
 from __future__ import annotations
 
-import pytest
-
 import time
 
+import pytest
 from util import drain, get, get_job, poll_until, put_ok, runlist, stats, total
 
 

@@ -5,7 +5,6 @@ import re
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-
 from util import barrier
 
 KNOWN_STATUS = re.compile(rb"(200|206|221|400|401|404|413|500) ")

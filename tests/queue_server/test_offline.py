@@ -145,3 +145,11 @@ def test_sync_get_last_takes_the_last_ready_job_of_the_priority(queue_server):
     client.expect(b"200 OK\r\n")
     client.send(b"RUNLIST DATA\r\n")
     client.expect(b"200 OK 1\r\n500 q 1 4\r\nlast")
+
+
+def test_request_pipelined_behind_a_blocked_getb_is_answered_after_its_500(queue_server):
+    waiter, admin = queue_server.connect(), queue_server.connect()
+    waiter.send(b"GETB q\r\nPING\r\n")
+    barrier(admin)
+    _offline(admin)
+    waiter.expect(b"500 Offline Mode\r\n200 PONG\r\n")

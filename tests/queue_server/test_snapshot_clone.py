@@ -5,7 +5,6 @@ import json
 import re
 
 import pytest
-
 from util import barrier, drain, get, get_job, put_ok, read_job, runlist, total
 
 

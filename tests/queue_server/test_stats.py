@@ -1,12 +1,11 @@
 """TOTAL, STATS and RUNLIST: counts, fine point 3, the STATS JSON keys, RUNLIST DATA layout."""
 from __future__ import annotations
 
-import pytest
-
 import json
 import re
 
-from util import assert_bad_request, get_job, poll_until, put_ok, runlist, stats, total
+import pytest
+from util import assert_bad_request, get_job, poll_until, put_ok, runlist, stats
 
 STATS_INT_KEYS = ("ready", "delayed", "running", "put", "done", "later", "expired")
 

@@ -111,3 +111,15 @@ def test_wait_input_job_is_stored_like_any_put(queue_server):
     assert _wait_put(waiter) == b"206 Wait for output"
     assert total(worker, "in") == (1, 1, 1, 0)
     assert total(worker, "out") == (0, 0, 0, 0)
+
+
+def test_request_pipelined_behind_put_wait_is_answered_after_the_output_job(queue_server):
+    waiter, worker = queue_server.connect(), queue_server.connect()
+    waiter.send(b"PUT in 0 1 IS it WAIT out\r\nxPING\r\n")
+    waiter.expect(b"206 Wait for output\r\n")
+    barrier(worker)
+    assert waiter.pending() == b"", "PING must wait for the output job"
+    put_ok(worker, "out", 0, b"result", "IS it")
+    line = waiter.line()
+    assert re.fullmatch(rb"200 OK out [0-9]+ 0 6 IS it", line), line
+    waiter.expect(b"result200 PONG\r\n")

@@ -143,7 +143,7 @@ def runlist(conn: Conn, *, data: bool = False) -> list[tuple[Running, bytes | No
         expire_at = float(entry[5]) if entry[5] is not None else None
         entries.append(Running(int(entry[1]), entry[2].decode(), int(entry[3]), length, expire_at))
     blocks: list[bytes | None] = [conn.exact(e.length or 0) if data else None for e in entries]
-    return list(zip(entries, blocks))
+    return list(zip(entries, blocks, strict=True))
 
 
 def running_ids(conn: Conn) -> set[int]:
