@@ -1,6 +1,6 @@
 """The slot planner (pure: no I/O, no clock): current map, queue config, window stats, hosts -> plan.
 
-The formula and its reasons are in docs/PLANNER.md.
+The formula and its reasons are in docs/DESIGN.md ("The slot planner as built").
 """
 from __future__ import annotations
 
