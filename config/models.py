@@ -28,7 +28,7 @@ class QueueServerConfig(_Strict):
     token: str | None = None
     max_job_bytes: int = Field(default=1024 * 1024, ge=1)
     snapshot_log_bytes: int = Field(default=256 * 1024 * 1024, ge=4096)
-    # Per-queue default lock time for jobs handed out without EXPIRE.
+    # Default lock time for jobs handed out without EXPIRE, per queue (over [queues.*].lock_timeout_s).
     lock_timeouts_s: dict[str, float] = Field(default_factory=dict)
     servers: list[str] = Field(default_factory=list)
 

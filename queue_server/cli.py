@@ -27,7 +27,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def settings_from(args: argparse.Namespace) -> ServerSettings:
-    config = load_config(args.config).queue_server
+    cluster = load_config(args.config)
+    config = cluster.queue_server
+    # A queue's lock time from [queues.<name>] is its default lock on the server too;
+    # [queue_server].lock_timeouts_s can still set or override it per queue.
+    lock_timeouts_s = {name: queue.lock_timeout_s for name, queue in cluster.queues.items()}
+    lock_timeouts_s.update(config.lock_timeouts_s)
     host, port = parse_host_port(args.listen or config.listen)
     return ServerSettings(
         host=host,
@@ -38,7 +43,7 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         token=args.token or config.token,
         max_job_bytes=config.max_job_bytes,
         snapshot_log_bytes=config.snapshot_log_bytes,
-        lock_timeouts_s=tuple(sorted(config.lock_timeouts_s.items())),
+        lock_timeouts_s=tuple(sorted(lock_timeouts_s.items())),
         server_id=args.server_id,
     )
 
