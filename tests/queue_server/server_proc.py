@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 HOST = "127.0.0.1"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STARTUP_DEADLINE_S = 15.0
@@ -67,32 +69,45 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def accepts_connections(host: str, port: int) -> bool:
+@contextlib.contextmanager
+def refused_address() -> Iterator[str]:
+    """`host:port` where connections are refused: bound, never listening, so no one else takes it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind((HOST, 0))
+        yield f"{HOST}:{holder.getsockname()[1]}"
+
+
+def listens_on(process: subprocess.Popen[bytes], port: int) -> bool:
+    """True when `process` itself holds a listening socket on `port`.
+
+    Only a connect test would be fooled by another process that took the port
+    between free_port() and our server's bind (tests of other suites run alongside).
+    """
     try:
-        with socket.create_connection((host, port), timeout=0.2):
-            return True
-    except OSError:
+        sockets = psutil.Process(process.pid).net_connections(kind="tcp")
+    except psutil.Error:
         return False
+    return any(s.status == psutil.CONN_LISTEN and s.laddr.port == port for s in sockets)
 
 
-def _wait_until_accepting(process: subprocess.Popen[bytes], port: int) -> bool:
-    """True once the port accepts; False when the process exits first; RuntimeError at the deadline."""
+def _wait_until_listening(process: subprocess.Popen[bytes], port: int) -> bool:
+    """True once the process listens on the port; False when it exits first; RuntimeError at the deadline."""
     deadline = time.monotonic() + STARTUP_DEADLINE_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
             return False
-        if accepts_connections(HOST, port):
+        if listens_on(process, port):
             return True
         time.sleep(POLL_INTERVAL_S)
     process.kill()
     process.wait(timeout=EXIT_DEADLINE_S)
-    raise RuntimeError(f"queue server did not accept on port {port} within {STARTUP_DEADLINE_S}s")
+    raise RuntimeError(f"queue server did not listen on port {port} within {STARTUP_DEADLINE_S}s")
 
 
 def start_queue_server(
     tmp_path: Path, *extra_args: str, data_dir: Path | None = None, port: int | None = None
 ) -> ServerProc:
-    """Start a server and return once its port accepts connections; the caller kills it.
+    """Start a server and return once it listens on its port; the caller kills it.
 
     `port` (to restart a server where its clients expect it) is used as given;
     otherwise a free port is picked, and picked again if another process took it first.
@@ -111,7 +126,7 @@ def start_queue_server(
             process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path, env=env
             )
-        if _wait_until_accepting(process, listen_port):
+        if _wait_until_listening(process, listen_port):
             return ServerProc(HOST, listen_port, process, directory, log_path)
         output = log_path.read_text(errors="replace")
         if port is not None or "in use" not in output.lower():

@@ -7,7 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from server_proc import REPO_ROOT, ServerProc, free_port, running_queue_server, slotmap_command
+from server_proc import (
+    REPO_ROOT,
+    ServerProc,
+    refused_address,
+    running_queue_server,
+    slotmap_command,
+)
 
 from queue_server.client import QueueClient
 from queue_server.replies import Total
@@ -106,9 +112,10 @@ def test_stats_prints_a_table_with_a_row_per_queue(server: ServerProc) -> None:
 
 
 def test_unreachable_server_gives_one_line_and_exit_code_1() -> None:
-    address = f"127.0.0.1:{free_port()}"
-    for args in (["put", "q", "x"], ["get", "q"], ["stats"]):
-        result = slotmap(*args, "--server", address)
+    with refused_address() as address:
+        results = [slotmap(*args, "--server", address)
+                   for args in (["put", "q", "x"], ["get", "q"], ["stats"])]
+    for result in results:
         assert result.returncode == 1
         assert result.stderr.count("\n") == 1
         assert "cannot reach a queue server" in result.stderr
@@ -116,8 +123,8 @@ def test_unreachable_server_gives_one_line_and_exit_code_1() -> None:
 
 
 def test_repeated_server_options_fail_over_to_a_live_server(server: ServerProc) -> None:
-    dead = f"127.0.0.1:{free_port()}"
-    result = slotmap("put", "q", "x", "--server", dead, "--server", server.address)
+    with refused_address() as dead:
+        result = slotmap("put", "q", "x", "--server", dead, "--server", server.address)
     assert result.returncode == 0, result.stderr
     with QueueClient(server.address) as client:
         assert client.total("q").jobs == 1

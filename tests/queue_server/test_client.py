@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from server_proc import ServerProc, free_port, running_queue_server, start_queue_server
+from server_proc import ServerProc, refused_address, running_queue_server, start_queue_server
 from util import poll_until
 
 from queue_server.client import QueueClient
@@ -238,9 +238,8 @@ def test_a_token_is_sent_after_connecting_and_a_wrong_one_is_an_auth_error(tmp_p
 
 
 def test_unreachable_server_raises_server_unreachable_naming_the_address() -> None:
-    port = free_port()
-    with QueueClient(f"127.0.0.1:{port}", reconnect_attempts=1) as lonely, \
-            pytest.raises(ServerUnreachable, match=f"127.0.0.1:{port}"):
+    with refused_address() as address, QueueClient(address, reconnect_attempts=1) as lonely, \
+            pytest.raises(ServerUnreachable, match=address):
         lonely.ping()
     assert issubclass(ServerUnreachable, ConnectionLost)
 

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
-from server_proc import ServerProc, free_port, running_queue_server
+from server_proc import ServerProc, refused_address, running_queue_server
 
 from queue_server.aio_client import AsyncQueueClient
 from queue_server.client_errors import (
@@ -183,8 +183,7 @@ def test_unreachable_server_raises_server_unreachable() -> None:
         async with AsyncQueueClient(address, reconnect_attempts=0) as client:
             await client.put("q", b"x")
 
-    address = f"127.0.0.1:{free_port()}"
-    with pytest.raises(ServerUnreachable, match=address):
+    with refused_address() as address, pytest.raises(ServerUnreachable, match=address):
         asyncio.run(scenario(address))
 
 
