@@ -1,0 +1,284 @@
+"""`slotmap run [--config FILE]`: the whole chain on one box as child processes (what `make run` starts).
+
+Queue server, manager, one master (taking its map from the manager), the dashboard when
+`slotmap admin` exists, and the demo producer. Each child's output goes to ./var/log/.
+Ctrl-C or SIGTERM stops them in reverse order (SIGTERM, wait, SIGKILL); when one child
+dies on its own, the launcher says which and stops the rest.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import importlib.util
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from config.models import ClusterConfig
+
+DEFAULT_CONFIG = Path(__file__).resolve().with_name("default_cluster.toml")
+LOG_DIR = Path("var/log")
+READY_DEADLINE_S = 20.0
+STOP_DEADLINE_S = 10.0
+POLL_S = 0.5
+STATUS_EVERY_S = 10.0
+PR_SET_PDEATHSIG = 1
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "run", help="run the whole demo cluster here: queue server, manager, master, dashboard, producer"
+    )
+    parser.add_argument("--config", help=f"cluster config (TOML); default {DEFAULT_CONFIG.name}")
+    parser.add_argument("--no-producer", action="store_true", help="do not start the demo producer")
+    parser.add_argument("--producer-scale", type=float, default=1.0, help="multiply the demo job rate")
+    parser.set_defaults(func=run)
+
+
+@dataclass(frozen=True, slots=True)
+class ChildSpec:
+    name: str
+    args: tuple[str, ...]
+    where: str
+    # Seconds to wait after SIGTERM before SIGKILL.
+    stop_deadline_s: float = STOP_DEADLINE_S
+
+
+def child_specs(
+    config: ClusterConfig, config_path: Path, *, with_admin: bool, with_producer: bool,
+    producer_scale: float = 1.0,
+) -> list[ChildSpec]:
+    """The children in start order (pure)."""
+    servers = ",".join(config.queue_server.servers) or config.queue_server.listen
+    cfg = ("--config", str(config_path))
+    specs = [
+        ChildSpec("queue-server", ("queue-server", *cfg),
+                  f"{config.queue_server.listen} (data in {config.queue_server.data_dir})"),
+        ChildSpec("manager", ("manager", *cfg),
+                  f"{config.manager.listen} for masters (history in {config.manager.database_url})"),
+        ChildSpec("master", ("master", *cfg, "--manager", config.manager.listen),
+                  f"slots on ipc:// under {config.master.ipc_dir}",
+                  stop_deadline_s=config.master.stop_deadline_s + STOP_DEADLINE_S),
+    ]
+    if with_admin:
+        specs.append(ChildSpec("admin", ("admin", *cfg), f"http://{config.admin.listen}/"))
+    if with_producer:
+        token = ("--token", config.queue_server.token) if config.queue_server.token else ()
+        specs.append(ChildSpec(
+            "demo-producer",
+            ("demo-producer", "--servers", servers, "--scale", str(producer_scale), *token),
+            f"putting demo jobs into {servers}",
+        ))
+    return specs
+
+
+def admin_available() -> bool:
+    """The dashboard is another engineer's package: run it only when `slotmap admin` exists."""
+    try:
+        return importlib.util.find_spec("admin_ui.cli") is not None
+    except ModuleNotFoundError:
+        return False
+
+
+class Child:
+    def __init__(self, spec: ChildSpec, log_dir: Path) -> None:
+        self.spec = spec
+        self.log_path = log_dir / f"{spec.name}.log"
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "deploy.cli", *spec.args],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                # Own session: a terminal's Ctrl-C reaches the launcher only, which stops
+                # the children in order.
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+                env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            )
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def exit_code(self) -> int | None:
+        return self.process.poll()
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join("    " + line for line in text.splitlines()[-lines:])
+
+    def stop(self) -> None:
+        """SIGTERM, wait up to the child's deadline, then SIGKILL its whole group."""
+        if self.exit_code() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=self.spec.stop_deadline_s)
+            except subprocess.TimeoutExpired:
+                print(f"slotmap run: {self.spec.name} still running {self.spec.stop_deadline_s:.0f} s "
+                      "after SIGTERM: SIGKILL", file=sys.stderr)
+        # Whatever it left behind in its session (a master's slots) goes too.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        self.process.wait()
+
+
+def _die_with_parent() -> None:
+    """Linux: the child gets SIGTERM when the launcher dies, even by SIGKILL."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class Launcher:
+    def __init__(self, specs: Sequence[ChildSpec], config: ClusterConfig, *, out: TextIO) -> None:
+        self.specs = list(specs)
+        self.config = config
+        self.out = out
+        self.children: list[Child] = []
+        self.stopping = False
+        self.failed: Child | None = None
+        self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    def handle_signal(self, signum: int, frame: FrameType | None) -> None:
+        if signum != signal.SIGCHLD:
+            self.stopping = True
+
+    def run(self) -> int:
+        signal.set_wakeup_fd(self._wake_write, warn_on_full_buffer=False)
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
+            signal.signal(signum, self.handle_signal)
+        try:
+            if self.start_all():
+                self.print_where()
+                self.watch()
+        finally:
+            self.stop_all()
+            signal.set_wakeup_fd(-1)
+            os.close(self._wake_read)
+            os.close(self._wake_write)
+        if self.failed is not None:
+            return 1
+        print("slotmap run: every part stopped", file=self.out, flush=True)
+        return 0
+
+    def start_all(self) -> bool:
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        for spec in self.specs:
+            if self.stopping:
+                return False
+            child = Child(spec, LOG_DIR)
+            self.children.append(child)
+            print(f"slotmap run: started {spec.name} (pid {child.pid}), log {child.log_path}",
+                  file=self.out, flush=True)
+            if spec.name == "queue-server" and not self.wait_accepting(child):
+                return False
+        return True
+
+    def wait_accepting(self, child: Child) -> bool:
+        """The others need the queue server: wait until its port accepts connections."""
+        host, _, port = self.config.queue_server.listen.rpartition(":")
+        deadline = time.monotonic() + READY_DEADLINE_S
+        while time.monotonic() < deadline and not self.stopping:
+            if self.check_children():
+                return False
+            with contextlib.suppress(OSError), socket.create_connection((host.strip("[]"), int(port)), 0.2):
+                return True
+            self.wait(0.05)
+        if not self.stopping:
+            self.fail(child, f"did not accept connections on {self.config.queue_server.listen} "
+                             f"within {READY_DEADLINE_S:.0f} s")
+        return False
+
+    def print_where(self) -> None:
+        lines = [f"  {c.spec.name:<14} {c.spec.where}" for c in self.children]
+        print("slotmap run: the cluster is up (Ctrl-C stops it)\n" + "\n".join(lines),
+              file=self.out, flush=True)
+
+    def watch(self) -> None:
+        status_at = time.monotonic() + STATUS_EVERY_S
+        while not self.stopping:
+            self.wait(POLL_S)
+            if self.check_children():
+                return
+            if time.monotonic() >= status_at:
+                status_at = time.monotonic() + STATUS_EVERY_S
+                self.print_status()
+
+    def wait(self, timeout_s: float) -> None:
+        """Sleep until a signal arrives (a child's death included) or timeout_s passes."""
+        with contextlib.suppress(InterruptedError):
+            select.select([self._wake_read], [], [], timeout_s)
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self._wake_read, 512):
+                continue
+
+    def check_children(self) -> bool:
+        """True when a child has died (the launcher then stops the rest)."""
+        for child in self.children:
+            code = child.exit_code()
+            if code is not None:
+                self.fail(child, f"exited with {_describe_exit(code)}")
+                return True
+        return False
+
+    def fail(self, child: Child, why: str) -> None:
+        self.failed = child
+        print(f"slotmap run: {child.spec.name} (pid {child.pid}) {why}; stopping the others\n"
+              f"  last lines of {child.log_path}:\n{child.log_tail()}", file=sys.stderr, flush=True)
+
+    def print_status(self) -> None:
+        from queue_server.client import QueueClient
+        from queue_server.client_errors import QueueServerError
+
+        servers = self.config.queue_server.servers or self.config.queue_server.listen
+        try:
+            with QueueClient(servers, token=self.config.queue_server.token, timeout_s=2.0,
+                             reconnect_attempts=0) as client:
+                stats = client.stats()
+        except QueueServerError as exc:
+            print(f"slotmap run: queue server stats unavailable: {exc}", file=self.out, flush=True)
+            return
+        parts = [f"{name} {s.done} done / {s.ready} waiting" for name, s in sorted(stats.items())]
+        print("slotmap run: " + ("; ".join(parts) or "no jobs yet"), file=self.out, flush=True)
+
+    def stop_all(self) -> None:
+        running = [c for c in self.children if c.exit_code() is None]
+        if running:
+            print("slotmap run: stopping " + ", ".join(c.spec.name for c in reversed(running)),
+                  file=self.out, flush=True)
+        # Producers and consumers first, the queue server last: slots finish their batches.
+        for child in reversed(self.children):
+            child.stop()
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"signal {signal.Signals(-code).name}"
+    return f"code {code}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from config.load import load_config
+
+    config_path = Path(args.config) if args.config else DEFAULT_CONFIG
+    config = load_config(config_path)
+    specs = child_specs(
+        config, config_path.resolve(), with_admin=admin_available(),
+        with_producer=not args.no_producer, producer_scale=args.producer_scale,
+    )
+    return Launcher(specs, config, out=sys.stdout).run()
