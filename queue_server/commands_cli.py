@@ -35,7 +35,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     _add_server_options(put)
     put.set_defaults(func=_command(_put))
 
-    get = subparsers.add_parser("get", help="take jobs from a queue and print them")
+    get = subparsers.add_parser(
+        "get", help="take jobs from a queue and print them",
+        description="Print each job as `queue id priority item data` (item '-' when none). "
+                    "The jobs are running: give --done, or --expire to have them come back.",
+    )
     get.add_argument("queue", metavar="QUEUE", help="a queue, or several as a|b|c")
     get.add_argument("--count", type=int, metavar="N", help="up to N jobs in one batch")
     get.add_argument("--expire", type=float, metavar="S",
@@ -139,9 +143,9 @@ def stats_table(stats: Iterable[QueueStats]) -> str:
                                      s.expired)), _age(s)]
         for s in sorted(stats, key=lambda s: s.queue)
     ]
-    widths = [max(len(cell) for cell in column) for column in zip(STATS_COLUMNS, *rows)]
+    widths = [max(len(cell) for cell in column) for column in zip(STATS_COLUMNS, *rows, strict=True)]
     lines = []
     for row in [list(STATS_COLUMNS), *rows]:
-        cells = [row[0].ljust(widths[0]), *(cell.rjust(w) for cell, w in zip(row[1:], widths[1:]))]
+        cells = [row[0].ljust(widths[0]), *(cell.rjust(w) for cell, w in zip(row[1:], widths[1:], strict=True))]
         lines.append("  ".join(cells).rstrip() + "\n")
     return "".join(lines)
