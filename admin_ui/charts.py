@@ -13,6 +13,7 @@ from admin_ui.schemas import QueueHistory
 WIDTH, HEIGHT = 640, 200
 LEFT, RIGHT, TOP, BOTTOM = 56, 12, 26, 22
 GRID_LINES = 4
+MAX_LINES = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,15 +52,16 @@ QUEUE_CHARTS: dict[str, ChartSpec] = {
 }
 
 
-def nice_ceiling(value: float) -> float:
-    """The smallest of 1, 2, 2.5, 5 x 10^k not below `value` (1 for nothing to show)."""
-    if value <= 0:
-        return 1.0
-    power = 10 ** math.floor(math.log10(value))
-    for step in (1, 2, 2.5, 5, 10):
-        if step * power >= value:
-            return step * power
-    return 10 * power
+def y_axis(top: float, *, whole: bool = False) -> tuple[float, int]:
+    """(step, lines): a 1, 2 or 5 x 10^k step (>= 1 if `whole`), at most MAX_LINES steps up to `top`."""
+    if top <= 0:
+        return (1.0 if whole else 0.25), GRID_LINES
+    raw = top / MAX_LINES
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw * (1 - 1e-9))
+    if whole:
+        step = max(step, 1.0)
+    return step, max(1, math.ceil(top / step - 1e-9))
 
 
 def _time_label(at_unix: float, span_s: float) -> str:
@@ -74,7 +76,8 @@ def line_chart(
     """An SVG document: `series` over [t0, t1], y from 0, horizontal reference `y_lines`."""
     plot_w, plot_h = width - LEFT - RIGHT, height - TOP - BOTTOM
     values = [v for s in series for _, v in s.points] + [v for _, v in y_lines]
-    y_max = nice_ceiling(max(values, default=0.0))
+    step, lines = y_axis(max(values, default=0.0), whole=y_format == "int")
+    y_max = step * lines
     span = max(t1 - t0, 1e-9)
 
     def x(t: float) -> float:
@@ -89,8 +92,8 @@ def line_chart(
         f"<title>{escape(title)}</title>",
         f'<text x="{LEFT}" y="14" font-weight="bold" font-size="12">{escape(title)}</text>',
     ]
-    for i in range(GRID_LINES + 1):
-        value = y_max * i / GRID_LINES
+    for i in range(lines + 1):
+        value = step * i
         parts.append(f'<line x1="{LEFT}" x2="{width - RIGHT}" y1="{y(value):.1f}" y2="{y(value):.1f}" '
                      f'stroke="#d0d7de" stroke-width="1"/>')
         parts.append(f'<text x="{LEFT - 4}" y="{y(value) + 4:.1f}" text-anchor="end" fill="#57606a">'

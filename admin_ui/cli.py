@@ -4,14 +4,8 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-
-import uvicorn
-
-from admin_ui.app import create_app
-from admin_ui.settings import AdminSettings
-from config.load import load_config
-from config.models import parse_host_port
-from manager.db import make_engine
+import signal
+from types import FrameType
 
 LOG_FORMAT = "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"
 TOKEN_ENV = "SLOTMAP_ADMIN_TOKEN"
@@ -36,6 +30,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    # Every `slotmap` command builds the whole parser: FastAPI, uvicorn and SQLAlchemy load
+    # only when the dashboard really runs.
+    import uvicorn
+
+    from admin_ui.app import create_app
+    from admin_ui.settings import AdminSettings
+    from config.load import load_config
+    from config.models import parse_host_port
+    from manager.db import make_engine
+
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
     config = load_config(args.config)
     host, port = parse_host_port(args.listen or config.admin.listen)
@@ -47,6 +51,14 @@ def run(args: argparse.Namespace) -> int:
     app = create_app(make_engine(database_url), settings)
     log.info("dashboard on http://%s:%d/ reading %s (%s)", host, port, database_url.split("@")[-1],
              "read-only: no admin token" if token is None else "actions need the admin token")
+    # uvicorn stops gracefully on SIGTERM/SIGINT, then re-raises the signal: these handlers
+    # receive it, so a requested stop exits 0 like the other slotmap processes.
+    signal.signal(signal.SIGTERM, _on_stop_signal)
+    signal.signal(signal.SIGINT, _on_stop_signal)
     uvicorn.run(app, host=host, port=port, log_level=args.log_level.lower(), access_log=False,
                 log_config=None)
     return 0
+
+
+def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
+    log.info("stopped by %s", signal.Signals(signum).name)

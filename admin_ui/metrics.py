@@ -116,7 +116,10 @@ class DashboardCollector(Collector):
         for suffix, attribute, text in HOST_GAUGES:
             family = GaugeMetricFamily(f"slotmap_host_{suffix}", text, labels=["host"])
             for host in hosts:
-                family.add_metric([host.host], float(getattr(host, attribute)))
+                value = float(getattr(host, attribute))
+                if attribute == "mem_total_bytes" and not value:
+                    continue  # not reported by this master
+                family.add_metric([host.host], value)
             yield family
         for suffix, attribute, text in HOST_COUNTERS:
             counter = CounterMetricFamily(f"slotmap_host_{suffix}", text, labels=["host"])

@@ -145,7 +145,7 @@ class HostRow(_View):
     reported: bool = Field(description="False when the slot map names a host with no report")
     capacity: int
     slots: int
-    mem_total_bytes: int
+    mem_total_bytes: int | None = Field(description="None while the master does not report it")
     mem_available_bytes: int
     master_pss_bytes: int
     slots_pss_bytes: int

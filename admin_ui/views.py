@@ -260,13 +260,13 @@ def _host_row(host: str, sample: HostSample | None, cells: Mapping[str, int]) ->
     if sample is None:
         return HostRow(
             host=host, at_unix=None, alive=False, reported=False, capacity=0, slots=0,
-            mem_total_bytes=0, mem_available_bytes=0, master_pss_bytes=0, slots_pss_bytes=0,
+            mem_total_bytes=None, mem_available_bytes=0, master_pss_bytes=0, slots_pss_bytes=0,
             avg_slot_bytes=0, load_avg_1m=0.0, recycled_for_memory=0, killed_hung=0,
             by_queue=dict(cells), mapped=sum(cells.values()),
         )
     return HostRow(
         host=host, at_unix=sample.at_unix, alive=sample.alive, reported=True,
-        capacity=sample.capacity, slots=sample.slots, mem_total_bytes=sample.mem_total_bytes,
+        capacity=sample.capacity, slots=sample.slots, mem_total_bytes=sample.mem_total_bytes or None,
         mem_available_bytes=sample.mem_available_bytes, master_pss_bytes=sample.master_pss_bytes,
         slots_pss_bytes=sample.slots_pss_bytes, avg_slot_bytes=sample.avg_slot_bytes,
         load_avg_1m=sample.load_avg_1m, recycled_for_memory=sample.recycled_for_memory,

@@ -1,0 +1,93 @@
+"""Run the real `slotmap admin` process on a free port; `stop()` always ends it (SIGTERM, then SIGKILL)."""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+HOST = "127.0.0.1"
+START_DEADLINE_S = 20.0
+STOP_DEADLINE_S = 10.0
+
+
+def slotmap_command() -> list[str]:
+    """The `slotmap` console script of the running venv, else the module behind it."""
+    for script in (Path(sys.executable).with_name("slotmap"), REPO_ROOT / ".venv" / "bin" / "slotmap"):
+        if script.exists():
+            return [str(script)]
+    return [sys.executable, "-m", "deploy.cli"]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((HOST, 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class AdminProc:
+    process: subprocess.Popen[bytes]
+    port: int
+    log_path: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def get(self, path: str, **kwargs: object) -> httpx.Response:
+        return httpx.get(self.url + path, timeout=5.0, **kwargs)  # type: ignore[arg-type]
+
+    def stop(self) -> int:
+        """SIGTERM (uvicorn shuts down gracefully), SIGKILL to the group past the deadline."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                return self.process.wait(timeout=STOP_DEADLINE_S)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.process.pid, signal.SIGKILL)
+        return self.process.wait(timeout=STOP_DEADLINE_S)
+
+
+def _serving(proc: AdminProc) -> bool:
+    try:
+        return proc.get("/static/app.css").status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def start_admin(config: Path, log_dir: Path, *extra: str, env: dict[str, str] | None = None) -> AdminProc:
+    """`slotmap admin --config config --listen 127.0.0.1:<free>`; returns once it serves."""
+    for attempt in range(3):
+        port = free_port()
+        log_path = log_dir / f"admin.{port}.log"
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(
+                [*slotmap_command(), "admin", "--config", str(config), "--listen", f"{HOST}:{port}", *extra],
+                stdout=log, stderr=subprocess.STDOUT, cwd=log_dir, start_new_session=True,
+                env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYTHONUNBUFFERED": "1", **(env or {})},
+            )
+        proc = AdminProc(process, port, log_path)
+        deadline = time.monotonic() + START_DEADLINE_S
+        while process.poll() is None and not _serving(proc):
+            if time.monotonic() > deadline:
+                proc.stop()
+                raise AssertionError(f"slotmap admin not serving within {START_DEADLINE_S}s:\n{proc.log_text()}")
+            time.sleep(0.05)
+        if process.poll() is None:
+            return proc
+        if "address already in use" not in proc.log_text().lower() or attempt == 2:
+            raise AssertionError(f"slotmap admin exited with {process.returncode}:\n{proc.log_text()}")
+    raise AssertionError("unreachable")

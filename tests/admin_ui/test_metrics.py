@@ -1,0 +1,99 @@
+"""/metrics: per-queue and per-host gauges from the newest samples, counters that only grow."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import admin_sample
+import pytest
+from admin_sample import NOW, QUEUES
+from admin_testing import CLOCK, TestClient
+from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import insert
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from admin_ui.app import create_app
+from admin_ui.settings import AdminSettings
+from manager.db import Event, QueueSample, make_engine
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def scrape(client: TestClient) -> Samples:
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
+
+
+def queue_value(samples: Samples, name: str, queue: str) -> float:
+    return samples[(name, (("queue", queue),))]
+
+
+def test_queue_gauges_are_the_newest_samples(client: TestClient) -> None:
+    samples = scrape(client)
+    for spec in QUEUES:
+        assert queue_value(samples, "slotmap_queue_slots", spec.name) == spec.slots
+        assert queue_value(samples, "slotmap_queue_slots_desired", spec.name) == spec.desired
+        assert queue_value(samples, "slotmap_queue_load_ratio", spec.name) == pytest.approx(spec.load)
+        assert queue_value(samples, "slotmap_queue_jobs_waiting", spec.name) == spec.waiting
+        assert queue_value(samples, "slotmap_queue_jobs_locked", spec.name) == spec.running
+        assert queue_value(samples, "slotmap_queue_jobs_delayed", spec.name) == spec.delayed
+        assert queue_value(samples, "slotmap_queue_paused", spec.name) == float(spec.paused)
+        assert queue_value(samples, "slotmap_queue_priority", spec.name) == spec.priority
+    assert samples[("slotmap_data_age_seconds", ())] == pytest.approx(CLOCK - NOW)
+
+
+def test_host_gauges_and_counters_and_the_slot_map_cells(client: TestClient) -> None:
+    samples = scrape(client)
+    rows = {row["host"]: row for row in admin_sample.host_rows(now=NOW, mapped=admin_sample.slot_map(now=NOW))}
+    for host, row in rows.items():
+        labels = (("host", str(host)),)
+        assert samples[("slotmap_host_up", labels)] == float(bool(row["alive"]))
+        assert samples[("slotmap_host_memory_total_bytes", labels)] == row["mem_total_bytes"]
+        assert samples[("slotmap_host_avg_slot_bytes", labels)] == row["avg_slot_bytes"]
+        assert samples[("slotmap_host_slots_recycled_for_memory_total", labels)] == row["recycled_for_memory"]
+        assert samples[("slotmap_host_slots_killed_hung_total", labels)] == row["killed_hung"]
+    for cell in admin_sample.slot_map(now=NOW):
+        key = ("slotmap_slot_map_slots", (("host", str(cell["host"])), ("queue", str(cell["queue"]))))
+        assert samples[key] == cell["slots"]
+
+
+def test_job_and_error_counters_sum_the_history_and_grow_with_new_samples(
+    client: TestClient, engine: Engine,
+) -> None:
+    history = admin_sample.queue_rows(now=NOW, history_s=admin_sample.HISTORY_S)
+    done = sum(int(str(row["jobs_done"])) for row in history if row["queue"] == "mail_send")
+    errors = sum(int(str(row["errors"])) for row in history if row["queue"] == "mail_send")
+    first = scrape(client)
+    assert queue_value(first, "slotmap_queue_jobs_done_total", "mail_send") == done
+    assert queue_value(first, "slotmap_queue_errors_total", "mail_send") == errors
+    with Session(engine) as session:
+        newest = {**admin_sample.queue_rows(now=NOW + 5, history_s=0)[0], "jobs_done": 100, "errors": 2}
+        assert newest["queue"] == "mail_send"
+        session.execute(insert(QueueSample), [newest])
+        session.add(Event(at_unix=NOW + 5, kind="slots_moved", actor="manager", message="m"))
+        session.commit()
+    second = scrape(client)
+    assert queue_value(second, "slotmap_queue_jobs_done_total", "mail_send") == done + 100
+    assert queue_value(second, "slotmap_queue_errors_total", "mail_send") == errors + 2
+    kind = (("kind", "slots_moved"),)
+    assert second[("slotmap_events_total", kind)] == first[("slotmap_events_total", kind)] + 1
+    assert scrape(client)[("slotmap_events_total", kind)] == second[("slotmap_events_total", kind)]
+
+
+def test_metrics_of_a_database_the_manager_has_not_created_are_empty_not_an_error(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'empty.db'}")
+    with TestClient(create_app(engine, AdminSettings())) as client:
+        assert scrape(client) == {}
+    engine.dispose()
+
+
+def test_two_apps_in_one_process_keep_their_own_registries(engine: Engine) -> None:
+    first = TestClient(create_app(engine, AdminSettings()))
+    second = TestClient(create_app(engine, AdminSettings()))
+    assert scrape(first).keys() == scrape(second).keys()
