@@ -1,0 +1,161 @@
+"""The dashboard over a database filled by a real manager run (queue server, manager, master, slots).
+
+Uses the manager tests' process helpers (tests/manager/test_service_procs.py); every process
+is killed with its group at the end.
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import httpx
+import pytest
+from admin_proc import AdminProc, start_admin
+from admin_testing import poll_until
+from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from manager.db import QueueSample, make_engine
+from queue_server.client import QueueClient
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "manager-run-token"
+QUEUES = {
+    "demo_noop": {"min_slots": 2, "max_slots": 2, "priority": 2},
+    "demo_resize": {"min_slots": 1, "max_slots": 1, "priority": 1},
+    "demo_echo": {"max_slots": 0},
+    "demo_flaky": {"max_slots": 0},
+}
+DEADLINE_S = 20.0
+
+
+def _procs() -> ModuleType:
+    """tests/manager/test_service_procs.py, imported by its own name as the manager tests do."""
+    loaded = sys.modules.get("test_service_procs")
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location(
+        "test_service_procs", REPO_ROOT / "tests" / "manager" / "test_service_procs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["test_service_procs"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+procs = _procs()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    started = procs.Cluster.create(tmp_path_factory.mktemp("manager_run"), QUEUES)
+    try:
+        started.start_queue_server()
+        started.start_manager()
+        master = started.start_master("alpha")
+        procs.wait_running(master, started, {"demo_noop": 2, "demo_resize": 1})
+        yield started
+    finally:
+        started.close()
+
+
+@pytest.fixture(scope="module")
+def admin(cluster: Any) -> Iterator[AdminProc]:
+    config: Path = cluster.config("admin")
+    config.write_text(config.read_text() + f'\n[admin]\ntoken = "{TOKEN}"\n')
+    proc = start_admin(config, cluster.root)
+    yield proc
+    proc.stop()
+
+
+def master_of(cluster: Any) -> Any:
+    return next(proc for proc in cluster.procs if proc.name == "master-alpha")
+
+
+def newest_samples(database_url: str) -> dict[str, QueueSample]:
+    engine = make_engine(database_url)
+    try:
+        with Session(engine) as session:
+            newest = session.scalar(select(func.max(QueueSample.at_unix)))
+            rows = session.scalars(select(QueueSample).where(QueueSample.at_unix == newest))
+            return {row.queue: row for row in rows}
+    finally:
+        engine.dispose()
+
+
+def test_the_dashboard_shows_the_slot_map_hosts_and_events_a_real_manager_stored(
+    cluster: Any, admin: AdminProc,
+) -> None:
+    slot_map = poll_until(
+        lambda: (body := admin.get("/api/slotmap").json())["total"] == 3 and body,
+        deadline_s=DEADLINE_S, what="the manager's slot map of 3 slots")
+    [alpha] = slot_map["hosts"]
+    assert alpha["host"] == "alpha" and alpha["alive"] and alpha["reported"]
+    assert alpha["by_queue"] == master_of(cluster).running() == {"demo_noop": 2, "demo_resize": 1}
+    assert alpha["capacity"] >= 3 and alpha["avg_slot_bytes"] > 0 and alpha["master_pss_bytes"] > 0
+    assert alpha["mem_available_bytes"] > 0
+    queues = {row["queue"]: row for row in admin.get("/api/queues").json()["queues"]}
+    assert set(queues) == set(QUEUES)
+    assert [row["queue"] for row in admin.get("/api/queues").json()["queues"]][:2] == [
+        "demo_noop", "demo_resize"]
+    kinds = {event["kind"] for event in admin.get("/api/events").json()["events"]}
+    assert {"manager_active", "master_joined"} <= kinds
+    joined = admin.get("/api/events", params={"kind": "master_joined"}).json()["events"]
+    assert [event["host"] for event in joined] == ["alpha"]
+
+
+def test_queue_rows_are_the_managers_newest_samples(cluster: Any, admin: AdminProc) -> None:
+    def same() -> bool:
+        stored = newest_samples(cluster.database_url)
+        shown = {row["queue"]: row for row in admin.get("/api/queues").json()["queues"]}
+        return bool(stored) and all(
+            (row["at_unix"], row["slots_current"], row["slots_desired"], row["load"], row["waiting"])
+            == (stored[name].at_unix, stored[name].slots_current, stored[name].slots_desired,
+                stored[name].load, stored[name].waiting)
+            for name, row in shown.items()
+        )
+
+    # The manager writes every 0.5 s: compare at a moment between two plans.
+    poll_until(same, deadline_s=DEADLINE_S, what="API rows equal to the newest stored samples")
+
+
+def test_jobs_done_by_real_slots_reach_the_metrics_counters(cluster: Any, admin: AdminProc) -> None:
+    with QueueClient(cluster.queue_server.address) as client:
+        client.put_many("demo_noop", [b"x"] * 40)
+
+    def jobs_done() -> float:
+        text = admin.get("/metrics").text
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "slotmap_queue_jobs_done_total" and sample.labels == {"queue": "demo_noop"}:
+                    return sample.value
+        return 0.0
+
+    poll_until(lambda: jobs_done() >= 40, deadline_s=DEADLINE_S, what="40 demo_noop jobs in the counter")
+
+
+def test_a_pause_from_the_dashboard_is_applied_by_the_manager_and_resume_brings_the_slot_back(
+    cluster: Any, admin: AdminProc,
+) -> None:
+    master = master_of(cluster)
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    assert httpx.post(admin.url + "/api/queues/demo_resize/pause", headers=headers).status_code == 200
+    procs.wait_running(master, cluster, {"demo_noop": 2})
+    row = poll_until(
+        lambda: (r := admin.get("/api/queues/demo_resize").json()["row"])["paused"] and r["slots_current"] == 0
+        and r, deadline_s=DEADLINE_S, what="demo_resize shown paused with no slots")
+    assert row["trend"] in ("steady", "down")
+    applied = poll_until(
+        lambda: admin.get("/api/events", params={"kind": "override_applied", "queue": "demo_resize"}).json()["events"],
+        deadline_s=DEADLINE_S, what="the manager's override_applied event")
+    assert "paused" in applied[0]["message"]
+    assert admin.get("/api/events", params={"kind": "pause_requested"}).json()["events"][0]["actor"] == "admin"
+    assert httpx.post(admin.url + "/api/queues/demo_resize/resume", headers=headers).status_code == 200
+    procs.wait_running(master, cluster, {"demo_noop": 2, "demo_resize": 1})
+    poll_until(lambda: not admin.get("/api/queues/demo_resize").json()["row"]["paused"],
+               deadline_s=DEADLINE_S, what="demo_resize shown running again")
