@@ -5,7 +5,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.engine import Engine
@@ -18,6 +19,7 @@ from admin_ui.metrics import make_registry
 from admin_ui.settings import AdminSettings
 
 HERE = Path(__file__).resolve().parent
+SWAGGER = "/static/vendor/swagger-ui"
 DESCRIPTION = (
     "Read the manager's view of the cluster: queues (slots, load, jobs), the slot map of hosts "
     "x queues, hosts' memory, and the manager's events. Actions (pause, resume, min/max slots) "
@@ -57,7 +59,7 @@ def handle_admin_error(request: Request, exc: Exception) -> Response:
 
 def create_app(engine: Engine, settings: AdminSettings) -> FastAPI:
     app = FastAPI(title="Slotmap admin", version="1", description=DESCRIPTION,
-                  docs_url="/docs", redoc_url=None)
+                  docs_url=None, redoc_url=None)
     app.state.engine = engine
     app.state.settings = settings
     app.state.templates = make_templates()
@@ -68,4 +70,14 @@ def create_app(engine: Engine, settings: AdminSettings) -> FastAPI:
     app.include_router(pages.public)
     app.include_router(pages.router)
     app.add_exception_handler(AdminError, handle_admin_error)
+    app.add_api_route("/docs", api_docs, methods=["GET"], include_in_schema=False)
     return app
+
+
+def api_docs() -> HTMLResponse:
+    """Swagger UI from admin_ui/static/vendor (no CDN: the dashboard may run offline)."""
+    return get_swagger_ui_html(
+        openapi_url="/openapi.json", title="Slotmap admin API",
+        swagger_js_url=f"{SWAGGER}/swagger-ui-bundle.js", swagger_css_url=f"{SWAGGER}/swagger-ui.css",
+        swagger_favicon_url="/static/favicon.svg",
+    )

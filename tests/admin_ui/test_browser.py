@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import admin_sample
 import pytest
@@ -65,11 +66,17 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
+    """A fresh page; afterwards, no request may have left this machine (no CDN)."""
     context = browser.new_context(viewport={"width": 1440, "height": 900})
     opened = context.new_page()
     opened.set_default_timeout(10_000)
+    requested: list[str] = []
+    opened.on("request", lambda request: requested.append(request.url))
     yield opened
     context.close()
+    remote = [url for url in requested if urlsplit(url).scheme in ("http", "https")
+              and urlsplit(url).hostname != "127.0.0.1"]
+    assert remote == []
 
 
 def shoot(page: Page, name: str) -> None:
@@ -223,6 +230,13 @@ def test_an_admin_logs_in_and_pauses_a_queue_from_the_page(admin: AdminProc, pag
     override = admin.get("/api/queues/search_index").json()["override"]
     assert (override["min_slots"], override["max_slots"]) == (3, 12)
     shoot(page, "queue-search_index-paused")
+
+
+def test_the_api_docs_render_from_vendored_files(admin: AdminProc, page: Page) -> None:
+    page.goto(admin.url + "/docs")
+    page.wait_for_selector(".swagger-ui .opblock")
+    paths = page.eval_on_selector_all(".opblock-summary-path", "els => els.map(e => e.textContent)")
+    assert "/api/queues" in [path.replace("\u200b", "") for path in paths]
 
 
 def test_open_pages_follow_new_samples_without_reloading(
