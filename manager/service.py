@@ -37,7 +37,7 @@ from manager.store import (
     slot_map_rows,
 )
 from master.lifecycle import SERVING
-from master.manager_link import ManagerFrame
+from master.manager_link import BACKOFF_MAX_INTERVALS, ManagerFrame
 from master.report import HostReport
 from queue_server.client import QueueClient
 from queue_server.client_errors import QueueServerError
@@ -50,6 +50,7 @@ PRUNE_EVERY_S = 600.0
 # How long a lost host still shows in host samples before the manager forgets it.
 FORGET_LOST_AFTER_S = 3600.0
 EXIT_LEASE_LOST = 3
+MAX_BACKOFF_INTERVALS = BACKOFF_MAX_INTERVALS
 
 
 class QueueStatsReader:
@@ -84,6 +85,10 @@ class Schedule:
 
     first_plan_at: float
     plan_at: float
+    # Until the first plan: hosts alive in the last stored history, and how long to wait
+    # for them (masters in reconnect backoff come back within liveness + 32 intervals).
+    expected_hosts: frozenset[str] = frozenset()
+    expected_until: float = float("-inf")
     heartbeat_at: float = float("-inf")
     lease_check_at: float = float("-inf")
     prune_at: float = float("-inf")
@@ -203,7 +208,12 @@ class Manager:
         # Plan first only when every live master had time to report: the map is rebuilt
         # from what they run, not invented from nothing.
         grace_s = self.peers.timeout_s
-        self.schedule = Schedule(first_plan_at=now + grace_s, plan_at=now + grace_s)
+        self.schedule = Schedule(
+            first_plan_at=now + grace_s,
+            plan_at=now + grace_s,
+            expected_hosts=frozenset(self.recent_hosts()),
+            expected_until=now + grace_s + interval_s * MAX_BACKOFF_INTERVALS,
+        )
         self.view = View()
         self.work = WorkWindow(
             window_s=self.settings.stats_window_s, max_gap_s=self.peers.timeout_s, started_at=now
@@ -312,7 +322,13 @@ class Manager:
         if now < self.schedule.plan_at:
             return
         self.schedule.plan_at = now + self.settings.plan_interval_s
-        self.plan(now)
+        if self.schedule.last_plan_at is None and not self.all_expected_here(now):
+            return
+        try:
+            self.plan(now)
+        except Exception:  # the loop boundary: heartbeats must go on whatever a plan hits
+            log.exception("planning failed; masters keep their last map, next try in %.1f s",
+                          self.settings.plan_interval_s)
 
     def plan(self, now: float) -> Plan:
         at_unix = self.wall_clock()
@@ -339,6 +355,24 @@ class Manager:
         self.record_plan(now, at_unix, result, queues, overrides)
         self.schedule.last_plan_at = now
         return result
+
+    def all_expected_here(self, now: float) -> bool:
+        """Before the first plan: have the hosts of the last stored history reported (or has
+        their time run out)? Planning without them would put their work elsewhere."""
+        missing = self.schedule.expected_hosts - {p.host for p in self.peers.alive()}
+        if not missing or now >= self.schedule.expected_until:
+            return True
+        log.info("first plan waits for %s (at most %.0f s more)",
+                 ", ".join(sorted(missing)), self.schedule.expected_until - now)
+        self.schedule.plan_at = min(self.schedule.plan_at, self.schedule.expected_until)
+        return False
+
+    def recent_hosts(self) -> set[str]:
+        try:
+            return self.store.recent_hosts()
+        except SQLAlchemyError as exc:
+            log.warning("cannot read the last known hosts (%s); planning after the grace period", exc)
+            return set()
 
     def read_overrides(self) -> dict[str, Override]:
         try:
@@ -426,8 +460,4 @@ class Manager:
             return True
         self.schedule.lease_check_at = now + LEASE_CHECK_S
         return self.lease.still_held()
-
-    def stats_summary(self) -> dict[str, int]:
-        """Slots per queue in the current map (for logs and tests)."""
-        return SlotMap(hosts=self.view.assigned).counts()
 

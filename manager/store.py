@@ -13,7 +13,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
@@ -227,6 +227,16 @@ class Store:
                                     row.updated_at_unix)
                 for row in session.scalars(select(QueueOverride))
             }
+
+    def recent_hosts(self) -> set[str]:
+        """Hosts alive in the last stored host samples (what a restarted manager waits for)."""
+        with Session(self.engine) as session:
+            latest = session.scalar(select(func.max(HostSample.at_unix)))
+            if latest is None:
+                return set()
+            return set(session.scalars(
+                select(HostSample.host).where(HostSample.at_unix == latest, HostSample.alive)
+            ))
 
     def prune(self, *, now_unix: float, retention_days: float) -> int:
         """Delete history older than retention_days; the number of rows deleted."""

@@ -153,3 +153,11 @@ def test_retention_deletes_history_older_than_the_bound_and_keeps_overrides(stor
             ages = sorted(round((now - at) / DAY_S, 1) for at in session.scalars(select(table.at_unix)))
             assert ages == [0.0, 6.9]
         assert session.scalar(select(func.count()).select_from(QueueOverride)) == 1
+
+
+def test_the_hosts_alive_in_the_last_samples_are_what_a_new_manager_waits_for(store: Store) -> None:
+    assert store.recent_hosts() == set()
+    store.write(host_samples(at_unix=1.0, reports=[(report("old", []), True)]))
+    store.write(host_samples(at_unix=2.0, reports=[(report("a", []), True), (report("b", []), True),
+                                                    (report("dead", []), False)]))
+    assert store.recent_hosts() == {"a", "b"}
