@@ -61,7 +61,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         import uvloop
     except ImportError:
-        asyncio.run(server.serve())
+        runner = asyncio.run
     else:
-        uvloop.run(server.serve())
+        runner = uvloop.run
+    try:
+        runner(server.serve())
+    except OSError as exc:  # the listening socket: address in use, not permitted, ...
+        print(f"slotmap queue-server: cannot listen on {settings.host}:{settings.port}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+        return 1
     return 0

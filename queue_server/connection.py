@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
 from typing import TYPE_CHECKING
 
 from queue_server import responses
@@ -185,6 +186,26 @@ class Connection(asyncio.Protocol):
         self.graceful_close_after_flush = True
 
     # ------------------------------------------------------------ blocking and flow control
+
+    def peer_gone(self) -> bool:
+        """True when the client has already closed: its EOF may not be processed yet.
+
+        Asked before a blocked client is handed a job, so a job never goes to a client
+        that left while it waited (it goes to the next waiter or stays queued).
+        """
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return True
+        raw = transport.get_extra_info("socket")
+        if raw is None:
+            return False
+        try:
+            with socket.fromfd(raw.fileno(), socket.AF_INET, socket.SOCK_STREAM) as probe:
+                return probe.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except (BlockingIOError, InterruptedError):
+            return False  # nothing to read: still connected
+        except OSError:
+            return True  # reset or otherwise broken
 
     def block(self, waiter: Waiter) -> None:
         self.waiter = waiter

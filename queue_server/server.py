@@ -273,6 +273,9 @@ class QueueServer:
     def _deliver_output(self, queue: str, priority: int, item: str, now: float) -> None:
         """A PUT ... WAIT client gets its item's output job before any GET can."""
         waiter = self.waiters.output_waiter(queue, item)
+        while waiter is not None and waiter.conn.peer_gone():
+            self.waiters.remove(waiter)
+            waiter = self.waiters.output_waiter(queue, item)
         if waiter is not None:
             job = self.store.take_last(queue, priority, now, waiter.expire_s, waiter.then_done)
             self._answer(waiter, responses.job_reply(job))
@@ -326,6 +329,9 @@ class QueueServer:
                 waiter = self.waiters.first_for_queue(state.name)
                 if waiter is None or waiter.get is None:
                     break
+                if waiter.conn.peer_gone():
+                    self.waiters.remove(waiter)
+                    continue
                 get = waiter.get
                 jobs = store.take(get.queues, get.count or 1, now, get.expire_s, get.then_done)
                 self._answer(waiter, responses.job_reply(jobs[0]) if get.count is None
