@@ -74,11 +74,55 @@ def beanstalkd_version(path: str) -> str:
 
 
 SLOTMAP_CMD: list[str] | None = None  # overrides the command below (--ours-cmd)
+SLOTMAP_CODE: str | None = None  # a frozen copy of the checkout to run our server from
+_SNAPSHOT_IGNORE = shutil.ignore_patterns(
+    ".git", ".venv", "var", "__pycache__", "*.egg-info", "node_modules", ".mypy_cache",
+    ".ruff_cache", ".pytest_cache", ".hypothesis", "tests", "bench", "docs", ".ci")
+
+
+def freeze_code() -> str:
+    """Copies the checkout's Python packages to a temp dir; our server runs from there.
+
+    Others commit to the checkout while a long run goes on: without a frozen
+    copy the sections of one run could measure different server code.
+    The caller removes the dir with `remove_code_snapshot()`.
+    """
+    global SLOTMAP_CODE
+    dst = tempfile.mkdtemp(prefix="slotmap-bench-code-", dir=_tmp_root)
+    shutil.copytree(REPO, os.path.join(dst, "src"), ignore=_SNAPSHOT_IGNORE)
+    SLOTMAP_CODE = os.path.join(dst, "src")
+    return dst
+
+
+def remove_code_snapshot() -> None:
+    global SLOTMAP_CODE
+    if SLOTMAP_CODE:
+        shutil.rmtree(os.path.dirname(SLOTMAP_CODE), ignore_errors=True)
+        SLOTMAP_CODE = None
+
+
+def code_state() -> str:
+    """`<commit>` plus the server paths with uncommitted changes, if any."""
+    def git(*a: str) -> str:
+        try:
+            return subprocess.run(["git", "-C", str(REPO), *a], capture_output=True, text=True,
+                                  timeout=10, check=False).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+    commit = git("rev-parse", "--short", "HEAD") or "?"
+    dirty = git("status", "--porcelain", "--", "queue_server", "config", "deploy")
+    files = [line[3:] for line in dirty.splitlines() if line.strip()]
+    if files:
+        return f"{commit} + uncommitted changes in {', '.join(files)}"
+    return commit
 
 
 def slotmap_command() -> list[str]:
     if SLOTMAP_CMD:
         return list(SLOTMAP_CMD)
+    if SLOTMAP_CODE:
+        py = REPO / ".venv" / "bin" / "python"
+        return [str(py) if py.exists() else sys.executable, "-m", "deploy.cli"]
     exe = REPO / ".venv" / "bin" / "slotmap"
     if exe.exists():
         return [str(exe)]
@@ -96,7 +140,7 @@ class ManagedServer:
     """One server process in its own process group, with a log file."""
 
     def __init__(self, name: str, cmd: list[str], port: int, workdir: str,
-                 cwd: str | None = None) -> None:
+                 cwd: str | None = None, env: dict[str, str] | None = None) -> None:
         self.name = name
         self.cmd = cmd
         self.port = port
@@ -105,6 +149,7 @@ class ManagedServer:
         self.log_path = os.path.join(workdir, "server.log")
         self.proc: subprocess.Popen[bytes] | None = None
         self.cwd = cwd
+        self.env = env
 
     @property
     def pid(self) -> int:
@@ -115,7 +160,7 @@ class ManagedServer:
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 self.cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, cwd=self.cwd,
+                start_new_session=True, cwd=self.cwd, env=self.env,
             )
         _servers.append(self)
         deadline = time.monotonic() + timeout
@@ -210,8 +255,15 @@ def start_slotmap(fsync: str, workdir: str | None = None, data_dir: str | None =
     port = free_port()
     cmd = slotmap_command() + ["queue-server", "--listen", f"127.0.0.1:{port}",
                                "--data-dir", ddir, "--fsync", fsync] + (extra or [])
+    env = None
+    cwd = str(REPO)
+    if SLOTMAP_CODE and not SLOTMAP_CMD:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = SLOTMAP_CODE + (os.pathsep + env["PYTHONPATH"]
+                                            if env.get("PYTHONPATH") else "")
+        cwd = SLOTMAP_CODE
     return ManagedServer(name or f"slotmap(fsync={fsync})", cmd, port, workdir,
-                         cwd=str(REPO)).start(timeout=timeout)
+                         cwd=cwd, env=env).start(timeout=timeout)
 
 
 def stop_all() -> None:
@@ -232,6 +284,7 @@ def _on_signal(signum: int, frame: object) -> None:
 
 def install_cleanup() -> None:
     atexit.register(stop_all)
+    atexit.register(remove_code_snapshot)
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
 

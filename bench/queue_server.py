@@ -646,7 +646,8 @@ def write_results(b: Bench, rows: list[Row], info: dict[str, str], path: Path,
         "",
         f"- machine: `{info['uname']}`; CPU {info['cpu']}, {info['cores']} cores, {info['memory']}",
         f"- {load_note}",
-        (f"- Python {info['python']}, checkout {info['commit']}, {bs_ver}; data dirs on "
+        (f"- Python {info['python']}, server code {b.values_str.get('code', info['commit'])}, "
+         f"{bs_ver}; data dirs on "
          f"{b.values_str.get('fs_type', '?')} (an fsync on this VM costs about 0.1 ms: durable "
          "figures look better here than on disks that really flush)"),
         (f"- method: one Python client process on loopback, raw sockets, the same client code for "
@@ -711,6 +712,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--no-ours", action="store_true", help="skip our server (peer only)")
     ap.add_argument("--ours-cmd", help="command that replaces `.venv/bin/slotmap` to start our "
                     "server (it gets `queue-server --listen H:P --data-dir D --fsync M`)")
+    ap.add_argument("--live-code", action="store_true",
+                    help="run our server from the checkout itself instead of a copy frozen at "
+                    "the start (the checkout may change under a long run)")
     ap.add_argument("--tmp-root", help="where data dirs go (default: the system temp dir)")
     ap.add_argument("--write-results", nargs="?", const=str(RESULTS_MD), metavar="PATH",
                     help=f"add a markdown section to PATH (default {RESULTS_MD.relative_to(peers.REPO)})")
@@ -740,6 +744,12 @@ def main(argv: list[str] | None = None) -> int:
     if a.ours_cmd:
         peers.SLOTMAP_CMD = a.ours_cmd.split()
     b.values_str["fs_type"] = peers.fs_type(a.tmp_root or tempfile.gettempdir())
+    b.values_str["code"] = peers.code_state()
+    if not (a.ours_cmd or a.live_code or a.no_ours):
+        peers.freeze_code()
+        b.values_str["code"] += " (frozen copy taken at the start)"
+    elif a.live_code:
+        b.values_str["code"] += " (live checkout: may change during the run)"
     if not a.no_beanstalkd:
         b.bs_path = peers.find_beanstalkd(a.beanstalkd)
         if not b.bs_path:
@@ -749,6 +759,7 @@ def main(argv: list[str] | None = None) -> int:
     info = machine_info()
     cmdline = " ".join([".venv/bin/python", "bench/queue_server.py"] + (sys.argv[1:] if argv is None else argv))
     log(f"{info['uname']}\nCPU {info['cpu']}, {info['cores']} cores; load {os.getloadavg()}")
+    log(f"server code: {b.values_str['code']}")
     t_start = time.monotonic()
     busy0 = peers.machine_busy_seconds()
     cpu0 = sum(os.times()[:2])
@@ -760,6 +771,7 @@ def main(argv: list[str] | None = None) -> int:
         b.section("profile", b.run_profile)
     finally:
         peers.stop_all()
+        peers.remove_code_snapshot()
     elapsed = time.monotonic() - t_start
     busy = peers.machine_busy_seconds() - busy0
     mine = sum(os.times()[:2]) - cpu0 + peers.server_cpu_seconds
