@@ -32,7 +32,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--config", help="cluster config (TOML); embedded defaults when omitted")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument(
+        "--new-curve-secret", metavar="FILE",
+        help="write a new CURVE secret (for curve_secret_file, on the manager and every master) and exit",
+    )
     parser.set_defaults(func=run)
+
+
+def write_curve_secret(path: str) -> int:
+    """A fresh z85 CURVE secret key, readable by its owner only."""
+    import os
+
+    import zmq
+
+    secret = zmq.curve_keypair()[1]
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as file:
+        file.write(secret + b"\n")
+    print(f"wrote a CURVE secret to {path}; set curve_secret_file = \"{path}\" in the cluster config")
+    return 0
 
 
 class _StopFlag:
@@ -52,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
     from config.load import load_config
     from manager.leader import wait_for_lease
 
+    if args.new_curve_secret:
+        return write_curve_secret(args.new_curve_secret)
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
     config = load_config(args.config)
     flag = _StopFlag()
