@@ -118,3 +118,11 @@ def test_sync_put_stores_a_job_like_put(queue_server):
     client.expect(b"200 OK\r\n")
     job = get_job(client, "GET q")
     assert (job.priority, job.data, job.item) == (2, b"sync", "it")
+
+
+def test_sync_put_with_new_makes_an_item_like_put(queue_server):
+    client = queue_server.connect()
+    client.send(b"SYNC PUT q 0 1 NEW\r\nxPING\r\n")
+    reply = client.line()
+    assert re.fullmatch(rb"200 OK IS _[0-9]+", reply), f"SYNC PUT is 'as PUT': {reply!r}"
+    client.expect(b"200 PONG\r\n")

@@ -230,3 +230,11 @@ def test_clone_with_ready_jobs_wakes_a_blocked_getb_waiter(start_queue_server):
     assert _clone(dst, snapshot) == b"200 OK"
     job = read_job(waiter)
     assert job is not None and job.data == b"from the snapshot"
+
+
+def test_interconnect_with_a_link_replies_its_id_and_streams_later_changes(queue_server):
+    link, client = queue_server.connect(), queue_server.connect()
+    reply = link.request(b"INTERCONNECT 2 127.0.0.1 1")
+    assert re.fullmatch(rb"200 OK [0-9]+", reply), reply
+    put_ok(client, "q", -1, b"xyz")
+    link.expect(b"SYNC PUT q -1 3\r\nxyz")
