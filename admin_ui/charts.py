@@ -13,6 +13,7 @@ from admin_ui.schemas import QueueHistory
 WIDTH, HEIGHT = 640, 200
 LEFT, RIGHT, TOP, BOTTOM = 56, 12, 26, 22
 GRID_LINES = 4
+LOAD_CHART_CAP = 10.0  # 1000%
 MAX_LINES = 6
 
 
@@ -29,6 +30,7 @@ class ChartSpec:
     title: str
     y_format: str
     series: tuple[tuple[str, str, str, bool], ...]  # (label, QueuePoint field, color, dashed)
+    cap: float | None = None  # values above are drawn at the cap (an "infinite" load would flatten the rest)
 
 
 QUEUE_CHARTS: dict[str, ChartSpec] = {
@@ -39,7 +41,7 @@ QUEUE_CHARTS: dict[str, ChartSpec] = {
         ("min", "min_slots", "#57606a", True),
         ("max", "max_slots", "#57606a", True),
     )),
-    "load": ChartSpec("Load", "pct", (("load", "load", "#d1242f", False),)),
+    "load": ChartSpec("Load", "pct", (("load", "load", "#d1242f", False),), cap=LOAD_CHART_CAP),
     "jobs": ChartSpec("Jobs in the queue", "int", (
         ("waiting", "waiting", "#1f6feb", False),
         ("locked", "running", "#bf8700", False),
@@ -47,7 +49,7 @@ QUEUE_CHARTS: dict[str, ChartSpec] = {
     )),
     "throughput": ChartSpec("Throughput", "f1", (
         ("jobs/s", "jobs_per_s", "#1a7f37", False),
-        ("errors", "errors", "#d1242f", True),
+        ("errors/plan", "errors", "#d1242f", True),
     )),
 }
 
@@ -128,8 +130,9 @@ def line_chart(
 def queue_chart(history: QueueHistory, name: str, *, target_load: float) -> str:
     """One of QUEUE_CHARTS (KeyError for another name) drawn from `history`."""
     spec = QUEUE_CHARTS[name]
+    cap = spec.cap if spec.cap is not None else math.inf
     series = [
-        Series(label, color, [(p.at_unix, getattr(p, field)) for p in history.points], dashed)
+        Series(label, color, [(p.at_unix, min(getattr(p, field), cap)) for p in history.points], dashed)
         for label, field, color, dashed in spec.series
     ]
     y_lines = [("target", target_load)] if name == "load" else []

@@ -6,6 +6,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 DASH = "\u2013"
+# The manager stores an infinite load (work waiting, no slot time yet) as this
+# (manager.store.MAX_STORED_LOAD); it shows as infinity.
+LOAD_INFINITE = 1e6
 KIB = 1024
 MIB = KIB * 1024
 GIB = MIB * 1024
@@ -22,6 +25,8 @@ def fmt_int(value: float) -> str:
 
 
 def fmt_pct(value: float) -> str:
+    if value >= LOAD_INFINITE:
+        return "\u221e"
     return f"{math.floor(value * 100 + 0.5)}%"
 
 
@@ -34,6 +39,10 @@ def fmt_f2(value: float) -> str:
 
 
 def fmt_secs(value: float) -> str:
+    if value == 0:
+        return "0"
+    if value < 0.001:
+        return f"{math.floor(value * 1_000_000 + 0.5)} \u00b5s"
     if value < 1:
         return f"{math.floor(value * 1000 + 0.5)} ms"
     return f"{_round_to(value, 1):.1f} s"

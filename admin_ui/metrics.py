@@ -1,6 +1,7 @@
 """Prometheus exposition: per-queue and per-host gauges from the newest samples, counters summed from history."""
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Iterator
 
@@ -12,6 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from admin_ui import views
+from admin_ui.format import LOAD_INFINITE
 from manager.db import Event, QueueSample
 
 # (metric suffix, QueueSample attribute, help)
@@ -102,7 +104,10 @@ class DashboardCollector(Collector):
         for suffix, attribute, text in QUEUE_GAUGES:
             family = GaugeMetricFamily(f"slotmap_queue_{suffix}", text, labels=["queue"])
             for sample in samples:
-                family.add_metric([sample.queue], float(getattr(sample, attribute)))
+                value = float(getattr(sample, attribute))
+                if attribute == "load" and value >= LOAD_INFINITE:
+                    value = math.inf  # work waiting and no slot time yet
+                family.add_metric([sample.queue], value)
             yield family
         newest = max((sample.at_unix for sample in samples), default=None)
         age = GaugeMetricFamily("slotmap_data_age_seconds",

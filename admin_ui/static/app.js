@@ -5,14 +5,17 @@
 (() => {
   const DASH = "\u2013";
   const KIB = 1024, MIB = KIB * 1024, GIB = MIB * 1024;
+  const LOAD_INFINITE = 1e6;
   const roundTo = (v, d) => Math.floor(v * 10 ** d + 0.5) / 10 ** d;
   const group = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
   const FORMATS = {
     int: (v) => group(Math.floor(v + 0.5)),
-    pct: (v) => `${Math.floor(v * 100 + 0.5)}%`,
+    pct: (v) => (v >= LOAD_INFINITE ? "\u221e" : `${Math.floor(v * 100 + 0.5)}%`),
     f1: (v) => roundTo(v, 1).toFixed(1),
     f2: (v) => roundTo(v, 2).toFixed(2),
-    secs: (v) => (v < 1 ? `${Math.floor(v * 1000 + 0.5)} ms` : `${roundTo(v, 1).toFixed(1)} s`),
+    secs: (v) => (v === 0 ? "0"
+      : v < 0.001 ? `${Math.floor(v * 1000000 + 0.5)} \u00b5s`
+      : v < 1 ? `${Math.floor(v * 1000 + 0.5)} ms` : `${roundTo(v, 1).toFixed(1)} s`),
     bytes: (v) => {
       for (const [unit, size] of [["GiB", GIB], ["MiB", MIB], ["KiB", KIB]]) {
         if (v >= size) return `${roundTo(v / size, 1).toFixed(1)} ${unit}`;
@@ -25,6 +28,7 @@
       : s < 3600 ? `${Math.floor(s / 60)} min ago` : `${Math.floor(s / 3600)} h ago`),
   };
   const format = (v, kind) => (v === null || v === undefined ? DASH : FORMATS[kind](v));
+  window.slotmapFormat = format; // the browser tests compare it with admin_ui/format.py
 
   // "a.b" -> obj.a.b; "" -> obj. Slot-map cells default to 0 slots.
   const lookup = (obj, path) => {

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import admin_sample
 import pytest
 from admin_proc import AdminProc, start_admin
-from admin_testing import poll_until
+from admin_testing import FORMAT_CASES, poll_until
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
@@ -230,6 +230,13 @@ def test_an_admin_logs_in_and_pauses_a_queue_from_the_page(admin: AdminProc, pag
     override = admin.get("/api/queues/search_index").json()["override"]
     assert (override["min_slots"], override["max_slots"]) == (3, 12)
     shoot(page, "queue-search_index-paused")
+
+
+def test_the_pages_script_formats_numbers_exactly_as_the_server(admin: AdminProc, page: Page) -> None:
+    page.goto(admin.url + "/queues")
+    cases = [[value, kind] for value, kind, _ in FORMAT_CASES]
+    shown = page.evaluate("cases => cases.map(([v, kind]) => window.slotmapFormat(v, kind))", cases)
+    assert shown == [fmt(value, kind) for value, kind, _ in FORMAT_CASES]
 
 
 def test_the_api_docs_render_from_vendored_files(admin: AdminProc, page: Page) -> None:

@@ -3,11 +3,17 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+import admin_sample
 import pytest
 from admin_sample import NOW
 from admin_testing import TestClient
+from sqlalchemy import insert
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
 
 from admin_ui.charts import QUEUE_CHARTS, Series, line_chart, y_axis
+from admin_ui.format import LOAD_INFINITE
+from manager.db import QueueSample
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -60,3 +66,16 @@ def test_a_chart_range_ends_at_the_queues_newest_sample(client: TestClient) -> N
     root = ET.fromstring(svg)
     x_labels = [t.text for t in root.findall(f"{SVG}text") if t.get("y") == str(200 - 6)]
     assert x_labels[-1] == "12:00" and NOW % 86400 == 12 * 3600
+
+
+def test_an_infinite_load_is_drawn_at_the_cap_so_the_rest_stays_readable(
+    client: TestClient, engine: Engine,
+) -> None:
+    with Session(engine) as session:
+        row = {**admin_sample.queue_rows(now=NOW + 5, history_s=0)[0], "load": LOAD_INFINITE}
+        session.execute(insert(QueueSample), [row])
+        session.commit()
+    root = ET.fromstring(client.get("/queues/mail_send/charts/load.svg?range=15m").text)
+    y_labels = [t.text for t in root.findall(f"{SVG}text") if t.get("text-anchor") == "end" and
+                str(t.text).endswith("%")]
+    assert y_labels[-1] == "1000%"
