@@ -91,7 +91,11 @@ class Connection(asyncio.Protocol):
                 continue
             newline = buffer.find(b"\n", position)
             if newline < 0:
-                if size - position > MAX_LINE_BYTES + 1:
+                unterminated = size - position
+                # One byte past the limit may still be the CR of a CRLF; two may not.
+                if unterminated > MAX_LINE_BYTES + 1 or (
+                    unterminated == MAX_LINE_BYTES + 1 and buffer[size - 1] != 13
+                ):
                     self.fail(responses.LINE_TOO_LONG)
                 break
             end = newline - 1 if newline > position and buffer[newline - 1] == 13 else newline

@@ -15,6 +15,7 @@ _SECONDS = re.compile(rb"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 _KEYWORDS = frozenset((b"EXPIRE", b"THEN", b"COUNT"))
+NEW_KEYWORD = b"NEW"
 
 
 class GetMode(IntEnum):
@@ -91,6 +92,7 @@ class SyncPut:
     item: str | None
     until: float | None
     delay_s: float | None = None  # relative, from a primary that sent DELAY
+    new_item: bool = False
     data: bytes = b""
 
 
@@ -371,13 +373,18 @@ def _parse_sync(args: list[bytes]) -> Parsed:
 
 
 def _parse_sync_put(rest: list[bytes]) -> SyncPut:
-    queue = parse_name(rest[0])
-    priority = parse_priority(rest[1])
-    values = _keyword_values(rest[3:], frozenset((b"IS", b"UNTIL", b"DELAY")))
+    """As PUT (IS / NEW / DELAY), plus UNTIL <unix time>; a replica never waits (no WAIT)."""
+    new_item = NEW_KEYWORD in rest[3:]
+    options = [arg for arg in rest[3:] if arg != NEW_KEYWORD]
+    if new_item and len(options) != len(rest) - 4:
+        raise bad_request("NEW given twice")
+    values = _keyword_values(options, frozenset((b"IS", b"UNTIL", b"DELAY")))
     item = parse_name(values[b"IS"], "item name") if b"IS" in values else None
+    if item is not None and new_item:
+        raise bad_request("IS and NEW together")
     until = parse_unix_time(values[b"UNTIL"]) if b"UNTIL" in values else None
     delay_s = parse_seconds(values[b"DELAY"], "DELAY") if b"DELAY" in values else None
-    return SyncPut(queue, priority, item, until, delay_s)
+    return SyncPut(parse_name(rest[0]), parse_priority(rest[1]), item, until, delay_s, new_item)
 
 
 def _parse_sync_get(rest: list[bytes]) -> SyncGet:

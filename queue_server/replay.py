@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 from queue_server import protocol
 from queue_server.errors import ProtocolError, SnapshotError
-from queue_server.responses import OK, done_reply, later_reply
+from queue_server.responses import OK, done_reply, item_reply, later_reply
 from queue_server.store import Store
 
 SyncCommand = (
@@ -55,7 +55,10 @@ def apply(store: Store, command: SyncCommand, now: float) -> bytes:
                       until=command.until, replaying=True)
         else:
             until = now + command.delay_s if command.delay_s is not None else None
-            store.put(command.queue, command.priority, command.data, command.item, now, until=until)
+            item = store.new_item_name() if command.new_item else command.item
+            store.put(command.queue, command.priority, command.data, item, now, until=until)
+            if command.new_item:
+                return item_reply(OK, item)  # type: ignore[arg-type]
         return OK
     if isinstance(command, protocol.SyncGet):
         found = store.sync_get(command.queue, command.job_id, command.priority, now,
