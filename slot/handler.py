@@ -60,11 +60,17 @@ class SlotJob:
         """The data parsed as JSON (raises ValueError on bad data, like json.loads)."""
         return json.loads(self.data)
 
-    def later(self, *, delay_s: float | None = None) -> None:
-        """Put the job back (at the end of its priority), visible again after `delay_s`."""
+    def later(self, delay: float | None = None, *, delay_s: float | None = None) -> None:
+        """Put the job back (at the end of its priority), visible again after `delay` seconds.
+
+        `delay` is the documented handler API (`job.later(delay=30)`); `delay_s` is the
+        same in the units-in-names spelling of the client library.
+        """
+        if delay is not None and delay_s is not None:
+            raise TypeError("give delay or delay_s, not both")
         self._resolve()
         self.outcome = Outcome.LATER
-        self.delay_s = delay_s
+        self.delay_s = delay if delay is not None else delay_s
 
     def reply(self, data: bytes | str) -> None:
         """Answer a synchronous call (PUT ... WAIT): the reply job goes to the output queue

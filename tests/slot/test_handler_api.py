@@ -66,3 +66,11 @@ def test_reply_needs_an_item_and_a_job_resolves_once() -> None:
     assert one.reply_data == b'{"ok":true}'
     with pytest.raises(JobResolutionError, match="already resolved"):
         one.later()
+
+
+def test_later_takes_the_documented_delay_keyword() -> None:
+    from slot.handler import SlotJob
+
+    job = SlotJob(queue="q", id=1, priority=0, data=b"x", item=None)
+    job.later(delay=30)
+    assert job.delay_s == 30
