@@ -33,7 +33,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/mypy queue_server config
+	$(BIN)/mypy queue_server config slot master manager admin_ui deploy
 
 clean:
 	rm -rf $(VENV) var build *.egg-info
