@@ -52,18 +52,38 @@ HOST_COUNTERS = (
 
 
 class _Totals:
-    """Counters summed from rows newer than the last seen id, so they only grow while we run."""
+    """Counters that start at 0 with the first scrape and add up the rows stored since.
 
-    def __init__(self) -> None:
+    Summing the whole history instead would cost a scan of days of samples at start, and
+    retention deleting old rows would make a counter go down; Prometheus handles the reset
+    of a restarted dashboard like that of any restarted process.
+    """
+
+    def __init__(self, *, forget_after_s: float) -> None:
         self.lock = threading.Lock()
+        self.forget_after_s = forget_after_s
+        self.started = False
         self.sample_id = 0
         self.event_id = 0
         self.jobs_done: dict[str, float] = {}
         self.errors: dict[str, float] = {}
         self.events: dict[str, float] = {}
 
+    def _start(self, session: Session) -> None:
+        """Zero series for the current queues and known kinds, from the newest ids on."""
+        self.sample_id = int(session.scalar(select(func.max(QueueSample.id))) or 0)
+        self.event_id = int(session.scalar(select(func.max(Event.id))) or 0)
+        for sample in views.latest_queue_samples(session, forget_after_s=self.forget_after_s):
+            self.jobs_done[sample.queue] = self.errors[sample.queue] = 0.0
+        for kind in session.scalars(select(Event.kind).distinct()):
+            self.events[kind] = 0.0
+        self.started = True
+
     def advance(self, session: Session) -> None:
         with self.lock:
+            if not self.started:
+                self._start(session)
+                return
             rows = session.execute(
                 select(QueueSample.queue, func.sum(QueueSample.jobs_done), func.sum(QueueSample.errors),
                        func.max(QueueSample.id))
@@ -88,7 +108,7 @@ class DashboardCollector(Collector):
         self.engine = engine
         self.forget_after_s = forget_after_s
         self.clock = clock
-        self.totals = _Totals()
+        self.totals = _Totals(forget_after_s=forget_after_s)
 
     def collect(self) -> Iterator[Metric]:
         with Session(self.engine) as session:
@@ -139,12 +159,15 @@ class DashboardCollector(Collector):
 
     def _counters(self) -> Iterator[Metric]:
         totals = self.totals
-        done = CounterMetricFamily("slotmap_queue_jobs_done", "Jobs done (summed from the manager's samples).",
-                                   labels=["queue"])
-        errors = CounterMetricFamily("slotmap_queue_errors", "Job errors (summed from the manager's samples).",
-                                     labels=["queue"])
-        events = CounterMetricFamily("slotmap_events", "Manager and admin events recorded, by kind.",
-                                     labels=["kind"])
+        done = CounterMetricFamily(
+            "slotmap_queue_jobs_done", "Jobs done, from the manager's samples since the dashboard started.",
+            labels=["queue"])
+        errors = CounterMetricFamily(
+            "slotmap_queue_errors", "Job errors, from the manager's samples since the dashboard started.",
+            labels=["queue"])
+        events = CounterMetricFamily(
+            "slotmap_events", "Manager and admin events recorded since the dashboard started, by kind.",
+            labels=["kind"])
         with totals.lock:
             for queue, value in sorted(totals.jobs_done.items()):
                 done.add_metric([queue], value)

@@ -125,9 +125,6 @@ def test_queue_rows_are_the_managers_newest_samples(cluster: Any, admin: AdminPr
 
 
 def test_jobs_done_by_real_slots_reach_the_metrics_counters(cluster: Any, admin: AdminProc) -> None:
-    with QueueClient(cluster.queue_server.address) as client:
-        client.put_many("demo_noop", [b"x"] * 40)
-
     def jobs_done() -> float:
         text = admin.get("/metrics").text
         for family in text_string_to_metric_families(text):
@@ -136,7 +133,11 @@ def test_jobs_done_by_real_slots_reach_the_metrics_counters(cluster: Any, admin:
                     return sample.value
         return 0.0
 
-    poll_until(lambda: jobs_done() >= 40, deadline_s=DEADLINE_S, what="40 demo_noop jobs in the counter")
+    before = jobs_done()  # counters start at the first scrape
+    with QueueClient(cluster.queue_server.address) as client:
+        client.put_many("demo_noop", [b"x"] * 40)
+    poll_until(lambda: jobs_done() >= before + 40, deadline_s=DEADLINE_S,
+               what="40 demo_noop jobs in the counter")
 
 
 def test_a_pause_from_the_dashboard_is_applied_by_the_manager_and_resume_brings_the_slot_back(
