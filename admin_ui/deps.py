@@ -37,7 +37,8 @@ def readable(access: Annotated[Access, Depends(get_access)]) -> Access:
     return access
 
 
-def actor(access: Annotated[Access, Depends(get_access)]) -> Access:
+def actor(request: Request, access: Annotated[Access, Depends(get_access)]) -> Access:
+    same_site(request)
     require_act(access)
     return access
 
@@ -56,8 +57,8 @@ def get_session(engine: Annotated[Engine, Depends(get_engine)]) -> Iterator[Sess
         yield session
 
 
-def same_site_form(request: Request) -> None:
-    """Browsers send HTTP basic credentials cross-site too: refuse form posts from other sites."""
+def same_site(request: Request) -> None:
+    """Browsers send HTTP basic credentials cross-site too: refuse changes asked by other sites."""
     if request.headers.get("sec-fetch-site") == "cross-site":
         raise NotAuthenticated("form posted from another site")
     origin = request.headers.get("origin")
@@ -67,7 +68,7 @@ def same_site_form(request: Request) -> None:
 
 async def form_fields(request: Request) -> dict[str, str]:
     """An application/x-www-form-urlencoded body (first value of each field)."""
-    same_site_form(request)
+    same_site(request)
     body = await request.body()
     if len(body) > MAX_FORM_BYTES:
         return {}

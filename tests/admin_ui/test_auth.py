@@ -157,7 +157,7 @@ def test_a_bad_limits_form_shows_the_reason(make_client: MakeClient) -> None:
     assert response.status_code == 422 and "whole number" in response.text
 
 
-def test_a_form_posted_from_another_site_is_refused_even_with_basic_credentials(
+def test_a_change_asked_by_another_site_is_refused_even_with_basic_credentials(
     make_client: MakeClient, engine: Engine,
 ) -> None:
     client = make_client(token=TOKEN)
@@ -165,7 +165,12 @@ def test_a_form_posted_from_another_site_is_refused_even_with_basic_credentials(
     assert client.post("/queues/mail_send/pause", headers=headers, follow_redirects=False).status_code == 401
     headers = {**basic(TOKEN), "Sec-Fetch-Site": "cross-site"}
     assert client.post("/queues/mail_send/pause", headers=headers, follow_redirects=False).status_code == 401
+    assert client.post("/api/queues/mail_send/pause", headers=headers).status_code == 401
+    assert client.post("/api/queues/mail_send/pause",
+                       headers={**basic(TOKEN), "Origin": "http://evil.example"}).status_code == 401
     assert admin_events(engine) == []
+    same_site = {**basic(TOKEN), "Origin": "http://testserver", "Sec-Fetch-Site": "same-origin"}
+    assert client.post("/api/queues/mail_send/pause", headers=same_site).status_code == 200
 
 
 def test_login_only_redirects_within_the_site(make_client: MakeClient) -> None:
