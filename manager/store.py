@@ -151,8 +151,7 @@ def host_samples(*, at_unix: float, reports: Sequence[tuple[HostReport, bool]]) 
             alive=alive,
             capacity=report.capacity if alive else 0,
             slots=len(report.slots) if alive else 0,
-            # HostReport carries no MemTotal yet: 0 until it does.
-            mem_total_bytes=0,
+            mem_total_bytes=report.mem_total_bytes,
             mem_available_bytes=report.mem_available_bytes,
             master_pss_bytes=report.master_pss_bytes,
             slots_pss_bytes=report.slots_pss_bytes,

@@ -11,18 +11,32 @@ from slot.memory import read_memory
 _KIB = 1024
 
 
-def parse_mem_available(meminfo: bytes) -> int:
-    """MemAvailable from /proc/meminfo, in bytes (the kernel's estimate of memory that can be
-    given to new work without swapping, page cache included)."""
+def parse_meminfo_field(meminfo: bytes, name: bytes) -> int:
+    """One field of /proc/meminfo (`MemTotal`, `MemAvailable`, ...), in bytes."""
+    prefix = name + b":"
     for line in meminfo.splitlines():
-        if line.startswith(b"MemAvailable:"):
+        if line.startswith(prefix):
             return int(line.split()[1]) * _KIB
-    raise ValueError("no MemAvailable line in /proc/meminfo (Linux 3.14+ needed)")
+    raise ValueError(f"no {name.decode()} line in /proc/meminfo (MemAvailable needs Linux 3.14+)")
+
+
+def parse_mem_available(meminfo: bytes) -> int:
+    """MemAvailable in bytes: the kernel's estimate of memory that can be given to new work
+    without swapping, page cache included."""
+    return parse_meminfo_field(meminfo, b"MemAvailable")
+
+
+def _meminfo() -> bytes:
+    with open("/proc/meminfo", "rb") as file:
+        return file.read()
 
 
 def mem_available_bytes() -> int:
-    with open("/proc/meminfo", "rb") as file:
-        return parse_mem_available(file.read())
+    return parse_mem_available(_meminfo())
+
+
+def mem_total_bytes() -> int:
+    return parse_meminfo_field(_meminfo(), b"MemTotal")
 
 
 def load_avg_1m() -> float:
@@ -47,6 +61,7 @@ class HostFigures:
     mem_available_bytes: int
     load_avg_1m: float
     cpus: int
+    mem_total_bytes: int = 0
 
 
 def measure(slots_pss_bytes: Sequence[int]) -> HostFigures:
@@ -57,4 +72,5 @@ def measure(slots_pss_bytes: Sequence[int]) -> HostFigures:
         mem_available_bytes=mem_available_bytes(),
         load_avg_1m=load_avg_1m(),
         cpus=cpu_count(),
+        mem_total_bytes=mem_total_bytes(),
     )

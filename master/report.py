@@ -52,6 +52,7 @@ class HostReport(_Model):
     slots_pss_bytes: int
     slots_measured: int
     mem_available_bytes: int
+    mem_total_bytes: int = 0
     load_avg_1m: float
     cpus: int
     slots: list[SlotReport]
@@ -119,6 +120,7 @@ def build_report(
         slots_pss_bytes=sum(figures.slots_pss_bytes),
         slots_measured=len(figures.slots_pss_bytes),
         mem_available_bytes=figures.mem_available_bytes,
+        mem_total_bytes=figures.mem_total_bytes,
         load_avg_1m=figures.load_avg_1m,
         cpus=figures.cpus,
         slots=reports,
