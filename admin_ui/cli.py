@@ -20,11 +20,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--listen", metavar="HOST:PORT", help="default [admin] listen, 127.0.0.1:8400")
     parser.add_argument("--database-url", help="default [manager] database_url")
     parser.add_argument(
-        "--protect-reads", action="store_true",
+        "--protect-reads", action="store_true", default=None,
         help="with a token, reading pages, the API and /metrics needs it too (default: anyone may read)",
     )
-    parser.add_argument("--refresh-s", type=float, default=5.0,
-                        help="how often open pages fetch fresh numbers (0: never)")
+    parser.add_argument("--refresh-s", type=float, default=None,
+                        help="how often open pages fetch fresh numbers (0: never; default [admin] refresh_s, 5)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     parser.set_defaults(func=run)
 
@@ -46,8 +46,11 @@ def run(args: argparse.Namespace) -> int:
     database_url = args.database_url or config.manager.database_url
     # The environment beats the file so a token need not sit in a world-readable config.
     token = os.environ.get(TOKEN_ENV) or config.admin.token
-    settings = AdminSettings.from_config(config, token=token, protect_reads=args.protect_reads,
-                                         refresh_s=args.refresh_s)
+    settings = AdminSettings.from_config(
+        config, token=token,
+        protect_reads=config.admin.protect_reads if args.protect_reads is None else args.protect_reads,
+        refresh_s=config.admin.refresh_s if args.refresh_s is None else args.refresh_s,
+    )
     app = create_app(make_engine(database_url), settings)
     log.info("dashboard on http://%s:%d/ reading %s (%s)", host, port, database_url.split("@")[-1],
              "read-only: no admin token" if token is None else "actions need the admin token")

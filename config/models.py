@@ -89,6 +89,9 @@ class ManagerConfig(_Strict):
 class AdminConfig(_Strict):
     listen: str = "127.0.0.1:8400"
     token: str | None = None
+    # With a token: reading pages, the API and /metrics needs it too.
+    protect_reads: bool = False
+    refresh_s: float = Field(default=5.0, ge=0)
 
     @field_validator("listen")
     @classmethod
