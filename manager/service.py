@@ -22,7 +22,7 @@ from manager import planner
 from manager.heartbeat import ADOPT, GONE, Change, MasterState, PeerChange, Peers
 from manager.leader import Lease
 from manager.link import ManagerSocket, Received
-from manager.model import HostCapacity, Plan, SlotMap
+from manager.model import HostCapacity, Move, Plan, SlotMap
 from manager.placement import slot_number
 from manager.stats import WorkWindow
 from manager.store import (
@@ -135,29 +135,32 @@ def change_event(change: PeerChange, report: HostReport | None) -> NewEvent:
     return NewEvent(kind=kind, message=message, host=change.host)
 
 
-def moves_event(plan: Plan) -> NewEvent | None:
-    if not plan.moves:
-        return None
-    counts = plan.move_counts()
-    by_queue: dict[str, int] = {}
+def moves_events(plan: Plan) -> list[NewEvent]:
+    """One event per queue a plan moved slots of, so the dashboard can filter by queue."""
+    touched: dict[str, list[Move]] = {}
     for move in plan.moves:
-        for queue, delta in ((move.to_queue, 1), (move.from_queue, -1)):
-            if queue is not None:
-                by_queue[queue] = by_queue.get(queue, 0) + delta
-    summary = ", ".join(f"{q} {d:+d}" for q, d in sorted(by_queue.items()) if d)
-    return NewEvent(
-        kind=EventKind.SLOTS_MOVED,
-        message=f"{len(plan.moves)} slot moves ({summary or 'retargets only'})",
-        detail={
-            "counts": {str(k): v for k, v in counts.items() if v},
-            "by_queue": by_queue,
-            "moves": [
-                {"kind": str(m.kind), "host": m.host, "slot": m.slot_id,
-                 "from": m.from_queue, "to": m.to_queue}
-                for m in plan.moves[:200]
-            ],
-        },
-    )
+        for queue in {move.to_queue, move.from_queue} - {None}:
+            touched.setdefault(queue, []).append(move)  # type: ignore[arg-type]
+    events = []
+    for queue, moves in sorted(touched.items()):
+        gained = sum(1 for m in moves if m.to_queue == queue)
+        lost = len(moves) - gained
+        kinds = sorted({str(m.kind) for m in moves})
+        events.append(NewEvent(
+            kind=EventKind.SLOTS_MOVED,
+            queue=queue,
+            message=f"{queue}: {gained - lost:+d} slots ({gained} in, {lost} out; {', '.join(kinds)})",
+            detail={
+                "gained": gained,
+                "lost": lost,
+                "moves": [
+                    {"kind": str(m.kind), "host": m.host, "slot": m.slot_id,
+                     "from": m.from_queue, "to": m.to_queue}
+                    for m in moves[:200]
+                ],
+            },
+        ))
+    return events
 
 
 def override_events(seen: Mapping[str, float], overrides: Mapping[str, Override]) -> list[NewEvent]:
@@ -348,8 +351,7 @@ class Manager:
         for host in alive:
             self.send_part(host)
         self.schedule.heartbeat_at = now + self.settings.heartbeat_interval_s
-        moved = moves_event(result)
-        if moved is not None:
+        for moved in moves_events(result):
             log.info("%s", moved.message)
             self.note(moved)
         self.record_plan(now, at_unix, result, queues, overrides)

@@ -7,7 +7,7 @@ import pytest
 
 from config.models import QueueConfig
 from manager.model import Move, MoveKind, Plan, QueueStats, SlotMap
-from manager.service import adopt, host_part, moves_event, override_events
+from manager.service import adopt, host_part, moves_events, override_events
 from manager.stats import Totals, WorkWindow
 from manager.store import Override, apply_overrides
 from master.lifecycle import SlotState
@@ -114,12 +114,12 @@ def test_an_override_makes_one_event_until_it_changes_again() -> None:
 
 
 @pytest.mark.parametrize("moves,expected", [
-    ((), None),
+    ((), []),
     ((Move(MoveKind.SPAWN, "h", "h:1", None, "q"), Move(MoveKind.RETARGET, "h", "h:2", "r", "q")),
-     "2 slot moves (q +2, r -1)"),
+     [("q", "q: +2 slots (2 in, 0 out; retarget, spawn)"), ("r", "r: -1 slots (0 in, 1 out; retarget)")]),
 ])
-def test_a_plan_with_moves_makes_one_event_that_sums_them_per_queue(
-    moves: tuple[Move, ...], expected: str | None
+def test_a_plan_with_moves_makes_one_event_per_queue_it_touched(
+    moves: tuple[Move, ...], expected: list[tuple[str, str]]
 ) -> None:
-    event = moves_event(Plan(slot_map=SlotMap.empty(), queues={}, moves=moves))
-    assert (event.message if event else None) == expected
+    events = moves_events(Plan(slot_map=SlotMap.empty(), queues={}, moves=moves))
+    assert [(event.queue, event.message) for event in events] == expected
