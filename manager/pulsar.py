@@ -1,0 +1,150 @@
+"""One named cluster-wide rate limiter, pure (the clock is passed in): smooth permits, AIMD feedback.
+
+Permits come from a token bucket refilled at the current rate and holding at most
+`capacity` (a tenth of a second of permits, at least one), so a limiter of 10 per second
+hands out one permit every 0.1 s instead of 10 at the start of each second. In any window
+of w seconds it grants at most configured_per_s * w + capacity (tests/manager/
+test_pulsar_properties.py holds it to that).
+
+A client told to wait gets its own turn (`retry_after_s`): the turns of waiting clients
+are spaced by the rate, so hundreds of slots do not all come back at the same instant,
+and a client back at its turn (`retry=True`) goes before clients asking for the first time.
+
+Feedback: SLOW_DOWN multiplies the rate by `decrease_factor` (at most once per
+`decrease_hold_s`: a burst of "too many requests" is one congestion), PAUSE stops all
+permits until it ends, and each OK adds configured_per_s * gap / recovery_s to a cut
+rate (additive increase while successes keep coming) up to the configured rate.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from slot.permits import Feedback, FeedbackKind, LimiterView
+
+# Grants count whole permits of a bucket kept in floats.
+EPSILON = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    # The bucket holds the permits of this many seconds at the current rate (at least one).
+    smoothing_s: float = 0.1
+    decrease_factor: float = 0.5
+    # The cut rate never goes below this fraction of the configured rate.
+    min_rate_fraction: float = 1 / 64
+    # Slow-downs this soon after a cut are the same congestion: no second cut.
+    decrease_hold_s: float = 1.0
+    # Successes bring the rate from zero to the configured rate in this long.
+    recovery_s: float = 20.0
+    # A gap between successes counts for the climb up to this long.
+    max_climb_gap_s: float = 1.0
+
+
+DEFAULT_TUNING = Tuning()
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    granted: int
+    # When to come back for the rest (0 when all were granted).
+    retry_after_s: float
+
+
+class Limiter:
+    def __init__(self, permits: int, period_s: float, *, tuning: Tuning = DEFAULT_TUNING) -> None:
+        if permits < 1 or not (period_s > 0 and math.isfinite(period_s)):
+            raise ValueError(f"a limiter needs permits >= 1 and period_s > 0, got {permits}/{period_s}")
+        self.configured_per_s = permits / period_s
+        self.tuning = tuning
+        self.min_rate_per_s = self.configured_per_s * tuning.min_rate_fraction
+        self.rate_per_s = self.configured_per_s
+        self.tokens = self.capacity
+        self.paused_until = -math.inf
+        self.granted_total = 0
+        self.cuts = 0
+        self.pauses = 0
+        self._refilled_at: float | None = None
+        # The turn given to the last client told to wait: production up to it is spoken for.
+        self._promised_until = -math.inf
+        self._cut_at = -math.inf
+        self._climbed_at = -math.inf
+
+    @property
+    def capacity(self) -> float:
+        return max(1.0, self.rate_per_s * self.tuning.smoothing_s)
+
+    def try_acquire(self, now: float, n: int = 1, *, retry: bool = False) -> Grant:
+        """Grant up to `n` permits now; for the rest, the time until this client's turn."""
+        if n < 1:
+            raise ValueError(f"ask for at least one permit, got {n}")
+        self._refill(now)
+        paused = now < self.paused_until
+        queued = self._promised_until >= now
+        granted = 0
+        if not paused and (retry or not queued):
+            granted = min(n, math.floor(self.tokens + EPSILON))
+            self.tokens = max(0.0, self.tokens - granted)
+            self.granted_total += granted
+        if granted == n:
+            return Grant(n, 0.0)
+        chunk = min(n - granted, max(1, math.floor(self.capacity)))
+        turn = max(now, self.paused_until) + max(0.0, chunk - self.tokens) / self.rate_per_s
+        if queued:
+            turn = max(turn, self._promised_until + chunk / self.rate_per_s)
+        self._promised_until = turn
+        return Grant(granted, turn - now)
+
+    def report(self, now: float, feedback: Feedback) -> None:
+        self._refill(now)
+        if feedback.kind is FeedbackKind.OK:
+            self._climb(now)
+        elif feedback.kind is FeedbackKind.SLOW_DOWN:
+            self._cut(now)
+        else:
+            self._pause(now, feedback.pause_s)
+
+    def state(self, now: float) -> LimiterView:
+        self._refill(now)
+        return LimiterView(
+            configured_per_s=self.configured_per_s,
+            current_per_s=self.rate_per_s,
+            capacity=self.capacity,
+            tokens=self.tokens,
+            paused_for_s=max(0.0, self.paused_until - now),
+            granted_total=self.granted_total,
+            cuts=self.cuts,
+            pauses=self.pauses,
+        )
+
+    def _refill(self, now: float) -> None:
+        if self._refilled_at is None:
+            self._refilled_at = now
+            return
+        # No permits accrue during a pause; a clock read out of order adds nothing.
+        start = max(self._refilled_at, self.paused_until)
+        if now > start:
+            self.tokens = min(self.capacity, self.tokens + (now - start) * self.rate_per_s)
+        self._refilled_at = max(now, self._refilled_at)
+
+    def _climb(self, now: float) -> None:
+        gap_s = min(max(0.0, now - self._climbed_at), self.tuning.max_climb_gap_s)
+        self._climbed_at = max(now, self._climbed_at)
+        step = self.configured_per_s * gap_s / self.tuning.recovery_s
+        self.rate_per_s = min(self.configured_per_s, self.rate_per_s + step)
+
+    def _cut(self, now: float) -> None:
+        if now - self._cut_at < self.tuning.decrease_hold_s:
+            return
+        self._cut_at = self._climbed_at = now
+        self.cuts += 1
+        self.rate_per_s = max(self.min_rate_per_s, self.rate_per_s * self.tuning.decrease_factor)
+        self.tokens = min(self.tokens, self.capacity)
+
+    def _pause(self, now: float, pause_s: float) -> None:
+        until = now + pause_s
+        if until <= self.paused_until:
+            return
+        self.pauses += 1
+        self.paused_until = until
+        self.tokens = 0.0

@@ -1,0 +1,78 @@
+"""`slotmap pulsar --config FILE`: serve the cluster's rate limiters (a limiter per queue with a rate_limit)."""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from types import FrameType
+
+from slot.permits import DEFAULT_ENDPOINT
+
+log = logging.getLogger(__name__)
+
+LOG_FORMAT = "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"
+EXIT_CANNOT_BIND = 1
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "pulsar", help="serve the cluster-wide rate limiters (permits for rate-limited queues)"
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="cluster config (TOML); embedded defaults when omitted")
+    parser.add_argument("--listen", default=DEFAULT_ENDPOINT, help=f"ZeroMQ endpoint (default {DEFAULT_ENDPOINT})")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+
+class _StopFlag:
+    """SIGTERM/SIGINT only set the flag; the loop looks at it every tick."""
+
+    def __init__(self) -> None:
+        self.stopping = False
+
+    def handle_stop(self, signum: int, frame: FrameType | None) -> None:
+        self.stopping = True
+
+
+def run(args: argparse.Namespace) -> int:
+    # Heavy imports wait until the pulsar really runs (every `slotmap` command builds the parser).
+    import zmq
+
+    from config.load import load_config
+    from manager.pulsar_service import PulsarService, describe, limits_of
+
+    logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
+    config = load_config(args.config)
+    limits = limits_of(config.queues)
+    flag = _StopFlag()
+    signal.signal(signal.SIGTERM, flag.handle_stop)
+    signal.signal(signal.SIGINT, flag.handle_stop)
+    try:
+        service = PulsarService(args.listen, limits)
+    except zmq.ZMQError as exc:
+        log.error("cannot listen on %s: %s", args.listen, exc)
+        return EXIT_CANNOT_BIND
+    log.info("pulsar listening on %s: %s", args.listen, describe(limits))
+    try:
+        service.run_until(lambda: flag.stopping)
+    finally:
+        service.close()
+    log.info("pulsar stopped")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m manager.pulsar_cli` until deploy/cli.py lists this module."""
+    parser = argparse.ArgumentParser(prog="slotmap pulsar")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
