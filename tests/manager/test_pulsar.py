@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 
 import pytest
@@ -44,7 +45,7 @@ def test_ten_per_second_come_one_every_tenth_of_a_second_not_ten_at_once() -> No
     grants = run_clients(limiter, clients=1, duration_s=2.0)
     times = [t for t, _ in grants]
     assert all(k == 1 for _, k in grants)
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     assert gaps and min(gaps) == pytest.approx(0.1, abs=1e-3)
     assert total(grants, until_s=0.5) <= 6
 

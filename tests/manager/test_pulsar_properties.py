@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hypothesis import given, settings
@@ -30,7 +31,7 @@ events = st.lists(
 )
 
 
-def replay(limiter: Limiter, steps: list[Event], *, time_scale_s: float) -> list[tuple[float, int]]:
+def replay(limiter: Limiter, steps: Sequence[Event], *, time_scale_s: float) -> list[tuple[float, int]]:
     grants: list[tuple[float, int]] = []
     now = 0.0
     for gap, event in steps:
