@@ -24,9 +24,9 @@ from slot.permits import (
     LimiterView,
     PermitFrameError,
     Reply,
-    ReportRequest,
     Request,
     StateReply,
+    StateRequest,
     decode_request,
 )
 
@@ -50,7 +50,7 @@ def build_limiters(
 
 def answer(limiters: Mapping[str, Limiter], request: Request, now: float) -> Reply:
     """The reply to one request (pure: the limiters change, nothing else)."""
-    if not isinstance(request, AcquireRequest | ReportRequest):
+    if isinstance(request, StateRequest):
         return StateReply(
             id=request.id, limiters={name: lim.state(now) for name, lim in limiters.items()},
         )
