@@ -100,12 +100,19 @@ class AdminConfig(_Strict):
         return value
 
 
+class PulsarConfig(_Strict):
+    """The cluster's rate limiter service: one per cluster."""
+
+    listen: str = "tcp://127.0.0.1:7510"
+
+
 class ClusterConfig(_Strict):
     queue_server: QueueServerConfig = Field(default_factory=QueueServerConfig)
     queues: dict[str, QueueConfig] = Field(default_factory=dict)
     master: MasterConfig = Field(default_factory=MasterConfig)
     manager: ManagerConfig = Field(default_factory=ManagerConfig)
     admin: AdminConfig = Field(default_factory=AdminConfig)
+    pulsar: PulsarConfig = Field(default_factory=PulsarConfig)
     curve_secret_file: str | None = None
 
     @field_validator("queues")

@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "slot.cli",
     "master.cli",
     "manager.cli",
+    "manager.pulsar_cli",
     "manager.sim_cli",
     "admin_ui.cli",
     "deploy.launcher",

@@ -65,6 +65,7 @@ def child_specs(
     specs = [
         ChildSpec("queue-server", ("queue-server", *cfg),
                   f"{config.queue_server.listen} (data in {config.queue_server.data_dir})"),
+        ChildSpec("pulsar", ("pulsar", *cfg), f"{config.pulsar.listen} (cluster rate limits)"),
         ChildSpec("manager", ("manager", *cfg),
                   f"{config.manager.listen} for masters (history in {config.manager.database_url})"),
         ChildSpec("master", ("master", *cfg, "--manager", config.manager.listen),

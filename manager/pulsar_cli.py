@@ -26,7 +26,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="cluster config (TOML); embedded defaults when omitted")
-    parser.add_argument("--listen", default=DEFAULT_ENDPOINT, help=f"ZeroMQ endpoint (default {DEFAULT_ENDPOINT})")
+    parser.add_argument("--listen", default=None,
+                        help=f"ZeroMQ endpoint (default [pulsar] listen, {DEFAULT_ENDPOINT})")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
@@ -50,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
     config = load_config(args.config)
     limits = limits_of(config.queues)
+    args.listen = args.listen or config.pulsar.listen
     flag = _StopFlag()
     signal.signal(signal.SIGTERM, flag.handle_stop)
     signal.signal(signal.SIGINT, flag.handle_stop)

@@ -51,6 +51,7 @@ from master.supervisor import Reaped, reap, send_signal, spawn
 from slot.beacon import Assignment
 from slot.discovery import LoadedHandlers, load_handlers
 from slot.exit_codes import SlotExit
+from slot.permits import limiters_of
 from slot.process import SlotSpec, run_slot
 
 log = logging.getLogger(__name__)
@@ -275,6 +276,8 @@ class Master:
             servers=self.config.queue_server.servers or self.config.queue_server.listen,
             token=self.config.queue_server.token,
             handlers=self.loaded.handlers,
+            rate_limited=limiters_of(self.config.queues),
+            pulsar_endpoint=self.config.pulsar.listen,
         )
         try:
             pid = spawn(lambda: run_slot(spec))

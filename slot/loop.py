@@ -70,6 +70,11 @@ class SlotStats:
     memory: MemoryUsage = NOT_MEASURED
 
 
+# Runs before the handler with the queue and the batch; returns the jobs to hand to the
+# handler (the others must be resolved by the hook, e.g. postponed with LATER).
+BeforeBatch = Callable[[str, Sequence[SlotJob]], Sequence[SlotJob]]
+
+
 class SlotLoop:
     def __init__(
         self,
@@ -81,6 +86,7 @@ class SlotLoop:
         read_memory: Callable[[], MemoryUsage],
         memory_watch: MemoryWatch | None = None,
         take_assignments: Callable[[], Sequence[Assignment]] = lambda: (),
+        before_batch: Sequence[BeforeBatch] = (),
     ) -> None:
         self.assignment = assignment
         self.handlers = handlers
@@ -89,6 +95,7 @@ class SlotLoop:
         self.read_memory = read_memory
         self.memory_watch = memory_watch or MemoryWatch()
         self.take_assignments = take_assignments
+        self.before_batch = list(before_batch)
         self.stats = SlotStats(queue=assignment.queue)
         self.stop_requested = False
         self._handler: Handler | None = None
@@ -140,7 +147,11 @@ class SlotLoop:
         self.stats.batch_started_at = started
         self.stats.phase = SlotPhase.BUSY
         try:
-            handler.handle(jobs)
+            runnable: Sequence[SlotJob] = jobs
+            for hook in self.before_batch:  # e.g. rate-limit permits; may postpone jobs
+                runnable = hook(self.assignment.queue, runnable)
+            if runnable:
+                handler.handle(runnable)
         except Exception:  # the loop boundary: any handler bug is survived
             self.stats.errors += 1
             log.exception(

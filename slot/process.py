@@ -7,7 +7,7 @@ import queue
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from queue_server.client import QueueClient
 from slot.beacon import Assignment, Beacon
@@ -16,6 +16,7 @@ from slot.handler import Handler
 from slot.link import BeaconLink
 from slot.loop import SlotLoop, SlotStats, StepKind
 from slot.memory import MemoryUsage, MemoryWatch, read_memory
+from slot.permits import PermitClient, RateLimitHook
 from slot.source import ClientSource
 from slot.wake import Waker, Woken
 
@@ -35,6 +36,9 @@ class SlotSpec:
     handlers: Mapping[str, type[Handler]]
     memory_watch_jobs: int = 1000
     memory_watch_s: float = 1.0
+    # Queue -> limiter for queues with a rate_limit; their batches wait for permits.
+    rate_limited: Mapping[str, str] = field(default_factory=dict)
+    pulsar_endpoint: str | None = None
 
 
 def run_slot(spec: SlotSpec) -> int:
@@ -45,6 +49,8 @@ def run_slot(spec: SlotSpec) -> int:
     inbox: queue.SimpleQueue[Assignment] = queue.SimpleQueue()
     client = QueueClient(spec.servers, token=spec.token)
     memory_watch = MemoryWatch(every_jobs=spec.memory_watch_jobs, every_s=spec.memory_watch_s)
+    permits = PermitClient(spec.pulsar_endpoint) if spec.rate_limited else None
+    hooks = [RateLimitHook(permits, spec.rate_limited, stopping=lambda: waker.stop_requested)] if permits else []
     loop = SlotLoop(
         assignment=spec.assignment,
         handlers=spec.handlers,
@@ -53,6 +59,7 @@ def run_slot(spec: SlotSpec) -> int:
         read_memory=read_memory,
         memory_watch=memory_watch,
         take_assignments=lambda: _drain(inbox),
+        before_batch=hooks,
     )
     def on_memory_read(usage: MemoryUsage) -> None:
         # A slot that leaked in its last batch and now waits for jobs would keep the memory
@@ -82,6 +89,8 @@ def run_slot(spec: SlotSpec) -> int:
         loop.close()
         link.close(beacons.next(exit_reason=code.name.lower()))
         client.close()
+        if permits is not None:
+            permits.close()
     return code
 
 

@@ -80,7 +80,7 @@ def test_slotmap_run_starts_the_chain_jobs_get_done_and_sigterm_stops_every_chil
                what=lambda: f"the cluster up\n{log()}")
     assert launcher.poll() is None, log()
     started = {name: int(pid) for name, pid in re.findall(r"started (\S+) \(pid (\d+)\)", log())}
-    assert {"queue-server", "manager", "master", "demo-producer"} <= set(started)
+    assert {"queue-server", "pulsar", "manager", "master", "demo-producer"} <= set(started)
 
     with QueueClient(queue_address, timeout_s=5.0) as client:
         def done() -> int:
@@ -100,9 +100,9 @@ def test_slotmap_run_starts_the_chain_jobs_get_done_and_sigterm_stops_every_chil
 def test_the_children_start_in_dependency_order_and_stop_in_reverse() -> None:
     config = load_config(DEFAULT_CONFIG)
     specs = child_specs(config, DEFAULT_CONFIG, with_admin=True, with_producer=True)
-    assert [s.name for s in specs] == ["queue-server", "manager", "master", "admin", "demo-producer"]
-    master = specs[2]
+    assert [s.name for s in specs] == ["queue-server", "pulsar", "manager", "master", "admin", "demo-producer"]
+    master = specs[3]
     assert master.args[-2:] == ("--manager", "tcp://127.0.0.1:7500")
     assert master.stop_deadline_s > config.master.stop_deadline_s
     bare = child_specs(config, DEFAULT_CONFIG, with_admin=False, with_producer=False)
-    assert [s.name for s in bare] == ["queue-server", "manager", "master"]
+    assert [s.name for s in bare] == ["queue-server", "pulsar", "manager", "master"]
