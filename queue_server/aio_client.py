@@ -9,18 +9,21 @@ from __future__ import annotations
 import asyncio
 import select
 from collections.abc import Iterable, Sequence
+from functools import cached_property
 from types import TracebackType
-from typing import Final, NoReturn, Self, TypeVar
+from typing import Final, Self, TypeVar
 
 from queue_server import client_requests as req
-from queue_server.client import PUT_MANY_CHUNK, RECV_BYTES, backoff_s
-from queue_server.client_errors import (
-    BadReply,
-    QueueServerError,
-    ServerUnreachable,
-    closes_connection,
-    connection_failure,
+from queue_server.client_core import (
+    CLIENT_TIMEOUT,
+    RECV_BYTES,
+    ClientCore,
+    PutMany,
+    backoff_s,
+    lost_while_connecting,
+    unreachable_reason,
 )
+from queue_server.client_errors import BadReply
 from queue_server.client_requests import Address, Block, Then
 from queue_server.replies import (
     NEED_MORE,
@@ -34,10 +37,11 @@ from queue_server.replies import (
     done_parser,
     later_parser,
     parse_get,
-    parse_interconnect,
     parse_job,
     parse_ok,
     parse_put,
+    parse_put_outcome,
+    parse_server_id,
     parse_stats,
     parse_total,
     parse_wait_ack,
@@ -46,7 +50,7 @@ from queue_server.replies import (
 
 T = TypeVar("T")
 
-_DEFAULT: Final = -1.0
+_DEFAULT: Final = CLIENT_TIMEOUT
 
 
 class _Connection:
@@ -112,25 +116,12 @@ class _Connection:
         self.writer.close()
 
 
-class AsyncQueueClient:
+class AsyncQueueClient(ClientCore[_Connection]):
     """An asyncio client of the queue server (PROTOCOL.md); same API as QueueClient."""
 
-    def __init__(
-        self,
-        servers: str | Sequence[str] = req.DEFAULT_SERVER,
-        *,
-        token: str | None = None,
-        timeout_s: float = 30.0,
-        connect_timeout_s: float = 3.0,
-        reconnect_attempts: int = 2,
-    ) -> None:
-        self.addresses = req.parse_servers(servers)
-        self._auth = None if token is None else req.auth_request(token)
-        self.timeout_s = timeout_s
-        self.connect_timeout_s = connect_timeout_s
-        self.reconnect_attempts = reconnect_attempts
-        self._conn: _Connection | None = None
-        self._lock = asyncio.Lock()
+    @cached_property
+    def _lock(self) -> asyncio.Lock:
+        return asyncio.Lock()
 
     async def __aenter__(self) -> Self:
         return self
@@ -151,16 +142,6 @@ class AsyncQueueClient:
                 await conn.writer.wait_closed()
             except OSError:
                 return  # already reset by the server: closed either way
-
-    @property
-    def address(self) -> Address | None:
-        """The server in use, None while not connected."""
-        return None if self._conn is None else self._conn.address
-
-    @property
-    def server_id(self) -> int | None:
-        """The id (INTERCONNECT) of the server in use; None with a single server or not connected."""
-        return None if self._conn is None else self._conn.server_id
 
     async def put(
         self,
@@ -186,38 +167,21 @@ class AsyncQueueClient:
         All replies are read even when some are errors; the first error is then raised
         (the PUTs acknowledged before and after it are stored).
         """
-        items = list(datas)
-        chunks = [items[i : i + PUT_MANY_CHUNK] for i in range(0, len(items), PUT_MANY_CHUNK)]
-        requests = [req.put_many_request(queue, chunk, priority_=priority) for chunk in chunks]
-        if not requests:
+        batch = PutMany(queue, datas, priority=priority)
+        if not batch.total:
             return 0
         async with self._lock:
             conn = await self._ready()
-            acknowledged = 0
-            first_error: QueueServerError | None = None
             try:
-                await conn.send(requests[0])
-                for index, chunk in enumerate(chunks):
-                    if index + 1 < len(requests):
-                        await conn.send(requests[index + 1])
-                    for _ in chunk:
-                        try:
-                            await conn.read(parse_put)
-                            acknowledged += 1
-                        except BadReply:
-                            raise
-                        except QueueServerError as exc:
-                            first_error = first_error or exc
-            except (OSError, EOFError, BadReply) as exc:
+                for data, replies in batch.steps():
+                    if data:
+                        await conn.send(data)
+                    for _ in range(replies):
+                        batch.add(await conn.read(parse_put_outcome))
+            except BaseException as exc:
                 self._drop()  # replies of the rest are still on the way
-                what = f"put_many ({acknowledged} of {len(items)} acknowledged)"
-                self._raise_failed(conn, what, exc)
-            except BaseException:
-                self._drop()
-                raise
-        if first_error is not None:
-            raise first_error
-        return acknowledged
+                self._raise_failed(conn, batch.what(), exc)
+        return batch.result()
 
     async def get(
         self,
@@ -270,11 +234,8 @@ class AsyncQueueClient:
             try:
                 await conn.request(request, parse_wait_ack)
                 return await conn.read(parse_job, timeout_s)
-            except (OSError, EOFError, QueueServerError) as exc:
+            except BaseException as exc:  # a late output job would be read as the next reply
                 self._raise_failed(conn, "PUT ... WAIT", exc)
-            except BaseException:
-                self._drop()  # a late output job would be read as the next reply
-                raise
 
     async def stats(self, queue: str | None = None) -> dict[str, QueueStats]:
         """STATS [q]: queue name -> its counters."""
@@ -312,34 +273,10 @@ class AsyncQueueClient:
             while True:
                 try:
                     return await conn.request(request, parse, timeout_s)
-                except (OSError, EOFError) as exc:
-                    if retries <= 0 or isinstance(exc, TimeoutError):
-                        self._raise_failed(conn, req.verb_of(request), exc)
-                    self._drop()
-                    retries -= 1
-                    conn = await self._ready()
-                except QueueServerError as exc:
-                    self._raise_failed(conn, req.verb_of(request), exc)
-                except BaseException:
-                    self._drop()  # cancelled mid-request: a late reply would answer the next one
-                    raise
-
-    def _raise_failed(self, conn: _Connection, what: str, exc: BaseException) -> NoReturn:
-        """Raise what a failed request means; the connection is dropped unless still in step."""
-        if isinstance(exc, QueueServerError) and not isinstance(exc, BadReply):
-            if closes_connection(exc):
-                self._drop()
-            raise exc
-        self._drop()
-        if isinstance(exc, OSError | EOFError):
-            server = req.format_address(conn.address)
-            raise connection_failure(exc, what=what, server=server) from exc
-        raise exc
-
-    def _drop(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
+                except BaseException as exc:  # cancelled: a late reply would answer the next request
+                    self._retry_or_raise(conn, req.verb_of(request), exc, retries_left=retries)
+                retries -= 1
+                conn = await self._ready()
 
     async def _ready(self) -> _Connection:
         """The connection to use now: the current one if the server has not closed it."""
@@ -358,8 +295,7 @@ class AsyncQueueClient:
             conn = await self._open_primary(errors)
             if conn is not None:
                 return conn
-        reasons = "; ".join(f"{req.format_address(a)}: {why}" for a, why in errors.items())
-        raise ServerUnreachable(f"cannot reach a queue server ({reasons})")
+        self._raise_unreachable(errors)
 
     async def _open_primary(self, errors: dict[Address, str]) -> _Connection | None:
         """Connect to every server, keep the one with the lowest id."""
@@ -372,15 +308,9 @@ class AsyncQueueClient:
                 if conn is not None:
                     reachable.append(conn)
         except BaseException:
-            for conn in reachable:
-                conn.close()
+            self._close_all(reachable)
             raise
-        if not reachable:
-            return None
-        order = req.rank_servers([conn.server_id for conn in reachable])
-        for index in order[1:]:
-            reachable[index].close()
-        return reachable[order[0]]
+        return self._keep_primary(reachable)
 
     async def _open(
         self, address: Address, errors: dict[Address, str], *, ask_id: bool
@@ -390,29 +320,19 @@ class AsyncQueueClient:
             async with asyncio.timeout(self.connect_timeout_s):
                 reader, writer = await asyncio.open_connection(*address, limit=RECV_BYTES)
         except OSError as exc:  # TimeoutError included
-            errors[address] = exc.strerror or str(exc) or type(exc).__name__
+            errors[address] = unreachable_reason(exc)
             return None
         conn = _Connection(reader, writer, address, self.timeout_s)
         try:
             if self._auth is not None:
                 await conn.request(self._auth, parse_ok)
             if ask_id:
-                conn.server_id = await self._ask_id(conn)
+                conn.server_id = await conn.request(req.INTERCONNECT, parse_server_id)
         except (OSError, EOFError) as exc:
             conn.close()
-            errors[address] = f"lost while connecting: {exc}"
+            errors[address] = lost_while_connecting(exc)
             return None
         except BaseException:
             conn.close()
             raise
         return conn
-
-    @staticmethod
-    async def _ask_id(conn: _Connection) -> int | None:
-        """The server's id; None when it does not answer INTERCONNECT with one."""
-        try:
-            return await conn.request(req.INTERCONNECT, parse_interconnect)
-        except BadReply:
-            raise
-        except QueueServerError:
-            return None

@@ -30,17 +30,22 @@ import select
 import socket
 import time
 from collections.abc import Iterable, Sequence
+from functools import cached_property
 from types import TracebackType
-from typing import Final, NoReturn, Self, TypeVar
+from typing import Final, Self, TypeVar
 
 from queue_server import client_requests as req
-from queue_server.client_errors import (
-    BadReply,
-    QueueServerError,
-    ServerUnreachable,
-    closes_connection,
-    connection_failure,
+from queue_server.client_core import (
+    CLIENT_TIMEOUT,
+    ClientCore,
+    PutMany,
+    lost_while_connecting,
+    unreachable_reason,
 )
+from queue_server.client_core import PUT_MANY_CHUNK as PUT_MANY_CHUNK
+from queue_server.client_core import RECV_BYTES as RECV_BYTES
+from queue_server.client_core import backoff_s as backoff_s
+from queue_server.client_errors import BadReply
 from queue_server.client_requests import Address, Block, Then
 from queue_server.replies import (
     NEED_MORE,
@@ -54,10 +59,11 @@ from queue_server.replies import (
     done_parser,
     later_parser,
     parse_get,
-    parse_interconnect,
     parse_job,
     parse_ok,
     parse_put,
+    parse_put_outcome,
+    parse_server_id,
     parse_stats,
     parse_total,
     parse_wait_ack,
@@ -66,17 +72,8 @@ from queue_server.replies import (
 
 T = TypeVar("T")
 
-RECV_BYTES: Final = 256 * 1024
-# put_many writes at most two chunks ahead of the replies it has read, so
-# neither side's socket buffers can fill up and stall both ends.
-PUT_MANY_CHUNK: Final = 1000
 _FOREVER: Final = None
-_DEFAULT: Final = -1.0
-
-
-def backoff_s(attempt: int) -> float:
-    """Pause before pass `attempt` (1, 2, ...) over the server list."""
-    return min(0.05 * 2 ** (attempt - 1), 1.0)
+_DEFAULT: Final = CLIENT_TIMEOUT
 
 
 class _Connection:
@@ -147,26 +144,13 @@ class _Connection:
         self.sock.close()
 
 
-class QueueClient:
+class QueueClient(ClientCore[_Connection]):
     """A blocking client of the queue server (PROTOCOL.md); see the module doc for reconnects."""
 
-    def __init__(
-        self,
-        servers: str | Sequence[str] = req.DEFAULT_SERVER,
-        *,
-        token: str | None = None,
-        timeout_s: float = 30.0,
-        connect_timeout_s: float = 3.0,
-        reconnect_attempts: int = 2,
-    ) -> None:
-        self.addresses = req.parse_servers(servers)
-        self._auth = None if token is None else req.auth_request(token)
-        self.timeout_s = timeout_s
-        self.connect_timeout_s = connect_timeout_s
-        self.reconnect_attempts = reconnect_attempts
-        self._conn: _Connection | None = None
-        self._view = memoryview(bytearray(RECV_BYTES))
-
+    @cached_property
+    def _view(self) -> memoryview:
+        # One receive buffer for all connections of the client, made on the first connect.
+        return memoryview(bytearray(RECV_BYTES))
 
     def __enter__(self) -> Self:
         return self
@@ -180,20 +164,7 @@ class QueueClient:
         self.close()
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
-    @property
-    def address(self) -> Address | None:
-        """The server in use, None while not connected."""
-        return None if self._conn is None else self._conn.address
-
-    @property
-    def server_id(self) -> int | None:
-        """The id (INTERCONNECT) of the server in use; None with a single server or not connected."""
-        return None if self._conn is None else self._conn.server_id
-
+        self._drop()
 
     def put(
         self,
@@ -219,36 +190,20 @@ class QueueClient:
         All replies are read even when some are errors; the first error is then raised
         (the PUTs acknowledged before and after it are stored).
         """
-        items = list(datas)
-        chunks = [items[i : i + PUT_MANY_CHUNK] for i in range(0, len(items), PUT_MANY_CHUNK)]
-        requests = [req.put_many_request(queue, chunk, priority_=priority) for chunk in chunks]
-        if not requests:
+        batch = PutMany(queue, datas, priority=priority)
+        if not batch.total:
             return 0
         conn = self._ready()
-        acknowledged = 0
-        first_error: QueueServerError | None = None
         try:
-            conn.sock.sendall(requests[0])
-            for index, chunk in enumerate(chunks):
-                if index + 1 < len(requests):
-                    conn.sock.sendall(requests[index + 1])
-                for _ in chunk:
-                    try:
-                        conn.read(parse_put)
-                        acknowledged += 1
-                    except BadReply:
-                        raise
-                    except QueueServerError as exc:
-                        first_error = first_error or exc
-        except (OSError, EOFError, BadReply) as exc:
+            for data, replies in batch.steps():
+                if data:
+                    conn.sock.sendall(data)
+                for _ in range(replies):
+                    batch.add(conn.read(parse_put_outcome))
+        except BaseException as exc:
             self._drop()  # replies of the rest are still on the way
-            self._raise_failed(conn, f"put_many ({acknowledged} of {len(items)} acknowledged)", exc)
-        except BaseException:
-            self._drop()
-            raise
-        if first_error is not None:
-            raise first_error
-        return acknowledged
+            self._raise_failed(conn, batch.what(), exc)
+        return batch.result()
 
     def get(
         self,
@@ -299,11 +254,8 @@ class QueueClient:
         try:
             conn.request(request, parse_wait_ack)
             return conn.read(parse_job, timeout_s)
-        except (OSError, EOFError, QueueServerError) as exc:
+        except BaseException as exc:  # a late output job would be read as the next reply
             self._raise_failed(conn, "PUT ... WAIT", exc)
-        except BaseException:
-            self._drop()  # a late output job would be read as the next reply
-            raise
 
     def stats(self, queue: str | None = None) -> dict[str, QueueStats]:
         """STATS [q]: queue name -> its counters."""
@@ -337,32 +289,10 @@ class QueueClient:
         while True:
             try:
                 return conn.request(request, parse, timeout_s)
-            except (OSError, EOFError) as exc:
-                if retries <= 0 or isinstance(exc, TimeoutError):
-                    self._raise_failed(conn, req.verb_of(request), exc)
-                self._drop()
-                retries -= 1
-                conn = self._ready()
-            except QueueServerError as exc:
-                self._raise_failed(conn, req.verb_of(request), exc)
-            except BaseException:
-                self._drop()  # interrupted mid-request: a late reply would answer the next one
-                raise
-
-    def _raise_failed(self, conn: _Connection, what: str, exc: BaseException) -> NoReturn:
-        """Raise what a failed request means; the connection is dropped unless still in step."""
-        if isinstance(exc, QueueServerError) and not isinstance(exc, BadReply):
-            if closes_connection(exc):
-                self._drop()
-            raise exc
-        self._drop()
-        if isinstance(exc, OSError | EOFError):
-            server = req.format_address(conn.address)
-            raise connection_failure(exc, what=what, server=server) from exc
-        raise exc
-
-    def _drop(self) -> None:
-        self.close()
+            except BaseException as exc:  # interrupted: a late reply would answer the next request
+                self._retry_or_raise(conn, req.verb_of(request), exc, retries_left=retries)
+            retries -= 1
+            conn = self._ready()
 
     def _ready(self) -> _Connection:
         """The connection to use now: the current one if the server has not closed it."""
@@ -381,8 +311,7 @@ class QueueClient:
             conn = self._open_primary(errors)
             if conn is not None:
                 return conn
-        reasons = "; ".join(f"{req.format_address(a)}: {why}" for a, why in errors.items())
-        raise ServerUnreachable(f"cannot reach a queue server ({reasons})")
+        self._raise_unreachable(errors)
 
     def _open_primary(self, errors: dict[Address, str]) -> _Connection | None:
         """Connect to every server, keep the one with the lowest id."""
@@ -395,22 +324,16 @@ class QueueClient:
                 if conn is not None:
                     reachable.append(conn)
         except BaseException:
-            for conn in reachable:
-                conn.close()
+            self._close_all(reachable)
             raise
-        if not reachable:
-            return None
-        order = req.rank_servers([conn.server_id for conn in reachable])
-        for index in order[1:]:
-            reachable[index].close()
-        return reachable[order[0]]
+        return self._keep_primary(reachable)
 
     def _open(self, address: Address, errors: dict[Address, str], *, ask_id: bool) -> _Connection | None:
         """A connected, authenticated connection; None (reason in `errors`) when unreachable."""
         try:
             sock = socket.create_connection(address, timeout=self.connect_timeout_s)
         except OSError as exc:
-            errors[address] = exc.strerror or str(exc) or type(exc).__name__
+            errors[address] = unreachable_reason(exc)
             return None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
@@ -420,22 +343,12 @@ class QueueClient:
             if self._auth is not None:
                 conn.request(self._auth, parse_ok)
             if ask_id:
-                conn.server_id = self._ask_id(conn)
+                conn.server_id = conn.request(req.INTERCONNECT, parse_server_id)
         except (OSError, EOFError) as exc:
             conn.close()
-            errors[address] = f"lost while connecting: {exc}"
+            errors[address] = lost_while_connecting(exc)
             return None
         except BaseException:
             conn.close()
             raise
         return conn
-
-    @staticmethod
-    def _ask_id(conn: _Connection) -> int | None:
-        """The server's id; None when it does not answer INTERCONNECT with one."""
-        try:
-            return conn.request(req.INTERCONNECT, parse_interconnect)
-        except BadReply:
-            raise
-        except QueueServerError:
-            return None

@@ -131,6 +131,13 @@ def _fail(line: bytes, end: int) -> ErrorReply:
     return ErrorReply(error_for(line), end)
 
 
+def _refusal(reply: ErrorReply) -> QueueServerError:
+    """The error of a status the server refused with; an unreadable status line stays raised."""
+    if isinstance(reply.error, BadReply):
+        raise reply
+    return reply.error
+
+
 def _ok_text(line: bytes) -> bytes | None:
     """The text after `200 OK` (b"" for a bare `200 OK`), or None for any other line."""
     if line == _OK:
@@ -167,6 +174,18 @@ def parse_put(buf: Buffer, pos: int) -> Parsed[str | None]:
     if rest.startswith(b"IS "):
         return rest[3:].decode("ascii"), end
     raise BadReply(f"unexpected reply to PUT: {line!r}")
+
+
+def parse_put_outcome(buf: Buffer, pos: int) -> Parsed[QueueServerError | None]:
+    """A PUT reply as a value: None when stored, the error when refused (put_many reads on).
+
+    An unreadable status line still raises: the stream is out of step.
+    """
+    try:
+        got = parse_put(buf, pos)
+    except ErrorReply as reply:
+        return _refusal(reply), reply.end
+    return None if got is None else (None, got[1])
 
 
 def parse_wait_ack(buf: Buffer, pos: int) -> Parsed[str | None]:
@@ -346,6 +365,15 @@ def parse_interconnect(buf: Buffer, pos: int) -> Parsed[int]:
     if len(fields) != 1:
         raise BadReply(f"INTERCONNECT wants one id, got {fields!r}")
     return int(fields[0]), end
+
+
+def parse_server_id(buf: Buffer, pos: int) -> Parsed[int | None]:
+    """The reply to INTERCONNECT: the server's id, None on an error status (it has none)."""
+    try:
+        return parse_interconnect(buf, pos)
+    except ErrorReply as reply:
+        _refusal(reply)
+        return None, reply.end
 
 
 def _sized_block(buf: Buffer, pos: int, what: str) -> tuple[bytes, int] | None:
