@@ -6,21 +6,24 @@ test leaves behind (slots included) dies with it.
 """
 from __future__ import annotations
 
-import contextlib
-import importlib.util
-import os
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any
 
+from procs import REPO_ROOT as REPO_ROOT
+from procs import (
+    kill_session,
+    log_lines,
+    poll_until,
+    read_report,
+    server_proc,
+    spawn_slotmap,
+    to_toml,
+)
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
@@ -28,68 +31,10 @@ from sqlalchemy.orm import Session
 from manager.db import Event, make_engine
 from master.report import HostReport
 
-T = TypeVar("T")
-REPO_ROOT = Path(__file__).resolve().parents[2]
-EXIT_DEADLINE_S = 10.0
 # Fast heartbeats keep the tests short: lost after 4 x 0.25 s.
 HEARTBEAT_S = 0.25
 LIVENESS = 4
 PLAN_INTERVAL_S = 0.5
-
-
-def _server_proc() -> ModuleType:
-    """tests/queue_server/server_proc.py (its own folder imports it by name)."""
-    loaded = sys.modules.get("server_proc")
-    if loaded is not None:
-        return loaded
-    spec = importlib.util.spec_from_file_location(
-        "server_proc", REPO_ROOT / "tests" / "queue_server" / "server_proc.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["server_proc"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-server_proc = _server_proc()
-
-
-def poll_until(predicate: Callable[[], T], *, timeout_s: float = 10.0,
-               what: str | Callable[[], str] = "condition", interval_s: float = 0.05) -> T:
-    """Call `predicate` until it returns something truthy; fail with `what` after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            text = what() if callable(what) else what
-            raise AssertionError(f"{text}: not reached within {timeout_s} s (last: {value!r})")
-        time.sleep(interval_s)
-
-
-def toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, list):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + "}"
-    raise TypeError(f"no TOML for {value!r}")
-
-
-def to_toml(sections: Mapping[str, Mapping[str, Any]]) -> str:
-    lines: list[str] = []
-    for name, values in sections.items():
-        lines.append(f"[{name}]")
-        lines += [f"{key} = {toml_value(value)}" for key, value in values.items()]
-        lines.append("")
-    return "\n".join(lines)
 
 
 @dataclass
@@ -110,20 +55,15 @@ class Proc:
         return self.log_path.read_text(errors="replace")
 
     def log_tail(self, lines: int = 30) -> str:
-        return f"--- {self.name} log ---\n" + "\n".join(self.log_text().splitlines()[-lines:])
+        return f"--- {self.name} log ---\n" + log_lines(self.log_path, lines)
 
     def kill_group(self) -> None:
         """SIGKILL the process and everything in its session (a master's slots)."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=EXIT_DEADLINE_S)
+        kill_session(self.process)
 
     def report(self) -> HostReport | None:
         assert self.report_path is not None
-        try:
-            return HostReport.decode(self.report_path.read_bytes())
-        except FileNotFoundError:
-            return None
+        return read_report(self.report_path)
 
     def running(self) -> dict[str, int]:
         """Running slots per queue, from the master's report file."""
@@ -196,13 +136,7 @@ class Cluster:
         log_path = self.root / f"{name}.log"
         report_path = self.root / f"{name}.report.json" if report else None
         extra = ["--report-file", str(report_path), "--report-interval-s", "0.1"] if report else []
-        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
-        with open(log_path, "ab") as log:
-            process = subprocess.Popen(
-                [*server_proc.slotmap_command(), *args, *extra],
-                stdout=log, stderr=subprocess.STDOUT, cwd=self.root, env=env,
-                start_new_session=True,
-            )
+        process = spawn_slotmap([*args, *extra], log_path=log_path, cwd=self.root)
         proc = Proc(name, process, log_path, report_path)
         self.procs.append(proc)
         return proc

@@ -5,87 +5,34 @@ Every master runs in its own session, so teardown kills it and all its slots at 
 """
 from __future__ import annotations
 
-import contextlib
-import importlib.util
-import os
+import functools
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any
 
+import procs
 import pytest
+from procs import kill_session, log_lines, read_report, server_proc, spawn_slotmap, to_toml
 
 from master.report import HostReport
 from queue_server.client import QueueClient
 
-T = TypeVar("T")
-REPO_ROOT = Path(__file__).resolve().parents[2]
 HANDLERS_DIR = Path(__file__).resolve().parent / "handlers"
-EXIT_DEADLINE_S = 10.0
-
-
-def _server_proc() -> ModuleType:
-    """tests/queue_server/server_proc.py (the queue tests import it from their own folder)."""
-    loaded = sys.modules.get("server_proc")
-    if loaded is not None:
-        return loaded
-    spec = importlib.util.spec_from_file_location(
-        "server_proc", REPO_ROOT / "tests" / "queue_server" / "server_proc.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["server_proc"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-server_proc = _server_proc()
-
-
-def poll_until(predicate: Callable[[], T], *, timeout_s: float = 10.0,
-               what: str | Callable[[], str] = "condition", interval_s: float = 0.02) -> T:
-    """Call `predicate` until it returns something truthy; fail with `what` after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            text = what() if callable(what) else what
-            raise AssertionError(f"{text}: not reached within {timeout_s} s (last: {value!r})")
-        time.sleep(interval_s)
-
-
-def toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, list):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + "}"
-    raise TypeError(f"no TOML for {value!r}")
+# The master tests poll every 20 ms, the manager tests every 50 ms.
+poll_until = functools.partial(procs.poll_until, interval_s=0.02)
 
 
 def cluster_toml(server: str, queues: Mapping[str, Mapping[str, Any]], master: Mapping[str, Any]) -> str:
-    lines = ["[queue_server]", f"listen = {toml_value(server)}", ""]
-    for name, settings in queues.items():
-        lines.append(f"[queues.{name}]")
-        lines += [f"{key} = {toml_value(value)}" for key, value in settings.items()]
-        lines.append("")
-    lines.append("[master]")
-    lines += [f"{key} = {toml_value(value)}" for key, value in master.items()]
-    return "\n".join(lines) + "\n"
+    return to_toml({
+        "queue_server": {"listen": server},
+        **{f"queues.{name}": settings for name, settings in queues.items()},
+        "master": master,
+    })
 
 
 @dataclass
@@ -104,10 +51,7 @@ class MasterProc:
         return self.process.pid
 
     def report(self) -> HostReport | None:
-        try:
-            return HostReport.decode(self.report_path.read_bytes())
-        except FileNotFoundError:
-            return None
+        return read_report(self.report_path)
 
     def wait_report(self, predicate: Callable[[HostReport], bool], *, timeout_s: float = 10.0,
                     what: str = "report") -> HostReport:
@@ -135,7 +79,7 @@ class MasterProc:
         return self.log_path.read_text(errors="replace")
 
     def log_tail(self, lines: int = 40) -> str:
-        return "\n".join(self.log_text().splitlines()[-lines:])
+        return log_lines(self.log_path, lines)
 
     def assert_alive(self) -> None:
         if self.process.poll() is not None:
@@ -150,9 +94,7 @@ class MasterProc:
     def kill_everything(self) -> None:
         for client in self.clients:
             client.close()
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=EXIT_DEADLINE_S)
+        kill_session(self.process)
 
 
 StartMaster = Callable[..., MasterProc]
@@ -188,13 +130,11 @@ def start_master(tmp_path: Path, queue_server: Any) -> Iterator[StartMaster]:
         config_path.write_text(cluster_toml(queue_server.address, queue_settings, master_settings))
         report_path = tmp_path / f"report{number}.json"
         log_path = tmp_path / f"master{number}.log"
-        env = dict(os.environ, PYTHONPATH=f"{REPO_ROOT}{os.pathsep}{HANDLERS_DIR}", PYTHONUNBUFFERED="1")
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                [*server_proc.slotmap_command(), "master", "--config", str(config_path),
-                 "--report-file", str(report_path), "--report-interval-s", "0.1"],
-                stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path, env=env, start_new_session=True,
-            )
+        process = spawn_slotmap(
+            ["master", "--config", str(config_path),
+             "--report-file", str(report_path), "--report-interval-s", "0.1"],
+            log_path=log_path, cwd=tmp_path, pythonpath=[HANDLERS_DIR],
+        )
         master = MasterProc(process, config_path, report_path, log_path, queue_server.address,
                             queue_settings, master_settings)
         started.append(master)

@@ -1,0 +1,114 @@
+"""Process helpers the manager and master tests share: `slotmap` children, polling, TOML.
+
+Imported by name (`import procs`): tests/conftest.py puts this folder on sys.path.
+Every child runs in its own session, so `kill_session` takes its slots down with it.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TypeVar
+
+from master.report import HostReport
+
+T = TypeVar("T")
+REPO_ROOT = Path(__file__).resolve().parents[1]
+EXIT_DEADLINE_S = 10.0
+
+
+def _server_proc() -> ModuleType:
+    """tests/queue_server/server_proc.py, under the name its own folder imports it by."""
+    loaded = sys.modules.get("server_proc")
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location(
+        "server_proc", REPO_ROOT / "tests" / "queue_server" / "server_proc.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["server_proc"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+server_proc = _server_proc()
+
+
+def poll_until(predicate: Callable[[], T], *, timeout_s: float = 10.0,
+               what: str | Callable[[], str] = "condition", interval_s: float = 0.05) -> T:
+    """Call `predicate` until it returns something truthy; fail with `what` after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            text = what() if callable(what) else what
+            raise AssertionError(f"{text}: not reached within {timeout_s} s (last: {value!r})")
+        time.sleep(interval_s)
+
+
+def toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"no TOML for {value!r}")
+
+
+def to_toml(sections: Mapping[str, Mapping[str, Any]]) -> str:
+    lines: list[str] = []
+    for name, values in sections.items():
+        lines.append(f"[{name}]")
+        lines += [f"{key} = {toml_value(value)}" for key, value in values.items()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def spawn_slotmap(args: Sequence[str], *, log_path: Path, cwd: Path,
+                  pythonpath: Sequence[Path] = ()) -> subprocess.Popen[bytes]:
+    """`slotmap <args>` in a session of its own, output appended to `log_path`.
+
+    `pythonpath` comes after the repository (handler modules for a master).
+    """
+    path = os.pathsep.join(str(p) for p in (REPO_ROOT, *pythonpath))
+    env = dict(os.environ, PYTHONPATH=path, PYTHONUNBUFFERED="1")
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            [*server_proc.slotmap_command(), *args],
+            stdout=log, stderr=subprocess.STDOUT, cwd=cwd, env=env, start_new_session=True,
+        )
+
+
+def kill_session(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process and everything in its session (a master's slots), then reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=EXIT_DEADLINE_S)
+
+
+def read_report(path: Path) -> HostReport | None:
+    """The master's last report file; None before it wrote one."""
+    try:
+        return HostReport.decode(path.read_bytes())
+    except FileNotFoundError:
+        return None
+
+
+def log_lines(path: Path, lines: int) -> str:
+    """The last `lines` lines of a child's log."""
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
