@@ -147,6 +147,26 @@ def _ok_text(line: bytes) -> bytes | None:
     return None
 
 
+def _take_ok(buf: Buffer, pos: int) -> tuple[bytes, bytes, int] | None:
+    """The `200 OK` line at `pos`: (line, text after `200 OK`, end); another status raises."""
+    got = take_line(buf, pos)
+    if got is None:
+        return None
+    line, end = got
+    rest = _ok_text(line)
+    if rest is None:
+        raise _fail(line, end)
+    return line, rest, end
+
+
+def _take_block(buf: Buffer, pos: int, length: int) -> tuple[bytes, int] | None:
+    """The `length` data bytes at `pos` and the position after them; None while incomplete."""
+    end = pos + length
+    if len(buf) < end:
+        return None
+    return bytes(buf[pos:end]), end
+
+
 def parse_ok(buf: Buffer, pos: int) -> Parsed[str]:
     """Any one-line 2xx reply (`200 OK`, `200 PONG`, `221 Goodbye`); the value is the text."""
     got = take_line(buf, pos)
@@ -162,13 +182,10 @@ def parse_put(buf: Buffer, pos: int) -> Parsed[str | None]:
     """`200 OK` -> None; `200 OK IS <item>` (PUT ... NEW) -> the item name."""
     if buf.startswith(_OK_CRLF, pos):
         return None, pos + len(_OK_CRLF)
-    got = take_line(buf, pos)
+    got = _take_ok(buf, pos)
     if got is None:
         return None
-    line, end = got
-    rest = _ok_text(line)
-    if rest is None:
-        raise _fail(line, end)
+    line, rest, end = got
     if not rest:
         return None, end
     if rest.startswith(b"IS "):
@@ -212,7 +229,7 @@ def _job_block(header: bytes, buf: Buffer, end: int) -> tuple[Job, int] | None:
         item = parts[5].decode("ascii")
     else:
         raise BadReply(f"bad job header: {header[:200]!r}")
-    data_end = end + int(parts[3])
+    data_end = end + int(parts[3])  # inline, not _take_block: once per job handed out
     if len(buf) < data_end:
         return None
     job = Job(parts[0].decode("ascii"), int(parts[1]), int(parts[2]), bytes(buf[end:data_end]), item)
@@ -331,39 +348,38 @@ def later_parser(count: int) -> Parser[list[bool]]:
     return parse_later
 
 
-def _ok_fields(buf: Buffer, pos: int, what: str) -> tuple[list[bytes], int] | None:
-    got = take_line(buf, pos)
+def _ok_fields(
+    buf: Buffer, pos: int, what: str, *, count: int, of: str
+) -> tuple[list[bytes], int] | None:
+    """The `count` fields of `200 OK <field> ...`; `of` says what they are, for the error."""
+    got = _take_ok(buf, pos)
     if got is None:
         return None
-    line, end = got
-    rest = _ok_text(line)
-    if rest is None:
-        raise _fail(line, end)
+    line, rest, end = got
     if not rest:
         raise BadReply(f"unexpected reply to {what}: {line!r}")
-    return rest.split(b" "), end
+    fields = rest.split(b" ")
+    if len(fields) != count:
+        raise BadReply(f"{what} wants {of}, got {fields!r}")
+    return fields, end
 
 
 def parse_total(buf: Buffer, pos: int) -> Parsed[Total]:
     """`200 OK <queues> <priorities> <jobs> <running>`."""
-    got = _ok_fields(buf, pos, "TOTAL")
+    got = _ok_fields(buf, pos, "TOTAL", count=4, of="4 numbers")
     if got is None:
         return None
     fields, end = got
-    if len(fields) != 4:
-        raise BadReply(f"TOTAL wants 4 numbers, got {fields!r}")
     queues, priorities, jobs, running = map(int, fields)
     return Total(queues, priorities, jobs, running), end
 
 
 def parse_interconnect(buf: Buffer, pos: int) -> Parsed[int]:
     """`200 OK <server id>`."""
-    got = _ok_fields(buf, pos, "INTERCONNECT")
+    got = _ok_fields(buf, pos, "INTERCONNECT", count=1, of="one id")
     if got is None:
         return None
     fields, end = got
-    if len(fields) != 1:
-        raise BadReply(f"INTERCONNECT wants one id, got {fields!r}")
     return int(fields[0]), end
 
 
@@ -378,16 +394,11 @@ def parse_server_id(buf: Buffer, pos: int) -> Parsed[int | None]:
 
 def _sized_block(buf: Buffer, pos: int, what: str) -> tuple[bytes, int] | None:
     """`200 OK <len>` CRLF `<data>`: the data block."""
-    got = _ok_fields(buf, pos, what)
+    got = _ok_fields(buf, pos, what, count=1, of="one length")
     if got is None:
         return None
     fields, end = got
-    if len(fields) != 1:
-        raise BadReply(f"{what} wants one length, got {fields!r}")
-    data_end = end + int(fields[0])
-    if len(buf) < data_end:
-        return None
-    return bytes(buf[end:data_end]), data_end
+    return _take_block(buf, end, int(fields[0]))
 
 
 def queue_stats(queue: str, entry: dict[str, Any]) -> QueueStats:
@@ -447,12 +458,10 @@ def runlist_parser(*, with_data: bool) -> Parser[list[RunningJob]]:
     """The parser of the reply to RUNLIST (or RUNLIST DATA when `with_data`)."""
 
     def parse_runlist(buf: Buffer, pos: int) -> Parsed[list[RunningJob]]:
-        got = _ok_fields(buf, pos, "RUNLIST")
+        got = _ok_fields(buf, pos, "RUNLIST", count=1, of="one count")
         if got is None:
             return None
         fields, pos = got
-        if len(fields) != 1:
-            raise BadReply(f"RUNLIST wants one count, got {fields!r}")
         jobs: list[RunningJob] = []
         for _ in range(int(fields[0])):
             line = take_line(buf, pos)
@@ -464,14 +473,13 @@ def runlist_parser(*, with_data: bool) -> Parser[list[RunningJob]]:
             return jobs, pos
         with_blocks: list[RunningJob] = []
         for job in jobs:
-            data_end = pos + (job.length or 0)
-            if len(buf) < data_end:
+            block = _take_block(buf, pos, job.length or 0)
+            if block is None:
                 return None
+            data, pos = block
             with_blocks.append(
-                RunningJob(job.id, job.queue, job.priority, job.length, job.expires_at,
-                           bytes(buf[pos:data_end]))
+                RunningJob(job.id, job.queue, job.priority, job.length, job.expires_at, data)
             )
-            pos = data_end
         return with_blocks, pos
 
     return parse_runlist
