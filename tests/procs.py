@@ -24,22 +24,22 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 EXIT_DEADLINE_S = 10.0
 
 
-def _server_proc() -> ModuleType:
-    """tests/queue_server/server_proc.py, under the name its own folder imports it by."""
-    loaded = sys.modules.get("server_proc")
+def import_by_path(name: str, path: Path) -> ModuleType:
+    """The module in `path` under `name`, once: a helper other test folders import by that name."""
+    loaded = sys.modules.get(name)
     if loaded is not None:
         return loaded
-    spec = importlib.util.spec_from_file_location(
-        "server_proc", REPO_ROOT / "tests" / "queue_server" / "server_proc.py"
-    )
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["server_proc"] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
 
-server_proc = _server_proc()
+server_proc = import_by_path("server_proc", REPO_ROOT / "tests" / "queue_server" / "server_proc.py")
+slotmap_command = server_proc.slotmap_command
+free_port = server_proc.free_port
 
 
 def poll_until(predicate: Callable[[], T], *, timeout_s: float = 10.0,

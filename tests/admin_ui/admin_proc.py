@@ -4,33 +4,18 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from procs import free_port, slotmap_command
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
 START_DEADLINE_S = 20.0
 STOP_DEADLINE_S = 10.0
-
-
-def slotmap_command() -> list[str]:
-    """The `slotmap` console script of the running venv, else the module behind it."""
-    for script in (Path(sys.executable).with_name("slotmap"), REPO_ROOT / ".venv" / "bin" / "slotmap"):
-        if script.exists():
-            return [str(script)]
-    return [sys.executable, "-m", "deploy.cli"]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((HOST, 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass

@@ -5,17 +5,15 @@ is killed with its group at the end.
 """
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import httpx
 import pytest
 from admin_proc import AdminProc, start_admin
 from admin_testing import poll_until
+from procs import import_by_path
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -34,21 +32,8 @@ QUEUES = {
 DEADLINE_S = 20.0
 
 
-def _procs() -> ModuleType:
-    """tests/manager/test_service_procs.py, imported by its own name as the manager tests do."""
-    loaded = sys.modules.get("test_service_procs")
-    if loaded is not None:
-        return loaded
-    spec = importlib.util.spec_from_file_location(
-        "test_service_procs", REPO_ROOT / "tests" / "manager" / "test_service_procs.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["test_service_procs"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-procs = _procs()
+# The manager tests' helpers, under the name they import them by.
+procs = import_by_path("test_service_procs", REPO_ROOT / "tests" / "manager" / "test_service_procs.py")
 
 
 @pytest.fixture(scope="module")
