@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from sqlalchemy import Integer, and_, cast, func, inspect, select
 from sqlalchemy.orm import Session
@@ -28,6 +29,8 @@ from admin_ui.schemas import (
 from config.models import QueueConfig
 from manager.db import Event, HostSample, QueueOverride, QueueSample, SlotMapRow
 
+# The sample tables: one row per queue (host) per report, newest wanted per queue (host).
+Sampled = TypeVar("Sampled", QueueSample, HostSample)
 TABLES = ("queue_samples", "host_samples", "slot_map", "events", "queue_overrides")
 MAX_CHART_POINTS = 240
 QUEUE_EVENTS_SHOWN = 20
@@ -68,22 +71,30 @@ def _latest_at(session: Session, column: object) -> float | None:
     return None if value is None else float(value)
 
 
-def latest_queue_samples(session: Session, *, forget_after_s: float) -> list[QueueSample]:
-    """Each queue's newest sample, for queues reported within `forget_after_s` of the newest one."""
-    newest = _latest_at(session, QueueSample.at_unix)
+def _latest_per(
+    session: Session, model: type[Sampled], key: str, *, forget_after_s: float
+) -> list[Sampled]:
+    """Each `key`'s newest row of `model`, for keys reported within `forget_after_s` of the newest row."""
+    newest = _latest_at(session, model.at_unix)
     if newest is None:
         return []
-    recent = QueueSample.at_unix >= newest - forget_after_s
+    key_column = getattr(model, key)
+    recent = model.at_unix >= newest - forget_after_s
     last = (
-        select(QueueSample.queue, func.max(QueueSample.at_unix).label("at"))
-        .where(recent).group_by(QueueSample.queue).subquery()
+        select(key_column, func.max(model.at_unix).label("at"))
+        .where(recent).group_by(key_column).subquery()
     )
     rows = session.scalars(
-        select(QueueSample)
-        .join(last, and_(QueueSample.queue == last.c.queue, QueueSample.at_unix == last.c.at))
-        .where(recent).order_by(QueueSample.id)
+        select(model)
+        .join(last, and_(key_column == last.c[key], model.at_unix == last.c.at))
+        .where(recent).order_by(model.id)
     )
-    return list({row.queue: row for row in rows}.values())
+    return list({getattr(row, key): row for row in rows}.values())
+
+
+def latest_queue_samples(session: Session, *, forget_after_s: float) -> list[QueueSample]:
+    """Each queue's newest sample, for queues reported within `forget_after_s` of the newest one."""
+    return _latest_per(session, QueueSample, "queue", forget_after_s=forget_after_s)
 
 
 def queue_row(sample: QueueSample, override: OverrideView | None) -> QueueRow:
@@ -212,20 +223,7 @@ def slot_map_rows(session: Session) -> list[SlotMapRow]:
 
 
 def latest_host_samples(session: Session, *, forget_after_s: float) -> list[HostSample]:
-    newest = _latest_at(session, HostSample.at_unix)
-    if newest is None:
-        return []
-    recent = HostSample.at_unix >= newest - forget_after_s
-    last = (
-        select(HostSample.host, func.max(HostSample.at_unix).label("at"))
-        .where(recent).group_by(HostSample.host).subquery()
-    )
-    rows = session.scalars(
-        select(HostSample)
-        .join(last, and_(HostSample.host == last.c.host, HostSample.at_unix == last.c.at))
-        .where(recent).order_by(HostSample.id)
-    )
-    return list({row.host: row for row in rows}.values())
+    return _latest_per(session, HostSample, "host", forget_after_s=forget_after_s)
 
 
 def slot_map_view(
