@@ -9,6 +9,7 @@ import zmq
 import zmq.auth.thread
 
 from master.manager_link import CurveKeys, LinkFrameError, ManagerFrame, MasterFrame
+from master.zmq_router import drain, send_to
 
 log = logging.getLogger(__name__)
 
@@ -61,29 +62,12 @@ class ManagerSocket:
         """Wait up to timeout_s for a frame, then take every frame waiting."""
         if not self.socket.poll(max(0, int(timeout_s * 1000)), zmq.POLLIN):
             return []
-        received: list[Received] = []
-        while True:
-            try:
-                parts = self.socket.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                return received
-            if len(parts) != 2:
-                log.warning("dropping a %d-part message on the master link", len(parts))
-                continue
-            try:
-                received.append(Received(parts[0], MasterFrame.decode(parts[1])))
-            except LinkFrameError as exc:
-                log.warning("dropping a frame from %r: %s", parts[0], exc)
+        frames = drain(self.socket, MasterFrame.decode, LinkFrameError, link="master link")
+        return [Received(routing_id, frame) for routing_id, frame in frames]
 
     def send(self, routing_id: bytes, frame: ManagerFrame) -> bool:
         """False when that master is no longer connected (its liveness decides what follows)."""
-        try:
-            self.socket.send_multipart([routing_id, frame.encode()], zmq.NOBLOCK)
-        except zmq.ZMQError as exc:
-            if exc.errno in (zmq.EHOSTUNREACH, zmq.EAGAIN):
-                return False
-            raise
-        return True
+        return send_to(self.socket, routing_id, frame.encode())
 
     def close(self) -> None:
         self.socket.close(linger=0)

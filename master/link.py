@@ -1,17 +1,15 @@
 """The master's end of the slot link: a ZeroMQ ROUTER on an ipc:// socket (beacons in, assignments out)."""
 from __future__ import annotations
 
-import logging
 import os
 from pathlib import Path
 
 import zmq
 
+from master.zmq_router import drain, send_to
 from slot.beacon import Assignment, Beacon
 from slot.errors import MessageError
 from slot.link import slot_identity
-
-log = logging.getLogger(__name__)
 
 # sockaddr_un.sun_path holds 108 bytes with the terminating NUL.
 MAX_IPC_PATH_BYTES = 107
@@ -44,31 +42,11 @@ class MasterLink:
 
     def receive(self) -> list[Beacon]:
         """Every beacon waiting now (never blocks); undecodable frames are logged and dropped."""
-        beacons: list[Beacon] = []
-        while True:
-            try:
-                frames = self.socket.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                return beacons
-            if len(frames) != 2:
-                log.warning("dropping a %d-frame message on the slot link", len(frames))
-                continue
-            try:
-                beacons.append(Beacon.decode(frames[1]))
-            except MessageError as exc:
-                log.warning("dropping a frame from %r: %s", frames[0], exc)
+        return [beacon for _, beacon in drain(self.socket, Beacon.decode, MessageError, link="slot link")]
 
     def send(self, slot_id: int, pid: int, assignment: Assignment) -> bool:
         """Send an assignment; False when the slot is not connected (the caller retries)."""
-        try:
-            self.socket.send_multipart(
-                [slot_identity(slot_id, pid), assignment.encode()], zmq.NOBLOCK
-            )
-        except zmq.ZMQError as exc:
-            if exc.errno in (zmq.EHOSTUNREACH, zmq.EAGAIN):
-                return False
-            raise
-        return True
+        return send_to(self.socket, slot_identity(slot_id, pid), assignment.encode())
 
     def close(self) -> None:
         self.socket.close()
