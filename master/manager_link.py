@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum, auto
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import zmq
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -39,19 +39,19 @@ class _Frame(BaseModel):
     def encode(self) -> bytes:
         return self.model_dump_json().encode()
 
+    @classmethod
+    def decode(cls, frame: bytes) -> Self:
+        try:
+            return cls.model_validate_json(frame)
+        except ValidationError as exc:
+            raise LinkFrameError(f"bad {cls.__name__} ({len(frame)} bytes): {exc}") from exc
+
 
 class MasterFrame(_Frame):
     """Master -> manager, every heartbeat: the host report. `leaving` says goodbye."""
 
     report: HostReport
     leaving: bool = False
-
-    @classmethod
-    def decode(cls, frame: bytes) -> MasterFrame:
-        try:
-            return cls.model_validate_json(frame)
-        except ValidationError as exc:
-            raise LinkFrameError(f"bad MasterFrame ({len(frame)} bytes): {exc}") from exc
 
 
 class ManagerFrame(_Frame):
@@ -63,13 +63,6 @@ class ManagerFrame(_Frame):
 
     manager_pid: int = Field(ge=1)
     slots: dict[int, str] | None = None
-
-    @classmethod
-    def decode(cls, frame: bytes) -> ManagerFrame:
-        try:
-            return cls.model_validate_json(frame)
-        except ValidationError as exc:
-            raise LinkFrameError(f"bad ManagerFrame ({len(frame)} bytes): {exc}") from exc
 
 
 # Pure: the heartbeat and reconnect schedule, clock passed in.
