@@ -106,12 +106,12 @@ def code_state() -> str:
     def git(*a: str) -> str:
         try:
             return subprocess.run(["git", "-C", str(REPO), *a], capture_output=True, text=True,
-                                  timeout=10, check=False).stdout.strip()
+                                  timeout=10, check=False).stdout
         except (OSError, subprocess.SubprocessError):
             return ""
-    commit = git("rev-parse", "--short", "HEAD") or "?"
+    commit = git("rev-parse", "--short", "HEAD").strip() or "?"
     dirty = git("status", "--porcelain", "--", "queue_server", "config", "deploy")
-    files = [line[3:] for line in dirty.splitlines() if line.strip()]
+    files = [line[3:] for line in dirty.splitlines() if len(line) > 3]
     if files:
         return f"{commit} + uncommitted changes in {', '.join(files)}"
     return commit

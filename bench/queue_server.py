@@ -3,8 +3,9 @@
 Both servers are driven by the same raw-socket client (bench/rawclient.py):
 one Python client process, loopback, 32-byte jobs, --jobs jobs per run
 (20,000), every figure the median of --reps runs (3). The runs of the two
-servers are interleaved (ours, beanstalkd, ours, ...) so that load from other
-work on the machine falls on both alike.
+servers are interleaved (ours, ours deep, beanstalkd, beanstalkd deep, ours,
+...) so that load from other work on the machine falls on all alike; ratios
+are medians of per-rep ratios.
 
 Measurements (see --help for the options; README of the method in
 bench/RESULTS.md):
@@ -95,6 +96,17 @@ class Bench:
         v = self.samples.get(key)
         return statistics.median(v) if v else None
 
+    def ratio(self, num: str, den: str) -> float | None:
+        """Median of the per-rep ratios (rep i of num / rep i of den): the runs of
+        one rep were made seconds apart, so load from other work on the machine
+        mostly cancels out. Falls back to the ratio of medians."""
+        a, b = self.samples.get(num), self.samples.get(den)
+        if not a or not b:
+            return None
+        if len(a) == len(b):
+            return statistics.median(x / y for x, y in zip(a, b, strict=True))
+        return statistics.median(a) / statistics.median(b)
+
     def timed(self, key: str, fn: Callable[[], int]) -> float:
         t0 = time.perf_counter()
         n = fn()
@@ -106,7 +118,7 @@ class Bench:
         return rate
 
     def section(self, name: str, fn: Callable[[], None]) -> None:
-        if name not in self.args.sections:
+        if name.split(" ")[0] not in self.args.sections and not name.startswith("in memory"):
             return
         log(f"== {name}")
         t0 = time.monotonic()
@@ -207,39 +219,83 @@ class Bench:
                     fn(conn)
 
     # ------------------------------------------------------------ sections
-    def run_empty(self) -> None:
-        ours = self.start_ours("never")
-        bs = self.start_bs()
-        co = rc.Conn(ours.host, ours.port) if ours else None
-        cb = rc.Conn(bs.host, bs.port) if bs else None
+    def _conn(self, srv: peers.ManagedServer | None) -> rc.Conn | None:
+        return rc.Conn(srv.host, srv.port) if srv else None
+
+    def run_inmem(self) -> None:
+        """Ours --fsync never and beanstalkd in memory; with the depth section, a
+        second server of each kind preloaded with --depth jobs runs alongside and
+        the reps go round all of them (ours, ours deep, beanstalkd, beanstalkd
+        deep), so a deep/empty ratio compares runs made seconds apart."""
+        deep = "depth" in self.args.sections
+        ours, bs = self.start_ours("never"), self.start_bs()
+        ours_d = self.start_ours("never") if deep and ours else None
+        bs_d = self.start_bs() if deep and bs else None
+        conns = [self._conn(x) for x in (ours, ours_d, bs, bs_d)]
+        co, cod, cb, cbd = conns
         try:
-            if co:
-                self.warm_ours(co)
-            if cb:
-                self.warm_bs(cb)
+            for c, warm in ((co, self.warm_ours), (cod, self.warm_ours),
+                            (cb, self.warm_bs), (cbd, self.warm_bs)):
+                if c:
+                    warm(c)
+            if cod and ours_d:
+                self.mem(ours_d, "mem_ours_empty")
+                self.fill("ours", cod, lambda c, n, b: rc.ours_put_pipe(c, n, b))
+                self.mem(ours_d, "mem_ours_full")
+            if cbd and bs_d:
+                self.mem(bs_d, "mem_bs_empty")
+                self.fill("bs", cbd, lambda c, n, b: rc.bs_put_pipe(c, n, b))
+                self.mem(bs_d, "mem_bs_full")
             self.interleave([(co, lambda c: self.seq_ours_mem(c, "")),
-                             (cb, lambda c: self.seq_bs_mem(c, ""))])
+                             (cod, lambda c: self.seq_ours_mem(c, "_deep")),
+                             (cb, lambda c: self.seq_bs_mem(c, "")),
+                             (cbd, lambda c: self.seq_bs_mem(c, "_deep"))])
             if co:
-                self.check_empty_ours(co, "empty")
+                self.check_total_ours(co, "in memory, empty", 0)
+            if cod:
+                self.check_total_ours(cod, "in memory, deep", self.args.depth)
         finally:
-            for c in (co, cb):
+            for c in conns:
                 if c:
                     c.close()
 
     def run_fsync(self) -> None:
+        """Ours --fsync always and beanstalkd -b DIR -f 0, empty and (with the
+        depth section) deep, reps interleaved as in run_inmem."""
+        deep = "depth" in self.args.sections
         ours = self.start_ours("always")
         bs = self.start_bs(binlog=True, fsync_ms=0) if self.bs_path else None
-        co = rc.Conn(ours.host, ours.port) if ours else None
-        cb = rc.Conn(bs.host, bs.port) if bs else None
+        ours_d = self.start_ours("always") if deep and ours else None
+        bs_d = None
+        if deep and self.bs_path:
+            # load beanstalkd's binlog without fsync, then restart it with -f 0 on it
+            wd = peers.make_tmpdir("beanstalkd-f0")
+            b1 = peers.start_beanstalkd(self.bs_path, binlog=True, never_fsync=True, workdir=wd)
+            with rc.Conn(b1.host, b1.port) as c:
+                self.warm_bs(c)
+                self.fill("bs_f0", c, lambda c, n, b: rc.bs_put_pipe(c, n, b))
+            b1.stop(remove=False)
+            t0 = time.monotonic()
+            bs_d = peers.start_beanstalkd(self.bs_path, binlog=True, fsync_ms=0, workdir=wd,
+                                          name="beanstalkd -f 0")
+            log(f"   beanstalkd -f 0 restarted on the binlog in {time.monotonic() - t0:.1f} s")
+        conns = [self._conn(x) for x in (ours, ours_d, bs, bs_d)]
+        co, cod, cb, cbd = conns
         try:
-            if co:
-                self.warm_ours(co)
-            if cb:
-                self.warm_bs(cb)
+            if cbd:
+                st = rc.bs_stats_tube(cbd, "default")
+                log(f"   beanstalkd -f 0 holds {st.get('current-jobs-ready')} ready jobs")
+            for c, warm in ((co, self.warm_ours), (cod, self.warm_ours), (cb, self.warm_bs)):
+                if c:
+                    warm(c)
+            if cod:
+                self.fill("ours_always", cod, lambda c, n, b: rc.ours_put_pipe(c, n, b))
             self.interleave([(co, lambda c: self.seq_ours_fsync(ours, c, "")),
-                             (cb, lambda c: self.seq_bs_fsync(bs, c, ""))])
+                             (cod, lambda c: self.seq_ours_fsync(ours_d, c, "_deep")),
+                             (cb, lambda c: self.seq_bs_fsync(bs, c, "")),
+                             (cbd, lambda c: self.seq_bs_fsync(bs_d, c, "_deep"))])
         finally:
-            for c in (co, cb):
+            for c in conns:
                 if c:
                     c.close()
 
@@ -263,63 +319,6 @@ class Bench:
         m = peers.memory_kb(srv.pid)
         for k, v in m.items():
             self.values[f"{key}_{k}"] = v
-
-    def run_depth(self) -> None:
-        sfx = "_deep"
-        # in memory: ours --fsync never and beanstalkd without binlog
-        ours = self.start_ours("never")
-        bs = self.start_bs()
-        co = rc.Conn(ours.host, ours.port) if ours else None
-        cb = rc.Conn(bs.host, bs.port) if bs else None
-        try:
-            if co and ours:
-                self.warm_ours(co)
-                self.mem(ours, "mem_ours_empty")
-                self.fill("ours", co, lambda c, n, b: rc.ours_put_pipe(c, n, b))
-                self.mem(ours, "mem_ours_full")
-            if cb and bs:
-                self.warm_bs(cb)
-                self.mem(bs, "mem_bs_empty")
-                self.fill("bs", cb, lambda c, n, b: rc.bs_put_pipe(c, n, b))
-                self.mem(bs, "mem_bs_full")
-            self.interleave([(co, lambda c: self.seq_ours_mem(c, sfx)),
-                             (cb, lambda c: self.seq_bs_mem(c, sfx))])
-            if co:
-                self.check_depth_ours(co, "depth (never)")
-        finally:
-            for c in (co, cb):
-                if c:
-                    c.close()
-            peers.stop_all()
-        # durable: ours --fsync always, beanstalkd -b DIR -f 0
-        ours = self.start_ours("always")
-        bs = None
-        if self.bs_path:
-            # load beanstalkd's binlog without fsync, then restart it with -f 0 on it
-            wd = peers.make_tmpdir("beanstalkd-f0")
-            b1 = peers.start_beanstalkd(self.bs_path, binlog=True, never_fsync=True, workdir=wd)
-            with rc.Conn(b1.host, b1.port) as c:
-                self.fill("bs_f0", c, lambda c, n, b: rc.bs_put_pipe(c, n, b))
-            b1.stop(remove=False)
-            t0 = time.monotonic()
-            bs = peers.start_beanstalkd(self.bs_path, binlog=True, fsync_ms=0, workdir=wd,
-                                        name="beanstalkd -f 0")
-            log(f"   beanstalkd -f 0 restarted on the binlog in {time.monotonic() - t0:.1f} s")
-        co = rc.Conn(ours.host, ours.port) if ours else None
-        cb = rc.Conn(bs.host, bs.port) if bs else None
-        try:
-            if cb:
-                st = rc.bs_stats_tube(cb, "default")
-                log(f"   beanstalkd -f 0 holds {st.get('current-jobs-ready')} ready jobs")
-            if co:
-                self.warm_ours(co)
-                self.fill("ours_always", co, lambda c, n, b: rc.ours_put_pipe(c, n, b))
-            self.interleave([(co, lambda c: self.seq_ours_fsync(ours, c, sfx)),
-                             (cb, lambda c: self.seq_bs_fsync(bs, c, sfx))])
-        finally:
-            for c in (co, cb):
-                if c:
-                    c.close()
 
     def run_seed(self) -> None:
         rounds, per_round = seed_test.VARIANTS["linked"]
@@ -390,23 +389,15 @@ class Bench:
                 rc.ours_drain(c)
 
     # ------------------------------------------------------------- checks
-    def check_empty_ours(self, c: rc.Conn, where: str) -> None:
+    def check_total_ours(self, c: rc.Conn, where: str, expect: int) -> None:
         try:
             t = rc.ours_total(c, "bench")
         except Exception as exc:
             log(f"   note: TOTAL bench failed ({exc}); queue depth not checked")
             return
-        if t[2] or t[3]:
-            self.errors.append(f"{where}: queue 'bench' should be empty, TOTAL says {t}")
-
-    def check_depth_ours(self, c: rc.Conn, where: str) -> None:
-        try:
-            t = rc.ours_total(c, "bench")
-        except Exception:
-            return
-        if t[2] != self.args.depth:
-            self.errors.append(f"{where}: expected {self.args.depth} waiting jobs, TOTAL says {t}")
-
+        if t[2] != expect or t[3]:
+            self.errors.append(f"{where}: expected {expect} waiting and 0 running jobs in "
+                               f"'bench', TOTAL says {t}")
 
 
 # ------------------------------------------------------------------ profile
@@ -483,7 +474,7 @@ def build_rows(b: Bench) -> list[Row]:
 
     def vs(metric: str, ok: str, pk: str | None, tgt: float | None, note: str = "") -> None:
         o, p = m(ok), (m(pk) if pk else None)
-        ratio = o / p if (o is not None and p) else None
+        ratio = b.ratio(ok, pk) if pk else None
         if tgt is None:
             res = "info"
         elif ratio is None:
@@ -494,16 +485,16 @@ def build_rows(b: Bench) -> list[Row]:
                         f">= {tgt:g}x" if tgt is not None else "-", res, note=note))
 
     def deep(metric: str, ok: str, pk: str | None) -> None:
-        o, o0 = m(ok + "_deep"), m(ok)
+        o = m(ok + "_deep")
         p = m(pk + "_deep") if pk else None
         p0 = m(pk) if pk else None
-        ratio = o / o0 if (o is not None and o0) else None
+        ratio = b.ratio(ok + "_deep", ok)
         res = "n/a" if ratio is None else ("PASS" if ratio >= 0.8 else "FAIL")
         note = []
-        if p and p0:
-            note.append(f"beanstalkd {p / p0:.2f}")
-        if o and p:
-            note.append(f"ours/beanstalkd {o / p:.2f}x")
+        if p and p0 and pk:
+            note.append(f"beanstalkd deep/empty {b.ratio(pk + '_deep', pk):.2f}")
+        if o and p and pk:
+            note.append(f"ours/beanstalkd deep {b.ratio(ok + '_deep', pk + '_deep'):.2f}x")
         rows.append(Row(f"{metric} @ {a.depth:,} queued", o, p, ratio, "ours deep/empty",
                         ">= 0.8x", res, note="; ".join(note)))
 
@@ -652,8 +643,9 @@ def write_results(b: Bench, rows: list[Row], info: dict[str, str], path: Path,
          "figures look better here than on disks that really flush)"),
         (f"- method: one Python client process on loopback, raw sockets, the same client code for "
          f"both servers (bench/rawclient.py), {a.jobs:,} jobs of 32 bytes per run, median of "
-         f"{a.reps} runs, ours and beanstalkd runs interleaved; depth section with {a.depth:,} "
-         f"jobs preloaded (pipelined PUT) in the measured queue; {a.clients} concurrent "
+         f"{a.reps} runs; ratios are medians of per-rep ratios; the servers (ours and beanstalkd, "
+         f"empty and with {a.depth:,} jobs preloaded by pipelined PUT in the measured queue) "
+         f"run side by side and each rep goes round all of them; {a.clients} concurrent "
          f"connections = one process, {a.clients} sockets on epoll, one PUT in flight each"),
         f"- command: `{cmdline}` ({elapsed / 60:.1f} min)",
         "",
@@ -764,9 +756,10 @@ def main(argv: list[str] | None = None) -> int:
     busy0 = peers.machine_busy_seconds()
     cpu0 = sum(os.times()[:2])
     try:
-        b.section("empty", b.run_empty)
+        if "empty" in a.sections or "depth" in a.sections:
+            b.section("in memory" + (" (empty and deep)" if "depth" in a.sections else ""),
+                      b.run_inmem)
         b.section("fsync", b.run_fsync)
-        b.section("depth", b.run_depth)
         b.section("seed", b.run_seed)
         b.section("profile", b.run_profile)
     finally:
