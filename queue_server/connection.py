@@ -59,6 +59,7 @@ class Connection(asyncio.Protocol):
         self.buffer += data
         if self.waiter is None and not self._writing_paused:
             self.process()
+            self.server.flush_unless_grouping()
         self._apply_flow_control()
 
     def pause_writing(self) -> None:

@@ -133,6 +133,11 @@ class QueueServer:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
 
+    def flush_unless_grouping(self) -> None:
+        """Without fsync per turn there is nothing to group: answer now, a loop turn sooner."""
+        if not self._durable_replies and self._flush_scheduled:
+            self._flush()
+
     def _request_flush(self) -> None:
         if not self._flush_scheduled:
             self._flush_scheduled = True
