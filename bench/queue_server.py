@@ -87,6 +87,7 @@ class Bench:
     values: dict[str, float] = field(default_factory=dict)
     values_str: dict[str, str] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # skipped peers/tools: no failure
     seed: dict[str, seed_test.SeedResult] = field(default_factory=dict)
     profile: dict[str, str] = field(default_factory=dict)
     bs_path: str | None = None
@@ -341,7 +342,7 @@ class Bench:
     def run_profile(self) -> None:
         pyspy = shutil.which("py-spy") or str(peers.REPO / ".venv" / "bin" / "py-spy")
         if not os.access(pyspy, os.X_OK):
-            self.errors.append("profile: py-spy not found (.venv/bin/pip install py-spy)")
+            self.notes.append("profile skipped: py-spy not found (.venv/bin/pip install py-spy)")
             return
         ours = self.start_ours("never")
         if not ours:
@@ -652,6 +653,8 @@ def write_results(b: Bench, rows: list[Row], info: dict[str, str], path: Path,
         render_table(rows, markdown=True),
         "",
     ]
+    if b.notes:
+        parts += [f"- note: {n}" for n in b.notes] + [""]
     if b.errors:
         parts += ["Errors:", ""] + [f"- {e}" for e in b.errors] + [""]
     for r in b.seed.values():
@@ -746,8 +749,8 @@ def main(argv: list[str] | None = None) -> int:
         b.bs_path = peers.find_beanstalkd(a.beanstalkd)
         if not b.bs_path:
             log(peers.BEANSTALKD_INSTALL_HINT)
-            b.errors.append("beanstalkd not installed: peer skipped "
-                            "(apt-get update && apt-get install -y beanstalkd)")
+            b.notes.append("beanstalkd not installed: peer skipped "
+                           "(apt-get update && apt-get install -y beanstalkd)")
     info = machine_info()
     cmdline = " ".join([".venv/bin/python", "bench/queue_server.py"] + (sys.argv[1:] if argv is None else argv))
     log(f"{info['uname']}\nCPU {info['cpu']}, {info['cores']} cores; load {os.getloadavg()}")
@@ -779,6 +782,8 @@ def main(argv: list[str] | None = None) -> int:
     print(render_table(rows, markdown=False))
     print()
     print(load_note)
+    for n in b.notes:
+        print("note: " + n)
     if b.errors:
         print("\nerrors:")
         for e in b.errors:
