@@ -157,12 +157,10 @@ class Store:
         return any(name in queues and queues[name].running for name in names)
 
     def next_deadline(self) -> float | None:
-        candidates = []
-        if self._delayed:
-            candidates.append(self._delayed[0][0])
-        if self._expiries:
-            candidates.append(self._expiries[0][0])
-        return min(candidates) if candidates else None
+        delayed, expiries = self._delayed, self._expiries
+        if delayed:
+            return min(delayed[0][0], expiries[0][0]) if expiries else delayed[0][0]
+        return expiries[0][0] if expiries else None
 
     def delayed_jobs(self) -> list[Delayed]:
         return sorted(self._delayed)
