@@ -172,9 +172,14 @@ class QueueServer:
             self.data_dir.snapshot_in_background(self.store)
         self._arm_timer()
 
-    def _record_for_links(self, first_record: int) -> None:
+    def _after_change(self, first_record: int) -> None:
+        """After any change of the store: answer waiters it woke, then stream its records
+        (from `first_record` on) to the replication links."""
+        store = self.store
+        if store.woken or store.idled:
+            self._settle()
         if self.links:
-            self._replicated.extend(self.store.records[first_record:])
+            self._replicated.extend(store.records[first_record:])
 
     # ------------------------------------------------------------ timers: expiry and delays
 
@@ -199,8 +204,7 @@ class QueueServer:
         if deadline is not None and deadline <= time.time():
             first = len(self.store.records)
             self.store.fire_due(time.time())
-            self._settle()
-            self._record_for_links(first)
+            self._after_change(first)
             self._request_flush()
 
     # ------------------------------------------------------------ dispatch
@@ -236,10 +240,7 @@ class QueueServer:
             first = len(self.store.records)  # never replicated onward
         else:
             self._control(conn, command)
-        store = self.store
-        if store.woken or store.idled:
-            self._settle()
-        self._record_for_links(first)
+        self._after_change(first)
 
     def put_plain(self, conn: Connection, queue: str, priority: int, data: bytes) -> None:
         """`PUT q p len` without options: the hot path, same effects as `_put`."""
@@ -250,10 +251,7 @@ class QueueServer:
         first = len(store.records)
         store.put(queue, priority, data, None, time.time())
         conn.write(responses.OK)
-        if store.woken:
-            self._settle()
-        if self.links:
-            self._record_for_links(first)
+        self._after_change(first)
 
     def _put(self, conn: Connection, command: p.Put) -> None:
         if self.offline:
