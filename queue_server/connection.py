@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import re
 import socket
+import time
 from typing import TYPE_CHECKING
 
 from queue_server import responses
@@ -36,11 +37,18 @@ class Connection(asyncio.Protocol):
         self.is_replication_link = False
         self._reading_paused = False
         self._writing_paused = False
+        # group commit's cohort (queue_server/cohort.py)
+        self.fd = -1
+        self.requested = False
+        self.quick = True
+        self.answered_at = 0.0
 
     # ------------------------------------------------------------ asyncio callbacks
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        self.fd = sock.fileno() if sock is not None else -1
         self.server.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -57,6 +65,9 @@ class Connection(asyncio.Protocol):
         if self.closing:
             return  # draining after a fatal error: the stream is no longer trusted
         self.buffer += data
+        cohort = self.server.cohort
+        if cohort is not None:
+            cohort.arrived(self, time.perf_counter())
         if self.waiter is None and not self._writing_paused:
             self.process()
             self.server.flush_unless_grouping()

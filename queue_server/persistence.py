@@ -256,11 +256,13 @@ class DataDir:
         os.close(self._log_fd)
         self._log_fd = -1
 
-    def sync_if_needed(self) -> None:
-        """The `everysec` tick."""
+    def sync_if_needed(self) -> bool:
+        """Sync what was written since the last sync; False if there was nothing."""
         if self._unsynced and self._log_fd >= 0:
             os.fdatasync(self._log_fd)
             self._unsynced = False
+            return True
+        return False
 
     def wants_snapshot(self) -> bool:
         return self._log_bytes >= self.snapshot_log_bytes and self._snapshot_child is None

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from queue_server import protocol as p
 from queue_server import replay, responses, snapshot
+from queue_server.cohort import Cohort
 from queue_server.connection import Connection
 from queue_server.errors import SnapshotError
 from queue_server.persistence import DataDir, FsyncPolicy
@@ -51,6 +52,7 @@ class QueueServer:
         self.offline = False
         self._dirty: list[Connection] = []
         self._durable_replies = settings.fsync == "always"
+        self.cohort = Cohort() if self._durable_replies else None
         self._flush_scheduled = False
         self._replicated: list[bytes] = []
         self._timer: asyncio.TimerHandle | None = None
@@ -150,6 +152,10 @@ class QueueServer:
         """
         self._flush_scheduled = False
         records = self.store.records
+        cohort = self.cohort
+        if records and cohort is not None and cohort.wait():
+            self._request_flush()  # a request of the cohort is in: read it, then sync
+            return
         if records:
             chunk = b"".join(records)
             records.clear()
@@ -160,14 +166,18 @@ class QueueServer:
                     if link.transport is not None:
                         link.transport.write(stream)
         self._replicated.clear()
-        if self._durable_replies:
+        if cohort is not None:
             # Group commit: one fsync covers every record of this loop turn, and
             # requests that arrive meanwhile form the next group.
-            self.data_dir.sync_if_needed()
+            started = time.perf_counter()
+            if self.data_dir.sync_if_needed():
+                cohort.synced(time.perf_counter() - started)
         if self._dirty:
             dirty, self._dirty = self._dirty, []
             for conn in dirty:
                 conn.flush()
+            if cohort is not None:
+                cohort.answered(dirty, time.perf_counter())
         if self.data_dir.wants_snapshot():
             self.data_dir.snapshot_in_background(self.store)
         self._arm_timer()
