@@ -69,9 +69,9 @@ class Connection(asyncio.Protocol):
         if cohort is not None:
             cohort.arrived(self, time.perf_counter())
         if self.waiter is None and not self._writing_paused:
-            self.process()
-            self.server.flush_unless_grouping()
-        self._apply_flow_control()
+            self.server.process_and_answer(self)
+        if self._reading_paused or self._writing_paused or len(self.buffer) > INPUT_HIGH_WATER:
+            self._apply_flow_control()
 
     def pause_writing(self) -> None:
         self._writing_paused = True

@@ -57,7 +57,11 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
 
 
 def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
-    view = memoryview(data)
+    written = os.pwrite(fd, data, offset)
+    if written == len(data):
+        return
+    view = memoryview(data)[written:]
+    offset += written
     while view:
         written = os.pwrite(fd, view, offset)
         view = view[written:]

@@ -135,10 +135,19 @@ class QueueServer:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
 
-    def flush_unless_grouping(self) -> None:
-        """Without fsync per turn there is nothing to group: answer now, a loop turn sooner."""
-        if not self._durable_replies and self._flush_scheduled:
-            self._flush()
+    def process_and_answer(self, conn: Connection) -> None:
+        """Execute a connection's requests. Without fsync per turn there is nothing to
+        group: its replies go out at once, not at the end of the loop turn."""
+        if self._durable_replies:
+            conn.process()
+            return
+        already_scheduled = self._flush_scheduled
+        self._flush_scheduled = True  # replies written meanwhile schedule no flush
+        conn.process()
+        if self._dirty or self.store.records:
+            self._flush()  # a flush scheduled before still runs and finds nothing to do
+        else:
+            self._flush_scheduled = already_scheduled
 
     def _request_flush(self) -> None:
         if not self._flush_scheduled:
