@@ -266,6 +266,16 @@ def start_slotmap(fsync: str, workdir: str | None = None, data_dir: str | None =
                          cwd=cwd, env=env).start(timeout=timeout)
 
 
+def start_floor() -> ManagedServer:
+    """bench/floor_server.py: a uvloop server that answers without doing anything."""
+    workdir = make_tmpdir("floor")
+    port = free_port()
+    py = REPO / ".venv" / "bin" / "python"
+    cmd = [str(py) if py.exists() else sys.executable,
+           str(Path(__file__).resolve().parent / "floor_server.py"), str(port)]
+    return ManagedServer("floor (uvloop, no work)", cmd, port, workdir).start()
+
+
 def stop_all() -> None:
     # stop() removes the server from _servers: take them off one by one
     while _servers:

@@ -163,6 +163,11 @@ class Bench:
         rc.ours_put_pipe(c, n, 1000)
         self.timed(f"ours_batch1{sfx}", lambda: rc.ours_get_batch(c, n, 100, 1))
 
+    def seq_floor(self, c: rc.Conn) -> None:
+        n = self.args.jobs
+        self.timed("floor_put_rt", lambda: rc.ours_put_rt(c, n))
+        self.timed("floor_gd_rt", lambda: rc.ours_getdone_rt(c, n))
+
     def seq_bs_mem(self, c: rc.Conn, sfx: str) -> None:
         n = self.args.jobs
         self.timed(f"bs_put_rt{sfx}", lambda: rc.bs_put_rt(c, n))
@@ -220,8 +225,9 @@ class Bench:
         ours, bs = self.start_ours("never"), self.start_bs()
         ours_d = self.start_ours("never") if deep and ours else None
         bs_d = self.start_bs() if deep and bs else None
-        conns = [self._conn(x) for x in (ours, ours_d, bs, bs_d)]
-        co, cod, cb, cbd = conns
+        floor = peers.start_floor()
+        conns = [self._conn(x) for x in (ours, ours_d, bs, bs_d, floor)]
+        co, cod, cb, cbd, cf = conns
         try:
             for c, warm in ((co, self.warm_ours), (cod, self.warm_ours),
                             (cb, self.warm_bs), (cbd, self.warm_bs)):
@@ -238,7 +244,8 @@ class Bench:
             self.interleave([(co, lambda c: self.seq_ours_mem(c, "")),
                              (cod, lambda c: self.seq_ours_mem(c, "_deep")),
                              (cb, lambda c: self.seq_bs_mem(c, "")),
-                             (cbd, lambda c: self.seq_bs_mem(c, "_deep"))])
+                             (cbd, lambda c: self.seq_bs_mem(c, "_deep")),
+                             (cf, self.seq_floor)])
             if co:
                 self.check_total_ours(co, "in memory, empty", 0)
             if cod:

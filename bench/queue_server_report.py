@@ -135,6 +135,12 @@ def build_rows(b: Bench) -> list[Row]:
     vs("PUT, one round trip (fsync never)", "ours_put_rt", "bs_put_rt", 1.0)
     vs("GET+DONE jobs, one round trip each (fsync never)", "ours_gd_rt", "bs_rd_rt", 1.0,
        "beanstalkd: reserve-with-timeout 0 + delete")
+    floor_note = "bench/floor_server.py: uvloop, no store, no log; ours at {:.2f}x of it"
+    if m("floor_put_rt"):
+        vs("floor: PUT round trip, Python server doing nothing", "floor_put_rt", "bs_put_rt",
+           None, floor_note.format(b.ratio("ours_put_rt", "floor_put_rt") or 0))
+        vs("floor: GET+DONE round trips, Python server doing nothing", "floor_gd_rt", "bs_rd_rt",
+           None, floor_note.format(b.ratio("ours_gd_rt", "floor_gd_rt") or 0))
     vs("PUT, one round trip (ours fsync always)", "ours_always_put_rt", "bs_put_rt", None,
        "beanstalkd in memory")
     vs("PUT, one round trip, both durable", "ours_always_put_rt", "bs_f0_put_rt", None,
