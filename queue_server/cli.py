@@ -70,4 +70,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"slotmap queue-server: cannot listen on {settings.host}:{settings.port}: "
               f"{exc.strerror or exc}", file=sys.stderr)
         return 1
+    if server.log_error is not None:
+        print(f"slotmap queue-server: stopped because the log failed: {server.log_error}; "
+              "unacknowledged requests were cut off, restart to recover", file=sys.stderr)
+        return 2
     return 0

@@ -194,6 +194,14 @@ class Connection(asyncio.Protocol):
         elif self.close_after_flush:
             transport.close()
 
+    def abort(self) -> None:
+        """Cut the connection at once, replies unsent."""
+        self.out.clear()
+        self.closing = True
+        self.pending = None
+        if self.transport is not None:
+            self.transport.abort()
+
     def fail(self, reply: bytes) -> None:
         """Send a fatal error, shut down writing, drain input briefly, then close."""
         self.write(reply)

@@ -312,9 +312,14 @@ class DataDir:
         else:
             log.error("background snapshot %d failed (status %d); logs kept", self.seq, status)
 
-    def close(self) -> None:
+    def close(self, *, sync: bool = True) -> None:
+        """Sync and close the log (sync=False after the log failed: just let go of it)."""
         if self._log_fd >= 0:
-            self._close_log()
+            if sync:
+                self._close_log()
+            else:
+                os.close(self._log_fd)
+                self._log_fd = -1
         if self._snapshot_child is not None:
             deadline = time.monotonic() + 30
             while self._snapshot_child is not None and time.monotonic() < deadline:

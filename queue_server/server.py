@@ -53,6 +53,7 @@ class QueueServer:
         self._dirty: list[Connection] = []
         self._durable_replies = settings.fsync == "always"
         self.cohort = Cohort() if self._durable_replies else None
+        self.log_error: OSError | None = None  # the log failed: stopping, nothing more answered
         self._flush_scheduled = False
         self._replicated: list[bytes] = []
         self._timer: asyncio.TimerHandle | None = None
@@ -96,12 +97,14 @@ class QueueServer:
             await self._stopped
         finally:
             server.close()
-            self._final_flush()
+            if self.log_error is None:
+                self._final_flush()
             for conn in list(self.connections):
                 if conn.transport is not None:
                     conn.transport.close()
-            self.data_dir.close()
-            log.info("queue server stopped; log flushed")
+            self.data_dir.close(sync=self.log_error is None)
+            if self.log_error is None:
+                log.info("queue server stopped; log flushed")
 
     def shutdown(self) -> None:
         if self._stopped is not None and not self._stopped.done():
@@ -109,21 +112,44 @@ class QueueServer:
 
     def _final_flush(self) -> None:
         """On the way out: everything written and synced, every held reply sent."""
-        self._flush_records()
+        if not self._flush_records():
+            return
         held, self._dirty = self._dirty, []
         for conn in held:
             conn.flush()
+
+    def _log_failed(self, error: OSError) -> None:
+        """The log could not be written or synced: what it should hold may be lost (after
+        a failed fsync the kernel may drop the dirty pages, and the next fsync "succeeds"),
+        so no reply that acknowledges it may leave. Every connection is cut without its
+        replies, and the server stops; a restart recovers what the log really holds."""
+        if self.log_error is None:
+            log.critical("the log could not be written or synced (%s); %d connection(s) lose "
+                         "their unsent replies; stopping", error, len(self.connections))
+            self.log_error = error
+        self._dirty.clear()
+        self.store.records.clear()
+        for conn in list(self.connections):
+            conn.abort()
+        self.shutdown()
 
     def _schedule_housekeeping(self) -> None:
         assert self._loop is not None
         self._loop.call_later(HOUSEKEEPING_S, self._housekeeping)
 
     def _housekeeping(self) -> None:
+        if self.log_error is not None:
+            return
         if self.settings.fsync == "everysec":
-            self.data_dir.sync_if_needed()
+            try:
+                self.data_dir.sync_if_needed()
+            except OSError as error:
+                self._log_failed(error)
+                return
         self.data_dir.reap_snapshot()
         if self.data_dir.wants_snapshot():  # the log outgrew its bound while a snapshot ran
-            self._flush_records()
+            if not self._flush_records():
+                return
             self.data_dir.snapshot_in_background(self.store)
         self._schedule_housekeeping()
 
@@ -160,27 +186,34 @@ class QueueServer:
         With fsync "always" no reply leaves before the fsync that covers its records.
         """
         self._flush_scheduled = False
+        if self.log_error is not None:  # stopping: a request read since gets no reply
+            self._log_failed(self.log_error)
+            return
         records = self.store.records
         cohort = self.cohort
         if records and cohort is not None and cohort.wait():
             self._request_flush()  # a request of the cohort is in: read it, then sync
             return
-        if records:
-            chunk = b"".join(records)
-            records.clear()
-            self.data_dir.append(chunk)
-            if self.links and self._replicated:
-                stream = b"".join(self._replicated)
-                for link in self.links:
-                    if link.transport is not None:
-                        link.transport.write(stream)
-        self._replicated.clear()
-        if cohort is not None:
-            # Group commit: one fsync covers every record of this loop turn, and
-            # requests that arrive meanwhile form the next group.
-            started = time.perf_counter()
-            if self.data_dir.sync_if_needed():
-                cohort.synced(time.perf_counter() - started)
+        try:
+            if records:
+                chunk = b"".join(records)
+                records.clear()
+                self.data_dir.append(chunk)
+                if self.links and self._replicated:
+                    stream = b"".join(self._replicated)
+                    for link in self.links:
+                        if link.transport is not None:
+                            link.transport.write(stream)
+            self._replicated.clear()
+            if cohort is not None:
+                # Group commit: one fsync covers every record of this loop turn, and
+                # requests that arrive meanwhile form the next group.
+                started = time.perf_counter()
+                if self.data_dir.sync_if_needed():
+                    cohort.synced(time.perf_counter() - started)
+        except OSError as error:
+            self._log_failed(error)
+            return
         if self._dirty:
             dirty, self._dirty = self._dirty, []
             for conn in dirty:
@@ -433,15 +466,24 @@ class QueueServer:
             log.warning("CLONE refused, state unchanged: %s", exc)
             conn.write(responses.INVALID_SNAPSHOT)
             return
-        self._flush_records()
+        if not self._flush_records():
+            return  # the server is stopping: no reply
         self.store = store
         self.data_dir.rotate_with_snapshot(store)
         store.woken.extend(state for state in store.queues.values() if state.ready)
         conn.write(responses.OK)
 
-    def _flush_records(self) -> None:
-        if self.store.records:
-            self.data_dir.append(b"".join(self.store.records))
-            self.store.records.clear()
-        self.data_dir.fsync_log()
+    def _flush_records(self) -> bool:
+        """Write and sync every pending record; False if the log failed (the server stops)."""
+        if self.log_error is not None:
+            return False
+        try:
+            if self.store.records:
+                self.data_dir.append(b"".join(self.store.records))
+                self.store.records.clear()
+            self.data_dir.fsync_log()
+        except OSError as error:
+            self._log_failed(error)
+            return False
+        return True
 
