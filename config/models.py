@@ -31,11 +31,15 @@ class QueueServerConfig(_Strict):
     # Default lock time for jobs handed out without EXPIRE, per queue (over [queues.*].lock_timeout_s).
     lock_timeouts_s: dict[str, float] = Field(default_factory=dict)
     servers: list[str] = Field(default_factory=list)
+    # Follow this primary (HOST:PORT) as a replica; promoted after promote_after_s without it.
+    replica_of: str | None = None
+    promote_after_s: float = Field(default=5.0, gt=0)
 
-    @field_validator("listen")
+    @field_validator("listen", "replica_of")
     @classmethod
-    def _listen_is_host_port(cls, value: str) -> str:
-        parse_host_port(value)
+    def _is_host_port(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_host_port(value)
         return value
 
 

@@ -22,6 +22,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--config", metavar="FILE", help="cluster config (TOML, [queue_server])")
     parser.add_argument("--token", help="require AUTH <token> before any other command")
     parser.add_argument("--server-id", type=int, default=1, help="this server's id (INTERCONNECT)")
+    parser.add_argument("--replica-of", metavar="HOST:PORT",
+                        help="follow this primary: offline for queue commands until promoted")
+    parser.add_argument("--promote-after", metavar="S", type=float,
+                        help="a replica serves as primary after S seconds without it (5)")
     parser.add_argument("--log-level", default="INFO")
     parser.set_defaults(func=run)
 
@@ -34,6 +38,7 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
     lock_timeouts_s = {name: queue.lock_timeout_s for name, queue in cluster.queues.items()}
     lock_timeouts_s.update(config.lock_timeouts_s)
     host, port = parse_host_port(args.listen or config.listen)
+    replica_of = args.replica_of or config.replica_of
     return ServerSettings(
         host=host,
         port=port,
@@ -45,13 +50,19 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         snapshot_log_bytes=config.snapshot_log_bytes,
         lock_timeouts_s=tuple(sorted(lock_timeouts_s.items())),
         server_id=args.server_id,
+        replica_of=parse_host_port(replica_of) if replica_of else None,
+        promote_after_s=args.promote_after or config.promote_after_s,
     )
 
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    settings = settings_from(args)
+    try:
+        settings = settings_from(args)
+    except ValueError as exc:  # --listen / --replica-of that is not HOST:PORT
+        print(f"slotmap queue-server: {exc}", file=sys.stderr)
+        return 2
     server = QueueServer(settings)
     try:
         server.open()

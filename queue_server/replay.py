@@ -22,29 +22,55 @@ def iter_records(buffer: bytes | memoryview) -> Iterator[SyncCommand]:
     """Every SYNC record in `buffer`; raises SnapshotError at the first bad byte."""
     view = bytes(buffer)
     position = 0
-    end = len(view)
-    while position < end:
-        newline = view.find(b"\n", position)
-        if newline < 0:
-            raise SnapshotError(f"record at byte {position} has no line end")
-        line = view[position:newline].rstrip(b"\r")
-        position = newline + 1
-        if not line:
-            continue
-        try:
-            parsed = protocol.parse_line(line)
-        except ProtocolError as error:
-            raise SnapshotError(f"bad record at byte {position}: {error}") from None
-        command = parsed.command
-        if parsed.error is not None or not isinstance(command, SYNC_TYPES):
-            raise SnapshotError(f"not a SYNC record before byte {position}: {line[:60]!r}")
-        if parsed.data_len >= 0:
-            if position + parsed.data_len > end:
-                raise SnapshotError(f"record data cut short at byte {position}")
-            assert isinstance(command, protocol.SyncPut)
-            command.data = view[position:position + parsed.data_len]
-            position += parsed.data_len
-        yield command
+    while position < len(view):
+        command, next_position = _parse_record(view, position)
+        if next_position == position:
+            if view.find(b"\n", position) < 0:
+                raise SnapshotError(f"record at byte {position} has no line end")
+            raise SnapshotError(f"record data cut short at byte {position}")
+        position = next_position
+        if command is not None:
+            yield command
+
+
+def parse_records(view: bytes, position: int = 0) -> tuple[list[SyncCommand], int]:
+    """The complete SYNC records from `position` on, and where the first incomplete one
+    starts (a stream: the rest comes later). Raises SnapshotError at a bad record."""
+    commands: list[SyncCommand] = []
+    while position < len(view):
+        command, next_position = _parse_record(view, position)
+        if next_position == position:
+            break
+        position = next_position
+        if command is not None:
+            commands.append(command)
+    return commands, position
+
+
+def _parse_record(view: bytes, position: int) -> tuple[SyncCommand | None, int]:
+    """The record at `position` and the position after it; (None, position) when it is
+    not complete yet, (None, after) for an empty line."""
+    newline = view.find(b"\n", position)
+    if newline < 0:
+        return None, position
+    line = view[position:newline].rstrip(b"\r")
+    after = newline + 1
+    if not line:
+        return None, after
+    try:
+        parsed = protocol.parse_line(line)
+    except ProtocolError as error:
+        raise SnapshotError(f"bad record at byte {after}: {error}") from None
+    command = parsed.command
+    if parsed.error is not None or not isinstance(command, SYNC_TYPES):
+        raise SnapshotError(f"not a SYNC record before byte {after}: {line[:60]!r}")
+    if parsed.data_len >= 0:
+        if after + parsed.data_len > len(view):
+            return None, position
+        assert isinstance(command, protocol.SyncPut)
+        command.data = view[after:after + parsed.data_len]
+        after += parsed.data_len
+    return command, after
 
 
 def apply(store: Store, command: SyncCommand, now: float) -> bytes:

@@ -13,6 +13,7 @@ from queue_server import replay, responses, snapshot
 from queue_server.cohort import Cohort
 from queue_server.connection import Connection
 from queue_server.errors import SnapshotError
+from queue_server.follower import Follower
 from queue_server.persistence import DataDir, FsyncPolicy
 from queue_server.store import Store
 from queue_server.waiters import Waiter, Waiters
@@ -37,6 +38,8 @@ class ServerSettings:
     snapshot_log_bytes: int = 256 * 1024 * 1024
     lock_timeouts_s: tuple[tuple[str, float], ...] = ()
     server_id: int = 1
+    replica_of: tuple[str, int] | None = None  # follow this primary (queue_server/follower.py)
+    promote_after_s: float = 5.0
 
 
 class QueueServer:
@@ -91,11 +94,18 @@ class QueueServer:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.shutdown)
         self._schedule_housekeeping()
-        log.info("queue server listening on %s:%d (fsync %s)", self.settings.host,
-                 self.settings.port, self.settings.fsync)
+        log.info("queue server %d listening on %s:%d (fsync %s)", self.settings.server_id,
+                 self.settings.host, self.settings.port, self.settings.fsync)
+        following = None
+        if self.settings.replica_of is not None:
+            self.offline = True  # queue commands go to the primary while it lives
+            following = loop.create_task(Follower(self, self.settings.replica_of,
+                                                  self.settings.promote_after_s).run())
         try:
             await self._stopped
         finally:
+            if following is not None:
+                following.cancel()
             server.close()
             if self.log_error is None:
                 self._final_flush()
@@ -109,6 +119,11 @@ class QueueServer:
     def shutdown(self) -> None:
         if self._stopped is not None and not self._stopped.done():
             self._stopped.set_result(None)
+
+    def promote(self) -> None:
+        """A replica whose primary is gone: serve as the primary from now on."""
+        self.offline = False
+        log.warning("server %d is the primary now (online)", self.settings.server_id)
 
     def _final_flush(self) -> None:
         """On the way out: everything written and synced, every held reply sent."""
@@ -458,20 +473,37 @@ class QueueServer:
 
     def _clone(self, conn: Connection, command: p.Clone) -> None:
         try:
-            store = snapshot.decode(
-                command.data, time.time(), expire_done_default=self.settings.expire_done_default,
-                lock_timeouts_s=dict(self.settings.lock_timeouts_s), rng=self.store.rng,
-            )
+            if not self.replace_state(command.data):
+                return  # the server is stopping: no reply
         except SnapshotError as exc:
             log.warning("CLONE refused, state unchanged: %s", exc)
             conn.write(responses.INVALID_SNAPSHOT)
             return
+        conn.write(responses.OK)
+
+    def replace_state(self, blob: bytes) -> bool:
+        """The state becomes the snapshot `blob` (CLONE, a replica's first sync), written
+        as a local snapshot with a new log after it. Raises SnapshotError, changing
+        nothing, for a bad snapshot; False if the log failed (the server stops)."""
+        store = snapshot.decode(
+            blob, time.time(), expire_done_default=self.settings.expire_done_default,
+            lock_timeouts_s=dict(self.settings.lock_timeouts_s), rng=self.store.rng,
+        )
         if not self._flush_records():
-            return  # the server is stopping: no reply
+            return False
         self.store = store
         self.data_dir.rotate_with_snapshot(store)
         store.woken.extend(state for state in store.queues.values() if state.ready)
-        conn.write(responses.OK)
+        return True
+
+    def apply_replicated(self, commands: list[replay.SyncCommand]) -> None:
+        """SYNC records streamed from the primary: applied and logged here, never passed on."""
+        store = self.store
+        now = time.time()
+        for command in commands:
+            replay.apply(store, command, now)
+        self._after_change(len(store.records))
+        self._request_flush()
 
     def _flush_records(self) -> bool:
         """Write and sync every pending record; False if the log failed (the server stops)."""
