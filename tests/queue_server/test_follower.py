@@ -5,6 +5,9 @@ from __future__ import annotations
 from conftest import free_port
 from util import get_job, poll_until, put_ok, runlist, total
 
+from queue_server.client import QueueClient
+from queue_server.client_errors import ConnectionLost, OfflineError
+
 OFFLINE = b"500 Offline Mode"
 
 
@@ -85,3 +88,27 @@ def test_a_replica_without_a_reachable_primary_is_promoted(start_queue_server) -
     poll_until(online, timeout_s=10)
     assert "unreachable" in replica.output_text()
     assert "primary now" in replica.output_text()
+
+
+def test_the_client_library_moves_to_the_promoted_replica(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    primary = start_queue_server("--fsync", "never")
+    replica = _replica_of(start_queue_server, primary, "--promote-after", "0.5")
+    watcher = replica.connect()
+    addresses = [f"127.0.0.1:{primary.port}", f"127.0.0.1:{replica.port}"]
+    with QueueClient(addresses, reconnect_attempts=1) as producer:
+        producer.put("q", b"acknowledged by the primary")
+        assert producer.server_id == 1
+        poll_until(lambda: total(watcher, "q")[2] == 1, timeout_s=10)
+        primary.kill()
+
+        def put_accepted() -> bool:
+            try:
+                producer.put("q", b"after failover")
+            except (OfflineError, ConnectionLost):
+                return False  # the primary is gone, the replica not promoted yet
+            return True
+
+        poll_until(put_accepted, timeout_s=15, interval_s=0.05)
+        assert producer.server_id == 2
+        jobs = producer.get("q", count=10)
+        assert [job.data for job in jobs] == [b"acknowledged by the primary", b"after failover"]
