@@ -2,11 +2,11 @@
 commands while it does, and serves the primary's jobs once the primary is killed."""
 from __future__ import annotations
 
-from conftest import free_port
 from util import get_job, poll_until, put_ok, runlist, total
 
 from queue_server.client import QueueClient
 from queue_server.client_errors import ConnectionLost, OfflineError
+from tests.conftest import free_port
 
 OFFLINE = b"500 Offline Mode"
 
