@@ -82,7 +82,12 @@ class Cohort:
         if now >= self.deadline:
             self.deadline = 0.0
             return False
-        readable, _, _ = select.select(missing, [], [], self.deadline - now)
+        try:
+            readable, _, _ = select.select(missing, [], [], self.deadline - now)
+        except (OSError, ValueError):
+            # A member's socket was closed after its last read (its connection_lost
+            # has not run yet): nothing to wait for there, and the sync must not wait.
+            readable = []
         if not readable:
             self.deadline = 0.0
         return bool(readable)

@@ -102,3 +102,16 @@ def test_the_wait_never_exceeds_the_cap() -> None:
     cohort = Cohort()
     cohort.synced(1.0)  # a very slow disk
     assert cohort.max_wait_s == MAX_WAIT_S
+
+
+def test_a_member_whose_socket_is_already_closed_does_not_stop_the_sync(
+        pairs: list[tuple[socket.socket, socket.socket]]) -> None:
+    gone_socket, peer = socket.socketpair()
+    gone = FakeConnection(gone_socket.fileno())
+    gone_socket.close()
+    try:
+        cohort = cohort_of([gone])
+        assert cohort.wait() is False
+        assert cohort.deadline == 0.0
+    finally:
+        peer.close()
