@@ -52,6 +52,7 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         server_id=args.server_id,
         replica_of=parse_host_port(replica_of) if replica_of else None,
         promote_after_s=args.promote_after or config.promote_after_s,
+        replica_backlog_bytes=config.replica_backlog_bytes,
     )
 
 

@@ -39,6 +39,7 @@ class ServerSettings:
     lock_timeouts_s: tuple[tuple[str, float], ...] = ()
     server_id: int = 1
     replica_of: tuple[str, int] | None = None  # follow this primary (queue_server/follower.py)
+    replica_backlog_bytes: int = 256 * 1024 * 1024  # unread stream that cuts a replica off
     promote_after_s: float = 5.0
 
 
@@ -215,10 +216,7 @@ class QueueServer:
                 records.clear()
                 self.data_dir.append(chunk)
                 if self.links and self._replicated:
-                    stream = b"".join(self._replicated)
-                    for link in self.links:
-                        if link.transport is not None:
-                            link.transport.write(stream)
+                    self._stream_to_links(b"".join(self._replicated))
             self._replicated.clear()
             if cohort is not None:
                 # Group commit: one fsync covers every record of this loop turn, and
@@ -238,6 +236,22 @@ class QueueServer:
         if self.data_dir.wants_snapshot():
             self.data_dir.snapshot_in_background(self.store)
         self._arm_timer()
+
+    def _stream_to_links(self, stream: bytes) -> None:
+        """Send records to the replicas. One that lets replica_backlog_bytes pile up unread
+        is cut off (as Redis's replica output buffer limit does): it reconnects and starts
+        again from a snapshot, instead of this server buffering without bound."""
+        for link in list(self.links):
+            transport = link.transport
+            if transport is None or transport.is_closing():
+                continue
+            if transport.get_write_buffer_size() > self.settings.replica_backlog_bytes:
+                log.warning("replication link %s is %d bytes behind: cut off, it must resync",
+                            transport.get_extra_info("peername"), transport.get_write_buffer_size())
+                self.links.discard(link)
+                link.abort()
+                continue
+            transport.write(stream)
 
     def _after_change(self, first_record: int) -> None:
         """After any change of the store: answer waiters it woke, then stream its records

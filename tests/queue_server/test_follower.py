@@ -112,3 +112,22 @@ def test_the_client_library_moves_to_the_promoted_replica(start_queue_server) ->
         assert producer.server_id == 2
         jobs = producer.get("q", count=10)
         assert [job.data for job in jobs] == [b"acknowledged by the primary", b"after failover"]
+
+
+def test_a_replica_that_stops_reading_is_cut_off_not_buffered_without_bound(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    primary = start_queue_server("--fsync", "never", config="[queue_server]\nreplica_backlog_bytes = 1048576\n")
+    stalled = primary.connect()
+    stalled.send(b"SNAPSHOT 2 127.0.0.1 1\r\n")
+    assert stalled.line().startswith(b"200 OK ")  # then it reads nothing more
+    producer = primary.connect()
+    block = b"b" * 256 * 1024
+
+    def cut_off() -> bool:
+        producer.send(b"".join(b"PUT q 0 %d\r\n" % len(block) + block for _ in range(8)))
+        for _ in range(8):
+            assert producer.line() == b"200 OK"
+        return "must resync" in primary.output_text()
+
+    poll_until(cut_off, timeout_s=20)
+    assert stalled.closed(timeout_s=30)  # what the kernel held, then EOF: let go of
+    assert total(producer, "q")[2] >= 8  # and went on serving everyone else
