@@ -74,6 +74,11 @@ class FollowLink(asyncio.Protocol):
             log.error("replication from the primary broken (%s): reconnecting for a new snapshot",
                       exc)
             self._close()
+        except Exception:
+            # A record this server could not apply: its state may now differ from the
+            # primary's, so start again from a snapshot rather than go on.
+            log.exception("applying the primary's stream failed: reconnecting for a new snapshot")
+            self._close()
 
     def _advance(self) -> None:
         if self.state is LinkState.AUTHENTICATING:
