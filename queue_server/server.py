@@ -2,17 +2,15 @@
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import signal
 import time
 from dataclasses import dataclass
 
+from queue_server import control, replay, responses, snapshot
 from queue_server import protocol as p
-from queue_server import replay, responses, snapshot
 from queue_server.cohort import Cohort
 from queue_server.connection import Connection
-from queue_server.errors import SnapshotError
 from queue_server.follower import Follower
 from queue_server.persistence import DataDir, FsyncPolicy
 from queue_server.store import Store
@@ -185,11 +183,13 @@ class QueueServer:
             return
         already_scheduled = self._flush_scheduled
         self._flush_scheduled = True  # replies written meanwhile schedule no flush
-        conn.process()
-        if self._dirty or self.store.records:
-            self._flush()  # a flush scheduled before still runs and finds nothing to do
-        else:
-            self._flush_scheduled = already_scheduled
+        try:
+            conn.process()
+        finally:  # even after a failure, flushing must not stay switched off
+            if self._dirty or self.store.records:
+                self._flush()  # a flush scheduled before still runs and finds nothing to do
+            else:
+                self._flush_scheduled = already_scheduled
 
     def _request_flush(self) -> None:
         if not self._flush_scheduled:
@@ -320,7 +320,7 @@ class QueueServer:
             conn.write(replay.apply(self.store, command, time.time()))
             first = len(self.store.records)  # never replicated onward
         else:
-            self._control(conn, command)
+            control.execute(self, conn, command)
         self._after_change(first)
 
     def put_plain(self, conn: Connection, queue: str, priority: int, data: bytes) -> None:
@@ -362,7 +362,7 @@ class QueueServer:
             waiter = self.waiters.output_waiter(queue, item)
         if waiter is not None:
             job = self.store.take_last(queue, priority, now, waiter.expire_s, waiter.then_done)
-            self._answer(waiter, responses.job_reply(job))
+            self.answer(waiter, responses.job_reply(job))
 
     def _get(self, conn: Connection, command: p.Get) -> None:
         if self.offline:
@@ -391,7 +391,7 @@ class QueueServer:
 
     # ------------------------------------------------------------ waiters
 
-    def _answer(self, waiter: Waiter, reply: list[bytes] | bytes) -> None:
+    def answer(self, waiter: Waiter, reply: list[bytes] | bytes) -> None:
         self.waiters.remove(waiter)
         conn: Connection = waiter.conn
         if isinstance(reply, bytes):
@@ -418,82 +418,15 @@ class QueueServer:
                     continue
                 get = waiter.get
                 jobs = store.take(get.queues, get.count or 1, now, get.expire_s, get.then_done)
-                self._answer(waiter, responses.job_reply(jobs[0]) if get.count is None
+                self.answer(waiter, responses.job_reply(jobs[0]) if get.count is None
                              else responses.batch_reply(jobs))
         for state in idled:
             for waiter in self.waiters.until_idle_for(state.name):
                 assert waiter.get is not None
                 if not store.has_running(waiter.get.queues) and not store.has_ready(waiter.get.queues):
-                    self._answer(waiter, responses.QUEUE_EMPTY)
+                    self.answer(waiter, responses.QUEUE_EMPTY)
 
-    # ------------------------------------------------------------ control commands
-
-    def _control(self, conn: Connection, command: p.Command) -> None:
-        if isinstance(command, p.Simple):
-            self._simple(conn, command)
-        elif isinstance(command, p.Link):
-            self._link(conn, command)
-        elif isinstance(command, p.Clone):
-            self._clone(conn, command)
-        elif isinstance(command, p.Auth):
-            expected = self.token
-            if expected is None or hmac.compare_digest(command.token, expected):
-                conn.authenticated = True
-                conn.write(responses.OK)
-            else:
-                conn.write(responses.UNAUTHORIZED)
-        else:
-            raise AssertionError(f"unhandled command {command!r}")
-
-    def _simple(self, conn: Connection, command: p.Simple) -> None:
-        name = command.name
-        store = self.store
-        if name == b"TOTAL":
-            conn.write(responses.total_reply(store.totals(command.queue)))
-        elif name == b"STATS":
-            conn.write(responses.stats_json(store, command.queue, time.time()))
-        elif name == b"RUNLIST":
-            conn.write(responses.runlist_reply(store, command.flag))
-        elif name == b"PING":
-            conn.write(responses.PONG)
-        elif name == b"OFFLINE":
-            self.offline = True
-            for waiter in self.waiters.all():
-                self._answer(waiter, responses.OFFLINE)
-            conn.write(responses.SWITCHED_OFFLINE)
-        elif name == b"ONLINE":
-            self.offline = False
-            conn.write(responses.SWITCHED_ONLINE)
-        elif name == b"QUIT":
-            conn.write(responses.GOODBYE)
-            conn.closing = True
-            conn.close_after_flush = True
-        elif name == b"SHUTDOWN":
-            conn.write(responses.SHUTTING_DOWN)
-            conn.closing = True
-            conn.close_after_flush = True
-            asyncio.get_running_loop().call_soon(self.shutdown)
-
-    def _link(self, conn: Connection, command: p.Link) -> None:
-        if command.name == b"SNAPSHOT":
-            blob = snapshot.encode(self.store)
-            conn.write_parts([b"200 OK %d\r\n" % len(blob), blob])
-        else:
-            conn.write(b"200 OK %d\r\n" % self.settings.server_id)
-        if command.peer is not None:
-            conn.is_replication_link = True
-            self.links.add(conn)
-            log.info("replication link to server %d at %s:%d", *command.peer)
-
-    def _clone(self, conn: Connection, command: p.Clone) -> None:
-        try:
-            if not self.replace_state(command.data):
-                return  # the server is stopping: no reply
-        except SnapshotError as exc:
-            log.warning("CLONE refused, state unchanged: %s", exc)
-            conn.write(responses.INVALID_SNAPSHOT)
-            return
-        conn.write(responses.OK)
+    # ------------------------------------------------------------ replication
 
     def replace_state(self, blob: bytes) -> bool:
         """The state becomes the snapshot `blob` (CLONE, a replica's first sync), written
