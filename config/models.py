@@ -34,6 +34,9 @@ class QueueServerConfig(_Strict):
     # Follow this primary (HOST:PORT) as a replica; promoted after promote_after_s without it.
     replica_of: str | None = None
     promote_after_s: float = Field(default=5.0, gt=0)
+    # The cluster's servers asked at start (queue_server/join.py): if any answers, this one
+    # becomes a replica of the lowest id with the highest id + 1.
+    join: list[str] = Field(default_factory=list)
     # A replica whose unread stream passes this is cut off and must resync from a snapshot.
     replica_backlog_bytes: int = Field(default=256 * 1024 * 1024, ge=1)
 

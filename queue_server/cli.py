@@ -9,6 +9,7 @@ import sys
 from config.load import load_config
 from config.models import parse_host_port
 from queue_server.errors import DataDirLocked
+from queue_server.join import join
 from queue_server.server import QueueServer, ServerSettings
 
 
@@ -26,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="follow this primary: offline for queue commands until promoted")
     parser.add_argument("--promote-after", metavar="S", type=float,
                         help="a replica serves as primary after S seconds without it (5)")
+    parser.add_argument("--join", metavar="HOST:PORT,...",
+                        help="the cluster's servers: if any answers, start as a replica of the "
+                             "lowest id, with the highest id + 1")
     parser.add_argument("--log-level", default="INFO")
     parser.set_defaults(func=run)
 
@@ -56,14 +60,22 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
     )
 
 
+def join_peers(args: argparse.Namespace) -> list[tuple[str, int]]:
+    listed = args.join.split(",") if args.join else load_config(args.config).queue_server.join
+    return [parse_host_port(peer.strip()) for peer in listed if peer.strip()]
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         settings = settings_from(args)
-    except ValueError as exc:  # --listen / --replica-of that is not HOST:PORT
+        peers = join_peers(args)
+    except ValueError as exc:  # --listen / --replica-of / --join that is not HOST:PORT
         print(f"slotmap queue-server: {exc}", file=sys.stderr)
         return 2
+    if peers and settings.replica_of is None:
+        settings = join(settings, peers)
     server = QueueServer(settings)
     try:
         server.open()

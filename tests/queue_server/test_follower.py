@@ -2,10 +2,14 @@
 commands while it does, and serves the primary's jobs once the primary is killed."""
 from __future__ import annotations
 
+import socket
+import threading
+
 from util import get_job, poll_until, put_ok, runlist, total
 
 from queue_server.client import QueueClient
 from queue_server.client_errors import ConnectionLost, OfflineError
+from queue_server.join import ask_id
 from tests.conftest import free_port
 
 OFFLINE = b"500 Offline Mode"
@@ -131,3 +135,55 @@ def test_a_replica_that_stops_reading_is_cut_off_not_buffered_without_bound(star
     poll_until(cut_off, timeout_s=20)
     assert stalled.closed(timeout_s=30)  # what the kernel held, then EOF: let go of
     assert total(producer, "q")[2] >= 8  # and went on serving everyone else
+
+
+def test_join_makes_a_returning_primary_follow_its_successor(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    first = start_queue_server("--fsync", "never")
+    producer = first.connect()
+    put_ok(producer, "q", 0, b"one")
+    second = start_queue_server("--fsync", "never", "--join", f"127.0.0.1:{first.port}",
+                                "--promote-after", "0.5")
+    successor = second.connect()
+    assert successor.request(b"INTERCONNECT") == b"200 OK 2"
+    poll_until(lambda: total(successor, "q")[2] == 1, timeout_s=10)
+    first.kill()
+
+    def promoted() -> bool:
+        successor.send(b"PUT q 0 3\r\ntwo")
+        return successor.line() == b"200 OK"
+
+    poll_until(promoted, timeout_s=15, interval_s=0.05)
+    # The old primary comes back on its old data, told only where the cluster is.
+    returned = start_queue_server("--fsync", "never", "--join", f"127.0.0.1:{second.port}",
+                                  data_dir=first.data_dir)
+    comeback = returned.connect()
+    assert comeback.request(b"INTERCONNECT") == b"200 OK 3"
+    poll_until(lambda: total(comeback, "q") == total(successor, "q") == (1, 1, 2, 0), timeout_s=10)
+    comeback.send(b"PUT q 0 5\r\nstale")
+    assert comeback.line() == OFFLINE
+
+
+def test_join_with_nobody_answering_starts_as_the_configured_primary(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    alone = start_queue_server("--fsync", "never", "--join", f"127.0.0.1:{free_port()}",
+                               "--server-id", "4")
+    client = alone.connect()
+    assert client.request(b"INTERCONNECT") == b"200 OK 4"
+    put_ok(client, "q", 0, b"served")
+
+
+def test_join_does_not_take_a_stranger_for_a_queue_server() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as stranger:
+        port = stranger.getsockname()[1]
+
+        def answer_like_a_web_server() -> None:
+            conn, _ = stranger.accept()
+            with conn:
+                conn.recv(1024)
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+
+        thread = threading.Thread(target=answer_like_a_web_server)
+        thread.start()
+        try:
+            assert ask_id(("127.0.0.1", port), None) is None
+        finally:
+            thread.join(timeout=10)
