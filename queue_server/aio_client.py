@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import select
+import time
 from collections.abc import Iterable, Sequence
 from functools import cached_property
 from types import TracebackType
@@ -270,12 +271,17 @@ class AsyncQueueClient(ClientCore[_Connection]):
         async with self._lock:
             conn = await self._ready()
             retries = self.reconnect_attempts if read_only else 0
+            offline_since: float | None = None
             while True:
                 try:
                     return await conn.request(request, parse, timeout_s)
                 except BaseException as exc:  # cancelled: a late reply would answer the next request
-                    self._retry_or_raise(conn, req.verb_of(request), exc, retries_left=retries)
-                retries -= 1
+                    pause, offline_since = self._offline_pause(exc, offline_since, time.monotonic())
+                    if pause is None:
+                        self._retry_or_raise(conn, req.verb_of(request), exc, retries_left=retries)
+                        retries -= 1
+                    else:
+                        await asyncio.sleep(pause)
                 conn = await self._ready()
 
     async def _ready(self) -> _Connection:

@@ -21,6 +21,9 @@ Reconnect rule (the same in AsyncQueueClient):
   be read as the answer to the next request. Blocking GETs wait without limit.
 - An error reply (QueueServerError) keeps the connection, except 413 and
   `400 Line Too Long`, after which the server closes it.
+- With `offline_wait_s` > 0, a request refused with `500 Offline Mode` (not carried
+  out) is tried again, the server list asked afresh each time, for up to that long:
+  a replica that is not promoted yet, or a primary in maintenance, is waited out.
 
 Not thread-safe: use one client per thread.
 """
@@ -286,12 +289,17 @@ class QueueClient(ClientCore[_Connection]):
     ) -> T:
         conn = self._ready()
         retries = self.reconnect_attempts if read_only else 0
+        offline_since: float | None = None
         while True:
             try:
                 return conn.request(request, parse, timeout_s)
             except BaseException as exc:  # interrupted: a late reply would answer the next request
-                self._retry_or_raise(conn, req.verb_of(request), exc, retries_left=retries)
-            retries -= 1
+                pause, offline_since = self._offline_pause(exc, offline_since, time.monotonic())
+                if pause is None:
+                    self._retry_or_raise(conn, req.verb_of(request), exc, retries_left=retries)
+                    retries -= 1
+                else:
+                    time.sleep(pause)
             conn = self._ready()
 
     def _ready(self) -> _Connection:

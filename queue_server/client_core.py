@@ -11,6 +11,7 @@ from typing import Final, Generic, NoReturn, Protocol, TypeVar
 from queue_server import client_requests as req
 from queue_server.client_errors import (
     BadReply,
+    OfflineError,
     QueueServerError,
     ServerUnreachable,
     closes_connection,
@@ -24,6 +25,8 @@ RECV_BYTES: Final = 256 * 1024
 PUT_MANY_CHUNK: Final = 1000
 # A read's timeout_s: the client's own timeout_s (None waits without limit).
 CLIENT_TIMEOUT: Final = -1.0
+# Between two tries of a request refused with `500 Offline Mode` (offline_wait_s).
+OFFLINE_RETRY_S: Final = 0.2
 
 
 def backoff_s(attempt: int) -> float:
@@ -105,8 +108,10 @@ class ClientCore(Generic[C]):
         timeout_s: float = 30.0,
         connect_timeout_s: float = 3.0,
         reconnect_attempts: int = 2,
+        offline_wait_s: float = 0.0,
     ) -> None:
         self.addresses = req.parse_servers(servers)
+        self.offline_wait_s = offline_wait_s
         self._auth = None if token is None else req.auth_request(token)
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
@@ -149,6 +154,25 @@ class ClientCore(Generic[C]):
             self._drop()
             return
         self._raise_failed(conn, what, exc)
+
+    def _offline_pause(self, exc: BaseException, offline_since: float | None,
+                       now: float) -> tuple[float | None, float | None]:
+        """(seconds to wait before trying again, when the refusals began) for a request
+        refused with `500 Offline Mode`, within offline_wait_s; (None, ...) to raise.
+
+        The refused request was not carried out, so trying it again is safe. The
+        connection is dropped: the next try asks the server list again for the lowest
+        id, so a replica that takes over after a failover, or a primary back from
+        maintenance, is found.
+        """
+        if not isinstance(exc, OfflineError) or self.offline_wait_s <= 0:
+            return None, offline_since
+        since = now if offline_since is None else offline_since
+        left = since + self.offline_wait_s - now
+        if left <= 0:
+            return None, since
+        self._drop()
+        return min(OFFLINE_RETRY_S, left), since
 
     @staticmethod
     def _keep_primary(reachable: list[C]) -> C | None:

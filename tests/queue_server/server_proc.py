@@ -144,3 +144,15 @@ def running_queue_server(
         yield server
     finally:
         server.kill()
+
+
+def raw_command(server: ServerProc, line: bytes) -> bytes:
+    """One request on a fresh plain socket (for commands the client does not offer)."""
+    with socket.create_connection((server.host, server.port), timeout=5.0) as sock:
+        sock.sendall(line + b"\r\n")
+        reply = b""
+        while not reply.endswith(b"\n"):
+            chunk = sock.recv(4096)
+            assert chunk, f"connection closed before the reply to {line!r}"
+            reply += chunk
+        return reply.rstrip(b"\r\n")

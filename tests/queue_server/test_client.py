@@ -1,13 +1,18 @@
 """QueueClient against a real `slotmap queue-server` subprocess."""
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from server_proc import ServerProc, refused_address, running_queue_server, start_queue_server
+from server_proc import (
+    ServerProc,
+    raw_command,
+    refused_address,
+    running_queue_server,
+    start_queue_server,
+)
 from util import poll_until
 
 from queue_server.client import QueueClient
@@ -41,18 +46,6 @@ def client(server: ServerProc) -> Iterator[QueueClient]:
 def pool() -> Iterator[ThreadPoolExecutor]:
     with ThreadPoolExecutor(max_workers=4) as executor:
         yield executor
-
-
-def raw_command(server: ServerProc, line: bytes) -> bytes:
-    """One request on a fresh plain socket (for commands the client does not offer)."""
-    with socket.create_connection((server.host, server.port), timeout=5.0) as sock:
-        sock.sendall(line + b"\r\n")
-        reply = b""
-        while not reply.endswith(b"\n"):
-            chunk = sock.recv(4096)
-            assert chunk, f"connection closed before the reply to {line!r}"
-            reply += chunk
-        return reply.rstrip(b"\r\n")
 
 
 def test_put_then_get_hands_out_the_job_with_its_data_priority_and_a_running_id(client: QueueClient) -> None:
