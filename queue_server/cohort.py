@@ -34,7 +34,7 @@ class Member(Protocol):
     fd: int
     closing: bool
     requested: bool  # sent something since it was answered
-    quick: bool  # came back within the wait last time
+    quick: bool  # came back within QUICK_FSYNCS fsync times last time
     answered_at: float
 
 
