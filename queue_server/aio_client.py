@@ -254,6 +254,10 @@ class AsyncQueueClient(ClientCore[_Connection]):
         request = req.runlist_request(with_data=with_data)
         return await self._request(request, parse, read_only=True)
 
+    async def interconnect(self) -> int | None:
+        """INTERCONNECT: the id of the server in use (None if it answers with an error)."""
+        return await self._request(req.INTERCONNECT, parse_server_id, read_only=True)
+
     async def ping(self) -> None:
         """PING; raises when the server does not answer `200 PONG`."""
         text = await self._request(req.PING, parse_ok, read_only=True)

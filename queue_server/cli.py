@@ -43,6 +43,7 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
     lock_timeouts_s.update(config.lock_timeouts_s)
     host, port = parse_host_port(args.listen or config.listen)
     replica_of = args.replica_of or config.replica_of
+    peers = args.join.split(",") if args.join else config.join
     return ServerSettings(
         host=host,
         port=port,
@@ -57,12 +58,8 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         replica_of=parse_host_port(replica_of) if replica_of else None,
         promote_after_s=args.promote_after or config.promote_after_s,
         replica_backlog_bytes=config.replica_backlog_bytes,
+        join=tuple(parse_host_port(peer.strip()) for peer in peers if peer.strip()),
     )
-
-
-def join_peers(args: argparse.Namespace) -> list[tuple[str, int]]:
-    listed = args.join.split(",") if args.join else load_config(args.config).queue_server.join
-    return [parse_host_port(peer.strip()) for peer in listed if peer.strip()]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,12 +67,11 @@ def run(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         settings = settings_from(args)
-        peers = join_peers(args)
     except ValueError as exc:  # --listen / --replica-of / --join that is not HOST:PORT
         print(f"slotmap queue-server: {exc}", file=sys.stderr)
         return 2
-    if peers and settings.replica_of is None:
-        settings = join(settings, peers)
+    if settings.join and settings.replica_of is None:
+        settings = join(settings)
     server = QueueServer(settings)
     try:
         server.open()

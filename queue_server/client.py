@@ -273,6 +273,10 @@ class QueueClient(ClientCore[_Connection]):
         parse = runlist_parser(with_data=with_data)
         return self._request(req.runlist_request(with_data=with_data), parse, read_only=True)
 
+    def interconnect(self) -> int | None:
+        """INTERCONNECT: the id of the server in use (None if it answers with an error)."""
+        return self._request(req.INTERCONNECT, parse_server_id, read_only=True)
+
     def ping(self) -> None:
         """PING; raises when the server does not answer `200 PONG`."""
         text = self._request(req.PING, parse_ok, read_only=True)

@@ -66,7 +66,7 @@ class Connection(asyncio.Protocol):
             return  # draining after a fatal error: the stream is no longer trusted
         self.buffer += data
         cohort = self.server.cohort
-        if cohort is not None:
+        if cohort is not None and not self.requested:
             cohort.arrived(self, time.perf_counter())
         if self.waiter is None and not self._writing_paused:
             self.server.process_and_answer(self)

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import socket
-from collections.abc import Sequence
 
+from queue_server.client import QueueClient
+from queue_server.client_errors import ConnectionLost, QueueServerError
+from queue_server.client_requests import Address, format_address
 from queue_server.server import ServerSettings
 
 log = logging.getLogger("slotmap.queue_server")
@@ -22,37 +23,23 @@ log = logging.getLogger("slotmap.queue_server")
 ASK_TIMEOUT_S = 2.0
 
 
-def ask_id(address: tuple[str, int], token: str | None,
-           timeout_s: float = ASK_TIMEOUT_S) -> int | None:
+def ask_id(address: Address, token: str | None, timeout_s: float = ASK_TIMEOUT_S) -> int | None:
     """The server id at `address` (INTERCONNECT), None if it does not answer as a server."""
-    request = b"INTERCONNECT\r\n"
-    if token is not None:
-        request = b"AUTH " + token.encode() + b"\r\n" + request
     try:
-        with socket.create_connection(address, timeout=timeout_s) as sock:
-            sock.sendall(request)
-            reply = b""
-            expected_lines = request.count(b"\n")
-            while reply.count(b"\n") < expected_lines:
-                chunk = sock.recv(4096)
-                if not chunk:
-                    break
-                reply += chunk
-    except OSError as exc:
-        log.info("join: %s:%d does not answer (%s)", *address, exc.strerror or exc)
-        return None
-    last = reply.rstrip(b"\r\n").rsplit(b"\n", 1)[-1].strip()
-    parts = last.split()
-    if len(parts) != 3 or parts[:2] != [b"200", b"OK"] or not parts[2].isdigit():
-        log.warning("join: %s:%d is not a queue server we can join (%r)", *address, last[:200])
-        return None
-    return int(parts[2])
+        with QueueClient(format_address(address), token=token, timeout_s=timeout_s,
+                         connect_timeout_s=timeout_s, reconnect_attempts=0) as client:
+            return client.interconnect()
+    except ConnectionLost as exc:
+        log.info("join: %s does not answer (%s)", format_address(address), exc)
+    except QueueServerError as exc:
+        log.warning("join: %s is not a queue server we can join (%s)", format_address(address), exc)
+    return None
 
 
-def join(settings: ServerSettings, peers: Sequence[tuple[str, int]]) -> ServerSettings:
-    """The settings to serve with after asking `peers` (this server's own address skipped)."""
+def join(settings: ServerSettings) -> ServerSettings:
+    """The settings to serve with after asking settings.join (this server's own address skipped)."""
     own = (settings.host, settings.port)
-    live = {peer: server_id for peer in peers if peer != own
+    live = {peer: server_id for peer in settings.join if peer != own
             if (server_id := ask_id(peer, settings.token)) is not None}
     if not live:
         log.info("join: no peer answers: starting as server %d", settings.server_id)

@@ -39,6 +39,7 @@ class ServerSettings:
     replica_of: tuple[str, int] | None = None  # follow this primary (queue_server/follower.py)
     replica_backlog_bytes: int = 256 * 1024 * 1024  # unread stream that cuts a replica off
     promote_after_s: float = 5.0
+    join: tuple[tuple[str, int], ...] = ()  # peers asked at start (queue_server/join.py)
 
 
 class QueueServer:
