@@ -7,10 +7,12 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy.engine import Engine
 
-from admin_ui import actions, views
+from admin_ui import actions, jobs_api, views
 from admin_ui.deps import ActorDep, SessionDep, SettingsDep, get_engine, readable
 from admin_ui.errors import UnknownQueue
+from admin_ui.limiters import queue_limiter, queue_limiters
 from admin_ui.metrics import exposition
+from admin_ui.queue_metrics import make_queue_registry
 from admin_ui.schemas import (
     ActionResult,
     EventFilter,
@@ -27,6 +29,7 @@ from admin_ui.schemas import (
 from config.models import QUEUE_NAME_PATTERN
 
 router = APIRouter(dependencies=[Depends(readable)])
+router.include_router(jobs_api.router)
 QueueName = Annotated[str, Path(pattern=QUEUE_NAME_PATTERN)]
 DAY_S = 86400.0
 
@@ -47,17 +50,18 @@ def queues(
     session: SessionDep, settings: SettingsDep,
     sort: QueueSortKey = "priority", order: SortOrder | None = None,
 ) -> QueuesView:
-    """Every queue's newest sample, sorted by `sort` (numbers biggest first unless `order`)."""
+    """Every queue's newest sample, sorted by `sort` (numbers biggest first unless `order`);
+    a rate-limited queue's row carries its limiter as the pulsar reports it."""
     return views.queues_view(
         session, now=settings.clock(), forget_after_s=settings.forget_after_s,
-        configured=settings.queues, sort=sort, order=order,
+        configured=settings.queues, sort=sort, order=order, limiters=queue_limiters(settings),
     )
 
 
 @router.get("/api/queues/{queue}", tags=["queues"])
 def queue(queue: QueueName, session: SessionDep, settings: SettingsDep) -> QueueDetail:
     detail = views.queue_detail(session, queue, now=settings.clock(),
-                                config=settings.queues.get(queue))
+                                config=settings.queues.get(queue), limiter=queue_limiter(settings, queue))
     if detail is None:
         raise UnknownQueue(f"no queue {queue!r} in the config or the manager's samples")
     return detail
@@ -113,14 +117,21 @@ def events(
     kind: str | None = None, queue: str | None = None, host: str | None = None,
     since_unix: float | None = None, until_unix: float | None = None,
     before_id: int | None = None, limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+    group: bool = False,
 ) -> EventsView:
-    """Newest first; `before_id` pages back (the response's `older_before_id`)."""
+    """Newest first; `before_id` pages back (the response's `older_before_id`). `group`: a run
+    of failure events of one queue is one row, its `count` the failures, `grouped` the rows."""
     flt = EventFilter(kind=kind or None, queue=queue or None, host=host or None,
-                      since_unix=since_unix, until_unix=until_unix, before_id=before_id, limit=limit)
+                      since_unix=since_unix, until_unix=until_unix, before_id=before_id, limit=limit,
+                      group=group)
     return views.events_view(session, flt)
 
 
 @router.get("/metrics", tags=["status"], response_class=Response)
 def metrics(request: Request) -> Response:
-    """Prometheus text exposition."""
-    return Response(exposition(request.app.state.registry), media_type=CONTENT_TYPE_LATEST)
+    """Prometheus text exposition: the manager's samples, then the queue server's counters."""
+    state = request.app.state
+    if getattr(state, "queue_registry", None) is None:  # made at the first scrape (create_app builds the database's)
+        state.queue_registry = make_queue_registry(state.settings)
+    body = exposition(state.registry) + exposition(state.queue_registry)
+    return Response(body, media_type=CONTENT_TYPE_LATEST)

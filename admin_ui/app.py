@@ -1,24 +1,88 @@
-"""create_app(engine, settings): the dashboard's FastAPI application (routes live in pages.py and api.py)."""
+"""create_app(engine, settings): the dashboard's FastAPI application (routes live in pages.py and api.py).
+
+Every request, whatever its route, goes through `guard`: state changes from another site
+are refused, wrong tokens are slowed down per client, and every response carries the
+headers that keep the pages out of frames and stop content sniffing.
+"""
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.engine import Engine
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from admin_ui import api, pages
-from admin_ui.auth import REALM, access_of
+from admin_ui.auth import REALM, LoginThrottle, access_of, check_settings, token_matches
+from admin_ui.deps import cross_site
 from admin_ui.errors import AdminError, NotAuthenticated
 from admin_ui.format import fmt
 from admin_ui.metrics import make_registry
 from admin_ui.settings import AdminSettings
 
+log = logging.getLogger("slotmap.admin")
+
 HERE = Path(__file__).resolve().parent
+# Clickjacking (no page of ours in a frame, old and new browsers) and MIME sniffing.
+SECURITY_HEADERS = {
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+}
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# Forms are read up to 16 KiB (deps.MAX_FORM_BYTES) and the API's JSON bodies are a few
+# hundred bytes: a request body past this is refused before the application buffers it.
+MAX_BODY_BYTES = 64 * 1024
+
+
+class BodyLimit:
+    """ASGI middleware: a body announced over `max_bytes` gets 413 before a byte of it is read;
+    a chunked one that grows past it is cut (the application sees a disconnect)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
+            log.warning("refused a %s-byte body to %s %s from %s (limit %d)", length.decode(errors="replace"),
+                        scope["method"], scope["path"], (scope.get("client") or ("?",))[0], self.max_bytes)
+            await PlainTextResponse(f"request body over {self.max_bytes} bytes", status_code=413,
+                                    headers={**SECURITY_HEADERS, "Connection": "close"})(scope, receive, send)
+            return
+        taken = 0
+
+        async def bounded() -> Message:
+            nonlocal taken
+            message = await receive()
+            if message["type"] == "http.request":
+                taken += len(message.get("body", b""))
+                if taken > self.max_bytes:
+                    log.warning("cut a chunked body past %d bytes to %s %s", self.max_bytes,
+                                scope["method"], scope["path"])
+                    return {"type": "http.disconnect"}
+            return message
+
+        await self.app(scope, bounded, send)
 SWAGGER = "/static/vendor/swagger-ui"
 DESCRIPTION = (
     "Read the manager's view of the cluster: queues (slots, load, jobs), the slot map of hosts "
@@ -57,12 +121,84 @@ def handle_admin_error(request: Request, exc: Exception) -> Response:
     return response
 
 
+def _token_tried(request: Request, token: str) -> bool | None:
+    """Whether the token a request presents is right (None: it presents none to check).
+
+    A wrong Bearer or basic password counts even on a page anyone may read: the page
+    would show its action forms only to the right token, so reads could be used to guess.
+    A login form's answer is known only from its status (see `_guarded`).
+    """
+    if "authorization" in request.headers:
+        return token_matches(request, token)
+    return None
+
+
+def _is_login(request: Request) -> bool:
+    return request.method == "POST" and request.url.path == "/login"
+
+
+async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    response = await _guarded(request, call_next)
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    return response
+
+
+async def _guarded(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    if request.method in UNSAFE_METHODS:
+        reason = cross_site(request)
+        if reason is not None:
+            log.warning("refused %s %s from %s: %s", request.method, request.url.path,
+                        _client(request), reason)
+            return handle_admin_error(request, NotAuthenticated(reason))
+    token = request.app.state.settings.token
+    right = _token_tried(request, token) if token is not None else None
+    if token is None or (right is None and not _is_login(request)):
+        return await call_next(request)
+    throttle: LoginThrottle = request.app.state.login_throttle
+    client = _client(request)
+    wait_s = throttle.wait_s(client, time.monotonic())
+    if wait_s > 0:
+        refused = handle_admin_error(
+            request, TooManyAttempts(f"too many wrong tokens from {client}: try again in {wait_s:.0f} s"),
+        )
+        refused.headers["Retry-After"] = str(max(1, round(wait_s)))
+        return refused
+    response = await call_next(request)
+    if right is None:
+        right = response.status_code < 400
+    if right:
+        throttle.succeeded(client)
+    else:
+        record = throttle.failed(client, time.monotonic())
+        # Never the token tried: a typo of the real one would be most of the secret.
+        log.warning("wrong admin token from %s (%s %s): %d in a row; next try allowed in %.0f s",
+                    client, request.method, request.url.path, record.count,
+                    record.blocked_until - record.last_at)
+    return response
+
+
+class TooManyAttempts(AdminError):
+    """Wrong tokens from this client came too fast: its next try waits (LoginThrottle)."""
+
+    status_code = 429
+
+
+def _client(request: Request) -> str:
+    return request.client.host if request.client is not None else "an unknown client"
+
+
 def create_app(engine: Engine, settings: AdminSettings) -> FastAPI:
+    check_settings(settings.token, protect_reads=settings.protect_reads)
     app = FastAPI(title="Slotmap admin", version="1", description=DESCRIPTION,
                   docs_url=None, redoc_url=None)
     app.state.engine = engine
     app.state.settings = settings
     app.state.templates = make_templates()
+    app.state.login_throttle = LoginThrottle()
+    app.middleware("http")(guard)
+    # Outermost: nothing below it buffers a body first.
+    app.add_middleware(BodyLimit)
     app.state.registry = make_registry(engine, forget_after_s=settings.forget_after_s,
                                        clock=settings.clock)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")

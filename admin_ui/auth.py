@@ -1,16 +1,22 @@
-"""Who may read and who may act: one admin token, sent as Bearer, as the HTTP basic password or by cookie."""
+"""Who may read and who may act: one admin token (sent as Bearer, as the HTTP basic password or by cookie), where it comes from, and how often a client may guess it."""
 from __future__ import annotations
 
 import base64
 import binascii
 import hashlib
 import hmac
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from fastapi import Request
 
 from admin_ui.errors import ActionsDisabled, NotAuthenticated
 from admin_ui.settings import AdminSettings
+from config.endpoints import check_token
+from config.errors import ConfigError
+from config.models import ClusterConfig
 
 SESSION_COOKIE = "slotmap_admin"
 REALM = "slotmap admin"
@@ -81,3 +87,91 @@ def require_act(access: Access) -> None:
         raise ActionsDisabled("read-only: no [admin] token is configured, so no changes are allowed")
     if not access.authenticated:
         raise NotAuthenticated("changing a queue needs the admin token")
+
+
+# Where the token comes from: never a command line (`ps` shows it to every user).
+
+TOKEN_ENV = "SLOTMAP_ADMIN_TOKEN"
+TOKEN_FILE_ENV = "SLOTMAP_ADMIN_TOKEN_FILE"
+
+
+def admin_token(config: ClusterConfig, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The admin token: $SLOTMAP_ADMIN_TOKEN, $SLOTMAP_ADMIN_TOKEN_FILE, [admin] token_file,
+    then [admin] token; None when none is set. ConfigError for an unreadable file or a
+    token no client can send (empty, spaces, non-ASCII)."""
+    # Set but empty is refused, not taken for "no token": that silently disabled auth.
+    if TOKEN_ENV in environ:
+        return _sendable(environ[TOKEN_ENV], f"${TOKEN_ENV}")
+    path = environ.get(TOKEN_FILE_ENV) or config.admin.token_file
+    if path:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"admin token file {path}: cannot be read ({exc})") from exc
+        return _sendable(text.splitlines()[0] if text.strip() else "", f"admin token file {path}")
+    return config.admin.token
+
+
+def check_settings(token: str | None, *, protect_reads: bool) -> None:
+    """ConfigError for settings that would silently weaken the dashboard."""
+    if token is not None:
+        _sendable(token, "the admin token")
+    if protect_reads and token is None:
+        raise ConfigError(
+            "protect_reads needs an admin token ([admin] token_file, $SLOTMAP_ADMIN_TOKEN or "
+            "[admin] token): without one, reads would be open to everyone"
+        )
+
+
+def _sendable(token: str, what: str) -> str:
+    try:
+        return check_token(token, what=what)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+# Wrong credentials: slowed down per client.
+
+# The first FREE_FAILURES wrong tokens of a client cost nothing (typos); then each one
+# closes the door to that client for DELAY_S doubling up to MAX_DELAY_S: about 10
+# guesses a minute at most. A client's record is dropped after FORGET_AFTER_S of quiet.
+FREE_FAILURES = 3
+DELAY_S = 1.0
+MAX_DELAY_S = 60.0
+FORGET_AFTER_S = 900.0
+MAX_CLIENTS_TRACKED = 10_000
+
+
+@dataclass(slots=True)
+class _Failures:
+    count: int
+    last_at: float
+    blocked_until: float
+
+
+class LoginThrottle:
+    """Failed logins per client address (pure: the clock is passed in)."""
+
+    def __init__(self) -> None:
+        self._clients: dict[str, _Failures] = {}
+
+    def wait_s(self, client: str, now: float) -> float:
+        """How long `client` must wait before its credentials are looked at again (0: now)."""
+        record = self._clients.get(client)
+        return max(0.0, record.blocked_until - now) if record is not None else 0.0
+
+    def failed(self, client: str, now: float) -> _Failures:
+        record = self._clients.pop(client, None)
+        if record is None or now - record.last_at > FORGET_AFTER_S:
+            record = _Failures(0, now, now)
+        record.count += 1
+        record.last_at = now
+        over = record.count - FREE_FAILURES
+        record.blocked_until = now + (min(DELAY_S * 2 ** (over - 1), MAX_DELAY_S) if over > 0 else 0.0)
+        self._clients[client] = record  # re-inserted last: the oldest go first when full
+        while len(self._clients) > MAX_CLIENTS_TRACKED:
+            del self._clients[next(iter(self._clients))]
+        return record
+
+    def succeeded(self, client: str) -> None:
+        self._clients.pop(client, None)

@@ -3,12 +3,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 from types import FrameType
 
 LOG_FORMAT = "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"
-TOKEN_ENV = "SLOTMAP_ADMIN_TOKEN"
 log = logging.getLogger("slotmap.admin")
 
 
@@ -35,17 +33,25 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from admin_ui.app import create_app
+    from admin_ui.auth import admin_token
     from admin_ui.settings import AdminSettings
+    from config.errors import ConfigError
     from config.load import load_config
     from config.models import parse_host_port
     from manager.db import make_engine
+    from manager.preflight import check_host_bindable
 
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
     config = load_config(args.config)
-    host, port = parse_host_port(args.listen or config.admin.listen)
+    try:
+        host, port = parse_host_port(args.listen or config.admin.listen)
+    except ValueError as exc:
+        raise ConfigError(f"--listen: {exc}") from exc
+    check_host_bindable(host, what=f"listen {host}:{port}")
     database_url = args.database_url or config.manager.database_url
-    # The environment beats the file so a token need not sit in a world-readable config.
-    token = os.environ.get(TOKEN_ENV) or config.admin.token
+    # The environment or a token file beat the config so a token need not sit in a
+    # world-readable config (admin_ui/auth.py: admin_token).
+    token = admin_token(config)
     settings = AdminSettings.from_config(
         config, token=token,
         protect_reads=config.admin.protect_reads if args.protect_reads is None else args.protect_reads,

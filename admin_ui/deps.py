@@ -57,13 +57,28 @@ def get_session(engine: Annotated[Engine, Depends(get_engine)]) -> Iterator[Sess
         yield session
 
 
-def same_site(request: Request) -> None:
-    """Browsers send HTTP basic credentials cross-site too: refuse changes asked by other sites."""
+def cross_site(request: Request) -> str | None:
+    """Why a state change comes from another site (None when it does not).
+
+    Browsers send HTTP basic credentials and cookies cross-site too. `Origin: null` is what
+    a sandboxed iframe, a data: or file: page sends: no site of ours, so it is refused.
+    """
     if request.headers.get("sec-fetch-site") == "cross-site":
-        raise NotAuthenticated("form posted from another site")
+        return "form posted from another site"
     origin = request.headers.get("origin")
-    if origin and origin != "null" and urlsplit(origin).netloc != request.headers.get("host"):
-        raise NotAuthenticated(f"form posted from {origin}")
+    if origin is None:
+        return None
+    if origin == "null":
+        return "form posted from an opaque origin (Origin: null)"
+    if urlsplit(origin).netloc != request.headers.get("host"):
+        return f"form posted from {origin}"
+    return None
+
+
+def same_site(request: Request) -> None:
+    reason = cross_site(request)
+    if reason is not None:
+        raise NotAuthenticated(reason)
 
 
 async def form_fields(request: Request) -> dict[str, str]:

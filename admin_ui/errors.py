@@ -34,3 +34,27 @@ class ActionsDisabled(AdminError):
     """No admin token is configured, so the dashboard is read-only for everyone."""
 
     status_code = 403
+
+
+class QueueServerUnavailable(AdminError):
+    """No queue server is configured, reachable, or online (jobs pages, jobs API, its metrics)."""
+
+    status_code = 503
+
+
+class QueueServerRefused(AdminError):
+    """The queue server refused the request (a bad key, an unknown state)."""
+
+    status_code = 400
+
+
+class JobNotFound(AdminError):
+    """No job with this key on the queue server (done, deleted, or never put)."""
+
+    status_code = 404
+
+
+class InvalidJobsAction(AdminError):
+    """A retry/delete that names no job, or both keys and all, or deletes all but dead jobs."""
+
+    status_code = 422

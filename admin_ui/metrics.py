@@ -15,7 +15,9 @@ from sqlalchemy.orm import Session
 from admin_ui import views
 from admin_ui.format import LOAD_INFINITE
 from manager.db import Event, QueueSample
+from manager.store import EventKind
 
+MANAGER_ACTIVE = str(EventKind.MANAGER_ACTIVE)
 # (metric suffix, QueueSample attribute, help)
 QUEUE_GAUGES = (
     ("priority", "priority", "Configured priority of the queue."),
@@ -52,11 +54,15 @@ HOST_COUNTERS = (
 
 
 class _Totals:
-    """Counters that start at 0 with the first scrape and add up the rows stored since.
+    """Counters over the manager's samples: at the first scrape, everything stored since the
+    active manager started (its `manager_active` event; all of the history when that event is
+    pruned); then the rows stored since, added at each scrape.
 
-    Summing the whole history instead would cost a scan of days of samples at start, and
-    retention deleting old rows would make a counter go down; Prometheus handles the reset
-    of a restarted dashboard like that of any restarted process.
+    Starting at 0 with the first scrape (as before) made a dashboard opened after the work
+    read 0 (2,000 jobs done, `slotmap_queue_jobs_done_total` 0). Starting with the manager's
+    run keeps the first read to one run's rows; retention never makes a counter go down, since
+    rows are only ever added to what was read. A restarted dashboard starts again from the
+    manager's run, which Prometheus reads as a counter reset if it is lower.
     """
 
     def __init__(self, *, forget_after_s: float) -> None:
@@ -70,35 +76,48 @@ class _Totals:
         self.events: dict[str, float] = {}
 
     def _start(self, session: Session) -> None:
-        """Zero series for the current queues and known kinds, from the newest ids on."""
-        self.sample_id = int(session.scalar(select(func.max(QueueSample.id))) or 0)
-        self.event_id = int(session.scalar(select(func.max(Event.id))) or 0)
+        """Series for the current queues and known kinds, holding the manager's run so far."""
         for sample in views.latest_queue_samples(session, forget_after_s=self.forget_after_s):
             self.jobs_done[sample.queue] = self.errors[sample.queue] = 0.0
         for kind in session.scalars(select(Event.kind).distinct()):
             self.events[kind] = 0.0
+        since = session.scalar(select(func.max(Event.at_unix)).where(Event.kind == MANAGER_ACTIVE))
+        newest_sample = int(session.scalar(select(func.max(QueueSample.id))) or 0)
+        newest_event = int(session.scalar(select(func.max(Event.id))) or 0)
+        self._add_samples(session, since_unix=since)
+        self._add_events(session, since_unix=since)
+        # Rows stored before the manager's run stay out later too.
+        self.sample_id = max(self.sample_id, newest_sample)
+        self.event_id = max(self.event_id, newest_event)
         self.started = True
+
+    def _add_samples(self, session: Session, *, since_unix: float | None = None) -> None:
+        query = (select(QueueSample.queue, func.sum(QueueSample.jobs_done), func.sum(QueueSample.errors),
+                        func.max(QueueSample.id))
+                 .where(QueueSample.id > self.sample_id).group_by(QueueSample.queue))
+        if since_unix is not None:
+            query = query.where(QueueSample.at_unix >= since_unix)
+        for queue, done, errors, last_id in session.execute(query):
+            self.jobs_done[queue] = self.jobs_done.get(queue, 0) + float(done or 0)
+            self.errors[queue] = self.errors.get(queue, 0) + float(errors or 0)
+            self.sample_id = max(self.sample_id, int(last_id))
+
+    def _add_events(self, session: Session, *, since_unix: float | None = None) -> None:
+        query = (select(Event.kind, func.count(), func.max(Event.id))
+                 .where(Event.id > self.event_id).group_by(Event.kind))
+        if since_unix is not None:
+            query = query.where(Event.at_unix >= since_unix)
+        for kind, count, last_id in session.execute(query):
+            self.events[kind] = self.events.get(kind, 0) + float(count)
+            self.event_id = max(self.event_id, int(last_id))
 
     def advance(self, session: Session) -> None:
         with self.lock:
             if not self.started:
                 self._start(session)
                 return
-            rows = session.execute(
-                select(QueueSample.queue, func.sum(QueueSample.jobs_done), func.sum(QueueSample.errors),
-                       func.max(QueueSample.id))
-                .where(QueueSample.id > self.sample_id).group_by(QueueSample.queue)
-            )
-            for queue, done, errors, last_id in rows:
-                self.jobs_done[queue] = self.jobs_done.get(queue, 0) + float(done or 0)
-                self.errors[queue] = self.errors.get(queue, 0) + float(errors or 0)
-                self.sample_id = max(self.sample_id, int(last_id))
-            for kind, count, last_id in session.execute(
-                select(Event.kind, func.count(), func.max(Event.id))
-                .where(Event.id > self.event_id).group_by(Event.kind)
-            ):
-                self.events[kind] = self.events.get(kind, 0) + float(count)
-                self.event_id = max(self.event_id, int(last_id))
+            self._add_samples(session)
+            self._add_events(session)
 
 
 class DashboardCollector(Collector):
@@ -160,13 +179,13 @@ class DashboardCollector(Collector):
     def _counters(self) -> Iterator[Metric]:
         totals = self.totals
         done = CounterMetricFamily(
-            "slotmap_queue_jobs_done", "Jobs done, from the manager's samples since the dashboard started.",
+            "slotmap_queue_jobs_done", "Jobs done, from the manager's samples since it became active (see slotmap_jobs_done for the queue server's count).",
             labels=["queue"])
         errors = CounterMetricFamily(
-            "slotmap_queue_errors", "Job errors, from the manager's samples since the dashboard started.",
+            "slotmap_queue_errors", "Handler errors slots reported, from the manager's samples since it became active.",
             labels=["queue"])
         events = CounterMetricFamily(
-            "slotmap_events", "Manager and admin events recorded since the dashboard started, by kind.",
+            "slotmap_events", "Manager and admin events recorded since the manager became active, by kind.",
             labels=["kind"])
         with totals.lock:
             for queue, value in sorted(totals.jobs_done.items()):

@@ -10,16 +10,18 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Path, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from admin_ui import actions, views
+from admin_ui import actions, jobs, jobs_pages, views
 from admin_ui.auth import SESSION_COOKIE, Access, session_value
 from admin_ui.charts import QUEUE_CHARTS, queue_chart
 from admin_ui.deps import ActorDep, FormDep, SessionDep, SettingsDep, get_access, readable
 from admin_ui.errors import AdminError, InvalidLimits, UnknownQueue
+from admin_ui.limiters import queue_limiter, queue_limiters
 from admin_ui.schemas import EventFilter, LimitsChange, QueueSortKey, SortOrder
 from admin_ui.settings import AdminSettings
 from config.models import QUEUE_NAME_PATTERN
 
 router = APIRouter(dependencies=[Depends(readable)], include_in_schema=False)
+router.include_router(jobs_pages.router)
 QueueName = Annotated[str, Path(pattern=QUEUE_NAME_PATTERN)]
 RangeName = Literal["15m", "1h", "6h", "24h", "7d"]
 RANGES_S: dict[str, float] = {"15m": 900, "1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400}
@@ -45,7 +47,8 @@ def queues_page(
     sort: QueueSortKey = "priority", order: SortOrder | None = None,
 ) -> HTMLResponse:
     view = views.queues_view(session, now=settings.clock(), forget_after_s=settings.forget_after_s,
-                             configured=settings.queues, sort=sort, order=order)
+                             configured=settings.queues, sort=sort, order=order,
+                             limiters=queue_limiters(settings))
     return render(request, "queues.html", access, settings, view=view, nav="queues",
                   default_order=views.default_order)
 
@@ -56,11 +59,12 @@ def queue_page(
     access: Annotated[Access, Depends(readable)], range: RangeName = "1h",
 ) -> HTMLResponse:
     detail = views.queue_detail(session, queue, now=settings.clock(),
-                                config=settings.queues.get(queue))
+                                config=settings.queues.get(queue), limiter=queue_limiter(settings, queue))
     if detail is None:
         raise UnknownQueue(f"no queue {queue!r} in the config or the manager's samples")
     return render(request, "queue.html", access, settings, detail=detail, nav="queues",
-                  charts=list(QUEUE_CHARTS), range=range, ranges=list(RANGES_S))
+                  charts=list(QUEUE_CHARTS), range=range, ranges=list(RANGES_S),
+                  job_counts=jobs.job_counts(settings, queue))
 
 
 @router.get("/queues/{queue}/charts/{chart}.svg")
@@ -135,7 +139,7 @@ def events_page(
 ) -> HTMLResponse:
     flt = EventFilter(kind=kind or None, queue=queue or None, host=host or None,
                       since_unix=_parse_utc("since", since), until_unix=_parse_utc("until", until),
-                      before_id=before_id)
+                      before_id=before_id, group=True)
     now = settings.clock()
     queue_names = [row.queue for row in views.queues_view(
         session, now=now, forget_after_s=settings.forget_after_s).queues]
@@ -143,7 +147,7 @@ def events_page(
         session, now=now, forget_after_s=settings.forget_after_s).hosts]
     view = views.events_view(session, flt, queues=[*queue_names, *settings.queues], hosts=host_names)
     api_query = {"kind": flt.kind, "queue": flt.queue, "host": flt.host, "since_unix": flt.since_unix,
-                 "until_unix": flt.until_unix, "before_id": flt.before_id}
+                 "until_unix": flt.until_unix, "before_id": flt.before_id, "group": "true"}
     page_query = {"kind": flt.kind, "queue": flt.queue, "host": flt.host, "since": since, "until": until,
                   "before_id": view.older_before_id}
     return render(request, "events.html", access, settings, view=view, nav="events",

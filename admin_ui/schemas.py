@@ -1,7 +1,7 @@
 """View models: what the pages render and the JSON API returns (pydantic, so /docs describes them)."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,9 +50,14 @@ class QueueRow(_View):
     delayed: int
     jobs_per_s: float
     mean_job_s: float
-    errors: int
+    errors: int = Field(description="failed attempts in the interval (the queue server's count)")
     paused: bool
     override: OverrideView | None = None
+    batch_size: int | None = Field(
+        default=None, description="the batch size the slots use (None: no master has the queue's handler)")
+    batch_size_source: Literal["config", "handler"] | None = Field(
+        default=None, description="config: written in [queues.<q>]; handler: the handler class's batch_size")
+    limiter: LimiterStatus | None = Field(default=None, description="None: the queue has no rate_limit")
 
 
 class QueueTotals(_View):
@@ -115,14 +120,34 @@ class EventView(_View):
     actor: str
     message: str
     detail: dict[str, object] | None
+    count: int = Field(default=1, description="grouped rows: the failures they count together")
+    grouped: int = Field(default=1, description="how many stored events this row stands for")
+    first_at_unix: float | None = Field(default=None, description="grouped rows: the oldest event's time")
 
 
 class QueueConfigView(_View):
     priority: int
     min_slots: int
     max_slots: int
-    batch_size: int
+    batch_size: int | None = Field(
+        description="batch_size as written in the config (None: left out, the handler class's is "
+                    "in force); the value the slots use is the row's batch_size")
     lock_timeout_s: float
+
+
+class LimiterStatus(_View):
+    """A rate-limited queue's cluster-wide limiter, as the pulsar reports it now."""
+
+    name: str = Field(description="the limiter's name: the queue's")
+    configured_per_s: float = Field(description="the config's rate_limit, permits per second")
+    reachable: bool = Field(description="False: the pulsar did not answer; the figures are None")
+    error: str | None = None
+    pulsar_configured_per_s: float | None = Field(default=None, description="the rate the pulsar was started with")
+    current_per_s: float | None = Field(default=None, description="the rate in force (lower after cuts)")
+    granted_total: int | None = Field(default=None, description="permits granted since the pulsar started")
+    cuts: int | None = Field(default=None, description="times a handler's slow_down() cut the rate")
+    pauses: int | None = Field(default=None, description="times a handler paused the limiter")
+    paused_for_s: float | None = Field(default=None, description="seconds the pause in force still lasts")
 
 
 class QueueDetail(_View):
@@ -132,6 +157,7 @@ class QueueDetail(_View):
     row: QueueRow | None
     config: QueueConfigView | None
     override: OverrideView | None
+    limiter: LimiterStatus | None = Field(default=None, description="None: the queue has no rate_limit")
     hosts: list[HostSlots]
     events: list[EventView]
 
@@ -174,6 +200,7 @@ class EventFilter(_View):
     until_unix: float | None = None
     before_id: int | None = None
     limit: int = 200
+    group: bool = False
 
 
 class EventsView(_View):
@@ -205,3 +232,69 @@ class Health(_View):
     database: str
     latest_sample_unix: float | None
     read_only: bool
+
+
+# Jobs on the queue server (issue 9): lists by state, one job, retry and delete.
+
+JobState = Literal["failed", "dead", "ready", "delayed", "running"]
+JOB_STATES: tuple[JobState, ...] = ("failed", "dead", "ready", "delayed", "running")
+# The queue server's key syntax (docs/PROTOCOL.md Part B).
+JOB_KEY_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
+MAX_JOB_KEYS = 1000
+
+
+class JobView(_View):
+    """One job as the queue server's JOB/JOBS describe it."""
+
+    key: str
+    queue: str
+    state: str = Field(description="ready, delayed, failed (waiting for a retry), running or dead")
+    priority: int
+    attempts: int = Field(description="hand-outs so far (a LATER gives one back; a retry of a dead job resets)")
+    error: str | None = Field(description="the last failure's text (a traceback for handler exceptions)")
+    error_summary: str | None = Field(description="the error's last line, e.g. 'ValueError: bad photo'")
+    failed_at: float | None
+    next_run_at: float | None = Field(description="delayed and failed jobs: when they are ready again")
+    died_at: float | None
+    lease_id: int | None = Field(description="running jobs: the sockPQd job id of this hand-out")
+    item: str | None
+    data_len: int
+    data: str = Field(description="UTF-8 text, invalid bytes replaced; lists cut it at 1 KiB")
+    data_truncated: bool = False
+
+
+class JobCounts(_View):
+    """How many jobs of the queue are in each state (STATS; failed jobs are also delayed)."""
+
+    ready: int
+    delayed: int
+    failed: int
+    running: int
+    dead: int
+
+
+class JobsView(_View):
+    queue: str
+    state: JobState
+    limit: int
+    jobs: list[JobView]
+    counts: JobCounts | None = Field(description="None when the queue server does not know the queue")
+    next_after: str | None = Field(description="pass as `after` for the next page; None at the end")
+
+
+class JobsAction(BaseModel):
+    """Either `keys` (one or more jobs of the queue) or `all` (every dead, or every failed, job)."""
+
+    model_config = ConfigDict(extra="forbid")
+    keys: list[Annotated[str, Field(pattern=JOB_KEY_PATTERN)]] = Field(
+        default_factory=list, max_length=MAX_JOB_KEYS)
+    all: Literal["dead", "failed"] | None = None
+
+
+class JobsActionResult(_View):
+    queue: str
+    action: Literal["retry", "delete"]
+    results: dict[str, str] = Field(description="per key: ok, not_found or running (delete refuses running jobs)")
+    count: int = Field(description="jobs retried or deleted")
+    event_id: int
+    message: str

@@ -1,11 +1,15 @@
-"""What the dashboard needs to know besides the database: access, refresh and the configured queues."""
+"""What the dashboard needs to know besides the database: access, refresh, the configured queues, the queue server, the pulsar."""
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from admin_ui.limiters import LimiterReader
+from config.curve import client_curve
+from config.errors import ConfigError
 from config.models import ClusterConfig, QueueConfig
+from queue_server.tokens import resolve_token
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +23,12 @@ class AdminSettings:
     target_load: float = 0.8
     queues: Mapping[str, QueueConfig] = field(default_factory=dict)
     clock: Callable[[], float] = time.time
+    # Where the jobs pages, the jobs API and the queue server's counters on /metrics ask
+    # (empty: those answer 503); the AUTH token the queue server wants, if any.
+    queue_servers: tuple[str, ...] = ()
+    queue_token: str | None = None
+    # Where rate-limited queues' limiter figures come from (None: the pages say none is set).
+    limiters: LimiterReader | None = None
 
     @property
     def forget_after_s(self) -> float:
@@ -37,4 +47,16 @@ class AdminSettings:
             plan_interval_s=config.manager.plan_interval_s,
             target_load=config.manager.target_load,
             queues=dict(config.queues),
+            queue_servers=tuple(config.queue_server.servers or [config.queue_server.listen]),
+            queue_token=queue_token(config),
+            limiters=LimiterReader(config.pulsar.listen, curve=client_curve(config)),
         )
+
+
+def queue_token(config: ClusterConfig) -> str | None:
+    """The queue server's AUTH token as the other clients find it ($SLOTMAP_QUEUE_TOKEN(_FILE),
+    then [queue_server] token_file or token); ConfigError when it cannot be read."""
+    try:
+        return resolve_token(config_token=config.queue_server.token, config_file=config.queue_server.token_file)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from sqlalchemy import Integer, and_, cast, func, inspect, select
 from sqlalchemy.orm import Session
@@ -13,6 +13,7 @@ from admin_ui.schemas import (
     EventView,
     HostRow,
     HostSlots,
+    LimiterStatus,
     OverrideView,
     QueueConfigView,
     QueueDetail,
@@ -33,6 +34,8 @@ from manager.db import Event, HostSample, QueueOverride, QueueSample, SlotMapRow
 Sampled = TypeVar("Sampled", QueueSample, HostSample)
 TABLES = ("queue_samples", "host_samples", "slot_map", "events", "queue_overrides")
 MAX_CHART_POINTS = 240
+# Event kinds that come in storms (manager/failures.py): the events page folds runs of them.
+GROUPED_KINDS = frozenset({"jobs_failed", "jobs_dead", "dead_jobs_dropped", "queue_server_unreachable"})
 QUEUE_EVENTS_SHOWN = 20
 
 
@@ -97,7 +100,8 @@ def latest_queue_samples(session: Session, *, forget_after_s: float) -> list[Que
     return _latest_per(session, QueueSample, "queue", forget_after_s=forget_after_s)
 
 
-def queue_row(sample: QueueSample, override: OverrideView | None) -> QueueRow:
+def queue_row(sample: QueueSample, override: OverrideView | None,
+              limiter: LimiterStatus | None = None) -> QueueRow:
     return QueueRow(
         queue=sample.queue, at_unix=sample.at_unix, priority=sample.priority,
         min_slots=sample.min_slots, max_slots=sample.max_slots,
@@ -107,7 +111,18 @@ def queue_row(sample: QueueSample, override: OverrideView | None) -> QueueRow:
         waiting=sample.waiting, running=sample.running, delayed=sample.delayed,
         jobs_per_s=sample.jobs_per_s, mean_job_s=sample.mean_job_s, errors=sample.errors,
         paused=sample.paused, override=override,
+        batch_size=sample.batch_size, batch_size_source=_source(sample.batch_size_source),
+        limiter=limiter,
     )
+
+
+def _source(stored: str | None) -> Literal["config", "handler"] | None:
+    """A stored batch_size_source; anything else (a newer manager's word) reads as unknown."""
+    if stored == "config":
+        return "config"
+    if stored == "handler":
+        return "handler"
+    return None
 
 
 def sort_queue_rows(rows: Iterable[QueueRow], sort: QueueSortKey, order: SortOrder) -> list[QueueRow]:
@@ -121,10 +136,13 @@ def sort_queue_rows(rows: Iterable[QueueRow], sort: QueueSortKey, order: SortOrd
 def queues_view(
     session: Session, *, now: float, forget_after_s: float, configured: Iterable[str] = (),
     sort: QueueSortKey = "priority", order: SortOrder | None = None,
+    limiters: Mapping[str, LimiterStatus] | None = None,
 ) -> QueuesView:
+    """`limiters`: rate-limited queues' limiters (admin_ui/limiters.py), shown with their rows."""
     pending = overrides(session)
     samples = latest_queue_samples(session, forget_after_s=forget_after_s)
-    rows = [queue_row(sample, pending.get(sample.queue)) for sample in samples]
+    limiters = limiters or {}
+    rows = [queue_row(sample, pending.get(sample.queue), limiters.get(sample.queue)) for sample in samples]
     order = order or default_order(sort)
     newest = max((row.at_unix for row in rows), default=None)
     reported = {row.queue for row in rows}
@@ -148,6 +166,7 @@ def queues_view(
 
 def queue_detail(
     session: Session, queue: str, *, now: float, config: QueueConfig | None,
+    limiter: LimiterStatus | None = None,
 ) -> QueueDetail | None:
     """None when the queue is neither configured nor ever reported."""
     last = session.scalars(
@@ -166,9 +185,11 @@ def queue_detail(
         row=None if last is None else queue_row(last, override),
         config=None if config is None else QueueConfigView(
             priority=config.priority, min_slots=config.min_slots, max_slots=config.max_slots,
-            batch_size=config.batch_size, lock_timeout_s=config.lock_timeout_s,
+            batch_size=config.batch_size if "batch_size" in config.model_fields_set else None,
+            lock_timeout_s=config.lock_timeout_s,
         ),
         override=override,
+        limiter=limiter,
         hosts=[
             HostSlots(host=row.host, slots=row.slots)
             for row in sorted(slot_map, key=lambda row: (-row.slots, row.host))
@@ -298,13 +319,39 @@ def find_events(session: Session, flt: EventFilter) -> tuple[list[EventView], bo
     return [event_view(row) for row in rows[: flt.limit]], len(rows) > flt.limit
 
 
+def _count_of(event: EventView) -> int:
+    value = (event.detail or {}).get("count")
+    return value if isinstance(value, int) and value > 0 else 1
+
+
+def group_failures(events: Sequence[EventView]) -> list[EventView]:
+    """Newest first in, newest first out: a run of failure events of one queue (kind, queue,
+    host and actor the same, nothing else between) becomes one row with their summed count."""
+    rows: list[EventView] = []
+    for event in events:
+        last = rows[-1] if rows else None
+        if (last is not None and event.kind in GROUPED_KINDS
+                and (last.kind, last.queue, last.host, last.actor) == (event.kind, event.queue, event.host, event.actor)):
+            rows[-1] = last.model_copy(update={
+                "count": last.count + _count_of(event), "grouped": last.grouped + 1,
+                "first_at_unix": event.at_unix,
+            })
+        else:
+            rows.append(event.model_copy(update={"count": _count_of(event), "first_at_unix": event.at_unix}))
+    return rows
+
+
 def events_view(
     session: Session, flt: EventFilter, *, queues: Iterable[str] = (), hosts: Iterable[str] = (),
 ) -> EventsView:
-    """Events matching `flt`; `queues` and `hosts` are offered as filter choices."""
+    """Events matching `flt` (failure runs grouped with `flt.group`); `queues` and `hosts` are
+    offered as filter choices."""
     events, more = find_events(session, flt)
+    oldest_id = events[-1].id if events else None
+    if flt.group:
+        events = group_failures(events)
     kinds = sorted(session.scalars(select(Event.kind).distinct()))
     return EventsView(
         filter=flt, events=events, kinds=kinds, queues=sorted(set(queues)), hosts=sorted(set(hosts)),
-        older_before_id=events[-1].id if more and events else None,
+        older_before_id=oldest_id if more else None,
     )

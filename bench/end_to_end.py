@@ -10,7 +10,13 @@ process (a counted completion, not a dequeue).
 Latency: with idle workers, one job at a time, from just before PUT/send to the
 start of the handler (time.time() in the job, read by the handler), --samples times.
 
+Failing jobs (--fail-percent 1, Slotmap only): the same run where that share of the jobs
+is failed by the handler with `job.fail()` (max_attempts 3, retry_base_s 0.2, retry_max_s 1):
+the time until every good job is done beside the all-good run, and until every failing job
+is dead. --fsync may be given twice (never, always) to run Slotmap under each.
+
 Usage: .venv/bin/python bench/end_to_end.py [--jobs 20000] [--samples 300] [--only slotmap]
+       .venv/bin/python bench/end_to_end.py --only slotmap --fsync never --fsync always --fail-percent 1
 """
 from __future__ import annotations
 
@@ -55,7 +61,11 @@ class Bench(Handler):
     def handle(self, jobs):
         now = time.time()
         for job in jobs:
-            if job.data:  # a latency probe: report how long after its PUT the handler began
+            if job.data == b"fail":  # the failing share of --fail-percent
+                job.fail("bench: this payload always fails")
+            elif job.data == b"good":
+                _udp.sendto(b"1", _to)
+            elif job.data:  # a latency probe: report how long after its PUT the handler began
                 _udp.sendto(b"%.6f" % (now - float(job.data)), _to)
 '''
 
@@ -199,6 +209,14 @@ def probe_latency(send: Callable[[float], object], completions: Completions, sam
 
 
 def run_slotmap(args: argparse.Namespace, work: Path, completions: Completions, env: dict[str, str]) -> list[Result]:
+    results: list[Result] = []
+    for fsync in args.fsync or ["never"]:
+        results += _run_slotmap(args, work, completions, env, fsync)
+    return results
+
+
+def _run_slotmap(args: argparse.Namespace, work: Path, completions: Completions, env: dict[str, str],
+                 fsync: str) -> list[Result]:
     port = free_port()
     (work / "sm_bench_handlers.py").write_text(SLOT_HANDLERS)
     ipc_dir = tempfile.mkdtemp(prefix="smb-", dir="/tmp")
@@ -208,13 +226,16 @@ def run_slotmap(args: argparse.Namespace, work: Path, completions: Completions, 
         [queues.bench_e2e]
         batch_size = 100
         lock_timeout_s = 60
+        max_attempts = 3
+        retry_base_s = 0.2
+        retry_max_s = 1.0
         [master]
         handler_modules = ["sm_bench_handlers"]
         ipc_dir = "{ipc_dir}"
         static_slots = {{ bench_e2e = 2 }}
     """))
-    server = [str(VENV_BIN / "slotmap"), "queue-server", "--listen", f"127.0.0.1:{port}",
-              "--data-dir", str(work / "queue-data"), "--fsync", args.fsync]
+    server = [str(VENV_BIN / "slotmap"), "queue-server", "--config", str(work / "cluster.toml"),
+              "--data-dir", str(work / f"queue-data-{fsync}"), "--fsync", fsync]
     master = [str(VENV_BIN / "slotmap"), "master", "--config", str(work / "cluster.toml"),
               "--report-file", str(work / "report.json"), "--log-level", "WARNING"]
     with process_group(server, env=env, log=work / "queue-server.log", cwd=work), \
@@ -237,8 +258,9 @@ def run_slotmap(args: argparse.Namespace, work: Path, completions: Completions, 
         def wait_done() -> None:
             wait_until(finished, "all jobs done", RUN_DEADLINE_S)
 
-        pipelined = Result("Slotmap", "put_many (pipelined)", args.jobs)
-        one_by_one = Result("Slotmap", "put, one round trip each", args.jobs)
+        system = f"Slotmap {fsync}"
+        pipelined = Result(system, "put_many (pipelined)", args.jobs)
+        one_by_one = Result(system, "put, one round trip each", args.jobs)
         for _ in range(args.reps):
             pipelined.measure(lambda: client.put_many("bench_e2e", datas), wait_done)
             one_by_one.measure(put_each, wait_done)
@@ -246,8 +268,38 @@ def run_slotmap(args: argparse.Namespace, work: Path, completions: Completions, 
             lambda t: client.put("bench_e2e", b"%.6f" % t), completions, args.samples
         )
         results = [pipelined, one_by_one]
+        if args.fail_percent:
+            results += measure_failing(args, client, completions, system)
         client.close()
     return results
+
+
+def measure_failing(args: argparse.Namespace, client: QueueClient, completions: Completions,
+                    system: str) -> list[Result]:
+    """The all-good run and the run with --fail-percent failing jobs, rep by rep."""
+    failing = max(1, round(args.jobs * args.fail_percent / 100))
+    mixed = [b"fail" if i % (args.jobs // failing) == 0 and i // (args.jobs // failing) < failing
+             else b"good" for i in range(args.jobs)]
+    all_good = Result(system, "all good", args.jobs)
+    with_failures = Result(system, f"{args.fail_percent:g}% fail: good done", args.jobs - failing)
+    until_dead = Result(system, f"{args.fail_percent:g}% fail: all dead", failing)
+
+    def dead() -> int:
+        return int(client.stats("bench_e2e")["bench_e2e"].dead)
+
+    for _ in range(args.reps):
+        target = completions.count + args.jobs
+        all_good.measure(lambda: client.put_many("bench_e2e", [b"good"] * args.jobs),
+                         lambda: completions.wait_for(target, RUN_DEADLINE_S))  # noqa: B023
+        client.delete_all_dead("bench_e2e")
+        target = completions.count + args.jobs - failing
+        started = time.perf_counter()
+        with_failures.measure(lambda: client.put_many("bench_e2e", mixed),
+                              lambda: completions.wait_for(target, RUN_DEADLINE_S))  # noqa: B023
+        wait_until(lambda: dead() >= failing, "every failing job dead", RUN_DEADLINE_S)
+        until_dead.seconds.append(time.perf_counter() - started)
+        until_dead.enqueue_s.append(with_failures.enqueue_s[-1])
+    return [all_good, with_failures, until_dead]
 
 
 def _ping(client: QueueClient) -> bool:
@@ -311,7 +363,10 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--samples", type=int, default=300, help="latency probes per system")
     parser.add_argument("--reps", type=int, default=3, help="timed runs per system (median shown)")
-    parser.add_argument("--fsync", default="never", choices=["never", "everysec", "always"])
+    parser.add_argument("--fsync", action="append", choices=["never", "everysec", "always"],
+                        help="the queue server's fsync for Slotmap (repeat to run each; default never)")
+    parser.add_argument("--fail-percent", type=float, default=0.0,
+                        help="Slotmap: also run with this share of jobs failing (max_attempts 3)")
     parser.add_argument("--only", action="append", choices=sorted(RUNNERS), help="run only these")
     args = parser.parse_args()
     completions = Completions()
@@ -327,7 +382,7 @@ def main() -> int:
         except Exception as exc:  # one peer failing must not hide the others
             print(f"{name}: FAILED: {exc!r} (logs in {work})", file=sys.stderr)
     print(f"\nEnd to end, {args.jobs} no-op jobs, 2 workers (warm), enqueue to last completion;"
-          f" median of {args.reps}; queue server --fsync {args.fsync}; {os.cpu_count()} CPUs")
+          f" median of {args.reps}; {os.cpu_count()} CPUs")
     print(f"{'system':<16} {'enqueue':<26} {'jobs/s':>9} {'enqueue/s':>10} {'load':>5}"
           f" {'lat p50 ms':>11} {'lat p99 ms':>11}")
     for r in results:

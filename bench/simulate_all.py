@@ -16,16 +16,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from manager.baselines import HpaPolicy, StaticPolicy
-from manager.sim_scenario import Scenario, load_scenario
-from manager.simulate import PlannerPolicy, simulate
-from manager.simulate_report import (
+from manager.simulator.baselines import HpaPolicy, StaticPolicy
+from manager.simulator.report import (
     SimResult,
     format_run,
     summary_header,
     summary_rows,
     verdict,
 )
+from manager.simulator.scenario import Scenario, load_scenario
+from manager.simulator.simulate import PlannerPolicy, simulate
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 

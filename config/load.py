@@ -23,7 +23,18 @@ def load_config(path: str | Path | None) -> ClusterConfig:
         raise ConfigError(f"{file}: cannot read: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from exc
-    return parse_config(raw, source=str(file))
+    config = parse_config(raw, source=str(file))
+    return with_paths_from(config, file.resolve().parent)
+
+
+def with_paths_from(config: ClusterConfig, folder: Path) -> ClusterConfig:
+    """`master.python_path` entries made absolute against the config file's folder, so handler
+    code is found whatever folder a process starts in."""
+    paths = [str((folder / entry).resolve()) for entry in config.master.python_path]
+    if paths == config.master.python_path:
+        return config
+    master = config.master.model_copy(update={"python_path": paths})
+    return config.model_copy(update={"master": master})
 
 
 def parse_config(raw: dict[str, object], *, source: str = "<config>") -> ClusterConfig:

@@ -5,6 +5,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from config.endpoints import check_host, check_token, parse_zmq_endpoint
+
 QUEUE_NAME_PATTERN = r"^[A-Za-z0-9_]{1,128}$"
 
 
@@ -17,28 +19,44 @@ def parse_host_port(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"expected HOST:PORT, got {value!r}")
-    return host.strip("[]"), int(port)
+    return check_host(host.strip("[]")), int(port)
+
+
+def _zmq_endpoint(value: str) -> str:
+    parse_zmq_endpoint(value)
+    return value
+
+
+# The largest master report is about this many bytes per slot (queue names of 128
+# characters, every counter at 10^12: 550 bytes measured) plus the report's own fields.
+REPORT_BYTES_PER_SLOT = 600
+REPORT_OVERHEAD_BYTES = 64 * 1024
 
 
 class QueueServerConfig(_Strict):
-    listen: str = "127.0.0.1:7400"
-    data_dir: str = "./var/queue"
-    fsync: Literal["always", "everysec", "never"] = "always"
-    expire_action: Literal["later", "done"] = "later"
-    token: str | None = None
-    max_job_bytes: int = Field(default=1024 * 1024, ge=1)
-    snapshot_log_bytes: int = Field(default=256 * 1024 * 1024, ge=4096)
+    listen: str = Field(default="127.0.0.1:7400", description="HOST:PORT the queue server listens on (127.0.0.1 unless told otherwise).")
+    data_dir: str = Field(default="./var/queue", description="Folder of the snapshot and log files (relative paths: to the folder the server starts in).")
+    fsync: Literal["always", "everysec", "never"] = Field(default="always", description="always: a PUT is acknowledged only once its record is on disk (group commit); everysec / never trade that for speed.")
+    expire_action: Literal["later", "done"] = Field(default="later", description="What happens to a job whose lock expires without THEN: later puts it back, done deletes it (-d).")
+    token: str | None = Field(default=None, description="When set, every client must send AUTH <token> first (slots, manager and CLI take it from here).")
+    max_job_bytes: int = Field(default=1024 * 1024, ge=1, description="Largest job data accepted; a bigger block gets 413 and the connection is closed.")
+    snapshot_log_bytes: int = Field(default=256 * 1024 * 1024, ge=4096, description="A snapshot is written (in a forked child) when the log grows past this.")
     # Default lock time for jobs handed out without EXPIRE, per queue (over [queues.*].lock_timeout_s).
-    lock_timeouts_s: dict[str, float] = Field(default_factory=dict)
-    servers: list[str] = Field(default_factory=list)
+    lock_timeouts_s: dict[str, float] = Field(default_factory=dict, description="Queue -> lock time for jobs handed out without EXPIRE; overrides [queues.<q>].lock_timeout_s for the server.")
+    servers: list[str] = Field(default_factory=list, description="Every queue server of the cluster (HOST:PORT) for clients (slots, manager, producers); empty: listen alone.")
     # Follow this primary (HOST:PORT) as a replica; promoted after promote_after_s without it.
-    replica_of: str | None = None
-    promote_after_s: float = Field(default=5.0, gt=0)
+    replica_of: str | None = Field(default=None, description="Follow this primary (HOST:PORT) as a replica; promoted after promote_after_s without it.")
+    promote_after_s: float = Field(default=5.0, gt=0, description="A replica goes online after this long without its primary.")
     # The cluster's servers asked at start (queue_server/join.py): if any answers, this one
     # becomes a replica of the lowest id with the highest id + 1.
-    join: list[str] = Field(default_factory=list)
+    join: list[str] = Field(default_factory=list, description="Queue servers asked at start (HOST:PORT): if any answers, this one becomes a replica of the lowest id with the highest id + 1.")
     # A replica whose unread stream passes this is cut off and must resync from a snapshot.
-    replica_backlog_bytes: int = Field(default=256 * 1024 * 1024, ge=1)
+    replica_backlog_bytes: int = Field(default=256 * 1024 * 1024, ge=1, description="A replica whose unread replication stream passes this is cut off and must resync from a snapshot.")
+    token_file: str | None = Field(default=None, description="A file whose first line is the token (instead of token; chmod 600). $SLOTMAP_QUEUE_TOKEN or --token-file override both.")
+    max_clients: int = Field(default=10000, ge=1, description="Connections served at once (replication links included); one more gets `503 Too Many Clients` and is closed. The open-file limit is raised to fit when allowed.")
+    idle_timeout_s: float = Field(default=0.0, ge=0, description="Close a connection that sent nothing for this long (0: never). Clients blocked in GETB/GETBE/WAIT and replication links are never closed for idling.")
+    output_soft_limit_bytes: int = Field(default=1024 * 1024, ge=1, description="A client whose replies not yet sent pass this is not read any further until they drain (a pipelining client that does not read stops being served; others are not affected).")
+    output_hard_limit_bytes: int = Field(default=1024 * 1024 * 1024, ge=1, description="A client whose replies not yet sent pass this (one huge STATS, RUNLIST DATA, SNAPSHOT or batch) is disconnected and logged. A replica's first SNAPSHOT is exempt.")
 
     @field_validator("listen", "replica_of")
     @classmethod
@@ -47,60 +65,125 @@ class QueueServerConfig(_Strict):
             parse_host_port(value)
         return value
 
+    @field_validator("token")
+    @classmethod
+    def _token_is_sendable(cls, value: str | None) -> str | None:
+        return None if value is None else check_token(value, what="queue_server.token")
+
+    @model_validator(mode="after")
+    def _one_token_source(self) -> QueueServerConfig:
+        if self.token is not None and self.token_file is not None:
+            raise ValueError("queue_server: give token or token_file, not both")
+        if self.output_soft_limit_bytes > self.output_hard_limit_bytes:
+            raise ValueError(f"queue_server: output_soft_limit_bytes ({self.output_soft_limit_bytes}) "
+                             f"> output_hard_limit_bytes ({self.output_hard_limit_bytes})")
+        return self
+
 
 class RateLimitConfig(_Strict):
-    permits: int = Field(ge=1)
-    period_s: float = Field(default=1.0, gt=0)
+    permits: int = Field(ge=1, description="Permits (calls) allowed per period across the whole cluster.")
+    period_s: float = Field(default=1.0, gt=0, description="The period the permits are for: permits = 10, period_s = 1 is 10 calls per second.")
 
 
 class QueueConfig(_Strict):
-    priority: int = 0
-    min_slots: int = Field(default=0, ge=0)
-    max_slots: int = Field(default=1000, ge=0)
-    batch_size: int = Field(default=10, ge=1)
-    lock_timeout_s: float = Field(default=7200.0, gt=0)
-    private_dirty_limit_bytes: int = Field(default=256 * 1024 * 1024, ge=1)
-    rate_limit: RateLimitConfig | None = None
+    priority: int = Field(default=0, description="Higher gets slots first when the cluster is short (minimums first, then demand weighted by priority).")
+    min_slots: int = Field(default=0, ge=0, description="Slots the queue keeps even when idle (e.g. 1 for synchronous calls).")
+    max_slots: int = Field(default=1000, ge=0, description="Most slots the planner gives the queue.")
+    batch_size: int = Field(default=10, ge=1, description="Jobs a slot fetches and hands to handle() at once. Written here it wins over the handler class's batch_size; left out, the class's value is used.")
+    lock_timeout_s: float = Field(
+        default=60.0, gt=0,
+        description="Lock time of a job handed out to a slot: if it is not DONE (or its lock "
+                    "renewed with TOUCH, which a live slot does) within this many seconds, it "
+                    "counts as a failed attempt and comes back after its backoff.")
+    max_attempts: int = Field(
+        default=25, ge=1,
+        description="Runs a job gets: after this many failed attempts it is dead (kept, "
+                    "never handed out again, until retried by hand).")
+    retry_base_s: float = Field(
+        default=15.0, ge=0,
+        description="Wait after a job's first failure; each further failure doubles it "
+                    "(plus up to 25% random jitter), up to retry_max_s.")
+    retry_max_s: float = Field(
+        default=86400.0, ge=0,
+        description="Longest wait between two attempts of a failed job, in seconds.")
+    dead_max: int = Field(
+        default=10_000, ge=0,
+        description="Dead jobs kept for this queue; past it the oldest are dropped "
+                    "(counted in STATS dead_dropped and logged as a warning).")
+    dead_max_age_s: float = Field(
+        default=15_552_000.0, gt=0,
+        description="Dead jobs older than this (seconds; default 180 days) are dropped "
+                    "(counted and logged as a warning).")
+    private_dirty_limit_bytes: int = Field(default=256 * 1024 * 1024, ge=1, description="A slot whose Private_Dirty memory passes this finishes its batch and exits; its master forks a fresh one.")
+    rate_limit: RateLimitConfig | None = Field(default=None, description="Cluster-wide limiter named after the queue: each job waits for a permit as the handler reaches it (self.limiter in the handler).")
 
     @model_validator(mode="after")
     def _min_not_above_max(self) -> QueueConfig:
         if self.min_slots > self.max_slots:
             raise ValueError(f"min_slots ({self.min_slots}) > max_slots ({self.max_slots})")
+        if self.retry_base_s > self.retry_max_s:
+            raise ValueError(f"retry_base_s ({self.retry_base_s}) > retry_max_s ({self.retry_max_s})")
         return self
 
 
 class MasterConfig(_Strict):
-    host_name: str | None = None
-    handler_modules: list[str] = Field(default_factory=list)
-    max_slots: int = Field(default=64, ge=0)
-    reserve_slots: int = Field(default=1, ge=0)
-    max_load_per_cpu: float = Field(default=4.0, gt=0)
-    beacon_interval_ms: int = Field(default=200, ge=10)
-    hung_after_beacons: int = Field(default=3, ge=1)
-    hard_memory_limit_bytes: int = Field(default=1024 * 1024 * 1024, ge=1)
-    stop_deadline_s: float = Field(default=10.0, gt=0)
-    ipc_dir: str = "./var/ipc"
+    host_name: str | None = Field(default=None, description="This host's name in reports and the slot map; default: the machine's host name.")
+    max_beacon_bytes: int = Field(
+        default=64 * 1024, ge=4096,
+        description="A slot's beacon larger than this is refused by ZeroMQ (MAXMSGSIZE) and the slot "
+                    "disconnected; a real beacon is under 1 KiB.",
+    )
+    python_path: list[str] = Field(default_factory=list, description="Folders put at the front of sys.path before handler_modules are imported; a relative folder is relative to the config file's folder (\".\" is that folder), so the master finds the code wherever it starts.")
+    handler_modules: list[str] = Field(default_factory=list, description="Modules the master imports before forking (dotted names, found on sys.path after python_path); their @handler classes serve the queues.")
+    max_slots: int = Field(default=64, ge=0, description="Most slots this host runs, whatever its memory allows.")
+    reserve_slots: int = Field(default=1, ge=0, description="Slots' worth of memory kept free below what PSS and MemAvailable allow.")
+    max_load_per_cpu: float = Field(default=4.0, gt=0, description="Capacity is also bounded by the 1-minute load average per CPU.")
+    beacon_interval_ms: int = Field(default=200, ge=10, description="How often each slot reports to its master.")
+    hung_after_beacons: int = Field(default=3, ge=1, description="A slot silent for this many beacon intervals is hung and killed.")
+    hard_memory_limit_bytes: int = Field(default=1024 * 1024 * 1024, ge=1, description="A slot over this memory is killed at once (no waiting for its batch).")
+    stop_deadline_s: float = Field(default=10.0, gt=0, description="A stopping slot gets SIGTERM (finish the batch), then SIGKILL after this long.")
+    ipc_dir: str = Field(default="./var/ipc", description="Folder of the ipc:// sockets between the master and its slots (paths stay under 108 bytes).")
     # Static slot map used until a manager assigns one: queue -> slots.
-    static_slots: dict[str, int] = Field(default_factory=dict)
+    static_slots: dict[str, int] = Field(default_factory=dict, description="Queue -> slots run until a manager assigns a slot map (or for good without a manager).")
 
 
 class ManagerConfig(_Strict):
-    listen: str = "tcp://127.0.0.1:7500"
-    database_url: str = "sqlite:///./var/slotmap.db"
-    plan_interval_s: float = Field(default=5.0, gt=0)
-    heartbeat_interval_s: float = Field(default=1.0, gt=0)
-    heartbeat_liveness: int = Field(default=3, ge=1)
-    stats_window_s: float = Field(default=60.0, gt=0)
-    target_load: float = Field(default=0.8, gt=0)
-    retention_days: float = Field(default=7.0, gt=0)
+    listen: str = Field(
+        default="tcp://127.0.0.1:7500",
+        description="ZeroMQ endpoint the masters connect to (tcp://HOST:PORT); checked before the "
+                    "manager takes its lock or touches the database.",
+    )
+    max_message_bytes: int = Field(
+        default=1024 * 1024, ge=64 * 1024,
+        description="Largest frame a master or the manager may send on the master link "
+                    "(ZeroMQ MAXMSGSIZE on both ends): a bigger one is dropped with its connection. "
+                    "A report takes about 600 bytes per slot; 1 MiB holds about 1,600 slots.",
+    )
+    database_url: str = Field(default="sqlite:///./var/slotmap.db", description="SQLAlchemy URL of the history (SQLite by default, postgresql://... in production).")
+    plan_interval_s: float = Field(default=5.0, gt=0, description="How often the slot map is planned again.")
+    heartbeat_interval_s: float = Field(default=1.0, gt=0, description="Heartbeats between the manager and each master.")
+    heartbeat_liveness: int = Field(default=3, ge=1, description="Missed heartbeats after which the other side counts as dead.")
+    stats_window_s: float = Field(default=60.0, gt=0, description="The recent window the planner measures each queue's load over.")
+    target_load: float = Field(default=0.8, gt=0, description="Load (busy time plus backlog over slot time) the planner sizes queues for.")
+    retention_days: float = Field(default=7.0, gt=0, description="History older than this is pruned from the database.")
+
+    _listen_is_endpoint = field_validator("listen")(_zmq_endpoint)
 
 
 class AdminConfig(_Strict):
-    listen: str = "127.0.0.1:8400"
-    token: str | None = None
+    listen: str = Field(default="127.0.0.1:8400", description="HOST:PORT of the dashboard and its JSON API.")
+    token: str | None = Field(
+        default=None,
+        description="The dashboard's admin token (actions, and reads with protect_reads). Prefer "
+                    "token_file or the SLOTMAP_ADMIN_TOKEN environment variable to keep it out of the config.",
+    )
+    token_file: str | None = Field(
+        default=None,
+        description="A file holding the admin token (first line); used when token is not set.",
+    )
     # With a token: reading pages, the API and /metrics needs it too.
-    protect_reads: bool = False
-    refresh_s: float = Field(default=5.0, ge=0)
+    protect_reads: bool = Field(default=False, description="With a token: reading pages, the API and /metrics needs it too (otherwise reads are open, actions need the token).")
+    refresh_s: float = Field(default=5.0, ge=0, description="How often dashboard pages refresh themselves (0: never).")
 
     @field_validator("listen")
     @classmethod
@@ -108,21 +191,58 @@ class AdminConfig(_Strict):
         parse_host_port(value)
         return value
 
+    @field_validator("token")
+    @classmethod
+    def _token_is_sendable(cls, value: str | None) -> str | None:
+        return None if value is None else check_token(value, what="admin.token")
+
 
 class PulsarConfig(_Strict):
     """The cluster's rate limiter service: one per cluster."""
 
-    listen: str = "tcp://127.0.0.1:7510"
+    listen: str = Field(
+        default="tcp://127.0.0.1:7510",
+        description="ZeroMQ endpoint the slots ask for permits (tcp://HOST:PORT); checked before binding.",
+    )
+    max_message_bytes: int = Field(
+        default=16 * 1024, ge=1024,
+        description="Largest request frame the pulsar accepts (ZeroMQ MAXMSGSIZE): a bigger one is "
+                    "dropped with its connection. Real requests are under 400 bytes.",
+    )
+    max_pause_s: float = Field(
+        default=86400.0, gt=0, allow_inf_nan=False,
+        description="The longest pause a handler may ask of a limiter; a longer pause_s is refused "
+                    "with a logged warning (and an error reply), the limiter runs on.",
+    )
+
+    _listen_is_endpoint = field_validator("listen")(_zmq_endpoint)
 
 
 class ClusterConfig(_Strict):
-    queue_server: QueueServerConfig = Field(default_factory=QueueServerConfig)
-    queues: dict[str, QueueConfig] = Field(default_factory=dict)
-    master: MasterConfig = Field(default_factory=MasterConfig)
-    manager: ManagerConfig = Field(default_factory=ManagerConfig)
-    admin: AdminConfig = Field(default_factory=AdminConfig)
-    pulsar: PulsarConfig = Field(default_factory=PulsarConfig)
-    curve_secret_file: str | None = None
+    queue_server: QueueServerConfig = Field(default_factory=QueueServerConfig, description="The queue server (slotmap queue-server) and where clients find it.")
+    queues: dict[str, QueueConfig] = Field(default_factory=dict, description="One [queues.<name>] table per queue; a queue not listed gets the defaults.")
+    master: MasterConfig = Field(default_factory=MasterConfig, description="Each host's master (slotmap master): handler code, slots, memory.")
+    manager: ManagerConfig = Field(default_factory=ManagerConfig, description="The cluster's manager (slotmap manager): planning, heartbeats, history.")
+    admin: AdminConfig = Field(default_factory=AdminConfig, description="The dashboard and JSON API (slotmap admin).")
+    pulsar: PulsarConfig = Field(default_factory=PulsarConfig, description="The cluster-wide rate limiter (slotmap pulsar).")
+    curve_secret_file: str | None = Field(
+        default=None,
+        description="This process's CURVE secret key (z85, or a zmq certificate `*.key_secret`): turns "
+                    "on CURVE for the master link and the pulsar. With one shared file everywhere it "
+                    "is the cluster key; see docs/SECURITY.md for per-host keys.",
+    )
+    curve_server_key_file: str | None = Field(
+        default=None,
+        description="The manager's and pulsar's CURVE public key (z85, or a certificate `*.key`) for "
+                    "clients whose curve_secret_file is a per-host key; default: the public half of "
+                    "curve_secret_file (one shared cluster key).",
+    )
+    curve_authorized_keys_dir: str | None = Field(
+        default=None,
+        description="Directory of client public key certificates (`*.key`, from `slotmap manager "
+                    "--new-host-key`) the manager and pulsar admit besides the holder of "
+                    "curve_secret_file; re-read when it changes.",
+    )
 
     @field_validator("queues")
     @classmethod
@@ -133,3 +253,15 @@ class ClusterConfig(_Strict):
             if not re.match(QUEUE_NAME_PATTERN, name):
                 raise ValueError(f"queue name {name!r} must match [A-Za-z0-9_]{{1,128}}")
         return value
+
+    @model_validator(mode="after")
+    def _security_settings_fit(self) -> ClusterConfig:
+        largest = self.master.max_slots * REPORT_BYTES_PER_SLOT + REPORT_OVERHEAD_BYTES
+        if largest > self.manager.max_message_bytes:
+            raise ValueError(
+                f"manager.max_message_bytes ({self.manager.max_message_bytes}) is below the report of "
+                f"a host with master.max_slots = {self.master.max_slots} (about {largest} bytes)"
+            )
+        if (self.curve_server_key_file or self.curve_authorized_keys_dir) and not self.curve_secret_file:
+            raise ValueError("curve_server_key_file and curve_authorized_keys_dir need curve_secret_file")
+        return self

@@ -13,11 +13,14 @@ from config.errors import ConfigError
 COMMAND_MODULES = (
     "queue_server.cli",
     "queue_server.commands_cli",
+    "queue_server.jobs_cli",
     "slot.cli",
     "master.cli",
     "manager.cli",
     "manager.pulsar_cli",
-    "manager.sim_cli",
+    "slot.limiters_cli",
+    "slot.settings_cli",
+    "manager.simulator.cli",
     "admin_ui.cli",
     "deploy.launcher",
 )

@@ -3,7 +3,10 @@
 Queue server, manager, one master (taking its map from the manager), the dashboard when
 `slotmap admin` exists, and the demo producer. Each child's output goes to ./var/log/.
 Ctrl-C or SIGTERM stops them in reverse order (SIGTERM, wait, SIGKILL); when one child
-dies on its own, the launcher says which and stops the rest.
+dies on its own, the launcher says which and stops the rest. The cluster is "up" only
+once the master's first report lists no handler module that failed to import.
+Secrets (the queue server token) reach children through their environment or the
+config file, never their command line, which `ps` shows to every user.
 """
 from __future__ import annotations
 
@@ -29,6 +32,10 @@ if TYPE_CHECKING:
 
 DEFAULT_CONFIG = Path(__file__).resolve().with_name("default_cluster.toml")
 LOG_DIR = Path("var/log")
+RUN_DIR = Path("var/run")
+MASTER_REPORT = RUN_DIR / "master.report.json"
+# queue_server/tokens.py reads the queue server token from here.
+QUEUE_TOKEN_ENV = "SLOTMAP_QUEUE_TOKEN"
 READY_DEADLINE_S = 20.0
 STOP_DEADLINE_S = 10.0
 POLL_S = 0.5
@@ -53,13 +60,16 @@ class ChildSpec:
     where: str
     # Seconds to wait after SIGTERM before SIGKILL.
     stop_deadline_s: float = STOP_DEADLINE_S
+    # Added to the child's environment (secrets go here, never in `args`).
+    env: tuple[tuple[str, str], ...] = ()
 
 
 def child_specs(
     config: ClusterConfig, config_path: Path, *, with_admin: bool, with_producer: bool,
-    producer_scale: float = 1.0,
+    producer_scale: float = 1.0, queue_token: str | None = None,
 ) -> list[ChildSpec]:
-    """The children in start order (pure)."""
+    """The children in start order (pure). `queue_token` is the queue server's token as
+    resolved from the environment, a token file or the config (queue_server/tokens.py)."""
     servers = ",".join(config.queue_server.servers) or config.queue_server.listen
     cfg = ("--config", str(config_path))
     specs = [
@@ -68,18 +78,20 @@ def child_specs(
         ChildSpec("pulsar", ("pulsar", *cfg), f"{config.pulsar.listen} (cluster rate limits)"),
         ChildSpec("manager", ("manager", *cfg),
                   f"{config.manager.listen} for masters (history in {config.manager.database_url})"),
-        ChildSpec("master", ("master", *cfg, "--manager", config.manager.listen),
+        ChildSpec("master", ("master", *cfg, "--report-file", str(MASTER_REPORT.absolute()),
+                             "--manager", config.manager.listen),
                   f"slots on ipc:// under {config.master.ipc_dir}",
                   stop_deadline_s=config.master.stop_deadline_s + STOP_DEADLINE_S),
     ]
     if with_admin:
         specs.append(ChildSpec("admin", ("admin", *cfg), f"http://{config.admin.listen}/"))
     if with_producer:
-        token = ("--token", config.queue_server.token) if config.queue_server.token else ()
+        token = ((QUEUE_TOKEN_ENV, queue_token),) if queue_token is not None else ()
         specs.append(ChildSpec(
             "demo-producer",
-            ("demo-producer", "--servers", servers, "--scale", str(producer_scale), *token),
+            ("demo-producer", "--servers", servers, "--scale", str(producer_scale)),
             f"putting demo jobs into {servers}",
+            env=token,
         ))
     return specs
 
@@ -104,7 +116,7 @@ class Child:
                 # the children in order.
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
-                env=dict(os.environ, PYTHONUNBUFFERED="1"),
+                env=dict(os.environ, PYTHONUNBUFFERED="1", **dict(spec.env)),
             )
 
     @property
@@ -145,9 +157,11 @@ def _die_with_parent() -> None:
 
 
 class Launcher:
-    def __init__(self, specs: Sequence[ChildSpec], config: ClusterConfig, *, out: TextIO) -> None:
+    def __init__(self, specs: Sequence[ChildSpec], config: ClusterConfig, *, out: TextIO,
+                 queue_token: str | None = None) -> None:
         self.specs = list(specs)
         self.config = config
+        self.queue_token = queue_token
         self.out = out
         self.children: list[Child] = []
         self.stopping = False
@@ -178,6 +192,9 @@ class Launcher:
 
     def start_all(self) -> bool:
         LOG_DIR.mkdir(parents=True, exist_ok=True)
+        RUN_DIR.mkdir(parents=True, exist_ok=True)
+        # A report left by an earlier run must not pass for this master's.
+        MASTER_REPORT.unlink(missing_ok=True)
         for spec in self.specs:
             if self.stopping:
                 return False
@@ -187,7 +204,32 @@ class Launcher:
                   file=self.out, flush=True)
             if spec.name == "queue-server" and not self.wait_accepting(child):
                 return False
+            if spec.name == "master" and not self.wait_handlers_loaded(child):
+                return False
         return True
+
+    def wait_handlers_loaded(self, child: Child) -> bool:
+        """The master's first report: every handler module imported, or the start failed."""
+        from master.report import HostReport, ReportError
+
+        deadline = time.monotonic() + READY_DEADLINE_S
+        while time.monotonic() < deadline and not self.stopping:
+            if self.check_children():
+                return False
+            try:
+                report = HostReport.decode(MASTER_REPORT.read_bytes())
+            except (FileNotFoundError, ReportError):
+                self.wait(0.05)
+                continue
+            if report.handler_failures:
+                failures = "; ".join(f"{source}: {why}" for source, why in report.handler_failures.items())
+                self.fail(child, f"could not import its handlers ({failures}); their queues would get "
+                                 "no slots")
+                return False
+            return True
+        if not self.stopping:
+            self.fail(child, f"wrote no report within {READY_DEADLINE_S:.0f} s")
+        return False
 
     def wait_accepting(self, child: Child) -> bool:
         """The others need the queue server: wait until its port accepts connections."""
@@ -247,7 +289,7 @@ class Launcher:
 
         servers = self.config.queue_server.servers or self.config.queue_server.listen
         try:
-            with QueueClient(servers, token=self.config.queue_server.token, timeout_s=2.0,
+            with QueueClient(servers, token=self.queue_token, timeout_s=2.0,
                              reconnect_attempts=0) as client:
                 stats = client.stats()
         except QueueServerError as exc:
@@ -274,12 +316,19 @@ def _describe_exit(code: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from config.errors import ConfigError
     from config.load import load_config
+    from queue_server.tokens import resolve_token
 
     config_path = Path(args.config) if args.config else DEFAULT_CONFIG
     config = load_config(config_path)
+    try:
+        token = resolve_token(config_token=config.queue_server.token,
+                              config_file=config.queue_server.token_file)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
     specs = child_specs(
         config, config_path.resolve(), with_admin=admin_available(),
-        with_producer=not args.no_producer, producer_scale=args.producer_scale,
+        with_producer=not args.no_producer, producer_scale=args.producer_scale, queue_token=token,
     )
-    return Launcher(specs, config, out=sys.stdout).run()
+    return Launcher(specs, config, out=sys.stdout, queue_token=token).run()

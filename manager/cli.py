@@ -32,24 +32,36 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--config", help="cluster config (TOML); embedded defaults when omitted")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    parser.add_argument(
+    keys = parser.add_mutually_exclusive_group()
+    keys.add_argument(
         "--new-curve-secret", metavar="FILE",
-        help="write a new CURVE secret (for curve_secret_file, on the manager and every master) and exit",
+        help="write a new shared CURVE secret (curve_secret_file on the manager, the pulsar and every "
+             "master) and exit; an existing FILE is never overwritten",
     )
+    keys.add_argument(
+        "--new-host-key", metavar="NAME",
+        help="write NAME.key (public) and NAME.key_secret into --keys-dir and exit: per-host keys, "
+             "NAME being the host's name, the only host the key may speak for (docs/SECURITY.md)",
+    )
+    parser.add_argument("--keys-dir", default=".", help="where --new-host-key writes (default: here)")
     parser.set_defaults(func=run)
 
 
 def write_curve_secret(path: str) -> int:
-    """A fresh z85 CURVE secret key, readable by its owner only."""
-    import os
+    """A fresh z85 CURVE secret key, readable by its owner only (ConfigError if the file exists)."""
+    from config.curve import write_secret
 
-    import zmq
-
-    secret = zmq.curve_keypair()[1]
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as file:
-        file.write(secret + b"\n")
+    write_secret(path)
     print(f"wrote a CURVE secret to {path}; set curve_secret_file = \"{path}\" in the cluster config")
+    return 0
+
+
+def write_host_key(name: str, directory: str) -> int:
+    from config.curve import write_host_key as write
+
+    public, secret = write(directory, name)
+    print(f"wrote {public} (public: put it in curve_authorized_keys_dir on the manager and pulsar, "
+          f"or use it as curve_server_key_file) and {secret} (secret: curve_secret_file on {name} only)")
     return 0
 
 
@@ -67,13 +79,22 @@ class _StopFlag:
 
 
 def run(args: argparse.Namespace) -> int:
+    from config.curve import server_keys
     from config.load import load_config
     from manager.leader import wait_for_lease
+    from manager.preflight import check_bindable
 
     if args.new_curve_secret:
         return write_curve_secret(args.new_curve_secret)
+    if args.new_host_key:
+        return write_host_key(args.new_host_key, args.keys_dir)
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
     config = load_config(args.config)
+    # Everything that can be checked without the lock is checked before taking it: a
+    # standby with a bad address or key would otherwise fail only once it becomes active.
+    check_bindable(config.manager.listen, what="manager.listen")
+    server_keys(config)
+    queue_token(config)
     flag = _StopFlag()
     signal.signal(signal.SIGTERM, flag.handle_stop)
     signal.signal(signal.SIGINT, flag.handle_stop)
@@ -101,7 +122,7 @@ def _run_active(config: ClusterConfig, flag: _StopFlag, lease: Lease) -> int:
         return 1
     servers = config.queue_server.servers or config.queue_server.listen
     client = QueueClient(
-        servers, token=config.queue_server.token, timeout_s=QUEUE_SERVER_TIMEOUT_S,
+        servers, token=queue_token(config), timeout_s=QUEUE_SERVER_TIMEOUT_S,
         connect_timeout_s=1.0, reconnect_attempts=0,
     )
     manager = Manager(
@@ -119,17 +140,32 @@ def _run_active(config: ClusterConfig, flag: _StopFlag, lease: Lease) -> int:
         store.close()
 
 
+def queue_token(config: ClusterConfig) -> str | None:
+    """The queue server token as the queue server itself resolves it (env, token file, config)."""
+    from config.errors import ConfigError
+    from queue_server.tokens import resolve_token
+
+    try:
+        return resolve_token(config_token=config.queue_server.token,
+                             config_file=config.queue_server.token_file)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
 def _bind(config: ClusterConfig) -> ManagerSocket | None:
     import zmq
 
+    from config.curve import server_keys
     from manager.link import ManagerSocket
-    from master.manager_link import CurveKeys
 
-    curve = CurveKeys.from_file(config.curve_secret_file) if config.curve_secret_file else None
+    curve = server_keys(config)
     deadline = time.monotonic() + BIND_DEADLINE_S
     while True:
         try:
-            return ManagerSocket(config.manager.listen, curve=curve)
+            return ManagerSocket(
+                config.manager.listen, curve=curve, authorized_keys_dir=config.curve_authorized_keys_dir,
+                max_message_bytes=config.manager.max_message_bytes,
+            )
         except zmq.ZMQError as exc:
             if exc.errno != zmq.EADDRINUSE or time.monotonic() >= deadline:
                 log.error("cannot listen on %s: %s", config.manager.listen, exc)

@@ -38,6 +38,9 @@ class QueueSample(Base):
     mean_job_s: Mapped[float] = mapped_column(Float)
     errors: Mapped[int] = mapped_column(Integer)  # in the interval
     paused: Mapped[bool] = mapped_column(Boolean, default=False)
+    # What the slots use (the masters' reports); None while no master has the queue's handler.
+    batch_size: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    batch_size_source: Mapped[str | None] = mapped_column(String(16), nullable=True)  # config | handler
 
     __table_args__ = (Index("ix_queue_samples_queue_at", "queue", "at_unix"),)
 

@@ -4,6 +4,10 @@ A master is alive while its reports keep coming: one missing for `liveness` hear
 intervals means it is lost (its slots are re-planned onto live hosts). A report from a
 lost host, or from a new master pid on a known host, means the manager must rebuild its
 view of that host from the slots the report lists.
+
+A host is bound to the connection (ZeroMQ routing id) it reported on: while it is alive,
+a report naming it from another connection is a spoof unless that connection is gone
+(a restarted or reconnected master); `bound_elsewhere` says which case needs that check.
 """
 from __future__ import annotations
 
@@ -94,6 +98,14 @@ class Peers:
             _move(peer, MasterState.ALIVE)
             return PeerChange(host, Change.BACK, silent_s)
         return PeerChange(host, Change.RESTARTED) if restarted else None
+
+    def bound_elsewhere(self, host: str, routing_id: bytes) -> bytes | None:
+        """The connection an alive `host` is bound to when a report comes from another one
+        (None: the report may be taken: a new or lost host, or its own connection)."""
+        peer = self._peers.get(host)
+        if peer is None or peer.state is MasterState.LOST or peer.routing_id == routing_id:
+            return None
+        return peer.routing_id
 
     def expire(self, now: float) -> list[PeerChange]:
         """Alive masters silent for liveness intervals become lost."""

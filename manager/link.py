@@ -1,69 +1,78 @@
-"""The manager's end of the master link: a ZeroMQ ROUTER (reports in, slot maps out), optional CURVE."""
+"""The manager's end of the master link: a ZeroMQ ROUTER (reports in, slot maps out), bounded frames, optional CURVE."""
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import zmq
-import zmq.auth.thread
 
-from master.manager_link import CurveKeys, LinkFrameError, ManagerFrame, MasterFrame
-from master.zmq_router import drain, send_to
+from config.curve import CurveKeys
+from manager.curve_server import CurveServer
+from master.manager_frames import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    LinkFrameError,
+    ManagerFrame,
+    MasterFrame,
+)
+from master.zmq_router import drain_frames, limit_inbound, send_to
 
 log = logging.getLogger(__name__)
 
-CURVE_DOMAIN = "slotmap"
+# Reports waiting per master (one a heartbeat): with 1 MiB frames a master, or anyone
+# connected, holds at most 16 MiB here.
+QUEUED_REPORTS = 16
 
 
 @dataclass(frozen=True, slots=True)
 class Received:
     routing_id: bytes
     frame: MasterFrame
-
-
-class _OnlyOurKey:
-    """ZAP credentials check: a master must present the cluster's own public key."""
-
-    def __init__(self, public: bytes) -> None:
-        self.public = public
-
-    def callback(self, domain: str, key: bytes) -> bool:
-        allowed = key == self.public
-        if not allowed:
-            log.warning("refused a CURVE client with an unknown key")
-        return allowed
+    # The host the sender's per-host CURVE key is named after (None: no CURVE, or the cluster key).
+    key_owner: str | None = None
 
 
 class ManagerSocket:
-    def __init__(self, endpoint: str, *, curve: CurveKeys | None = None) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        curve: CurveKeys | None = None,
+        authorized_keys_dir: str | Path | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    ) -> None:
         self.endpoint = endpoint
         self._context: zmq.Context[Any] = zmq.Context()
-        self._auth: zmq.auth.thread.ThreadAuthenticator | None = None
+        self._curve: CurveServer | None = None
         self.socket: zmq.Socket[bytes] = self._context.socket(zmq.ROUTER)
         self.socket.setsockopt(zmq.LINGER, 0)
         # A master that is gone raises EHOSTUNREACH instead of queueing its heartbeats.
         self.socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        if curve is not None:
-            self._auth = zmq.auth.thread.ThreadAuthenticator(self._context)
-            self._auth.start()
-            self._auth.configure_curve_callback(CURVE_DOMAIN, credentials_provider=_OnlyOurKey(curve.public))
-            self.socket.zap_domain = CURVE_DOMAIN.encode()
-            self.socket.curve_server = True
-            self.socket.curve_secretkey = curve.secret
-            self.socket.curve_publickey = curve.public
+        limit_inbound(self.socket, max_message_bytes=max_message_bytes, queued_messages=QUEUED_REPORTS)
         try:
+            if curve is not None:
+                self._curve = CurveServer(self._context, curve, authorized_keys_dir)
+                self._curve.serve_on(self.socket)
             self.socket.bind(endpoint)
-        except zmq.ZMQError:
+        except Exception:
             self.close()
             raise
 
     def receive(self, timeout_s: float) -> list[Received]:
-        """Wait up to timeout_s for a frame, then take every frame waiting."""
+        """Wait up to timeout_s for a frame, then take the frames waiting (a bounded number)."""
         if not self.socket.poll(max(0, int(timeout_s * 1000)), zmq.POLLIN):
             return []
-        frames = drain(self.socket, MasterFrame.decode, LinkFrameError, link="master link")
-        return [Received(routing_id, frame) for routing_id, frame in frames]
+        received = []
+        for routing_id, frame in drain_frames(self.socket, link="master link"):
+            try:
+                decoded = MasterFrame.decode(frame.bytes)
+            except LinkFrameError as exc:
+                log.warning("dropping a frame from %r on the master link: %s", routing_id, exc)
+                continue
+            owner = self._curve.owner(frame) if self._curve is not None else None
+            received.append(Received(routing_id, decoded, owner))
+        return received
 
     def send(self, routing_id: bytes, frame: ManagerFrame) -> bool:
         """False when that master is no longer connected (its liveness decides what follows)."""
@@ -71,6 +80,6 @@ class ManagerSocket:
 
     def close(self) -> None:
         self.socket.close(linger=0)
-        if self._auth is not None:
-            self._auth.stop()
+        if self._curve is not None:
+            self._curve.stop()
         self._context.term()

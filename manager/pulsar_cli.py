@@ -45,22 +45,29 @@ def run(args: argparse.Namespace) -> int:
     # Heavy imports wait until the pulsar really runs (every `slotmap` command builds the parser).
     import zmq
 
+    from config.curve import server_keys
     from config.load import load_config
+    from manager.preflight import check_bindable
     from manager.pulsar_service import PulsarService, describe, limits_of
 
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
     config = load_config(args.config)
     limits = limits_of(config.queues)
     args.listen = args.listen or config.pulsar.listen
+    check_bindable(args.listen, what="--listen" if args.listen != config.pulsar.listen else "pulsar.listen")
+    curve = server_keys(config)
     flag = _StopFlag()
     signal.signal(signal.SIGTERM, flag.handle_stop)
     signal.signal(signal.SIGINT, flag.handle_stop)
     try:
-        service = PulsarService(args.listen, limits)
+        service = PulsarService.from_config(
+            config.pulsar, limits, endpoint=args.listen, curve=curve,
+            authorized_keys_dir=config.curve_authorized_keys_dir,
+        )
     except zmq.ZMQError as exc:
         log.error("cannot listen on %s: %s", args.listen, exc)
         return EXIT_CANNOT_BIND
-    log.info("pulsar listening on %s: %s", args.listen, describe(limits))
+    log.info("pulsar listening on %s%s: %s", args.listen, " with CURVE" if curve else "", describe(limits))
     try:
         service.run_until(lambda: flag.stopping)
     finally:

@@ -13,7 +13,9 @@ from typing import Any
 
 import zmq
 
-from config.models import QueueConfig, RateLimitConfig
+from config.curve import CurveKeys
+from config.models import PulsarConfig, QueueConfig, RateLimitConfig
+from manager.curve_server import CurveServer
 from manager.pulsar import DEFAULT_TUNING, Limiter, Tuning
 from slot.permits import (
     DEFAULT_ENDPOINT,
@@ -24,6 +26,7 @@ from slot.permits import (
     LimiterView,
     PermitFrameError,
     Reply,
+    ReportRequest,
     Request,
     StateReply,
     StateRequest,
@@ -35,6 +38,10 @@ log = logging.getLogger(__name__)
 TICK_MS = 200
 # Answer at most this many requests per poll, so a flood cannot starve the caller's loop.
 MAX_REQUESTS_PER_POLL = 10_000
+DEFAULT_MAX_PAUSE_S = PulsarConfig.model_fields["max_pause_s"].default
+DEFAULT_MAX_MESSAGE_BYTES = PulsarConfig.model_fields["max_message_bytes"].default
+# Requests waiting per client: a permit client has one request out at a time.
+QUEUED_REQUESTS = 100
 
 
 def limits_of(queues: Mapping[str, QueueConfig]) -> dict[str, RateLimitConfig]:
@@ -48,7 +55,10 @@ def build_limiters(
     return {name: Limiter(limit.permits, limit.period_s, tuning=tuning) for name, limit in limits.items()}
 
 
-def answer(limiters: Mapping[str, Limiter], request: Request, now: float) -> Reply:
+def answer(
+    limiters: Mapping[str, Limiter], request: Request, now: float, *,
+    max_pause_s: float = DEFAULT_MAX_PAUSE_S,
+) -> Reply:
     """The reply to one request (pure: the limiters change, nothing else)."""
     if isinstance(request, StateRequest):
         return StateReply(
@@ -61,10 +71,22 @@ def answer(limiters: Mapping[str, Limiter], request: Request, now: float) -> Rep
     if isinstance(request, AcquireRequest):
         grant = limiter.try_acquire(now, request.n, retry=request.retry)
         return GrantReply(id=request.id, granted=grant.granted, retry_after_s=grant.retry_after_s)
+    refused = _refusal(request, max_pause_s)
+    if refused is not None:
+        log.warning("refused a report for limiter %s: %s", request.limiter, refused)
+        return ErrorReply(id=request.id, message=refused)
     before = limiter.state(now)
     limiter.report(now, request.feedback())
     _log_change(request.limiter, before, limiter.state(now))
     return AckReply(id=request.id)
+
+
+def _refusal(request: ReportRequest, max_pause_s: float) -> str | None:
+    """Why a report asks more than the config allows (None when it does not)."""
+    if request.pause_s > max_pause_s:
+        return (f"pause_s {request.pause_s:g} is over [pulsar] max_pause_s {max_pause_s:g}; "
+                "the limiter is not paused")
+    return None
 
 
 def _log_change(name: str, before: LimiterView, after: LimiterView) -> None:
@@ -85,18 +107,41 @@ class PulsarService:
         *,
         clock: Callable[[], float] = time.monotonic,
         tuning: Tuning = DEFAULT_TUNING,
+        max_pause_s: float = DEFAULT_MAX_PAUSE_S,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        curve: CurveKeys | None = None,
+        authorized_keys_dir: str | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.clock = clock
+        self.max_pause_s = max_pause_s
         self.limiters = build_limiters(limits or {}, tuning=tuning)
         self._context: zmq.Context[Any] = zmq.Context()
+        self._curve: CurveServer | None = None
         self.socket: zmq.Socket[bytes] = self._context.socket(zmq.ROUTER)
         self.socket.setsockopt(zmq.LINGER, 0)
+        # A frame over the bound disconnects its sender before its body is read.
+        self.socket.setsockopt(zmq.MAXMSGSIZE, max_message_bytes)
+        self.socket.setsockopt(zmq.RCVHWM, QUEUED_REQUESTS)
         try:
+            if curve is not None:
+                self._curve = CurveServer(self._context, curve, authorized_keys_dir)
+                self._curve.serve_on(self.socket)
             self.socket.bind(endpoint)
-        except zmq.ZMQError:
+        except Exception:
             self.close()
             raise
+
+    @classmethod
+    def from_config(
+        cls, config: PulsarConfig, limits: Mapping[str, RateLimitConfig], *, endpoint: str | None = None,
+        curve: CurveKeys | None = None, authorized_keys_dir: str | None = None,
+    ) -> PulsarService:
+        return cls(
+            endpoint or config.listen, limits, max_pause_s=config.max_pause_s,
+            max_message_bytes=config.max_message_bytes, curve=curve,
+            authorized_keys_dir=authorized_keys_dir,
+        )
 
     def poll(self, timeout_ms: int) -> int:
         """Wait up to `timeout_ms` for a request, answer every one waiting; return how many."""
@@ -114,7 +159,8 @@ class PulsarService:
                 continue
             routing_id, frame = parts
             try:
-                reply: Reply = answer(self.limiters, decode_request(frame), self.clock())
+                reply: Reply = answer(self.limiters, decode_request(frame), self.clock(),
+                                      max_pause_s=self.max_pause_s)
             except PermitFrameError as exc:
                 log.warning("dropping a frame from %r: %s", routing_id, exc)
                 reply = ErrorReply(id=0, message=str(exc))
@@ -129,6 +175,8 @@ class PulsarService:
 
     def close(self) -> None:
         self.socket.close(linger=0)
+        if self._curve is not None:
+            self._curve.stop()
         self._context.term()
 
 

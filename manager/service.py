@@ -19,12 +19,13 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from config.models import ClusterConfig, QueueConfig
 from manager import planner
+from manager.failures import failed_attempts, failure_events
 from manager.heartbeat import ADOPT, GONE, Change, MasterState, PeerChange, Peers
 from manager.leader import Lease
 from manager.link import ManagerSocket, Received
 from manager.model import HostCapacity, Move, Plan, SlotMap
 from manager.placement import slot_number
-from manager.stats import WorkWindow
+from manager.stats import WorkWindow, settings_in_force, with_batch_sizes
 from manager.store import (
     EventKind,
     NewEvent,
@@ -37,8 +38,8 @@ from manager.store import (
     slot_map_rows,
 )
 from master.lifecycle import SERVING
-from master.manager_link import BACKOFF_MAX_INTERVALS, ManagerFrame
-from master.report import HostReport
+from master.manager_frames import BACKOFF_MAX_INTERVALS, ManagerFrame
+from master.report import HostReport, QueueSettingsReport
 from queue_server.client import QueueClient
 from queue_server.client_errors import QueueServerError
 from queue_server.replies import QueueStats as ServerQueueStats
@@ -50,6 +51,8 @@ PRUNE_EVERY_S = 600.0
 # How long a lost host still shows in host samples before the manager forgets it.
 FORGET_LOST_AFTER_S = 3600.0
 EXIT_LEASE_LOST = 3
+# A spoofed report for a host is logged at most this often per host.
+SPOOF_LOG_EVERY_S = 10.0
 MAX_BACKOFF_INTERVALS = BACKOFF_MAX_INTERVALS
 
 
@@ -225,7 +228,12 @@ class Manager:
         self.events: list[tuple[float, NewEvent]] = []
         self.overrides_seen: dict[str, float] = {}
         self.server_stats: dict[str, ServerQueueStats] = {}
+        self.server_stats_read = False
+        # Failed attempts per queue between the last two STATS reads (None: no baseline yet).
+        self.failed_since_plan: dict[str, int] | None = None
         self.server_down = False
+        self.spoof_logged_at: dict[str, float] = {}
+        self.bound_seen_at: dict[str, float] = {}
 
     def run(self) -> int:
         self.note(NewEvent(
@@ -262,6 +270,8 @@ class Manager:
     def on_frame(self, received: Received, now: float) -> None:
         frame = received.frame
         report = frame.report
+        if not self.from_its_connection(received, now):
+            return
         change = self.peers.on_report(
             report.host, routing_id=received.routing_id, master_pid=report.master_pid, now=now,
             leaving=frame.leaving,
@@ -277,6 +287,35 @@ class Manager:
         self.work.on_report(report, now)
         if change is not None:
             self.on_change(change, now)
+
+    def from_its_connection(self, received: Received, now: float) -> bool:
+        """Take a report for a host only from the connection it joined on, or once that one
+        is gone (the master restarted or reconnected): with CURVE off anyone may connect,
+        and a report, or a `leaving`, naming a live host from elsewhere would move its slots."""
+        host = received.frame.report.host
+        if received.key_owner is not None and received.key_owner != host:
+            self.refuse(received, now, f"its CURVE key is {received.key_owner}'s")
+            return False
+        bound = self.peers.bound_elsewhere(host, received.routing_id)
+        if bound is None:
+            return True
+        # Probe the bound connection with this host's heartbeat frame (False once it is
+        # closed), at most once a heartbeat: a flood of spoofs is not relayed to the master.
+        if now - self.bound_seen_at.get(host, float("-inf")) >= self.settings.heartbeat_interval_s:
+            if not self.send_part(host):
+                return True
+            self.bound_seen_at[host] = now
+        self.refuse(received, now, f"the host is alive on connection {bound.hex()} (turn on CURVE "
+                                   "to authenticate masters)")
+        return False
+
+    def refuse(self, received: Received, now: float, why: str) -> None:
+        host = received.frame.report.host
+        if now - self.spoof_logged_at.get(host, float("-inf")) >= SPOOF_LOG_EVERY_S:
+            self.spoof_logged_at[host] = now
+            log.warning("refused a %s for host %s from connection %s: %s; the report is dropped",
+                        "leaving" if received.frame.leaving else "report", host,
+                        received.routing_id.hex(), why)
 
     def on_change(self, change: PeerChange, now: float) -> None:
         host = change.host
@@ -305,16 +344,17 @@ class Manager:
         for peer in list(self.peers.alive()):
             self.send_part(peer.host)
 
-    def send_part(self, host: str) -> None:
+    def send_part(self, host: str) -> bool:
+        """False when the host's connection is gone."""
         if host in self.view.planned:
-            self.peer_send(host, slots=host_part(host, self.view.assigned.get(host, {})))
-        else:
-            self.peer_send(host, slots=None)
+            return self.peer_send(host, slots=host_part(host, self.view.assigned.get(host, {})))
+        return self.peer_send(host, slots=None)
 
-    def peer_send(self, host: str, *, slots: dict[int, str] | None) -> None:
+    def peer_send(self, host: str, *, slots: dict[int, str] | None) -> bool:
         peer = self.peers.get(host)
-        if peer is not None:
-            self.socket.send(peer.routing_id, ManagerFrame(manager_pid=self.pid, slots=slots))
+        if peer is None:
+            return False
+        return self.socket.send(peer.routing_id, ManagerFrame(manager_pid=self.pid, slots=slots))
 
     # Planning
 
@@ -342,8 +382,10 @@ class Manager:
         alive = sorted(p.host for p in self.peers.alive())
         hosts = [HostCapacity(h, self.view.reports[h].capacity) for h in alive]
         current = SlotMap(hosts={h: self.view.assigned.get(h, {}) for h in alive})
+        in_force = settings_in_force(self.view.reports[h] for h in alive)
+        # The planner counts batches with the batch size the slots use, not the config's default.
         result = planner.plan(
-            current, queues, self.work.queue_stats(now, waiting), hosts,
+            current, with_batch_sizes(queues, in_force), self.work.queue_stats(now, waiting), hosts,
             target_load=self.settings.target_load,
         )
         self.view.assigned = {h: dict(slots) for h, slots in result.slot_map.hosts.items()}
@@ -354,7 +396,7 @@ class Manager:
         for moved in moves_events(result):
             log.info("%s", moved.message)
             self.note(moved)
-        self.record_plan(now, at_unix, result, queues, overrides)
+        self.record_plan(now, at_unix, result, queues, overrides, in_force)
         self.schedule.last_plan_at = now
         return result
 
@@ -389,6 +431,8 @@ class Manager:
         return overrides
 
     def read_queue_server(self, queues: Mapping[str, QueueConfig]) -> None:
+        # None until a read succeeded: no baseline (an empty dict is a server with no queues yet).
+        previous = self.server_stats if self.server_stats_read else None
         try:
             self.server_stats = self.stats_reader.read(queues)
         except QueueServerError as exc:
@@ -399,12 +443,17 @@ class Manager:
                     message=f"queue server stats unavailable ({exc}); planning on the last figures",
                 ))
             self.server_down = True
+            self.failed_since_plan = None  # unknown: the slots' errors stand in
             return
         self.server_down = False
+        self.server_stats_read = True
+        self.failed_since_plan = failed_attempts(previous, self.server_stats)
+        for event in failure_events(previous, self.server_stats):
+            self.note(event)
 
     def record_plan(
         self, now: float, at_unix: float, plan: Plan, queues: Mapping[str, QueueConfig],
-        overrides: Mapping[str, Override],
+        overrides: Mapping[str, Override], in_force: Mapping[str, QueueSettingsReport],
     ) -> None:
         last = self.schedule.last_plan_at
         interval_s = now - last if last is not None else self.work.effective_window_s(now)
@@ -414,7 +463,8 @@ class Manager:
             paused=[name for name, o in overrides.items() if o.paused],
             window=self.work.totals(now), window_s=self.work.effective_window_s(now),
             interval=self.work.totals(now, since=last if last is not None else now - interval_s),
-            interval_s=interval_s, server=self.server_stats,
+            interval_s=interval_s, server=self.server_stats, failed=self.failed_since_plan,
+            in_force=in_force,
         )
         rows += host_samples(at_unix=at_unix, reports=self.host_rows(now))
         rows += slot_map_rows(at_unix=at_unix, slot_map=plan.slot_map)

@@ -7,12 +7,13 @@ baseline: totals from before we watched would inflate the window.
 """
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Mapping
+from collections import Counter, deque
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from config.models import QueueConfig
 from manager.model import QueueStats
-from master.report import HostReport, SlotReport
+from master.report import HostReport, QueueSettingsReport, SlotReport
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,3 +159,28 @@ def _add(total: Work | None, work: Work) -> Work:
         total.errors + work.errors,
         total.slot_s + work.slot_s,
     )
+
+
+def settings_in_force(reports: Iterable[HostReport]) -> dict[str, QueueSettingsReport]:
+    """Per queue, the settings the masters give its slots. Hosts agree when they run the
+    same config and handler code; while they do not (a rolling deploy), the value most
+    hosts use is shown (ties: the smaller batch size, so the choice does not flip)."""
+    seen: dict[str, Counter[QueueSettingsReport]] = {}
+    for report in reports:
+        for queue, settings in report.queue_settings.items():
+            seen.setdefault(queue, Counter())[settings] += 1
+    return {
+        queue: min(tally, key=lambda s: (-tally[s], s.batch_size, s.batch_size_source, s.handler))
+        for queue, tally in sorted(seen.items())
+    }
+
+
+def with_batch_sizes(
+    queues: Mapping[str, QueueConfig], in_force: Mapping[str, QueueSettingsReport],
+) -> dict[str, QueueConfig]:
+    """The queues' configs with each reported queue's batch size in force."""
+    return {
+        name: config if name not in in_force or in_force[name].batch_size == config.batch_size
+        else config.model_copy(update={"batch_size": in_force[name].batch_size})
+        for name, config in queues.items()
+    }

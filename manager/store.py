@@ -22,7 +22,7 @@ from manager.db import Event, HostSample, QueueOverride, QueueSample, SlotMapRow
 from manager.model import Plan, SlotMap
 from manager.stats import Totals
 from master.lifecycle import Counter
-from master.report import HostReport
+from master.report import HostReport, QueueSettingsReport
 from queue_server.replies import QueueStats as ServerQueueStats
 
 log = logging.getLogger(__name__)
@@ -45,6 +45,10 @@ class EventKind(StrEnum):
     SLOTS_MOVED = "slots_moved"
     OVERRIDE_APPLIED = "override_applied"
     QUEUE_SERVER_UNREACHABLE = "queue_server_unreachable"
+    # From the queue server's counters at each plan (manager/failures.py), with a count.
+    JOBS_FAILED = "jobs_failed"
+    JOBS_DEAD = "jobs_dead"
+    DEAD_JOBS_DROPPED = "dead_jobs_dropped"
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +116,15 @@ def queue_samples(
     interval: Mapping[str, Totals],
     interval_s: float,
     server: Mapping[str, ServerQueueStats],
+    failed: Mapping[str, int] | None = None,
+    in_force: Mapping[str, QueueSettingsReport] | None = None,
 ) -> list[QueueSample]:
+    """`failed`: failed attempts per queue since the last plan, from the queue server; they are
+    the samples' errors (slots resolve failures per job now, so the errors slots report, a
+    handler raising out of a whole batch, would read 0 while jobs fail). None: the slots'.
+    `in_force`: the settings the masters give each queue's slots (manager/stats.py
+    settings_in_force); a queue no master handles gets no batch size."""
+    in_force = in_force or {}
     paused = set(paused)
     rows: list[QueueSample] = []
     for name, figures in sorted(plan.queues.items()):
@@ -136,8 +148,10 @@ def queue_samples(
             jobs_done=in_interval.jobs_done,
             jobs_per_s=in_interval.jobs_done / interval_s if interval_s > 0 else 0.0,
             mean_job_s=in_window.busy_s / in_window.jobs_done if in_window.jobs_done else 0.0,
-            errors=in_interval.errors,
+            errors=in_interval.errors if failed is None else failed.get(name, 0),
             paused=name in paused,
+            batch_size=in_force[name].batch_size if name in in_force else None,
+            batch_size_source=in_force[name].batch_size_source if name in in_force else None,
         ))
     return rows
 

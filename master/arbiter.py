@@ -2,8 +2,9 @@
 
     while not stopping:                 # now = time.monotonic(), once per tick
         wait for beacons or a signal    # handlers only enqueue
-        dispatch signals; take beacons; reap()
-        kill_hung(now)                  # silent, batch past lock time, over the hard limit
+        dispatch signals; take beacons and lease notes; reap()   # a dead slot's jobs: FAIL SOLO
+        kill_hung(now)                  # silent, batch past its timeout, over the hard limit
+        renew leases                    # TOUCH the batches of live slots (lease keeper thread)
         reconcile(now)                  # desired slot map vs running slots; idempotent
         refresh capacity; write report
 """
@@ -12,20 +13,25 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import random
 import signal
 import time
 from collections import Counter as Tally
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import FrameType
 
 import zmq
 
+from config.curve import client_curve
 from config.errors import ConfigError
 from config.load import load_config
 from config.models import ClusterConfig, QueueConfig
 from master import host
 from master.backoff import BootBackoff
 from master.capacity import Capacity, capacity
+from master.lease_keeper import LeaseKeeper
+from master.leases import LeasePipes, Note, renewals
 from master.lifecycle import (
     ALIVE,
     SERVING,
@@ -34,6 +40,7 @@ from master.lifecycle import (
     Count,
     Counter,
     Exited,
+    FailJobs,
     Limits,
     Log,
     SendSignal,
@@ -46,18 +53,24 @@ from master.lifecycle import (
 )
 from master.link import MasterLink
 from master.reconciler import Reconciler, Retarget, SlotAssignment, SlotCounts, Spawn, Stop, changes
-from master.report import HostReport, build_report
+from master.report import HostReport, QueueSettingsReport, build_report
 from master.supervisor import Reaped, reap, send_signal, spawn
+from queue_server.client import QueueClient
+from queue_server.tokens import resolve_token
 from slot.beacon import Assignment
 from slot.discovery import LoadedHandlers, load_handlers
 from slot.exit_codes import SlotExit
+from slot.outcomes import failure, handler_policy
 from slot.permits import limiters_of
 from slot.process import SlotSpec, run_slot
+from slot.queue_settings import batch_size_in_force, batch_size_source
 
 log = logging.getLogger(__name__)
 
 TICK_S = 0.05
 CAPACITY_REFRESH_S = 1.0
+# At exit, how long the lease keeper may take to send the last failures.
+KEEPER_CLOSE_S = 5.0
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGHUP)
 
 
@@ -93,6 +106,15 @@ class Master:
         self._capacity_at = float("-inf")
         self._report_at = float("-inf")
         self._warned_unhandled: set[str] = set()
+        # As the other clients find it: $SLOTMAP_QUEUE_TOKEN(_FILE), token_file, token.
+        try:
+            self.queue_token = resolve_token(config_token=config.queue_server.token,
+                                             config_file=config.queue_server.token_file)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        self.leases = LeasePipes()
+        self.keeper = LeaseKeeper(self._queue_client)
+        self.rng = random.Random()
 
     # Start-up
 
@@ -121,7 +143,8 @@ class Master:
     def run(self) -> int:
         if not self.loaded.handlers and not self.loaded.failures:
             self.preload()
-        self.link = MasterLink(self.master_config.ipc_dir)
+        self.link = MasterLink(self.master_config.ipc_dir,
+                               max_beacon_bytes=self.master_config.max_beacon_bytes)
         wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
         for signum in HANDLED_SIGNALS:
@@ -130,6 +153,7 @@ class Master:
         poller.register(self.link.socket, zmq.POLLIN)
         poller.register(wake_read, zmq.POLLIN)
         log.info("master %d on %s, slot link %s", os.getpid(), self.host, self.link.endpoint)
+        self.keeper.start()
         try:
             while not self.stopping or self.slots:
                 poller.poll(int(TICK_S * 1000))
@@ -137,6 +161,8 @@ class Master:
                 self.tick(time.monotonic())
         finally:
             signal.set_wakeup_fd(-1)
+            self.keeper.close(KEEPER_CLOSE_S)
+            self.leases.close_all()
             self.link.close()
             os.close(wake_read)
             os.close(wake_write)
@@ -150,8 +176,10 @@ class Master:
             slot = self.slots.get(beacon.slot_id)
             if slot is not None and slot.pid == beacon.pid:
                 self._apply(slot, Beaconed(beacon), now)
+        self.take_lease_notes(self.leases.read(), now)
         self.reap(now)
         self.kill_hung(now)
+        self.keeper.renew(renewals(self.slots.values(), now))
         self.refresh_capacity(now)
         if not self.stopping:
             self.reconcile(now)
@@ -209,18 +237,27 @@ class Master:
 
     # Children
 
+    def take_lease_notes(self, notes: Iterable[Note], now: float) -> None:
+        for note in notes:
+            slot = self.slots.get(note.slot_id)
+            if slot is not None and slot.pid == note.pid:
+                self._apply(slot, note.event, now)
+
     def reap(self, now: float) -> None:
         for child in reap():
             slot = next((s for s in self.slots.values() if s.pid == child.pid), None)
             if slot is None:
                 log.debug("reaped pid %d, not a slot of ours", child.pid)
                 continue
+            # Everything the slot wrote before it died is in its pipe now.
+            self.take_lease_notes(self.leases.read_slot(slot.slot_id), now)
             self._forget(slot, child, now)
 
     def _forget(self, slot: Slot, child: Reaped, now: float) -> None:
         killed_by_us = slot.state is SlotState.STOPPING
         self._apply(slot, Exited(child.code, child.signal), now)
         del self.slots[slot.slot_id]
+        self.leases.close(slot.slot_id)
         boot_failure = child.code in (SlotExit.SETUP_FAILED, SlotExit.NO_HANDLER)
         failed = slot.state is SlotState.FAILED and not killed_by_us
         delay_s = self.backoff.record_exit(
@@ -258,33 +295,42 @@ class Master:
     def assignment_for(self, queue: str) -> Assignment:
         settings = self.config.queues.get(queue, QueueConfig())
         handler = self.loaded.handlers[queue]
-        # The queue config's batch_size wins only when written in the config file.
-        batch = settings.batch_size if "batch_size" in settings.model_fields_set else handler.batch_size
         return Assignment(
             queue=queue,
-            batch_size=batch,
+            batch_size=batch_size_in_force(self.config.queues.get(queue), handler),
             lock_timeout_s=settings.lock_timeout_s,
             private_dirty_limit_bytes=settings.private_dirty_limit_bytes,
+            max_attempts=settings.max_attempts,
+            retry_base_s=settings.retry_base_s,
+            retry_max_s=settings.retry_max_s,
+            batch_timeout_s=handler.batch_timeout_s,
         )
 
     def spawn_slot(self, slot_id: int, queue: str, now: float) -> None:
+        lease_fd = self.leases.open(slot_id)
         spec = SlotSpec(
             slot_id=slot_id,
             assignment=self.assignment_for(queue),
             beacon_endpoint=self.link.endpoint,
             beacon_interval_s=self.limits.beacon_interval_s,
             servers=self.config.queue_server.servers or self.config.queue_server.listen,
-            token=self.config.queue_server.token,
+            token=self.queue_token,
             handlers=self.loaded.handlers,
             rate_limited=limiters_of(self.config.queues),
             pulsar_endpoint=self.config.pulsar.listen,
+            pulsar_curve=client_curve(self.config),
+            lease_fd=lease_fd,
+            close_fds=self.leases.inherited_fds(),
         )
         try:
             pid = spawn(lambda: run_slot(spec))
         except OSError as exc:
             log.error("cannot fork slot %d for %s (%s); retrying with backoff", slot_id, queue, exc)
             self.backoff.record_exit(queue, lived_s=0.0, failed=True, boot_failure=True, now=now)
+            self.leases.close(slot_id)
             return
+        finally:
+            os.close(lease_fd)
         self.slots[slot_id] = Slot(slot_id=slot_id, pid=pid, assignment=spec.assignment, started_at=now)
         log.info("forked slot %d (pid %d) for %s", slot_id, pid, queue)
 
@@ -348,7 +394,19 @@ class Master:
             counters=self.counters,
             handler_failures=self.loaded.failures,
             unhandled_queues=self.reconciler.unhandled_queues(),
+            queue_settings=self.queue_settings(),
         )
+
+    def queue_settings(self) -> dict[str, QueueSettingsReport]:
+        """What `assignment_for` gives each handled queue's slots, and where it came from."""
+        return {
+            queue: QueueSettingsReport(
+                batch_size=batch_size_in_force(self.config.queues.get(queue), handler),
+                batch_size_source=batch_size_source(self.config.queues.get(queue)),
+                handler=f"{handler.__module__}.{handler.__qualname__}",
+            )
+            for queue, handler in sorted(self.loaded.handlers.items())
+        }
 
     def maybe_report(self, now: float) -> None:
         if self.report_path is None or now - self._report_at < self.report_interval_s:
@@ -373,6 +431,25 @@ class Master:
                 self.counters[counter] += 1
             case Log(warning, message):
                 log.log(logging.WARNING if warning else logging.INFO, message)
+            case FailJobs(queue, jobs, reason):
+                self.fail_jobs(queue, jobs, reason)
+
+    def fail_jobs(self, queue: str, jobs: Sequence[tuple[int, int | None]], reason: str) -> None:
+        """A dead slot's batch: failed now, SOLO, so it comes back after its backoff and each
+        job alone (one of them may be what killed the slot), not after the lock time."""
+        cls = self.loaded.handlers.get(queue)
+        policy = None if cls is None else handler_policy(cls, self.assignment_for(queue).retry_policy())
+        self.keeper.fail([
+            failure(job_id, reason, attempt=attempt, policy=policy, rng=self.rng, solo=True)
+            for job_id, attempt in jobs
+        ])
+        self.counters[Counter.JOBS_OF_DEAD_SLOTS_FAILED] += len(jobs)
+        log.warning("%s holding %d jobs of %s: failed them (SOLO), back after their backoff",
+                    reason, len(jobs), queue)
+
+    def _queue_client(self) -> QueueClient:
+        servers = self.config.queue_server.servers or self.config.queue_server.listen
+        return QueueClient(servers, token=self.queue_token)
 
 
 def _drain_pipe(fd: int) -> None:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from config.load import load_config
 from master.arbiter import Master
+from slot.discovery import extend_sys_path
+from slot.queue_settings import conflicts
 
 LOG_FORMAT = "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"
 
@@ -45,7 +47,10 @@ def run(args: argparse.Namespace) -> int:
         master: Master = ManagedMaster(config, manager_endpoints=parse_endpoints(args.manager), **options)
     else:
         master = Master(config, **options)
+    extend_sys_path(config.master.python_path)
     master.preload()
+    for conflict in conflicts(config.queues, master.loaded.handlers):
+        logging.getLogger(__name__).warning("%s", conflict.message())
     # Until a manager assigns slots, the config's static map is the whole plan.
     master.apply_slot_map(config.master.static_slots)
     return master.run()

@@ -1,4 +1,7 @@
-"""The life of one slot as seen by its master: states, allowed moves, events -> actions (pure)."""
+"""The life of one slot as seen by its master: states, allowed moves, events -> actions (pure).
+
+The slot's lease (the batch it holds) rides along: noted before its handler runs, renewed
+while it lives (master/leases.py), and failed at once when it dies (FailJobs)."""
 from __future__ import annotations
 
 import signal
@@ -51,6 +54,19 @@ class Counter(StrEnum):
     KILLED_OVER_MEMORY = auto()
     CRASHED = auto()
     BOOT_FAILED = auto()
+    # Jobs a slot held when it died, failed by the master at once.
+    JOBS_OF_DEAD_SLOTS_FAILED = auto()
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """The batch a slot holds, from its last LeaseNote: renewed while it lives, failed if it dies."""
+
+    # (lease id, attempt) per job
+    jobs: tuple[tuple[int, int | None], ...]
+    lock_s: float
+    # When the master last learned of it or renewed it (monotonic).
+    renewed_at: float
 
 
 @dataclass(slots=True)
@@ -68,6 +84,9 @@ class Slot:
     retarget_sent_at: float | None = None
     exit_code: int | None = None
     exit_signal: int | None = None
+    lease: Lease | None = None
+    # Why the master killed it (hung, over memory...), for the error of its failed jobs.
+    kill_reason: str | None = None
 
     def __post_init__(self) -> None:
         # A fresh slot has until its first beacon is due (plus grace) before it counts as hung.
@@ -114,7 +133,15 @@ class Exited:
     signal: int | None
 
 
-SlotEvent = Beaconed | StopRequested | DeadlinePassed | Hung | OverMemory | Exited
+@dataclass(frozen=True, slots=True)
+class Leased:
+    """A LeaseNote: the slot now holds these jobs (none: its batch is acknowledged)."""
+
+    jobs: tuple[tuple[int, int | None], ...]
+    lock_s: float
+
+
+SlotEvent = Beaconed | StopRequested | DeadlinePassed | Hung | OverMemory | Exited | Leased
 
 
 # Actions for the I/O shell
@@ -135,7 +162,16 @@ class Log:
     message: str
 
 
-Action = SendSignal | Count | Log
+@dataclass(frozen=True, slots=True)
+class FailJobs:
+    """Fail the jobs a dead slot held, at once (SOLO: one of them may be what killed it)."""
+
+    queue: str
+    jobs: tuple[tuple[int, int | None], ...]
+    reason: str
+
+
+Action = SendSignal | Count | Log | FailJobs
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +200,7 @@ def on_event(slot: Slot, event: SlotEvent, now: float) -> list[Action]:
             return [SendSignal(slot.pid, signal.SIGTERM)]
         case DeadlinePassed():
             _move(slot, SlotState.STOPPING)
+            slot.kill_reason = "it missed its stop deadline"
             return [
                 SendSignal(slot.pid, signal.SIGKILL),
                 Log(True, f"slot {slot.slot_id} (pid {slot.pid}) missed its stop deadline: SIGKILL"),
@@ -175,7 +212,10 @@ def on_event(slot: Slot, event: SlotEvent, now: float) -> list[Action]:
                 slot, Counter.KILLED_OVER_MEMORY, f"Private_Dirty {used} B over the hard limit {limit} B"
             )
         case Exited(code, sig):
-            return _exited(slot, code, sig)
+            return _exited(slot, code, sig) + _fail_held_jobs(slot, code, sig)
+        case Leased(jobs, lock_s):
+            slot.lease = Lease(jobs, lock_s, now) if jobs else None
+            return []
     raise AssertionError(f"unknown event {event!r}")
 
 
@@ -197,11 +237,11 @@ def check(slot: Slot, now: float, limits: Limits) -> SlotEvent | None:
         return None
     if beacon.private_dirty_bytes > limits.hard_memory_limit_bytes:
         return OverMemory(beacon.private_dirty_bytes, limits.hard_memory_limit_bytes)
-    lock_s = slot.assignment.lock_timeout_s
-    if beacon.batch_age_s > lock_s:
-        # Its jobs are unlocked and handed to another slot by now: finishing would only
-        # duplicate work.
-        return Hung(f"batch running {beacon.batch_age_s:.1f} s, past the lock time {lock_s} s")
+    timeout_s = slot.assignment.batch_timeout_s
+    if timeout_s is not None and beacon.batch_age_s > timeout_s:
+        # Its lock is renewed while it lives, so only this limit ends a batch stuck in Python.
+        return Hung(f"batch running {beacon.batch_age_s:.1f} s, past its handler's "
+                    f"batch_timeout_s {timeout_s:g} s")
     return None
 
 
@@ -209,6 +249,7 @@ def _kill(slot: Slot, counter: Counter, why: str) -> list[Action]:
     if slot.state is SlotState.STOPPING:
         return []
     _move(slot, SlotState.STOPPING)
+    slot.kill_reason = why
     return [
         SendSignal(slot.pid, signal.SIGKILL),
         Count(counter),
@@ -229,6 +270,16 @@ def _exited(slot: Slot, code: int | None, sig: int | None) -> list[Action]:
     if sig is None and code is not None and code in _BOOT_FAILURES:
         return [Count(Counter.BOOT_FAILED), Log(True, f"{what}: could not start working")]
     return [Count(Counter.CRASHED), Log(True, f"{what}: died unexpectedly")]
+
+
+def _fail_held_jobs(slot: Slot, code: int | None, sig: int | None) -> list[Action]:
+    lease, slot.lease = slot.lease, None
+    if lease is None:
+        return []
+    reason = f"slot {slot.slot_id} (pid {slot.pid}) {describe_exit(code, sig)}"
+    if slot.kill_reason is not None:
+        reason += f": the master killed it, {slot.kill_reason}"
+    return [FailJobs(slot.queue, lease.jobs, reason)]
 
 
 _BOOT_FAILURES = frozenset(code.value for code in SlotExit if code.is_boot_failure)

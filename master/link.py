@@ -6,13 +6,17 @@ from pathlib import Path
 
 import zmq
 
-from master.zmq_router import drain, send_to
+from master.zmq_router import drain, limit_inbound, send_to
 from slot.beacon import Assignment, Beacon
 from slot.errors import MessageError
 from slot.link import slot_identity
 
 # sockaddr_un.sun_path holds 108 bytes with the terminating NUL.
 MAX_IPC_PATH_BYTES = 107
+# [master] max_beacon_bytes: a real beacon is under 1 KiB.
+DEFAULT_MAX_BEACON_BYTES = 64 * 1024
+# Beacons waiting per slot: 5 s of them at the fastest beacon interval (10 ms) is plenty.
+QUEUED_BEACONS = 500
 
 
 class LinkError(Exception):
@@ -20,7 +24,7 @@ class LinkError(Exception):
 
 
 class MasterLink:
-    def __init__(self, ipc_dir: str | Path) -> None:
+    def __init__(self, ipc_dir: str | Path, *, max_beacon_bytes: int = DEFAULT_MAX_BEACON_BYTES) -> None:
         directory = Path(ipc_dir).absolute()
         self.path = directory / f"master-{os.getpid()}.sock"
         if len(str(self.path).encode()) > MAX_IPC_PATH_BYTES:
@@ -38,6 +42,7 @@ class MasterLink:
         self.socket.setsockopt(zmq.LINGER, 0)
         # Fail fast on a slot that is not connected (yet): the retarget is resent later.
         self.socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        limit_inbound(self.socket, max_message_bytes=max_beacon_bytes, queued_messages=QUEUED_BEACONS)
         self.socket.bind(self.endpoint)
 
     def receive(self) -> list[Beacon]:

@@ -1,10 +1,11 @@
-"""The master's end of the manager link: frames, Paranoid Pirate heartbeats, a polled DEALER.
+"""The master's end of the manager link: Paranoid Pirate heartbeats, a polled DEALER.
 
 The master (a DEALER) sends its HostReport every heartbeat; the manager (a ROUTER) sends
 back a heartbeat carrying this host's part of the slot map, or None while it has not
 planned for us yet. After `liveness` silent intervals the master drops the socket and
 reconnects with exponential backoff; meanwhile it keeps running its last map.
-The master is the lower layer, so this module owns both frame formats.
+The frames themselves live in master/manager_frames.py, which the manager imports
+without this module's arbiter.
 """
 from __future__ import annotations
 
@@ -12,57 +13,28 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum, auto
-from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 import zmq
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from config.curve import ClientCurve, CurveKeys, client_curve
 from config.models import ClusterConfig
 from master.arbiter import Master
+from master.manager_frames import (
+    BACKOFF_INITIAL_INTERVALS,
+    BACKOFF_MAX_INTERVALS,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    LinkFrameError,
+    ManagerFrame,
+    MasterFrame,
+)
 from master.reconciler import SlotAssignment
 from master.report import HostReport
 
 log = logging.getLogger(__name__)
 
-BACKOFF_INITIAL_INTERVALS = 1
-BACKOFF_MAX_INTERVALS = 32
-
-
-class LinkFrameError(ValueError):
-    """A manager-link frame that does not decode."""
-
-
-class _Frame(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    def encode(self) -> bytes:
-        return self.model_dump_json().encode()
-
-    @classmethod
-    def decode(cls, frame: bytes) -> Self:
-        try:
-            return cls.model_validate_json(frame)
-        except ValidationError as exc:
-            raise LinkFrameError(f"bad {cls.__name__} ({len(frame)} bytes): {exc}") from exc
-
-
-class MasterFrame(_Frame):
-    """Master -> manager, every heartbeat: the host report. `leaving` says goodbye."""
-
-    report: HostReport
-    leaving: bool = False
-
-
-class ManagerFrame(_Frame):
-    """Manager -> master, every heartbeat: this host's slots (slot number -> queue).
-
-    None means "no plan for you yet: keep what you run"; the manager sends it until it
-    has rebuilt its view of the host from the host's reports.
-    """
-
-    manager_pid: int = Field(ge=1)
-    slots: dict[int, str] | None = None
+# Manager frames waiting at a master: one a heartbeat, so a few seconds' worth.
+QUEUED_FRAMES = 16
 
 
 # Pure: the heartbeat and reconnect schedule, clock passed in.
@@ -140,20 +112,6 @@ class Heartbeats:
 # I/O: the DEALER socket.
 
 
-@dataclass(frozen=True, slots=True)
-class CurveKeys:
-    """CURVE with one shared secret: the manager serves with it, masters present it too,
-    and the manager admits only that public key (see manager/link.py)."""
-
-    public: bytes
-    secret: bytes
-
-    @classmethod
-    def from_file(cls, path: str | Path) -> CurveKeys:
-        secret = Path(path).read_bytes().strip()
-        return cls(public=zmq.curve_public(secret), secret=secret)
-
-
 class ManagerLink:
     """A DEALER to the manager (one or more endpoints: the active one answers), polled per tick."""
 
@@ -162,12 +120,15 @@ class ManagerLink:
         endpoints: Sequence[str],
         heartbeats: Heartbeats,
         *,
-        curve: CurveKeys | None = None,
+        curve: ClientCurve | CurveKeys | None = None,
         context: zmq.Context[Any] | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         self.endpoints = list(endpoints)
         self.heartbeats = heartbeats
-        self.curve = curve
+        # A bare key pair is the shared cluster key: the manager serves with the same one.
+        self.curve = ClientCurve(curve, curve.public) if isinstance(curve, CurveKeys) else curve
+        self.max_message_bytes = max_message_bytes
         self._context = context or zmq.Context.instance()
         self.socket: zmq.Socket[bytes] | None = None
         self.manager_pid: int | None = None
@@ -208,10 +169,11 @@ class ManagerLink:
         # Queue nothing for a manager that is not there: stale reports are worse than none.
         socket.setsockopt(zmq.IMMEDIATE, 1)
         socket.setsockopt(zmq.SNDHWM, 10)
+        # Whoever answers at the manager's address cannot make the master hold a huge frame.
+        socket.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
+        socket.setsockopt(zmq.RCVHWM, QUEUED_FRAMES)
         if self.curve is not None:
-            socket.curve_secretkey = self.curve.secret
-            socket.curve_publickey = self.curve.public
-            socket.curve_serverkey = self.curve.public
+            self.curve.apply(socket)
         for endpoint in self.endpoints:
             socket.connect(endpoint)
         self.socket = socket
@@ -249,13 +211,13 @@ class ManagedMaster(Master):
 
     def __init__(self, config: ClusterConfig, *, manager_endpoints: Sequence[str], **kwargs: Any) -> None:
         super().__init__(config, **kwargs)
-        curve = CurveKeys.from_file(config.curve_secret_file) if config.curve_secret_file else None
         self.manager_link = ManagerLink(
             manager_endpoints,
             Heartbeats.for_interval(
                 config.manager.heartbeat_interval_s, config.manager.heartbeat_liveness
             ),
-            curve=curve,
+            curve=client_curve(config),
+            max_message_bytes=config.manager.max_message_bytes,
         )
         self.manager_slots: dict[int, str] | None = None
 

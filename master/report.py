@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -31,11 +32,24 @@ class SlotReport(_Model):
     uptime_s: float
     jobs_done: int = 0
     jobs_later: int = 0
+    jobs_failed: int = 0
+    jobs_dead: int = 0
     batches: int = 0
     errors: int = 0
     busy_s: float = 0.0
     pss_bytes: int = 0
     private_dirty_bytes: int = 0
+    # The batch size the slot was told to use (its assignment); 0 in reports of older masters.
+    batch_size: int = 0
+
+
+class QueueSettingsReport(_Model):
+    """A handled queue's settings in force on this host (slot/queue_settings.py's rule)."""
+
+    batch_size: int
+    # "config": the queue's config table wrote batch_size; "handler": the handler class's.
+    batch_size_source: Literal["config", "handler"]
+    handler: str
 
 
 class HostReport(_Model):
@@ -61,6 +75,8 @@ class HostReport(_Model):
     handler_failures: dict[str, str] = Field(default_factory=dict)
     # Queues the slot map names but no loaded handler serves.
     unhandled_queues: list[str] = Field(default_factory=list)
+    # Each queue this host has a handler for -> the settings its slots get.
+    queue_settings: dict[str, QueueSettingsReport] = Field(default_factory=dict)
 
     def encode(self) -> bytes:
         return self.model_dump_json().encode()
@@ -85,11 +101,14 @@ def slot_report(slot: Slot, now: float) -> SlotReport:
         uptime_s=round(now - slot.started_at, 3),
         jobs_done=beacon.jobs_done if beacon else 0,
         jobs_later=beacon.jobs_later if beacon else 0,
+        jobs_failed=beacon.jobs_failed if beacon else 0,
+        jobs_dead=beacon.jobs_dead if beacon else 0,
         batches=beacon.batches if beacon else 0,
         errors=beacon.errors if beacon else 0,
         busy_s=beacon.busy_s if beacon else 0.0,
         pss_bytes=beacon.pss_bytes if beacon else 0,
         private_dirty_bytes=beacon.private_dirty_bytes if beacon else 0,
+        batch_size=slot.assignment.batch_size,
     )
 
 
@@ -105,6 +124,7 @@ def build_report(
     counters: Mapping[Counter, int],
     handler_failures: Mapping[str, str],
     unhandled_queues: Iterable[str],
+    queue_settings: Mapping[str, QueueSettingsReport] | None = None,
 ) -> HostReport:
     reports = [slot_report(slot, now) for slot in sorted(slots, key=lambda s: s.slot_id)]
     return HostReport(
@@ -127,4 +147,5 @@ def build_report(
         counters=dict(counters),
         handler_failures=dict(handler_failures),
         unhandled_queues=list(unhandled_queues),
+        queue_settings=dict(queue_settings or {}),
     )

@@ -1,4 +1,4 @@
-"""ZeroMQ ROUTER chores both links share: draining two-part messages, sending to a peer that may be gone."""
+"""ZeroMQ ROUTER chores the links share: bounded inbound frames, draining two-part messages, sending to a peer that may be gone."""
 from __future__ import annotations
 
 import logging
@@ -11,6 +11,19 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+# One drain takes at most this many messages, so a peer that floods cannot keep the
+# caller's loop (heartbeats, expiry) from running; ROUTER fair-queues the peers.
+MAX_MESSAGES_PER_DRAIN = 1000
+
+
+def limit_inbound(socket: zmq.Socket[bytes], *, max_message_bytes: int, queued_messages: int) -> None:
+    """Bound what one peer can make this socket hold: a frame over `max_message_bytes`
+    disconnects the peer before its body is read (ZeroMQ MAXMSGSIZE: 8 bytes of a
+    1.5 GB frame are read, not 1.5 GB), and at most `queued_messages` wait per peer
+    (RCVHWM), so one peer holds at most queued_messages x max_message_bytes here."""
+    socket.setsockopt(zmq.MAXMSGSIZE, max_message_bytes)
+    socket.setsockopt(zmq.RCVHWM, queued_messages)
+
 
 def drain(
     socket: zmq.Socket[bytes],
@@ -18,25 +31,38 @@ def drain(
     invalid: type[Exception],
     *,
     link: str,
+    max_messages: int = MAX_MESSAGES_PER_DRAIN,
 ) -> list[tuple[bytes, T]]:
-    """Every (routing id, decoded frame) waiting now, never blocking.
+    """The (routing id, decoded frame) pairs waiting now (at most `max_messages`), never blocking.
 
     A message that is not [routing id, frame], or a frame `decode` refuses with
     `invalid`, is logged and dropped: one bad peer does not stop the others.
     """
     received: list[tuple[bytes, T]] = []
-    while True:
+    for routing_id, frame in drain_frames(socket, link=link, max_messages=max_messages):
         try:
-            parts = socket.recv_multipart(zmq.NOBLOCK)
+            received.append((routing_id, decode(frame.bytes)))
+        except invalid as exc:
+            log.warning("dropping a frame from %r on the %s: %s", routing_id, link, exc)
+    return received
+
+
+def drain_frames(
+    socket: zmq.Socket[bytes], *, link: str, max_messages: int = MAX_MESSAGES_PER_DRAIN,
+) -> list[tuple[bytes, zmq.Frame]]:
+    """The (routing id, frame) pairs waiting now, undecoded: a frame keeps its properties
+    (the CURVE User-Id). Messages that are not two parts are logged and dropped."""
+    received: list[tuple[bytes, zmq.Frame]] = []
+    for _ in range(max_messages):
+        try:
+            parts = socket.recv_multipart(zmq.NOBLOCK, copy=False)
         except zmq.Again:
-            return received
+            break
         if len(parts) != 2:
             log.warning("dropping a %d-part message on the %s", len(parts), link)
             continue
-        try:
-            received.append((parts[0], decode(parts[1])))
-        except invalid as exc:
-            log.warning("dropping a frame from %r on the %s: %s", parts[0], link, exc)
+        received.append((parts[0].bytes, parts[1]))
+    return received
 
 
 def send_to(socket: zmq.Socket[bytes], routing_id: bytes, frame: bytes) -> bool:

@@ -14,6 +14,7 @@ from functools import cached_property
 from types import TracebackType
 from typing import Final, Self, TypeVar
 
+from queue_server import calls
 from queue_server import client_requests as req
 from queue_server.client_core import (
     CLIENT_TIMEOUT,
@@ -24,8 +25,19 @@ from queue_server.client_core import (
     lost_while_connecting,
     unreachable_reason,
 )
-from queue_server.client_errors import BadReply
+from queue_server.client_errors import BadReply, ReplyTimeout
+from queue_server import job_requests as jreq
 from queue_server.client_requests import Address, Block, Then
+from queue_server.job_info import FailResult, JobInfo, PutResult
+from queue_server.job_replies import (
+    delete_parser,
+    found_parser,
+    parse_count,
+    parse_fail,
+    parse_job_info,
+    parse_jobs,
+    parse_put_keyed,
+)
 from queue_server.replies import (
     NEED_MORE,
     DoneResult,
@@ -40,7 +52,6 @@ from queue_server.replies import (
     parse_get,
     parse_job,
     parse_ok,
-    parse_put,
     parse_put_outcome,
     parse_server_id,
     parse_stats,
@@ -151,14 +162,17 @@ class AsyncQueueClient(ClientCore[_Connection]):
         *,
         priority: int = 0,
         item: str | None = None,
-        new_item: bool = False,
         delay_s: float | None = None,
-    ) -> str | None:
-        """Add a job; returns the new item's name with `new_item=True`, else None."""
-        request = req.put_request(
-            queue, data, priority_=priority, item=item, new_item=new_item, delay_s=delay_s
-        )
-        return await self._request(request, parse_put)
+        key: str | None = None,
+        ttl_s: float | None = None,
+    ) -> str:
+        """Add a job; returns its key (the server's `_<n>`, or `key`). A `key` that a waiting
+        or running job holds adds nothing (unique jobs): put_job() says so. For a new
+        item's name (new_item=True) use put_job(...).item. With `ttl_s` the server deletes
+        the job if it is not handed out within ttl_s of becoming ready (TTL)."""
+        result = await self.put_job(queue, data, priority=priority, item=item, delay_s=delay_s,
+                                    key=key, ttl_s=ttl_s)
+        return result.key
 
     async def put_many(
         self, queue: str, datas: Iterable[bytes | str], *, priority: int = 0
@@ -192,12 +206,14 @@ class AsyncQueueClient(ClientCore[_Connection]):
         expire_s: float | None = None,
         then: Then | None = None,
         block: Block = False,
+        keys: bool = False,
     ) -> list[Job]:
         """GET (GETB with block=True, GETBE with "until_empty"); [] on `404 Queue Empty`.
 
         A blocking get waits as long as it takes (no timeout_s); cancel the task to stop.
         """
-        request = req.get_request(queues, count=count, expire_s=expire_s, then=then, block=block)
+        request = req.get_request(queues, count=count, expire_s=expire_s, then=then, block=block,
+                                  keys=keys)
         return await self._request(request, parse_get, None if block else _DEFAULT)
 
     async def done(self, *ids: int) -> list[DoneResult]:
@@ -214,29 +230,95 @@ class AsyncQueueClient(ClientCore[_Connection]):
         queue: str,
         data: bytes | str,
         *,
-        output_queue: str,
+        output_queue: str | None = None,
         priority: int = 0,
+        timeout_s: float | None = None,
         expire_s: float | None = None,
         then: Then | None = None,
-        timeout_s: float | None = None,
+        late_reply_s: float = calls.LATE_REPLY_S,
     ) -> Job:
-        """PUT ... NEW WAIT: put a job under a new item, wait for that item's job in `output_queue`.
+        """Put a job under a new item and wait for its handler's reply (PUT ... NEW WAIT).
 
-        The returned output job is running: DONE it (or give expire_s with then="done").
-        After `timeout_s` the connection is closed (the output job, when it comes,
-        stays in `output_queue` for anyone) and ReplyTimeout is raised.
+        As QueueClient.call: the reply comes from `output_queue` (default `<queue>_reply`)
+        already acknowledged (EXPIRE 0 THEN DONE unless expire_s/then are given); after
+        `timeout_s` ReplyTimeout, and the connection stays open unread for `late_reply_s`
+        so a late reply is deleted too.
         """
-        request = req.put_request(
-            queue, data, priority_=priority, new_item=True, wait_queue=output_queue,
-            expire_s=expire_s, then=then,
-        )
+        request = calls.call_request(queue, data, output_queue=output_queue, priority=priority,
+                                     expire_s=expire_s, then=then)
         async with self._lock:
             conn = await self._ready()
             try:
                 await conn.request(request, parse_wait_ack)
+            except BaseException as exc:
+                self._raise_failed(conn, "PUT ... WAIT", exc)
+            try:
                 return await conn.read(parse_job, timeout_s)
+            except TimeoutError:
+                # Still waiting in the server: keep it so a late reply is handed out (and deleted).
+                self._conn = None
+                asyncio.get_running_loop().call_later(late_reply_s, conn.close)
+                server = req.format_address(conn.address)
+                raise ReplyTimeout(f"no reply to PUT ... WAIT from {server} within {timeout_s} s; "
+                                   f"a reply within {late_reply_s:.0f} s more is deleted") from None
             except BaseException as exc:  # a late output job would be read as the next reply
                 self._raise_failed(conn, "PUT ... WAIT", exc)
+
+    async def put_job(
+        self,
+        queue: str,
+        data: bytes | str,
+        *,
+        priority: int = 0,
+        item: str | None = None,
+        new_item: bool = False,
+        delay_s: float | None = None,
+        key: str | None = None,
+        ttl_s: float | None = None,
+    ) -> PutResult:
+        """PUT ... KEY: the job's key (the server's with key=None), its item with
+        `new_item=True`, and `existing_state` when `key` was taken (unique job: nothing added)."""
+        request = req.put_request(queue, data, priority_=priority, item=item, new_item=new_item,
+                                  delay_s=delay_s, keyed=True, key_=key, ttl_s=ttl_s)
+        return await self._request(request, parse_put_keyed)
+
+    async def fail(
+        self, job_id: int, error: str | bytes, *, delay_s: float | None = None,
+        dead: bool = False, solo: bool = False,
+    ) -> FailResult:
+        """FAIL a running job with its error: retried after its backoff (or `delay_s`), or
+        dead (`dead=True`, or its queue's max_attempts used up). `solo`: hand it out alone."""
+        request = jreq.fail_request(job_id, error, delay_s=delay_s, dead=dead, solo=solo)
+        return await self._request(request, parse_fail)
+
+    async def touch(self, *ids: int, expire_s: float | None = None) -> list[bool]:
+        """TOUCH: renew the locks of running jobs; per id, whether it was running."""
+        return await self._request(jreq.touch_request(ids, expire_s=expire_s), found_parser(len(ids)))
+
+    async def job(self, key: str) -> JobInfo | None:
+        """JOB: where the job with `key` is; None when no job has it."""
+        return await self._request(jreq.job_request(key), parse_job_info, read_only=True)
+
+    async def jobs(self, queue: str, state: str, *, limit: int = 100, after: str | None = None) -> list[JobInfo]:
+        """JOBS: up to `limit` jobs of `queue` in `state`, after the job `after` (paging)."""
+        request = jreq.jobs_request(queue, state, limit=limit, after=after)
+        return await self._request(request, parse_jobs, read_only=True)
+
+    async def retry(self, queue: str, *keys: str) -> list[bool]:
+        """RETRY: dead jobs back to ready (attempts reset), failed ones ready now; per key, found."""
+        return await self._request(jreq.retry_request(queue, keys), found_parser(len(keys)))
+
+    async def retry_all(self, queue: str, state: str = "dead") -> int:
+        """RETRY <q> ALL DEAD|FAILED: how many jobs became ready."""
+        return await self._request(jreq.retry_all_request(queue, state), parse_count)
+
+    async def delete(self, queue: str, *keys: str) -> list[str]:
+        """DELETE: per key "ok", "not_found" or "running" (running jobs are not deleted)."""
+        return await self._request(jreq.delete_request(queue, keys), delete_parser(len(keys)))
+
+    async def delete_all_dead(self, queue: str) -> int:
+        """DELETE <q> ALL DEAD: how many dead jobs were deleted."""
+        return await self._request(jreq.delete_all_dead_request(queue), parse_count)
 
     async def stats(self, queue: str | None = None) -> dict[str, QueueStats]:
         """STATS [q]: queue name -> its counters."""

@@ -46,6 +46,14 @@ class ServerUnreachable(ConnectionLost):
     """No server of the list accepted a connection (after every reconnect attempt)."""
 
 
+class WaitWoken(QueueServerError):
+    """A blocking wait ended by its wake fd before any reply came; the connection was closed,
+    so the server drops the waiter and hands it no job."""
+
+    def __init__(self) -> None:
+        super().__init__(0, "blocking wait woken; connection closed")
+
+
 class ReplyTimeout(ConnectionLost, TimeoutError):
     """No complete reply within the time allowed; the connection was closed."""
 

@@ -22,6 +22,8 @@ PRIORITY_MIN: Final = -(2**63)
 PRIORITY_MAX: Final = 2**63 - 1
 
 _NAME_RE: Final = re.compile(r"[A-Za-z0-9_]{1,128}\Z", re.ASCII)
+KEY_PATTERN: Final = r"[A-Za-z0-9_.:-]{1,128}"
+_KEY_RE: Final = re.compile(KEY_PATTERN + r"\Z", re.ASCII)
 _NAME_CACHE_LIMIT: Final = 4096
 _names: dict[str, bytes] = {}
 
@@ -43,6 +45,16 @@ def name(value: str, *, what: str = "queue") -> bytes:
         _names.clear()
     encoded = _names[value] = value.encode("ascii")
     return encoded
+
+
+def key(value: str, *, producer: bool = False) -> bytes:
+    """A job key as bytes; ValueError unless 1..128 of [A-Za-z0-9_.:-]. A producer's
+    own key may not start with `_` (the server's keys do)."""
+    if not isinstance(value, str) or not _KEY_RE.match(value):
+        raise ValueError(f"job key must be 1..128 characters of [A-Za-z0-9_.:-], got {value!r}")
+    if producer and value[0] == "_":
+        raise ValueError(f"a producer's job key may not start with '_' (server keys do), got {value!r}")
+    return value.encode("ascii")
 
 
 def seconds(value: float, *, what: str) -> bytes:
@@ -103,8 +115,13 @@ def put_request(
     wait_queue: str | None = None,
     expire_s: float | None = None,
     then: Then | None = None,
+    keyed: bool = False,
+    key_: str | None = None,
+    ttl_s: float | None = None,
 ) -> bytes:
-    """`PUT <q> <p> <len> [IS <item>|NEW] [WAIT <oq> [EXPIRE <s> [THEN x]]] [DELAY <s>]` + data."""
+    """`PUT <q> <p> <len> [IS <item>|NEW] [WAIT <oq> [EXPIRE <s> [THEN x]]] [DELAY <s>]
+    [KEY <key>|KEY *] [TTL <s>]` + data. `keyed` asks for the key in the reply (`KEY *`
+    unless `key_`)."""
     body = payload(data)
     parts = [b"PUT ", name(queue), b" ", priority(priority_), b" %d" % len(body)]
     if item is not None and new_item:
@@ -121,6 +138,12 @@ def put_request(
         raise ValueError("expire_s/then on PUT only apply to the awaited output job")
     if delay_s is not None:
         parts += (b" DELAY ", seconds(delay_s, what="delay_s"))
+    if key_ is not None:
+        parts += (b" KEY ", key(key_, producer=True))
+    elif keyed:
+        parts.append(b" KEY *")
+    if ttl_s is not None:
+        parts += (b" TTL ", seconds(ttl_s, what="ttl_s"))
     parts += (CRLF, body)
     return b"".join(parts)
 
@@ -142,8 +165,9 @@ def get_request(
     expire_s: float | None = None,
     then: Then | None = None,
     block: Block = False,
+    keys: bool = False,
 ) -> bytes:
-    """`GET|GETB|GETBE [q[|q...]] [COUNT <n>] [EXPIRE <s> [THEN x]]`."""
+    """`GET|GETB|GETBE [q[|q...]] [COUNT <n>] [EXPIRE <s> [THEN x]] [KEYS]`."""
     verb = _GET_VERBS.get(block)
     if verb is None:
         raise ValueError(f"block must be False, True or 'until_empty', got {block!r}")
@@ -157,7 +181,10 @@ def get_request(
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise ValueError(f"count must be an integer >= 1, got {count!r}")
         parts.append(b" COUNT %d" % count)
-    parts += (_expire(expire_s, then), CRLF)
+    parts.append(_expire(expire_s, then))
+    if keys:
+        parts.append(b" KEYS")
+    parts.append(CRLF)
     return b"".join(parts)
 
 

@@ -10,6 +10,7 @@ from queue_server.client import QueueClient
 from queue_server.client_errors import ConnectionLost, QueueServerError
 from queue_server.client_requests import DEFAULT_SERVER
 from queue_server.replies import Job, QueueStats
+from queue_server.tokens import TOKEN_ENV, TOKEN_FILE_ENV, resolve_token
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the server could not be reached or refused the request
@@ -58,7 +59,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def _add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--server", action="append", metavar="HOST:PORT",
                         help=f"queue server; repeat for a cluster (default {DEFAULT_SERVER})")
-    parser.add_argument("--token", help="AUTH token, when the server requires one")
+    parser.add_argument("--token", help=f"AUTH token, when the server requires one; prefer ${TOKEN_ENV} "
+                        "or --token-file (a command line is visible in ps)")
+    parser.add_argument("--token-file", metavar="FILE",
+                        help=f"the AUTH token is the first line of FILE (also ${TOKEN_FILE_ENV})")
     parser.add_argument("--timeout", type=float, default=30.0, metavar="S",
                         help="seconds to wait for a reply (default 30)")
 
@@ -69,7 +73,8 @@ def _command(action: Action) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         name = f"slotmap {args.command}"
         try:
-            client = QueueClient(args.server or DEFAULT_SERVER, token=args.token,
+            token = resolve_token(flag=args.token, flag_file=args.token_file)
+            client = QueueClient(args.server or DEFAULT_SERVER, token=token,
                                  timeout_s=args.timeout)
         except ValueError as exc:
             print(f"{name}: {exc}", file=sys.stderr)
@@ -92,10 +97,10 @@ def _command(action: Action) -> Callable[[argparse.Namespace], int]:
 
 def _put(client: QueueClient, args: argparse.Namespace) -> int:
     data = sys.stdin.buffer.read() if args.data == "-" else args.data.encode("utf-8")
-    item = client.put(args.queue, data, priority=args.priority, item=args.item,
-                      new_item=args.new_item, delay_s=args.delay)
-    if item is not None:
-        print(item)
+    result = client.put_job(args.queue, data, priority=args.priority, item=args.item,
+                            new_item=args.new_item, delay_s=args.delay)
+    if result.item is not None:
+        print(result.item)
     return EXIT_OK
 
 

@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import asyncio
+import hmac
+import logging
 import re
 import socket
 import time
 from typing import TYPE_CHECKING
 
-from queue_server import responses
+from queue_server import guard, responses
 from queue_server.errors import ProtocolError
-from queue_server.protocol import INT64_MAX, INT64_MIN, MAX_LINE_BYTES, Parsed, parse_line
+from queue_server.protocol import INT64_MAX, INT64_MIN, MAX_LINE_BYTES, Auth, Parsed, parse_line
 from queue_server.waiters import Waiter
 
 if TYPE_CHECKING:
@@ -19,6 +21,13 @@ if TYPE_CHECKING:
 INPUT_HIGH_WATER = 4 * 1024 * 1024
 GRACEFUL_CLOSE_S = 0.5
 SIMPLE_PUT = re.compile(rb"PUT ([A-Za-z0-9_]{1,128}) (-?[0-9]{1,19}) ([0-9]{1,10})").fullmatch
+TOO_MANY_CLIENTS = b"503 Too Many Clients\r\n"
+# Why a connection's requests are not read for now (besides a blocked wait):
+HOLD_OUTPUT = "output"  # its unsent replies passed output_soft_limit_bytes: until they are flushed
+HOLD_AUTH = "auth"  # a wrong AUTH: until its delayed 401 is sent (queue_server/guard.py)
+
+log = logging.getLogger("slotmap.queue_server")
+_refused_over_max = 0  # connections refused for max_clients since start (the log is sampled)
 
 
 class Connection(asyncio.Protocol):
@@ -30,6 +39,19 @@ class Connection(asyncio.Protocol):
         self.out: list[bytes] = []
         self.dirty = False  # has replies waiting for the turn's flush
         self.authenticated = server.token is None
+        # A CLONE block may be larger than max_job_bytes only from a client that proved the
+        # token, or from this machine when no token is set (README "Limits").
+        self.may_send_states = False
+        self.auth_failures = 0
+        self.peer: object = None
+        self.active = True  # sent something since the idle sweep last looked (server.py)
+        self.idle_since = 0.0
+        # Bytes of replies in `out` counted while pipelining (slow path only: fast-path PUT
+        # replies are bounded by the input they answer); past output_soft_limit_bytes
+        # reading stops until flush(), which also cuts a reply over the hard limit.
+        self.out_bytes = 0
+        self.hard_limit_bytes = server.settings.output_hard_limit_bytes
+        self.hold: str | None = None
         self.waiter: Waiter | None = None
         self.closing = False  # no more requests are read
         self.close_after_flush = False
@@ -49,7 +71,13 @@ class Connection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
         sock = transport.get_extra_info("socket")
         self.fd = sock.fileno() if sock is not None else -1
-        self.server.connections.add(self)
+        self.peer = transport.get_extra_info("peername")
+        server = self.server
+        if len(server.connections) >= server.settings.max_clients:
+            self._refuse_over_max_clients()
+            return
+        self.may_send_states = server.token is None and guard.is_loopback(self.peer)
+        server.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
@@ -65,10 +93,11 @@ class Connection(asyncio.Protocol):
         if self.closing:
             return  # draining after a fatal error: the stream is no longer trusted
         self.buffer += data
+        self.active = True
         cohort = self.server.cohort
         if cohort is not None and not self.requested:
             cohort.arrived(self, time.perf_counter())
-        if self.waiter is None and not self._writing_paused:
+        if self.waiter is None and self.hold is None and not self._writing_paused:
             self.server.process_and_answer(self)
         if self._reading_paused or self._writing_paused or len(self.buffer) > INPUT_HIGH_WATER:
             self._apply_flow_control()
@@ -129,39 +158,144 @@ class Connection(asyncio.Protocol):
                         position += data_len
                         server.put_plain(self, queue.decode(), priority, data)
                         continue
-            if line and not line.isspace():
-                self._execute_line(line)
+            if line and not line.isspace() and self._execute_line(line):
+                break
         if position:
             del buffer[:position]
 
-    def _execute_line(self, line: bytes) -> None:
+    def _execute_line(self, line: bytes) -> bool:
+        """Run one request line; True when no more requests may be read for now."""
         server = self.server
-        if not self.authenticated and line.split(None, 1)[0] != b"AUTH":
-            self._refuse_before_auth(line)
-            return
+        if not self.authenticated:
+            return self._before_auth(line)
         try:
             parsed = parse_line(line)
         except ProtocolError as error:
+            # Every HTTP request line or header fails to parse: checked only here, off the hot path.
+            kind = guard.cross_protocol(line)
+            if kind is not None:
+                return self._refuse_cross_protocol(kind)
             self.write(error.reply + b"\r\n")
-            return
+            return False
         if parsed.data_len >= 0:
-            if parsed.data_len > server.max_data_bytes(parsed):
+            limit = server.max_data_bytes(parsed)
+            if limit > server.settings.max_job_bytes and not self.may_send_states:
+                limit = server.settings.max_job_bytes
+            if parsed.data_len > limit:
                 self.fail(responses.JOB_TOO_LARGE)
-                return
+                return True
             self.pending = parsed
-            return
+            return False
         assert parsed.command is not None
+        if not self.dirty:
+            # The turn's first reply (all a request-reply client ever has): bounded by the
+            # hard limit in flush(), so the round trip pays no counting (bench: +5% of
+            # instructions per GET+DONE when every reply was counted).
+            server.execute(self, parsed.command)
+            return False
+        out = self.out
+        before = len(out)
         server.execute(self, parsed.command)
+        if len(out) > before:
+            self.out_bytes += sum(map(len, out[before:]))
+            if self.out_bytes > server.settings.output_soft_limit_bytes:
+                return self._over_soft_limit()
+        return False
 
-    def _refuse_before_auth(self, line: bytes) -> None:
+    def _before_auth(self, line: bytes) -> bool:
+        """A token is set and this connection has not sent it: only AUTH runs. A data block
+        is swallowed to keep the stream in step, but never one over max_job_bytes."""
+        kind = guard.cross_protocol(line)
+        if kind is not None:
+            return self._refuse_cross_protocol(kind)
         try:
-            data_len = parse_line(line).data_len
-        except ProtocolError:
-            data_len = -1
-        if data_len >= 0:  # keep the stream in step: swallow the block, then refuse
-            self.pending = Parsed(None, data_len, ProtocolError(responses.AUTH_REQUIRED[:-2]))
+            parsed = parse_line(line)
+        except ProtocolError as error:
+            self.write(error.reply + b"\r\n" if line.split(None, 1)[0] == b"AUTH"
+                       else responses.AUTH_REQUIRED)
+            return False
+        if isinstance(parsed.command, Auth):
+            return self._authenticate(parsed.command)
+        if parsed.data_len > self.server.settings.max_job_bytes:
+            self.fail(responses.JOB_TOO_LARGE)
+            return True
+        if parsed.data_len >= 0:
+            self.pending = Parsed(None, parsed.data_len, ProtocolError(responses.AUTH_REQUIRED[:-2]))
         else:
             self.write(responses.AUTH_REQUIRED)
+        return False
+
+    def _authenticate(self, command: Auth) -> bool:
+        token = self.server.token
+        assert token is not None  # without a token every connection starts authenticated
+        if hmac.compare_digest(command.token, token):
+            self.authenticated = self.may_send_states = True
+            self.write(responses.OK)
+            return False
+        self.auth_failures += 1
+        last = self.auth_failures >= guard.MAX_AUTH_FAILURES
+        delay_s = guard.auth_delay_s(self.auth_failures)
+        log.warning("wrong AUTH from %s (failure %d of %d on this connection): the 401 is held "
+                    "back %.1f s%s", self.peer, self.auth_failures, guard.MAX_AUTH_FAILURES,
+                    delay_s, ", then the connection is closed" if last else "")
+        self.hold = HOLD_AUTH
+        self._apply_flow_control()
+        asyncio.get_running_loop().call_later(delay_s, self._auth_penalty_served, last)
+        return True
+
+    def _auth_penalty_served(self, close: bool) -> None:
+        if self.closing or self.transport is None or self.transport.is_closing():
+            return
+        self.hold = None
+        if close:
+            self.fail(responses.UNAUTHORIZED)
+            return
+        self.write(responses.UNAUTHORIZED)
+        self.resume()
+
+    def _refuse_cross_protocol(self, kind: str) -> bool:
+        """Redis's answer to cross-protocol scripting: a browser made to post to this port
+        sends a request line and headers first; close before its body can run as commands."""
+        log.warning("connection from %s sent %s: possible cross-protocol attack (a web page "
+                    "posting to this port?); closed before any later request of it runs",
+                    self.peer, kind)
+        self.closing = True
+        self.pending = None
+        if self.dirty:
+            self.close_after_flush = True  # earlier replies still go out first
+        elif self.transport is not None:
+            self.transport.close()
+        return True
+
+    def _over_soft_limit(self) -> bool:
+        """Stop reading this client until its replies are flushed (then `flush` resumes it);
+        past the hard limit it is cut off, unless it is a replica taking its first snapshot."""
+        transport = self.transport
+        unsent = self.out_bytes + (transport.get_write_buffer_size() if transport is not None else 0)
+        if unsent > self.hard_limit_bytes and not self.is_replication_link:
+            self._cut_over_hard_limit(unsent)
+            return True
+        self.hold = HOLD_OUTPUT
+        self._apply_flow_control()
+        return True
+
+    def _cut_over_hard_limit(self, unsent_bytes: int) -> None:
+        log.warning("client %s has %d bytes of replies unsent, over output_hard_limit_bytes "
+                    "(%d): disconnected", self.peer, unsent_bytes, self.hard_limit_bytes)
+        self.abort()
+
+    def _refuse_over_max_clients(self) -> None:
+        global _refused_over_max
+        _refused_over_max += 1
+        if _refused_over_max & (_refused_over_max - 1) == 0:  # the 1st, 2nd, 4th, 8th, ... only
+            log.warning("connection from %s refused: max_clients (%d) connections are open "
+                        "(%d refused so far)", self.peer, self.server.settings.max_clients,
+                        _refused_over_max)
+        self.closing = True
+        transport = self.transport
+        assert transport is not None
+        transport.write(TOO_MANY_CLIENTS)
+        transport.close()
 
     # ------------------------------------------------------------ writing replies
 
@@ -179,13 +313,22 @@ class Connection(asyncio.Protocol):
 
     def flush(self) -> None:
         self.dirty = False
+        if self.out_bytes:
+            self.out_bytes = 0
+            if self.hold is HOLD_OUTPUT:  # the held replies go out now: read on after them
+                self.hold = None
+                asyncio.get_running_loop().call_soon(self.resume)
         transport = self.transport
         if transport is None or transport.is_closing():
             self.out.clear()
             return
         if self.out:
-            transport.write(b"".join(self.out))
+            data = b"".join(self.out)
             self.out.clear()
+            if len(data) > self.hard_limit_bytes and not self.is_replication_link:
+                self._cut_over_hard_limit(len(data))
+                return
+            transport.write(data)
         if self.graceful_close_after_flush:
             self.graceful_close_after_flush = False
             if transport.can_write_eof():
@@ -240,7 +383,8 @@ class Connection(asyncio.Protocol):
         asyncio.get_running_loop().call_soon(self.resume)
 
     def resume(self) -> None:
-        if self.waiter is None and not self.closing and not self._writing_paused and self.buffer:
+        if (self.waiter is None and self.hold is None and not self.closing
+                and not self._writing_paused and self.buffer):
             self.process()
         self._apply_flow_control()
 
@@ -248,7 +392,7 @@ class Connection(asyncio.Protocol):
         transport = self.transport
         if transport is None or transport.is_closing():
             return
-        should_pause = self._writing_paused or (
+        should_pause = self._writing_paused or self.hold is not None or (
             len(self.buffer) > INPUT_HIGH_WATER and (self.waiter is not None or self.pending is None)
         )
         if should_pause and not self._reading_paused:

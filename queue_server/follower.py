@@ -5,7 +5,8 @@ is the primary's whole state, which replaces ours (as CLONE does: written as a l
 snapshot), and the same connection then carries every later change as SYNC records,
 applied and logged here in order. While it follows, the server is offline for queue
 commands (`500 Offline Mode`; TOTAL, STATS, RUNLIST and PING answer): producers and
-slots use the live server with the lowest id, the primary.
+slots use the live server with the lowest id, the primary. It fires no timer of its own
+(server.py `following`): expiries, WAKEs and dead bounds arrive as the primary's records.
 
 If the link breaks, the follower reconnects (and syncs from a new snapshot). If the
 primary has not been reachable for `promote_after_s`, this server goes online and is

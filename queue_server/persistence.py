@@ -30,6 +30,11 @@ FsyncPolicy = Literal["always", "everysec", "never"]
 _FILE = re.compile(r"(snapshot|log)-(\d+)\.(snap|log)")
 _FRAME_HEAD = re.compile(rb"#(\d+) ([0-9a-f]{8})\n")
 LOG_PREALLOCATE_BYTES = 16 * 1024 * 1024
+# A snapshot that could not start or failed is tried again after this (Redis waits 5 s too).
+SNAPSHOT_RETRY_S = 5.0
+# everysec: a log left unsynced this long (the periodic sync is late or not running) is
+# synced on the write path before anything more is acknowledged.
+SYNC_OVERDUE_S = 2.0
 
 
 @dataclass
@@ -99,7 +104,10 @@ class DataDir:
         # A log is snapshotted away near snapshot_log_bytes: never reserve more than that.
         self._preallocate_bytes = min(LOG_PREALLOCATE_BYTES, snapshot_log_bytes)
         self._unsynced = False
+        self._everysec = fsync == "everysec"
+        self._unsynced_since = 0.0  # monotonic; meaningful while _unsynced (everysec only)
         self._snapshot_child: int | None = None
+        self._snapshot_retry_at = 0.0  # monotonic: no snapshot is started before this
 
     # ------------------------------------------------------------ start-up
 
@@ -133,7 +141,7 @@ class DataDir:
                 store = snapshot.decode(
                     snapshots[seq].read_bytes(), now,
                     expire_done_default=store.expire_done_default,
-                    lock_timeouts_s=store.lock_timeouts_s, rng=store.rng,
+                    lock_timeouts_s=store.lock_timeouts_s, rng=store.rng, policies=store.policies,
                 )
             except (SnapshotError, OSError) as exc:
                 report.problems.append(f"{snapshots[seq].name}: unusable ({exc}); trying an older one")
@@ -208,12 +216,23 @@ class DataDir:
         self._prune(keep_from=self.seq - 1)
 
     def _open_log(self) -> None:
-        path = self.path / f"log-{self.seq}.log"
-        self._log_fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
-        self._log_bytes = os.fstat(self._log_fd).st_size
+        self._use_log(self._create_log(self.seq))
+
+    def _create_log(self, seq: int) -> int:
+        """Open (create) log `seq`, its directory entry durable; nothing changes on failure."""
+        fd = os.open(self.path / f"log-{seq}.log", os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            _fsync_dir(self.path)
+        except OSError:
+            os.close(fd)
+            raise
+        return fd
+
+    def _use_log(self, fd: int) -> None:
+        self._log_fd = fd
+        self._log_bytes = os.fstat(fd).st_size
         self._log_allocated = 0
         self._reserve(self._preallocate_bytes)
-        _fsync_dir(self.path)
 
     def _prune(self, *, keep_from: int) -> None:
         """Drop files older than the generation before the newest snapshot."""
@@ -248,7 +267,22 @@ class DataDir:
             self._reserve(max(self._preallocate_bytes, end - self._log_allocated))
         _pwrite_all(self._log_fd, frame, self._log_bytes)
         self._log_bytes = end
+        if self._everysec:
+            self._keep_sync_schedule()
         self._unsynced = True
+
+    def _keep_sync_schedule(self) -> None:
+        """everysec without the periodic sync (late, or failing to run) must not mean never:
+        past SYNC_OVERDUE_S the write path syncs before more is acknowledged. A failure
+        raises OSError, which stops the server like a failed write."""
+        now = time.monotonic()
+        if not self._unsynced:
+            self._unsynced_since = now
+        elif now - self._unsynced_since > SYNC_OVERDUE_S:
+            log.warning("the log was not synced for %.1f s (the periodic sync is late): "
+                        "syncing before acknowledging more", now - self._unsynced_since)
+            os.fdatasync(self._log_fd)
+            self._unsynced_since = now
 
     def fsync_log(self) -> None:
         os.fdatasync(self._log_fd)
@@ -269,13 +303,30 @@ class DataDir:
         return False
 
     def wants_snapshot(self) -> bool:
-        return self._log_bytes >= self.snapshot_log_bytes and self._snapshot_child is None
+        return (self._log_bytes >= self.snapshot_log_bytes and self._snapshot_child is None
+                and time.monotonic() >= self._snapshot_retry_at)
 
-    def snapshot_in_background(self, store: Store) -> None:
-        """Fork: the child writes the state as of now; the parent continues on a new log."""
-        os.fdatasync(self._log_fd)
+    def snapshot_in_background(self, store: Store) -> bool:
+        """Fork: the child writes the state as of now; the parent continues on a new log.
+
+        False when it could not start (no descriptor for the new log, no process): logged,
+        nothing changed, the old log goes on and wants_snapshot() says yes again after
+        SNAPSHOT_RETRY_S. OSError when the log itself could not be synced or closed.
+        """
         new_seq = self.seq + 1
-        pid = os.fork()
+        try:
+            new_fd = self._create_log(new_seq)
+        except OSError as exc:
+            return self._snapshot_not_started(new_seq, exc)
+        try:
+            os.fdatasync(self._log_fd)
+            pid = os.fork()
+        except OSError as exc:
+            os.close(new_fd)
+            (self.path / f"log-{new_seq}.log").unlink(missing_ok=True)
+            if exc.errno in (errno.EAGAIN, errno.ENOMEM):  # fork: try again later
+                return self._snapshot_not_started(new_seq, exc)
+            raise
         if pid == 0:  # the child: copy-on-write view of the store
             code = 1
             try:
@@ -288,8 +339,15 @@ class DataDir:
         self._snapshot_child = pid
         self._close_log()
         self.seq = new_seq
-        self._open_log()
+        self._use_log(new_fd)
         log.info("snapshot %d being written by process %d", new_seq, pid)
+        return True
+
+    def _snapshot_not_started(self, seq: int, exc: OSError) -> bool:
+        self._snapshot_retry_at = time.monotonic() + SNAPSHOT_RETRY_S
+        log.error("snapshot %d could not start (%s); the log goes on growing, next try in "
+                  "%.0f s", seq, exc, SNAPSHOT_RETRY_S)
+        return False
 
     def rotate_with_snapshot(self, store: Store) -> None:
         """After CLONE: the new state is written at once and a new log follows it."""
@@ -303,14 +361,22 @@ class DataDir:
     def reap_snapshot(self) -> None:
         if self._snapshot_child is None:
             return
-        pid, status = os.waitpid(self._snapshot_child, os.WNOHANG)
+        try:
+            pid, status = os.waitpid(self._snapshot_child, os.WNOHANG)
+        except ChildProcessError:  # reaped elsewhere: its outcome is unknown, keep the logs
+            log.error("snapshot %d: its process %d is gone unreaped by us; logs kept",
+                      self.seq, self._snapshot_child)
+            self._snapshot_child = None
+            return
         if pid == 0:
             return
         self._snapshot_child = None
         if os.waitstatus_to_exitcode(status) == 0:
             self._prune(keep_from=self.seq - 1)
         else:
-            log.error("background snapshot %d failed (status %d); logs kept", self.seq, status)
+            self._snapshot_retry_at = time.monotonic() + SNAPSHOT_RETRY_S
+            log.error("background snapshot %d failed (status %d); logs kept, next try in %.0f s",
+                      self.seq, status, SNAPSHOT_RETRY_S)
 
     def close(self, *, sync: bool = True) -> None:
         """Sync and close the log (sync=False after the log failed: just let go of it)."""

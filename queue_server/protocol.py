@@ -1,20 +1,34 @@
 """Pure parsing of request lines (PROTOCOL.md) into command objects; no I/O, no clock."""
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 
+from queue_server import protocol_jobs as pj
 from queue_server.errors import UNKNOWN_COMMAND, ProtocolError, bad_request
+from queue_server.keyed import Key
+from queue_server.protocol_fields import (
+    _UINT,
+    INT64_MAX,
+    INT64_MIN,
+    parse_id,
+    parse_ids,
+    parse_length,
+    parse_name,
+    parse_priority,
+    parse_queue_list,
+    parse_seconds,
+    parse_then,
+    parse_uint,
+    parse_unix_time,
+)
+
+__all__ = ["INT64_MAX", "INT64_MIN", "MAX_LINE_BYTES", "parse_line"]
 
 MAX_LINE_BYTES = 65536
-_NAME = re.compile(rb"[A-Za-z0-9_]{1,128}")
-_INT = re.compile(rb"-?[0-9]+")
-_UINT = re.compile(rb"[0-9]+")
-_SECONDS = re.compile(rb"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
-INT64_MIN = -(2**63)
-INT64_MAX = 2**63 - 1
-_KEYWORDS = frozenset((b"EXPIRE", b"THEN", b"COUNT"))
+_KEYWORDS = frozenset((b"EXPIRE", b"THEN", b"COUNT", b"KEYS"))
+KEYS_FLAG = b"KEYS"
 NEW_KEYWORD = b"NEW"
 
 
@@ -24,13 +38,14 @@ class GetMode(IntEnum):
     UNTIL_IDLE = 2  # GETBE
 
 
-@dataclass(slots=True)
+@dataclass(slots=True)  # not frozen: object.__setattr__ per field doubled GET's parse cost
 class Get:
     mode: GetMode
     queues: tuple[str, ...] | None
     expire_s: float | None
     then_done: bool | None
     count: int | None
+    keys: bool = False  # KEYS: job headers carry KEY and ATTEMPT; the lease is managed
 
 
 @dataclass(slots=True)
@@ -43,6 +58,9 @@ class Put:
     expire_s: float | None
     then_done: bool | None
     delay_s: float | None
+    key: Key | None = None  # KEY <key>: the producer's key (unique job)
+    keyed: bool = False  # KEY <key> or KEY *: the reply names the key
+    ttl_s: float | None = None  # TTL <sec>: deleted if not handed out that long after ready
     data: bytes = b""
 
 
@@ -93,7 +111,14 @@ class SyncPut:
     until: float | None
     delay_s: float | None = None  # relative, from a primary that sent DELAY
     new_item: bool = False
+    key: Key | None = None  # None: the next server key
+    attempts: int = 0
+    error_len: int = -1  # >= 0: the block ends with this many bytes of the last error
+    failed_at: float | None = None
+    solo: bool = False
+    retry_wait: bool = False  # FAILED: delayed by a failure
     data: bytes = b""
+    ttl_at: float | None = None  # TTL <unix>: deleted then unless handed out before
 
 
 @dataclass(slots=True)
@@ -104,6 +129,7 @@ class SyncGet:
     last: bool
     until: float | None
     then_done: bool | None
+    managed: bool = False
 
 
 @dataclass(slots=True)
@@ -126,11 +152,14 @@ class SyncWake:
 class SyncIds:
     next_id: int
     next_item: int
+    next_key: int = 1
 
 
 Command = (
     Get | Put | Done | Later | Simple | Link | Clone | Auth
     | SyncPut | SyncGet | SyncDone | SyncLater | SyncWake | SyncIds
+    | pj.Fail | pj.Touch | pj.JobLookup | pj.JobsList | pj.Retry | pj.Delete
+    | pj.SyncFail | pj.SyncTouch | pj.SyncKeyed | pj.SyncDead
 )
 
 
@@ -145,71 +174,6 @@ class Parsed:
     command: Command | None
     data_len: int = -1
     error: ProtocolError | None = None
-
-
-# ---------------------------------------------------------------- field parsers
-
-
-def parse_name(raw: bytes, what: str = "queue name") -> str:
-    if _NAME.fullmatch(raw) is None:
-        raise bad_request(f"bad {what}")
-    return raw.decode("ascii")
-
-
-def parse_priority(raw: bytes) -> int:
-    if _INT.fullmatch(raw) is None:
-        raise bad_request("bad priority")
-    value = int(raw)
-    if not INT64_MIN <= value <= INT64_MAX:
-        raise bad_request("priority out of 64-bit range")
-    return value
-
-
-def parse_length(raw: bytes) -> int:
-    if _UINT.fullmatch(raw) is None:
-        raise bad_request("bad length")
-    return int(raw)
-
-
-def parse_seconds(raw: bytes, what: str) -> float:
-    if _SECONDS.fullmatch(raw) is None:
-        raise bad_request(f"bad {what} seconds")
-    return float(raw)
-
-
-def parse_unix_time(raw: bytes) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise bad_request("bad unix time") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise bad_request("bad unix time")
-    return value
-
-
-def parse_id(raw: bytes) -> int:
-    if _UINT.fullmatch(raw) is None:
-        raise bad_request("bad job id")
-    return int(raw)
-
-
-def parse_ids(raws: list[bytes]) -> tuple[int, ...]:
-    if not raws:
-        raise bad_request("job id expected")
-    return tuple(parse_id(raw) for raw in raws)
-
-
-def parse_then(raw: bytes) -> bool:
-    if raw == b"DONE":
-        return True
-    if raw == b"LATER":
-        return False
-    raise bad_request("THEN must be DONE or LATER")
-
-
-def parse_queue_list(raw: bytes) -> tuple[str, ...]:
-    names = raw.split(b"|")
-    return tuple(parse_name(name) for name in names)
 
 
 def _keyword_values(args: list[bytes], allowed: frozenset[bytes]) -> dict[bytes, bytes]:
@@ -235,6 +199,11 @@ def _parse_get(mode: GetMode, args: list[bytes]) -> Get:
     if args and args[0] not in _KEYWORDS:
         queues = parse_queue_list(args[0])
         args = args[1:]
+    keys = KEYS_FLAG in args
+    if keys:
+        if args.count(KEYS_FLAG) > 1:
+            raise bad_request("KEYS given twice")
+        args = [arg for arg in args if arg != KEYS_FLAG]
     values = _keyword_values(args, _KEYWORDS)
     expire_s = parse_seconds(values[b"EXPIRE"], "EXPIRE") if b"EXPIRE" in values else None
     then_done = None
@@ -248,10 +217,10 @@ def _parse_get(mode: GetMode, args: list[bytes]) -> Get:
         if _UINT.fullmatch(raw) is None or int(raw) < 1:
             raise bad_request("COUNT must be an integer >= 1")
         count = int(raw)
-    return Get(mode, queues, expire_s, then_done, count)
+    return Get(mode, queues, expire_s, then_done, count, keys)
 
 
-_PUT_KEYWORDS = frozenset((b"IS", b"NEW", b"WAIT", b"EXPIRE", b"THEN", b"DELAY"))
+_PUT_KEYWORDS = frozenset((b"IS", b"NEW", b"WAIT", b"EXPIRE", b"THEN", b"DELAY", b"KEY", b"TTL"))
 
 
 def _parse_put_options(args: list[bytes]) -> Put:
@@ -264,6 +233,8 @@ def _parse_put_options(args: list[bytes]) -> Put:
     expire_s: float | None = None
     then_done: bool | None = None
     delay_s: float | None = None
+    ttl_s: float | None = None
+    job_key: Key | None = None
     seen: set[bytes] = set()
     index = 3
     while index < len(args):
@@ -289,6 +260,13 @@ def _parse_put_options(args: list[bytes]) -> Put:
             expire_s = parse_seconds(value, "EXPIRE")
         elif key == b"THEN":
             then_done = parse_then(value)
+        elif key == b"KEY":
+            if value != b"*":
+                if value[:1] == b"_":
+                    raise bad_request("a producer's key may not start with _")
+                job_key = pj.parse_job_key(value)
+        elif key == b"TTL":
+            ttl_s = parse_seconds(value, "TTL")
         else:
             delay_s = parse_seconds(value, "DELAY")
     if item is not None and new_item:
@@ -299,7 +277,8 @@ def _parse_put_options(args: list[bytes]) -> Put:
         raise bad_request("EXPIRE in PUT needs WAIT")
     if then_done is not None and expire_s is None:
         raise bad_request("THEN without EXPIRE")
-    return Put(queue, priority, item, new_item, wait_queue, expire_s, then_done, delay_s)
+    return Put(queue, priority, item, new_item, wait_queue, expire_s, then_done, delay_s, job_key,
+               b"KEY" in seen, ttl_s)
 
 
 def _parse_put(args: list[bytes]) -> Parsed:
@@ -343,6 +322,11 @@ def _parse_peer(args: list[bytes]) -> tuple[int, str, int] | None:
     return server_id, args[1].decode("ascii", "replace"), int(args[2])
 
 
+def _with_block(parse: Callable[[list[bytes]], tuple[Command, int]], rest: list[bytes]) -> Parsed:
+    command, data_len = parse(rest)
+    return Parsed(command, data_len)
+
+
 def _parse_sync(args: list[bytes]) -> Parsed:
     if not args:
         raise bad_request("SYNC needs a command")
@@ -352,7 +336,7 @@ def _parse_sync(args: list[bytes]) -> Parsed:
             raise bad_request("SYNC PUT <q> <p> <len> expected")
         data_len = parse_length(rest[2])
         try:
-            return Parsed(_parse_sync_put(rest), data_len)
+            return Parsed(_parse_sync_put(rest, data_len), data_len)
         except ProtocolError as error:
             return Parsed(None, data_len, error)
     if verb == b"GET":
@@ -367,76 +351,140 @@ def _parse_sync(args: list[bytes]) -> Parsed:
         return Parsed(SyncLater(parse_ids(rest), until))
     if verb == b"WAKE" and len(rest) == 1:
         return Parsed(SyncWake(parse_unix_time(rest[0])))
-    if verb == b"IDS" and len(rest) == 2:
-        return Parsed(SyncIds(parse_id(rest[0]), parse_id(rest[1])))
+    if verb == b"IDS" and len(rest) in (2, 3):
+        return Parsed(SyncIds(*(parse_id(raw) for raw in rest)))
+    if verb == b"FAIL":
+        return _with_block(pj.parse_sync_fail, rest)
+    if verb == b"TOUCH":
+        return Parsed(pj.parse_sync_touch(rest))
+    if verb in (b"RETRY", b"DELETE", b"DROP", b"TTL"):
+        return Parsed(pj.parse_sync_keyed(verb, rest))
+    if verb == b"DEAD":
+        return _with_block(pj.parse_sync_dead, rest)
     raise bad_request("unknown SYNC command")
 
 
-def _parse_sync_put(rest: list[bytes]) -> SyncPut:
-    """As PUT (IS / NEW / DELAY), plus UNTIL <unix time>; a replica never waits (no WAIT)."""
-    new_item = NEW_KEYWORD in rest[3:]
-    options = [arg for arg in rest[3:] if arg != NEW_KEYWORD]
-    if new_item and len(options) != len(rest) - 4:
-        raise bad_request("NEW given twice")
-    values = _keyword_values(options, frozenset((b"IS", b"UNTIL", b"DELAY")))
+_SYNC_PUT_FLAGS = frozenset((NEW_KEYWORD, b"SOLO", b"FAILED"))
+_SYNC_PUT_VALUES = frozenset((b"IS", b"UNTIL", b"DELAY", b"KEY", b"ATTEMPTS", b"ERROR", b"AT", b"TTL"))
+
+
+def _parse_sync_put(rest: list[bytes], data_len: int) -> SyncPut:
+    """As PUT (IS / NEW / DELAY), plus UNTIL <unix time>, KEY, ATTEMPTS, ERROR <len> [AT <t>],
+    SOLO, FAILED; a replica never waits (no WAIT)."""
+    options = [arg for arg in rest[3:] if arg not in _SYNC_PUT_FLAGS]
+    flags = [arg for arg in rest[3:] if arg in _SYNC_PUT_FLAGS]
+    if len(set(flags)) != len(flags):
+        raise bad_request("a flag given twice")
+    new_item = NEW_KEYWORD in flags
+    values = _keyword_values(options, _SYNC_PUT_VALUES)
     item = parse_name(values[b"IS"], "item name") if b"IS" in values else None
     if item is not None and new_item:
         raise bad_request("IS and NEW together")
     until = parse_unix_time(values[b"UNTIL"]) if b"UNTIL" in values else None
     delay_s = parse_seconds(values[b"DELAY"], "DELAY") if b"DELAY" in values else None
-    return SyncPut(parse_name(rest[0]), parse_priority(rest[1]), item, until, delay_s, new_item)
+    error_len = parse_length(values[b"ERROR"]) if b"ERROR" in values else -1
+    if error_len > data_len:
+        raise bad_request("ERROR longer than the block")
+    return SyncPut(
+        parse_name(rest[0]), parse_priority(rest[1]), item, until, delay_s, new_item,
+        pj.parse_job_key(values[b"KEY"]) if b"KEY" in values else None,
+        parse_uint(values[b"ATTEMPTS"], "ATTEMPTS") if b"ATTEMPTS" in values else 0,
+        error_len, parse_unix_time(values[b"AT"]) if b"AT" in values else None,
+        b"SOLO" in flags, b"FAILED" in flags,
+        ttl_at=parse_unix_time(values[b"TTL"]) if b"TTL" in values else None,
+    )
 
 
 def _parse_sync_get(rest: list[bytes]) -> SyncGet:
     last = bool(rest) and rest[0] == b"LAST"
     if last:
         rest = rest[1:]
+    managed = rest[-1:] == [b"MANAGED"]
+    if managed:
+        rest = rest[:-1]
     if len(rest) < 3:
         raise bad_request("SYNC GET [LAST] <q> <id> <p> expected")
     values = _keyword_values(rest[3:], frozenset((b"UNTIL", b"THEN")))
     until = parse_unix_time(values[b"UNTIL"]) if b"UNTIL" in values else None
     then_done = parse_then(values[b"THEN"]) if b"THEN" in values else None
-    return SyncGet(parse_name(rest[0]), parse_id(rest[1]), parse_priority(rest[2]), last, until, then_done)
+    return SyncGet(parse_name(rest[0]), parse_id(rest[1]), parse_priority(rest[2]), last, until,
+                   then_done, managed)
+
+
+def _parse_fail(args: list[bytes]) -> Parsed:
+    command, data_len, error = pj.parse_fail(args)
+    return Parsed(command, data_len, error)
+
+
+def _parse_runlist(name: bytes, args: list[bytes]) -> Parsed:
+    if args and args != [b"DATA"]:
+        raise bad_request("RUNLIST takes only DATA")
+    return Parsed(Simple(name, flag=bool(args)))
+
+
+def _parse_clone(args: list[bytes]) -> Parsed:
+    if len(args) != 1:
+        raise bad_request("CLONE <len> expected")
+    return Parsed(Clone(), parse_length(args[0]))
+
+
+def _parse_auth(args: list[bytes]) -> Parsed:
+    if len(args) != 1:
+        raise bad_request("AUTH <token> expected")
+    return Parsed(Auth(args[0]))
+
+
+def _no_args(name: bytes) -> Callable[[list[bytes]], Parsed]:
+    return lambda args: Parsed(_parse_no_args(name, args))
+
+
+def _optional_queue(name: bytes) -> Callable[[list[bytes]], Parsed]:
+    return lambda args: Parsed(_parse_optional_queue(name, args))
+
+
+def _link(name: bytes) -> Callable[[list[bytes]], Parsed]:
+    return lambda args: Parsed(Link(name, _parse_peer(args)))
+
+
+# The command word -> its parser: one table, the hot commands first (dict order is only
+# for the reader; lookups are O(1)).
+_PARSERS: dict[bytes, Callable[[list[bytes]], Parsed]] = {
+    b"PUT": _parse_put,
+    b"GET": lambda args: Parsed(_parse_get(GetMode.NOW, args)),
+    b"DONE": lambda args: Parsed(Done(parse_ids(args))),
+    b"GETB": lambda args: Parsed(_parse_get(GetMode.BLOCK, args)),
+    b"LATER": lambda args: Parsed(_parse_later(args)),
+    b"GETBE": lambda args: Parsed(_parse_get(GetMode.UNTIL_IDLE, args)),
+    b"SYNC": _parse_sync,
+    b"FAIL": _parse_fail,
+    b"TOUCH": lambda args: Parsed(pj.parse_touch(args)),
+    b"JOB": lambda args: Parsed(pj.parse_job(args)),
+    b"JOBS": lambda args: Parsed(pj.parse_jobs(args)),
+    b"RETRY": lambda args: Parsed(pj.parse_retry(args)),
+    b"DELETE": lambda args: Parsed(pj.parse_delete(args)),
+    b"TOTAL": _optional_queue(b"TOTAL"),
+    b"STATS": _optional_queue(b"STATS"),
+    b"RUNLIST": lambda args: _parse_runlist(b"RUNLIST", args),
+    **{name: _no_args(name) for name in (b"OFFLINE", b"ONLINE", b"QUIT", b"SHUTDOWN", b"PING")},
+    b"SNAPSHOT": _link(b"SNAPSHOT"),
+    b"INTERCONNECT": _link(b"INTERCONNECT"),
+    b"CLONE": _parse_clone,
+    b"AUTH": _parse_auth,
+}
 
 
 def parse_line(line: bytes) -> Parsed:
     """Parse one request line (without its terminator). Raises ProtocolError."""
     args = line.split()
     name = args[0]
-    args = args[1:]
-    if name == b"PUT":
-        return _parse_put(args)
-    if name == b"GET":
-        return Parsed(_parse_get(GetMode.NOW, args))
+    if name == b"GET":  # the two hot ones without the table's extra call
+        return Parsed(_parse_get(GetMode.NOW, args[1:]))
     if name == b"DONE":
-        return Parsed(Done(parse_ids(args)))
-    if name == b"GETB":
-        return Parsed(_parse_get(GetMode.BLOCK, args))
-    if name == b"LATER":
-        return Parsed(_parse_later(args))
-    if name == b"GETBE":
-        return Parsed(_parse_get(GetMode.UNTIL_IDLE, args))
-    if name == b"SYNC":
-        return _parse_sync(args)
-    if name in (b"TOTAL", b"STATS"):
-        return Parsed(_parse_optional_queue(name, args))
-    if name == b"RUNLIST":
-        if args and args != [b"DATA"]:
-            raise bad_request("RUNLIST takes only DATA")
-        return Parsed(Simple(name, flag=bool(args)))
-    if name in (b"OFFLINE", b"ONLINE", b"QUIT", b"SHUTDOWN", b"PING"):
-        return Parsed(_parse_no_args(name, args))
-    if name in (b"SNAPSHOT", b"INTERCONNECT"):
-        return Parsed(Link(name, _parse_peer(args)))
-    if name == b"CLONE":
-        if len(args) != 1:
-            raise bad_request("CLONE <len> expected")
-        return Parsed(Clone(), parse_length(args[0]))
-    if name == b"AUTH":
-        if len(args) != 1:
-            raise bad_request("AUTH <token> expected")
-        return Parsed(Auth(args[0]))
-    raise UNKNOWN_COMMAND
+        return Parsed(Done(parse_ids(args[1:])))
+    parse = _PARSERS.get(name)
+    if parse is None:
+        raise UNKNOWN_COMMAND
+    return parse(args[1:])
 
 
 def data_length_of(line: bytes) -> int:

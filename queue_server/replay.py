@@ -1,21 +1,26 @@
 """Reading SYNC records from bytes and applying them to a store (log, snapshot, replication)."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from queue_server import protocol
+from queue_server import protocol_jobs as pj
 from queue_server.errors import ProtocolError, SnapshotError
+from queue_server.keyed import JobMeta, Meta
 from queue_server.responses import OK, done_reply, item_reply, later_reply
 from queue_server.store import Store
 
 SyncCommand = (
     protocol.SyncPut | protocol.SyncGet | protocol.SyncDone | protocol.SyncLater
     | protocol.SyncWake | protocol.SyncIds
+    | pj.SyncFail | pj.SyncTouch | pj.SyncKeyed | pj.SyncDead
 )
 SYNC_TYPES = (
     protocol.SyncPut, protocol.SyncGet, protocol.SyncDone, protocol.SyncLater,
-    protocol.SyncWake, protocol.SyncIds,
+    protocol.SyncWake, protocol.SyncIds, pj.SyncFail, pj.SyncTouch, pj.SyncKeyed, pj.SyncDead,
 )
+_NOT_FOUND = b"404 Job Not Found\r\n"
 
 
 def iter_records(buffer: bytes | memoryview) -> Iterator[SyncCommand]:
@@ -67,35 +72,98 @@ def _parse_record(view: bytes, position: int) -> tuple[SyncCommand | None, int]:
     if parsed.data_len >= 0:
         if after + parsed.data_len > len(view):
             return None, position
-        assert isinstance(command, protocol.SyncPut)
+        assert isinstance(command, (protocol.SyncPut, pj.SyncFail, pj.SyncDead))
         command.data = view[after:after + parsed.data_len]
         after += parsed.data_len
     return command, after
 
 
+def _split_error(data: bytes, error_len: int) -> tuple[bytes, str | None]:
+    """A record's block: the job's data, then `error_len` bytes of its last error (-1: none)."""
+    if error_len < 0:
+        return data, None
+    cut = len(data) - error_len
+    return data[:cut], data[cut:].decode("utf-8", "replace")
+
+
+def _put(store: Store, command: protocol.SyncPut, now: float) -> bytes:
+    data, error = _split_error(command.data, command.error_len)
+    meta: Meta = command.attempts
+    if error is not None or command.solo or command.retry_wait:
+        meta = JobMeta(command.attempts, error, command.failed_at, command.solo, command.retry_wait)
+    if command.until is not None:
+        store.put(command.queue, command.priority, data, command.item, now,
+                  until=command.until, replaying=True, key=command.key, meta=meta,
+                  ttl_at=command.ttl_at)
+        return OK
+    until = now + command.delay_s if command.delay_s is not None else None
+    item = store.new_item_name() if command.new_item else command.item
+    store.put(command.queue, command.priority, data, item, now, until=until, key=command.key, meta=meta,
+              ttl_at=command.ttl_at)
+    return item_reply(OK, item) if command.new_item else OK  # type: ignore[arg-type]
+
+
+def _keyed(store: Store, command: pj.SyncKeyed, now: float) -> bytes:
+    if command.verb == b"RETRY":
+        store.retry(command.queue, command.keys, now)
+    elif command.verb == b"DELETE":
+        store.delete(command.queue, command.keys)
+    elif command.verb == b"TTL":
+        store.drop_ttl(command.queue, command.keys)
+    else:
+        store.drop(command.queue, command.keys)
+    return OK
+
+
+def _get(store: Store, command: protocol.SyncGet, now: float) -> bytes:
+    found = store.sync_get(command.queue, command.job_id, command.priority, now, last=command.last,
+                           until=command.until, then_done=command.then_done, managed=command.managed)
+    return OK if found else b"404 Queue Empty\r\n"
+
+
+def _done(store: Store, command: protocol.SyncDone, now: float) -> bytes:
+    return done_reply(store.done(command.ids))
+
+
+def _later(store: Store, command: protocol.SyncLater, now: float) -> bytes:
+    return later_reply(store.later(command.ids, now, command.until, replaying=True))
+
+
+def _wake(store: Store, command: protocol.SyncWake, now: float) -> bytes:
+    store.wake(command.until, now)
+    return OK
+
+
+def _ids(store: Store, command: protocol.SyncIds, now: float) -> bytes:
+    store.set_counters(command.next_id, command.next_item, command.next_key)
+    return OK
+
+
+def _fail(store: Store, command: pj.SyncFail, now: float) -> bytes:
+    found = store.fail(command.job_id, command.data, command.at, solo=command.solo,
+                       dead=command.until is None, until=command.until, replaying=True)
+    return _NOT_FOUND if found is False else OK
+
+
+def _touch(store: Store, command: pj.SyncTouch, now: float) -> bytes:
+    return OK if store.sync_touch(command.job_id, command.until) else _NOT_FOUND
+
+
+def _dead(store: Store, command: pj.SyncDead, now: float) -> bytes:
+    data, error = _split_error(command.data, command.error_len)
+    store.bury_record(command.queue, command.priority, data, command.item, command.key,
+                      command.attempts, error, command.failed_at, command.died_at)
+    return OK
+
+
+# A SYNC record's type -> how it applies to a store (the log, snapshots, replicas).
+_APPLY: dict[type, Callable[[Store, Any, float], bytes]] = {
+    protocol.SyncPut: _put, protocol.SyncGet: _get, protocol.SyncDone: _done,
+    protocol.SyncLater: _later, protocol.SyncWake: _wake, protocol.SyncIds: _ids,
+    pj.SyncFail: _fail, pj.SyncTouch: _touch, pj.SyncKeyed: _keyed, pj.SyncDead: _dead,
+}
+
+
 def apply(store: Store, command: SyncCommand, now: float) -> bytes:
     """Apply one SYNC command; returns its reply (without CRLF framing for multi-line)."""
-    if isinstance(command, protocol.SyncPut):
-        if command.until is not None:
-            store.put(command.queue, command.priority, command.data, command.item, now,
-                      until=command.until, replaying=True)
-        else:
-            until = now + command.delay_s if command.delay_s is not None else None
-            item = store.new_item_name() if command.new_item else command.item
-            store.put(command.queue, command.priority, command.data, item, now, until=until)
-            if command.new_item:
-                return item_reply(OK, item)  # type: ignore[arg-type]
-        return OK
-    if isinstance(command, protocol.SyncGet):
-        found = store.sync_get(command.queue, command.job_id, command.priority, now,
-                               last=command.last, until=command.until, then_done=command.then_done)
-        return OK if found else b"404 Queue Empty\r\n"
-    if isinstance(command, protocol.SyncDone):
-        return done_reply(store.done(command.ids))
-    if isinstance(command, protocol.SyncLater):
-        return later_reply(store.later(command.ids, now, command.until, replaying=True))
-    if isinstance(command, protocol.SyncWake):
-        store.wake(command.until, now)
-        return OK
-    store.set_counters(command.next_id, command.next_item)
-    return OK
+    return _APPLY[type(command)](store, command, now)

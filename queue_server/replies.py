@@ -37,6 +37,8 @@ class Job:
     priority: int
     data: bytes
     item: str | None = None
+    key: str | None = None  # the job's stable key (GET ... KEYS), kept across hand-outs
+    attempt: int | None = None  # this hand-out's number, 1 on the first run (GET ... KEYS)
 
     def json(self) -> Any:
         return json.loads(self.data)
@@ -79,6 +81,15 @@ class QueueStats:
     expired: int
     by_priority: dict[int, int]
     oldest_ready_age_s: float | None
+    # Issue 9 (PROTOCOL.md Part B); 0 from a server that does not report them.
+    failed: int = 0  # waiting for a retry (also counted in delayed)
+    dead: int = 0
+    failed_total: int = 0  # counters since the server started
+    dead_total: int = 0
+    dead_dropped: int = 0
+    retried: int = 0
+    deleted: int = 0
+    ttl_expired: int = 0  # PUT ... TTL jobs deleted, not handed out in time
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,18 +232,26 @@ def parse_wait_ack(buf: Buffer, pos: int) -> Parsed[str | None]:
 
 
 def _job_block(header: bytes, buf: Buffer, end: int) -> tuple[Job, int] | None:
-    """A job from `<q> <id> <prio> <len>[ IS <item>]` and its data block starting at `end`."""
+    """A job from `<q> <id> <prio> <len>[ IS <item>][ KEY <key> ATTEMPT <n>]` and its data
+    block starting at `end`."""
     parts = header.split(b" ")
-    if len(parts) == 4:
+    size = len(parts)
+    key = attempt = None
+    if size >= 8 and parts[-4] == b"KEY" and parts[-2] == b"ATTEMPT":  # GET ... KEYS
+        key = parts[-3].decode("ascii")
+        attempt = int(parts[-1])
+        size -= 4
+    if size == 4:
         item = None
-    elif len(parts) == 6 and parts[4] == b"IS":
+    elif size == 6 and parts[4] == b"IS":
         item = parts[5].decode("ascii")
     else:
         raise BadReply(f"bad job header: {header[:200]!r}")
     data_end = end + int(parts[3])  # inline, not _take_block: once per job handed out
     if len(buf) < data_end:
         return None
-    job = Job(parts[0].decode("ascii"), int(parts[1]), int(parts[2]), bytes(buf[end:data_end]), item)
+    job = Job(parts[0].decode("ascii"), int(parts[1]), int(parts[2]), bytes(buf[end:data_end]), item,
+              key, attempt)
     return job, data_end
 
 
@@ -401,6 +420,10 @@ def _sized_block(buf: Buffer, pos: int, what: str) -> tuple[bytes, int] | None:
     return _take_block(buf, end, int(fields[0]))
 
 
+_KEYED_STATS = ("failed", "dead", "failed_total", "dead_total", "dead_dropped", "retried", "deleted",
+                "ttl_expired")
+
+
 def queue_stats(queue: str, entry: dict[str, Any]) -> QueueStats:
     """One STATS entry; keys the client does not know are ignored."""
     age = entry.get("oldest_ready_age_s")
@@ -415,6 +438,7 @@ def queue_stats(queue: str, entry: dict[str, Any]) -> QueueStats:
         expired=int(entry["expired"]),
         by_priority={int(p): int(n) for p, n in entry.get("by_priority", {}).items()},
         oldest_ready_age_s=None if age is None else float(age),
+        **{name: int(entry.get(name, 0)) for name in _KEYED_STATS},
     )
 
 

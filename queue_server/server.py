@@ -4,15 +4,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from queue_server import control, replay, responses, snapshot
+from queue_server import control, job_commands, replay, responses, snapshot
 from queue_server import protocol as p
+from queue_server import protocol_jobs as pj
 from queue_server.cohort import Cohort
 from queue_server.connection import Connection
 from queue_server.follower import Follower
 from queue_server.persistence import DataDir, FsyncPolicy
+from queue_server.retry import QueuePolicy
 from queue_server.store import Store
 from queue_server.waiters import Waiter, Waiters
 
@@ -22,6 +27,7 @@ log = logging.getLogger("slotmap.queue_server")
 MAX_CLONE_BYTES = 64 * 1024 * 1024 * 1024
 EVERYSEC_S = 1.0
 HOUSEKEEPING_S = 0.5
+TIMER_RETRY_S = 1.0  # an expiry timer that failed fires again after this
 
 
 @dataclass(frozen=True)
@@ -35,11 +41,18 @@ class ServerSettings:
     max_job_bytes: int = 1024 * 1024
     snapshot_log_bytes: int = 256 * 1024 * 1024
     lock_timeouts_s: tuple[tuple[str, float], ...] = ()
+    # Per queue: retry curve, max_attempts and dead bounds ([queues.<q>]; others: defaults).
+    policies: tuple[tuple[str, QueuePolicy], ...] = ()
     server_id: int = 1
     replica_of: tuple[str, int] | None = None  # follow this primary (queue_server/follower.py)
     replica_backlog_bytes: int = 256 * 1024 * 1024  # unread stream that cuts a replica off
     promote_after_s: float = 5.0
     join: tuple[tuple[str, int], ...] = ()  # peers asked at start (queue_server/join.py)
+    # The door's bounds (queue_server/connection.py; README "Limits"):
+    max_clients: int = 10000
+    idle_timeout_s: float = 0.0  # 0: idle connections are never closed
+    output_soft_limit_bytes: int = 1024 * 1024  # unsent replies past this: stop reading
+    output_hard_limit_bytes: int = 1024 * 1024 * 1024  # unsent replies past this: disconnect
 
 
 class QueueServer:
@@ -53,6 +66,9 @@ class QueueServer:
         self.connections: set[Connection] = set()
         self.links: set[Connection] = set()  # replication links: SYNC records streamed to them
         self.offline = False
+        # A following replica fires no timer of its own: the primary's SYNC records are its
+        # only changes (its jittered retries, renewed locks), so the two never drift apart.
+        self.following = False
         self._dirty: list[Connection] = []
         self._durable_replies = settings.fsync == "always"
         self.cohort = Cohort() if self._durable_replies else None
@@ -66,7 +82,8 @@ class QueueServer:
 
     def _new_store(self) -> Store:
         return Store(expire_done_default=self.settings.expire_done_default,
-                     lock_timeouts_s=dict(self.settings.lock_timeouts_s))
+                     lock_timeouts_s=dict(self.settings.lock_timeouts_s),
+                     policies=dict(self.settings.policies))
 
     # ------------------------------------------------------------ lifecycle
 
@@ -84,13 +101,19 @@ class QueueServer:
         self.store = store
         self.data_dir.start(store)
 
-    async def serve(self) -> None:
+    async def serve(self, listeners: Sequence[socket.socket] = ()) -> None:
+        """Serve until shutdown, on `listeners` (bound by the caller before the data directory
+        was opened: queue_server/listen.py) or else on settings.host:port."""
         loop = self._loop = asyncio.get_running_loop()
         self._stopped = loop.create_future()
-        server = await loop.create_server(
-            lambda: Connection(self), self.settings.host, self.settings.port,
-            reuse_address=True, backlog=1024,
-        )
+        if listeners:
+            servers = [await loop.create_server(lambda: Connection(self), sock=sock)
+                       for sock in listeners]
+        else:
+            servers = [await loop.create_server(
+                lambda: Connection(self), self.settings.host, self.settings.port,
+                reuse_address=True, backlog=1024,
+            )]
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.shutdown)
         self._schedule_housekeeping()
@@ -99,6 +122,7 @@ class QueueServer:
         following = None
         if self.settings.replica_of is not None:
             self.offline = True  # queue commands go to the primary while it lives
+            self.following = True
             following = loop.create_task(Follower(self, self.settings.replica_of,
                                                   self.settings.promote_after_s).run())
         try:
@@ -106,7 +130,8 @@ class QueueServer:
         finally:
             if following is not None:
                 following.cancel()
-            server.close()
+            for server in servers:
+                server.close()
             if self.log_error is None:
                 self._final_flush()
             for conn in list(self.connections):
@@ -123,7 +148,11 @@ class QueueServer:
     def promote(self) -> None:
         """A replica whose primary is gone: serve as the primary from now on."""
         self.offline = False
+        self.following = False
         log.warning("server %d is the primary now (online)", self.settings.server_id)
+        # Every deadline the primary left (running jobs' locks, delayed jobs) is ours now.
+        self.fire_timers_if_due()
+        self._arm_timer()
 
     def _final_flush(self) -> None:
         """On the way out: everything written and synced, every held reply sent."""
@@ -153,20 +182,71 @@ class QueueServer:
         self._loop.call_later(HOUSEKEEPING_S, self._housekeeping)
 
     def _housekeeping(self) -> None:
+        """Every HOUSEKEEPING_S: the everysec sync, reaping the snapshot child, a snapshot the
+        log has outgrown, idle clients. It always comes back: a failing step is logged with
+        its traceback and tried again next time, so durability cannot switch itself off
+        (the log failing stops the server, as in _flush)."""
         if self.log_error is not None:
             return
+        try:
+            for step in self._housekeeping_steps():
+                if self.log_error is not None:
+                    return
+                try:
+                    step()
+                except Exception:
+                    log.exception("housekeeping: %s failed; tried again in %.1f s",
+                                  step.__name__.strip("_"), HOUSEKEEPING_S)
+        finally:
+            if self.log_error is None:
+                self._schedule_housekeeping()
+
+    def _housekeeping_steps(self) -> list[Callable[[], None]]:
+        steps: list[Callable[[], None]] = []
         if self.settings.fsync == "everysec":
-            try:
-                self.data_dir.sync_if_needed()
-            except OSError as error:
-                self._log_failed(error)
-                return
-        self.data_dir.reap_snapshot()
+            steps.append(self._sync_everysec)
+        steps += [self.data_dir.reap_snapshot, self._snapshot_if_due]
+        if self.settings.idle_timeout_s:
+            steps.append(self._close_idle)
+        return steps
+
+    def _sync_everysec(self) -> None:
+        try:
+            self.data_dir.sync_if_needed()
+        except OSError as error:
+            self._log_failed(error)
+
+    def _snapshot_if_due(self) -> None:
         if self.data_dir.wants_snapshot():  # the log outgrew its bound while a snapshot ran
-            if not self._flush_records():
-                return
+            if self._flush_records():
+                self.start_snapshot()
+
+    def start_snapshot(self) -> None:
+        """Fork a snapshot; the log goes on in a new file. One that cannot start (no
+        process, memory or descriptor to spare) is logged by the data directory and tried
+        again later; a log that cannot be synced or closed stops the server."""
+        try:
             self.data_dir.snapshot_in_background(self.store)
-        self._schedule_housekeeping()
+        except OSError as error:
+            self._log_failed(error)
+
+    def _close_idle(self) -> None:
+        """Close connections that sent nothing for idle_timeout_s (to within HOUSEKEEPING_S).
+        A client blocked in a wait and a replication link are never idle."""
+        now = time.monotonic()
+        timeout_s = self.settings.idle_timeout_s
+        closed = 0
+        for conn in list(self.connections):
+            if conn.active or conn.waiter is not None or conn.is_replication_link:
+                conn.active = False
+                conn.idle_since = now
+            elif now - conn.idle_since >= timeout_s and conn.transport is not None:
+                conn.closing = True
+                conn.transport.close()
+                closed += 1
+        if closed:
+            log.info("closed %d connection(s) that sent nothing for %.1f s (idle_timeout_s)",
+                     closed, timeout_s)
 
     # ------------------------------------------------------------ output and group commit
 
@@ -235,7 +315,7 @@ class QueueServer:
             if cohort is not None:
                 cohort.answered(dirty, time.perf_counter())
         if self.data_dir.wants_snapshot():
-            self.data_dir.snapshot_in_background(self.store)
+            self.start_snapshot()
         self._arm_timer()
 
     def _stream_to_links(self, stream: bytes) -> None:
@@ -260,12 +340,22 @@ class QueueServer:
         store = self.store
         if store.woken or store.idled:
             self._settle()
+        if store.dropped:
+            self._log_dropped()
         if self.links:
             self._replicated.extend(store.records[first_record:])
+
+    def _log_dropped(self) -> None:
+        dropped, self.store.dropped = self.store.dropped, []
+        for queue, count, why in dropped:
+            log.warning("queue %s: %d dead job(s) dropped, %s (STATS dead_dropped counts them)",
+                        queue, count, why)
 
     # ------------------------------------------------------------ timers: expiry and delays
 
     def _arm_timer(self) -> None:
+        if self.following:
+            return
         deadline = self.store.next_deadline()
         if deadline is None or (self._timer_at is not None and self._timer_at <= deadline):
             return
@@ -278,10 +368,19 @@ class QueueServer:
     def _on_timer(self) -> None:
         self._timer = None
         self._timer_at = None
-        self.fire_timers_if_due()
+        try:
+            self.fire_timers_if_due()
+        except Exception:
+            # Expiry must not stop for good: fire again soon (not at once, which would spin).
+            log.exception("expiry timer failed; fired again in %.1f s", TIMER_RETRY_S)
+            loop = asyncio.get_running_loop()
+            self._timer_at = time.time() + TIMER_RETRY_S
+            self._timer = loop.call_later(TIMER_RETRY_S, self._on_timer)
         self._request_flush()
 
     def fire_timers_if_due(self) -> None:
+        if self.following:
+            return
         deadline = self.store.next_deadline()
         if deadline is not None and deadline <= time.time():
             first = len(self.store.records)
@@ -299,30 +398,31 @@ class QueueServer:
             conn.write(parsed.error.reply + b"\r\n")
             return
         command = parsed.command
-        assert isinstance(command, (p.Put, p.SyncPut, p.Clone))
+        assert isinstance(command, (p.Put, p.SyncPut, p.Clone, pj.Fail, pj.SyncFail, pj.SyncDead))
         command.data = data
         self.execute(conn, command)
 
     def execute(self, conn: Connection, command: p.Command) -> None:
-        first = len(self.store.records)
+        """Run one command through the command table (COMMANDS, below the class)."""
+        store = self.store
+        first = len(store.records)
         kind = type(command)
-        if kind is p.Put:
-            self._put(conn, command)  # type: ignore[arg-type]
-        elif kind is p.Get:
-            self._get(conn, command)  # type: ignore[arg-type]
-        elif kind is p.Done:
-            if self.offline:
-                conn.write(responses.OFFLINE)
-            else:
-                conn.write(responses.done_reply(self.store.done(command.ids)))  # type: ignore[union-attr]
-        elif kind is p.Later:
-            self._later(conn, command)  # type: ignore[arg-type]
-        elif isinstance(command, replay.SYNC_TYPES):
-            conn.write(replay.apply(self.store, command, time.time()))
-            first = len(self.store.records)  # never replicated onward
+        if kind is p.Done and not self.offline:  # the hot one without the table's extra call
+            conn.write(responses.done_reply(store.done(command.ids)))  # type: ignore[attr-defined]
         else:
-            control.execute(self, conn, command)
+            COMMANDS.get(kind, _control)(self, conn, command)
+            if kind in _SYNC_TYPES:
+                first = len(self.store.records)  # a SYNC record is never replicated onward
         self._after_change(first)
+
+    def _sync(self, conn: Connection, command: replay.SyncCommand) -> None:
+        conn.write(replay.apply(self.store, command, time.time()))
+
+    def _done(self, conn: Connection, command: p.Done) -> None:
+        if self.offline:
+            conn.write(responses.OFFLINE)
+        else:
+            conn.write(responses.done_reply(self.store.done(command.ids)))
 
     def put_plain(self, conn: Connection, queue: str, priority: int, data: bytes) -> None:
         """`PUT q p len` without options: the hot path, same effects as `_put`."""
@@ -341,17 +441,27 @@ class QueueServer:
             return
         store = self.store
         now = time.time()
+        if command.key is not None:  # a unique job: a live job with this key means no new job
+            existing = store.state_of(command.key)
+            if existing is not None and existing != "dead":
+                conn.write(responses.key_reply(responses.OK, command.key, existing))
+                return
         item = store.new_item_name() if command.new_item else command.item
         until = now + command.delay_s if command.delay_s else None
-        ready = store.put(command.queue, command.priority, command.data, item, now, until=until)
-        if ready and item is not None:
+        ttl_at = None if command.ttl_s is None else (until or now) + command.ttl_s
+        key = store.put(command.queue, command.priority, command.data, item, now, until=until,
+                        key=command.key, ttl_at=ttl_at)
+        if until is None and item is not None:
             self._deliver_output(command.queue, command.priority, item, now)
         if command.wait_queue is None:
-            conn.write(responses.OK if not command.new_item else responses.item_reply(responses.OK, item))  # type: ignore[arg-type]
+            reply = responses.OK if not command.new_item else responses.item_reply(responses.OK, item)  # type: ignore[arg-type]
+            conn.write(responses.key_reply(reply, key) if command.keyed else reply)
             return
         assert item is not None
         reply = responses.WAIT_FOR_OUTPUT
-        conn.write(responses.item_reply(reply, item) if command.new_item else reply)
+        if command.new_item:
+            reply = responses.item_reply(reply, item)
+        conn.write(responses.key_reply(reply, key) if command.keyed else reply)
         waiter = self.waiters.add_output(conn, command.wait_queue, item, command.expire_s, command.then_done)
         conn.block(waiter)
 
@@ -370,10 +480,11 @@ class QueueServer:
             conn.write(responses.OFFLINE)
             return
         store = self.store
-        jobs = store.take(command.queues, command.count or 1, time.time(), command.expire_s, command.then_done)
+        jobs = store.take(command.queues, command.count or 1, time.time(), command.expire_s,
+                          command.then_done, command.keys)
         if jobs:
-            conn.write_parts(responses.job_reply(jobs[0]) if command.count is None
-                             else responses.batch_reply(jobs))
+            conn.write_parts(responses.job_reply(jobs[0], command.keys) if command.count is None
+                             else responses.batch_reply(jobs, command.keys))
             return
         if command.mode is p.GetMode.NOW or (
             command.mode is p.GetMode.UNTIL_IDLE and not store.has_running(command.queues)
@@ -418,9 +529,9 @@ class QueueServer:
                     self.waiters.remove(waiter)
                     continue
                 get = waiter.get
-                jobs = store.take(get.queues, get.count or 1, now, get.expire_s, get.then_done)
-                self.answer(waiter, responses.job_reply(jobs[0]) if get.count is None
-                             else responses.batch_reply(jobs))
+                jobs = store.take(get.queues, get.count or 1, now, get.expire_s, get.then_done, get.keys)
+                self.answer(waiter, responses.job_reply(jobs[0], get.keys) if get.count is None
+                             else responses.batch_reply(jobs, get.keys))
         for state in idled:
             for waiter in self.waiters.until_idle_for(state.name):
                 assert waiter.get is not None
@@ -436,6 +547,7 @@ class QueueServer:
         store = snapshot.decode(
             blob, time.time(), expire_done_default=self.settings.expire_done_default,
             lock_timeouts_s=dict(self.settings.lock_timeouts_s), rng=self.store.rng,
+            policies=dict(self.settings.policies),
         )
         if not self._flush_records():
             return False
@@ -467,3 +579,25 @@ class QueueServer:
             return False
         return True
 
+
+def _control(server: QueueServer, conn: Connection, command: p.Command) -> None:
+    control.execute(server, conn, command)
+
+
+Handler = Callable[[QueueServer, Connection, Any], None]
+# The command table: a command object's type -> what runs it. Control commands (TOTAL,
+# STATS, AUTH, SNAPSHOT, ...) fall through to control.execute.
+COMMANDS: dict[type, Handler] = {
+    p.Put: QueueServer._put,
+    p.Get: QueueServer._get,
+    p.Done: QueueServer._done,
+    p.Later: QueueServer._later,
+    pj.Fail: job_commands.fail,
+    pj.Touch: job_commands.touch,
+    pj.JobLookup: job_commands.job,
+    pj.JobsList: job_commands.jobs,
+    pj.Retry: job_commands.retry,
+    pj.Delete: job_commands.delete,
+    **{kind: QueueServer._sync for kind in replay.SYNC_TYPES},
+}
+_SYNC_TYPES = frozenset(replay.SYNC_TYPES)

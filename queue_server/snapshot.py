@@ -1,39 +1,55 @@
 """Snapshots: the whole state as SYNC records between a versioned header and a checked trailer.
 
-Format, version 1 (what SNAPSHOT sends, CLONE takes and the data directory keeps):
+Format, version 2 (what SNAPSHOT sends, CLONE takes and the data directory keeps):
 
-    SLOTMAP-SNAPSHOT 1\r\n
-    SYNC IDS <next id> <next item number>\r\n
-    SYNC PUT <q> <p> <len>[ IS <item>][ UNTIL <unix>]\r\n<data>     (ready jobs, FIFO order;
-                                                                     delayed ones with UNTIL)
-    SYNC PUT ...\r\n<data> SYNC GET LAST <q> <id> <p>[ UNTIL <unix> THEN DONE|LATER]\r\n
-                                                                    (each running job)
+    SLOTMAP-SNAPSHOT 2\r\n
+    SYNC IDS <next id> <next item number> <next key number>\r\n
+    SYNC PUT <q> <p> <len>[ IS <item>][ UNTIL <unix>] KEY <key>[ ATTEMPTS <n>]
+        [ ERROR <m>[ AT <unix>]][ SOLO][ FAILED]\r\n<data><error>
+                                        (ready jobs, FIFO order; delayed ones with UNTIL)
+    SYNC PUT ...\r\n<data> SYNC GET LAST <q> <id> <p>[ UNTIL <unix> THEN DONE|LATER][ MANAGED]\r\n
+                                        (each running job, its attempts before this run)
+    SYNC DEAD <q> <p> <len> KEY <key> ATTEMPTS <n> DIED <unix>[ IS <item>][ ERROR <m>[ AT <unix>]]
+        \r\n<data><error>               (dead jobs, oldest first per queue)
     END <records> <crc32 of everything between header and END, 8 hex digits>\r\n
+
+Version 1 (no keys, attempts or dead jobs; IDS without the key counter) is still read:
+its jobs get server keys from the counter, in record order.
 """
 from __future__ import annotations
 
 import random
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from queue_server import records, replay
 from queue_server.errors import SnapshotError
+from queue_server.retry import QueuePolicy
 from queue_server.store import Store
 
-HEADER = b"SLOTMAP-SNAPSHOT 1\r\n"
+HEADER = b"SLOTMAP-SNAPSHOT 2\r\n"
+HEADERS = (HEADER, b"SLOTMAP-SNAPSHOT 1\r\n")
 
 
 def iter_body(store: Store) -> Iterator[bytes]:
-    yield records.ids(store.next_id, store.next_item)
+    yield records.ids(store.next_id, store.next_item, store.next_key)
     for name, state in store.queues.items():
         for priority in sorted(state.levels, reverse=True):
-            for data, item, _ready_at in state.levels[priority]:
-                yield records.put(name, priority, data, item, None)
-    for until, _seq, name, priority, data, item in store.delayed_jobs():
-        yield records.put(name, priority, data, item, until)
+            for entry in state.levels[priority]:
+                if id(entry) in state.gone:
+                    continue  # its TTL ran out
+                data, item, _ready_at, key, meta = entry
+                yield records.put(name, priority, data, item, None, key, meta, store.ttl_at(key))
+    for until, _seq, name, priority, data, item, key, meta in store.delayed_jobs():
+        yield records.put(name, priority, data, item, until, key, meta, store.ttl_at(key))
     for job_id, job in store.running.items():
-        yield records.put(job.queue.name, job.priority, job.data, job.item, None)
-        yield records.get(job.queue.name, job_id, job.priority, True, job.expire_at, job.then_done)
+        yield records.put(job.queue.name, job.priority, job.data, job.item, None, job.key,
+                          job.meta_back(job.attempts - 1))
+        yield records.get(job.queue.name, job_id, job.priority, True, job.expire_at, job.then_done,
+                          job.managed)
+    for state in store.queues.values():
+        for dead in state.dead.values():
+            yield records.dead(dead)
 
 
 def encode(store: Store) -> bytes:
@@ -45,24 +61,27 @@ def encode(store: Store) -> bytes:
 def decode(
     blob: bytes, now: float, *, expire_done_default: bool = False,
     lock_timeouts_s: dict[str, float] | None = None, rng: random.Random | None = None,
+    policies: Mapping[str, QueuePolicy] | None = None,
 ) -> Store:
     """A new store from a snapshot; raises SnapshotError (and builds nothing) on any flaw."""
-    if not blob.startswith(HEADER):
-        raise SnapshotError("not a slotmap snapshot of version 1")
-    trailer_start = blob.rfind(b"END ", len(HEADER))
+    header = next((h for h in HEADERS if blob.startswith(h)), None)
+    if header is None:
+        raise SnapshotError("not a slotmap snapshot of version 1 or 2")
+    trailer_start = blob.rfind(b"END ", len(header))
     if trailer_start < 0 or not blob.endswith(b"\r\n"):
         raise SnapshotError("snapshot has no END trailer")
     fields = blob[trailer_start:].split()
     if len(fields) != 3:
         raise SnapshotError("snapshot trailer is malformed")
-    body = blob[len(HEADER):trailer_start]
+    body = blob[len(header):trailer_start]
     try:
         expected_crc = int(fields[2], 16)
     except ValueError:
         raise SnapshotError("snapshot trailer is malformed") from None
     if zlib.crc32(body) != expected_crc:
         raise SnapshotError("snapshot checksum mismatch")
-    store = Store(expire_done_default=expire_done_default, lock_timeouts_s=lock_timeouts_s, rng=rng)
+    store = Store(expire_done_default=expire_done_default, lock_timeouts_s=lock_timeouts_s, rng=rng,
+                  policies=policies)
     count = 0
     for command in replay.iter_records(body):
         reply = replay.apply(store, command, now)

@@ -1,425 +1,28 @@
-"""The queue state: jobs by queue and priority, running and delayed jobs, items; no I/O.
-
-Every change appends its SYNC record to `records` (the log and replication form), so a
-store rebuilt by applying those records is the same store. Costs per operation are
-O(log P) for P distinct priorities of a queue and O(log n) for timed jobs; nothing
-scans a queue. Time is always passed in (unix seconds).
-"""
+"""The queue state the server runs on: store_core's queues and hand-outs, plus what happens
+to jobs that fail (backoff, dead jobs and their bounds), TOUCH, RETRY and DELETE; no I/O."""
 from __future__ import annotations
 
 import heapq
-import random
-from collections import deque
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable
 
 from queue_server import records
+from queue_server.keyed import DeadJob, JobMeta, Key, Meta, cap_error, is_retry_wait
+from queue_server.store_core import CoreStore
+from queue_server.store_types import (
+    NOT_FOUND,
+    Delayed,
+    DoneResult,
+    Entry,
+    Job,
+    QueueState,
+    Totals,
+    TtlMark,
+)
 
-# A waiting job is a tuple of atomic values, `(data, item, ready_at)`: the garbage collector
-# stops tracking such tuples, so a million queued jobs cost it nothing. A job becomes a
-# `Job` object only while it runs.
-Entry = tuple[bytes, "str | None", float]
-# A delayed job: (until, sequence, queue name, priority, data, item), atomic as well.
-Delayed = tuple[float, int, str, int, bytes, "str | None"]
-
-
-class Job:
-    """A running job under the id it was handed out with."""
-
-    __slots__ = ("data", "expire_at", "id", "item", "priority", "queue", "then_done")
-
-    def __init__(self, queue: QueueState, priority: int, data: bytes, item: str | None, job_id: int) -> None:
-        self.queue = queue
-        self.priority = priority
-        self.data = data
-        self.item = item
-        self.id = job_id
-        self.expire_at: float | None = None
-        self.then_done = False
+__all__ = ["NOT_FOUND", "Delayed", "DoneResult", "Entry", "Job", "QueueState", "Store", "Totals"]
 
 
-class QueueState:
-    __slots__ = (
-        "delayed",
-        "done",
-        "expired",
-        "heap",
-        "in_heap",
-        "later",
-        "levels",
-        "lock_timeout_s",
-        "name",
-        "put",
-        "ready",
-        "running",
-        "waiting_by_priority",
-    )
-
-    def __init__(self, name: str, lock_timeout_s: float | None) -> None:
-        self.name = name
-        self.levels: dict[int, deque[Entry]] = {}
-        self.heap: list[int] = []  # negated priorities; may hold stale entries
-        self.in_heap: set[int] = set()
-        self.ready = 0
-        self.delayed = 0
-        self.running = 0
-        self.waiting_by_priority: dict[int, int] = {}
-        self.put = 0
-        self.done = 0
-        self.later = 0
-        self.expired = 0
-        self.lock_timeout_s = lock_timeout_s
-
-    @property
-    def holds_jobs(self) -> bool:
-        return self.ready + self.delayed + self.running > 0
-
-    def oldest_ready_at(self) -> float | None:
-        heads = [level[0][2] for level in self.levels.values() if level]
-        return min(heads) if heads else None
-
-
-@dataclass(frozen=True, slots=True)
-class DoneResult:
-    found: bool
-    queue_finished: bool = False
-    item_finished: bool = False
-
-
-NOT_FOUND = DoneResult(False)
-_DONE = {(finq, fini): DoneResult(True, finq, fini) for finq in (False, True) for fini in (False, True)}
-
-
-@dataclass(frozen=True, slots=True)
-class Totals:
-    queues: int
-    priorities: int
-    jobs: int
-    running: int
-
-
-class Store:
-    def __init__(
-        self,
-        *,
-        expire_done_default: bool = False,
-        lock_timeouts_s: Mapping[str, float] | None = None,
-        rng: random.Random | None = None,
-    ) -> None:
-        self.expire_done_default = expire_done_default
-        self.lock_timeouts_s = dict(lock_timeouts_s or {})
-        self.rng = rng or random.Random()
-        self.queues: dict[str, QueueState] = {}
-        self.running: dict[int, Job] = {}
-        self.items: dict[str, int] = {}
-        self.next_id = 1
-        self.next_item = 1
-        self._delayed: list[Delayed] = []
-        self._delayed_seq = 0
-        self._expiries: list[tuple[float, int]] = []
-        self._nonempty: list[QueueState] = []  # queues with ready jobs, for O(1) random choice
-        self._nonempty_index: dict[str, int] = {}
-        self._classes = 0  # (queue, priority) pairs holding waiting jobs
-        self._waiting = 0  # ready + delayed jobs
-        self._holding = 0  # queues holding any job
-        self.records: list[bytes] = []
-        # Outboxes drained by the server: queues that got ready jobs / lost their last running one.
-        self.woken: list[QueueState] = []
-        self.idled: list[QueueState] = []
-
-    # ------------------------------------------------------------ lookups
-
-    def queue(self, name: str) -> QueueState:
-        state = self.queues.get(name)
-        if state is None:
-            state = self.queues[name] = QueueState(name, self.lock_timeouts_s.get(name))
-        return state
-
-    def totals(self, name: str | None = None) -> Totals:
-        if name is None:
-            return Totals(self._holding, self._classes, self._waiting, len(self.running))
-        state = self.queues.get(name)
-        if state is None:
-            return Totals(0, 0, 0, 0)
-        return Totals(int(state.holds_jobs), len(state.waiting_by_priority),
-                      state.ready + state.delayed, state.running)
-
-    def has_ready(self, names: tuple[str, ...] | None) -> bool:
-        if names is None:
-            return bool(self._nonempty)
-        queues = self.queues
-        return any(name in queues and queues[name].ready for name in names)
-
-    def has_running(self, names: tuple[str, ...] | None) -> bool:
-        if names is None:
-            return bool(self.running)
-        queues = self.queues
-        return any(name in queues and queues[name].running for name in names)
-
-    def next_deadline(self) -> float | None:
-        delayed, expiries = self._delayed, self._expiries
-        if delayed:
-            return min(delayed[0][0], expiries[0][0]) if expiries else delayed[0][0]
-        return expiries[0][0] if expiries else None
-
-    def delayed_jobs(self) -> list[Delayed]:
-        return sorted(self._delayed)
-
-    def new_item_name(self) -> str:
-        name = f"_{self.next_item}"
-        self.next_item += 1
-        return name
-
-    # ------------------------------------------------------------ counters
-
-    def _enter(self, state: QueueState, priority: int) -> None:
-        """A new job joins `state` as waiting (ready or delayed)."""
-        if not state.holds_jobs:
-            self._holding += 1
-        self._count_waiting(state, priority)
-
-    def _count_waiting(self, state: QueueState, priority: int) -> None:
-        by_priority = state.waiting_by_priority
-        count = by_priority.get(priority, 0)
-        if not count:
-            self._classes += 1
-        by_priority[priority] = count + 1
-        self._waiting += 1
-
-    def _leave_waiting(self, state: QueueState, priority: int) -> None:
-        by_priority = state.waiting_by_priority
-        count = by_priority[priority] - 1
-        if count:
-            by_priority[priority] = count
-        else:
-            del by_priority[priority]
-            self._classes -= 1
-        self._waiting -= 1
-
-    def _append_ready(self, state: QueueState, priority: int, entry: Entry) -> None:
-        level = state.levels.get(priority)
-        if level is None:
-            level = state.levels[priority] = deque()
-            if priority not in state.in_heap:
-                state.in_heap.add(priority)
-                heapq.heappush(state.heap, -priority)
-        level.append(entry)
-        if not state.ready:
-            self._nonempty_index[state.name] = len(self._nonempty)
-            self._nonempty.append(state)
-            self.woken.append(state)
-        state.ready += 1
-
-    def _drop_ready_count(self, state: QueueState) -> None:
-        state.ready -= 1
-        if not state.ready:
-            index = self._nonempty_index.pop(state.name)
-            last = self._nonempty.pop()
-            if last is not state:
-                self._nonempty[index] = last
-                self._nonempty_index[last.name] = index
-
-    def _forget(self, state: QueueState, item: str | None) -> bool:
-        """A job leaves the store for good; returns True when its item is finished."""
-        if not state.holds_jobs:
-            self._holding -= 1
-        if item is None:
-            return False
-        left = self.items[item] - 1
-        if left:
-            self.items[item] = left
-            return False
-        del self.items[item]
-        return True
-
-    # ------------------------------------------------------------ changes
-
-    def put(
-        self, name: str, priority: int, data: bytes, item: str | None, now: float,
-        *, until: float | None = None, replaying: bool = False,
-    ) -> bool:
-        """Add a job; with `until` in the future it stays delayed until then.
-
-        Returns True when the job is ready. When replaying records, a delayed job waits
-        for its SYNC WAKE record whatever the clock says, so the replay hands jobs out in
-        the original order.
-        """
-        state = self.queues.get(name) or self.queue(name)
-        self._enter(state, priority)
-        state.put += 1
-        if item is not None:
-            self.items[item] = self.items.get(item, 0) + 1
-            if item[0] == "_" and item[1:].isdigit():
-                self.next_item = max(self.next_item, int(item[1:]) + 1)
-        if until is not None and (until > now or replaying):
-            self.records.append(records.put(name, priority, data, item, until))
-            self._delay(state, priority, data, item, until)
-            return False
-        self.records.append(records.put(name, priority, data, item, None))
-        self._append_ready(state, priority, (data, item, now))
-        return True
-
-    def _delay(self, state: QueueState, priority: int, data: bytes, item: str | None, until: float) -> None:
-        state.delayed += 1
-        self._delayed_seq += 1
-        heapq.heappush(self._delayed, (until, self._delayed_seq, state.name, priority, data, item))
-
-    @staticmethod
-    def _pop_first(state: QueueState) -> tuple[int, Entry]:
-        heap = state.heap
-        levels = state.levels
-        while True:
-            priority = -heap[0]
-            level = levels.get(priority)
-            if level:
-                break
-            heapq.heappop(heap)
-            state.in_heap.discard(priority)
-        entry = level.popleft()
-        if not level:
-            del levels[priority]
-        return priority, entry
-
-    @staticmethod
-    def _pop_at(state: QueueState, priority: int, *, last: bool) -> Entry | None:
-        level = state.levels.get(priority)
-        if not level:
-            return None
-        entry = level.pop() if last else level.popleft()
-        if not level:
-            del state.levels[priority]
-        return entry
-
-    def choose_queue(self, names: tuple[str, ...] | None) -> QueueState | None:
-        """Uniformly among non-empty queues (of `names`, or of all queues)."""
-        if names is None:
-            return self.rng.choice(self._nonempty) if self._nonempty else None
-        if len(names) == 1:
-            state = self.queues.get(names[0])
-            return state if state is not None and state.ready else None
-        queues = self.queues
-        candidates = [queues[n] for n in dict.fromkeys(names) if n in queues and queues[n].ready]
-        return self.rng.choice(candidates) if candidates else None
-
-    def take(
-        self, names: tuple[str, ...] | None, count: int, now: float,
-        expire_s: float | None, then_done: bool | None,
-    ) -> list[Job]:
-        """Hand out up to `count` jobs: each batch member chosen as a GET would choose."""
-        jobs: list[Job] = []
-        if names is not None and len(names) == 1:  # the slot's case: one queue, one expiry
-            state = self.queues.get(names[0])
-            if state is None:
-                return jobs
-            expire_at = self._expiry(state, now, expire_s)
-            for _ in range(min(count, state.ready)):
-                priority, entry = self._pop_first(state)
-                jobs.append(self._hand_out(state, priority, entry, expire_at, then_done, last=False))
-            return jobs
-        while len(jobs) < count:
-            state = self.choose_queue(names)
-            if state is None:
-                break
-            priority, entry = self._pop_first(state)
-            jobs.append(self._hand_out(state, priority, entry, self._expiry(state, now, expire_s),
-                                       then_done, last=False))
-        return jobs
-
-    def take_last(
-        self, name: str, priority: int, now: float, expire_s: float | None, then_done: bool | None,
-    ) -> Job:
-        """Hand out the job just made ready in `name` (it is the last of its priority)."""
-        state = self.queues[name]
-        entry = self._pop_at(state, priority, last=True)
-        assert entry is not None, "take_last: no ready job of that priority"
-        return self._hand_out(state, priority, entry, self._expiry(state, now, expire_s),
-                              then_done, last=True)
-
-    @staticmethod
-    def _expiry(state: QueueState, now: float, expire_s: float | None) -> float | None:
-        if expire_s is None:
-            expire_s = state.lock_timeout_s
-        return None if expire_s is None else now + expire_s
-
-    def _hand_out(
-        self, state: QueueState, priority: int, entry: Entry, expire_at: float | None,
-        then_done: bool | None, *, last: bool, job_id: int = 0,
-    ) -> Job:
-        self._drop_ready_count(state)
-        self._leave_waiting(state, priority)
-        state.running += 1
-        if not job_id:
-            job_id = self.next_id
-        self.next_id = max(self.next_id, job_id + 1)
-        job = Job(state, priority, entry[0], entry[1], job_id)
-        self.running[job_id] = job
-        job.expire_at = expire_at
-        if expire_at is not None:
-            job.then_done = self.expire_done_default if then_done is None else then_done
-            heapq.heappush(self._expiries, (expire_at, job_id))
-        self.records.append(records.get(state.name, job_id, priority, last, expire_at, job.then_done))
-        return job
-
-    def _stop_running(self, job: Job) -> QueueState:
-        state = job.queue
-        del self.running[job.id]
-        state.running -= 1
-        if not state.running:
-            self.idled.append(state)
-        return state
-
-    def done(self, ids: Iterable[int]) -> list[DoneResult]:
-        results = []
-        found_ids = []
-        for job_id in ids:
-            job = self.running.get(job_id)
-            if job is None:
-                results.append(NOT_FOUND)
-                continue
-            found_ids.append(job_id)
-            state = self._stop_running(job)
-            state.done += 1
-            item_finished = self._forget(state, job.item)
-            results.append(_DONE[not state.holds_jobs, item_finished])
-        if found_ids:
-            self.records.append(records.done(found_ids))
-        return results
-
-    def later(
-        self, ids: Iterable[int], now: float, until: float | None = None, *, replaying: bool = False,
-    ) -> list[bool]:
-        results = []
-        found_ids = []
-        delayed = until is not None and (until > now or replaying)
-        for job_id in ids:
-            job = self.running.get(job_id)
-            if job is None:
-                results.append(False)
-                continue
-            found_ids.append(job_id)
-            self._requeue(job, now, until if delayed else None)
-            job.queue.later += 1
-            results.append(True)
-        if found_ids:
-            self.records.append(records.later(found_ids, until if delayed else None))
-        return results
-
-    def _requeue(self, job: Job, now: float, until: float | None) -> None:
-        state = self._stop_running(job)
-        self._count_waiting(state, job.priority)
-        if until is not None:
-            self._delay(state, job.priority, job.data, job.item, until)
-        else:
-            self._append_ready(state, job.priority, (job.data, job.item, now))
-
-    def _activate_until(self, until: float, now: float) -> None:
-        delayed = self._delayed
-        while delayed and delayed[0][0] <= until:
-            _until, _seq, name, priority, data, item = heapq.heappop(delayed)
-            state = self.queues[name]
-            state.delayed -= 1
-            self._append_ready(state, priority, (data, item, now))
-
+class Store(CoreStore):
     def fire_due(self, now: float) -> None:
         """Activate delayed jobs and expire running jobs whose time has come."""
         if self._delayed and self._delayed[0][0] <= now:
@@ -432,43 +35,315 @@ class Store:
             if expired is None or expired.expire_at != expire_at:
                 continue  # finished or re-locked since: a stale entry
             expired.queue.expired += 1
-            if expired.then_done:
+            if expired.managed:  # a managed lease: its expiry is a failed attempt
+                lock = expired.lock_s if expired.lock_s is not None else 0.0
+                self.fail(job_id, b"lock expired after %g s" % lock, now)
+            elif expired.then_done:
                 state = self._stop_running(expired)
+                del self.keys[expired.key]
                 self._forget(state, expired.item)
                 self.records.append(records.done((job_id,)))
             else:
-                self._requeue(expired, now, None)
+                self._requeue(expired, now, None, expired.meta_back(expired.attempts - 1))
                 self.records.append(records.later((job_id,), None))
+        if self._ttl and self._ttl[0][0] <= now:
+            self._expire_ttls(now)
+        if self.dead_queues_due(now):
+            self.prune_dead(now)
 
-    # ------------------------------------------------------------ replication and recovery
+    def _expire_ttls(self, now: float) -> None:
+        """PUT ... TTL: jobs not handed out by their deadline are deleted (SYNC TTL)."""
+        heap, marks = self._ttl, self._ttl_marks
+        by_queue: dict[str, list[Key]] = {}
+        while heap and heap[0][0] <= now:
+            _deadline, _seq, key, mark = heapq.heappop(heap)
+            if marks.get(key) is mark:  # else handed out or deleted since: a stale entry
+                by_queue.setdefault(self._drop_ttl_job(key, mark), []).append(key)
+        for name, keys in by_queue.items():
+            self._record_keyed(b"TTL", name, keys)
 
-    def sync_get(
-        self, name: str, job_id: int, priority: int, now: float,
-        *, last: bool, until: float | None, then_done: bool | None,
-    ) -> bool:
-        """SYNC GET [LAST]: the first (last) ready job of `priority` runs under `job_id`."""
+    def _drop_ttl_job(self, key: Key, mark: TtlMark) -> str:
+        """Delete a waiting TTL job; returns its queue's name. O(1) when it stands first in
+        its level (the usual case: one TTL per queue), else its entry is skipped when reached."""
+        del self._ttl_marks[key]
+        place = self.keys[key]
+        if type(place) is QueueState:
+            state, priority, entry = place, mark[1], mark[2]
+            level = state.levels[priority]
+            gone = state.gone
+            while gone and id(level[0]) in gone:  # skipped ones before it go first
+                gone.discard(id(level.popleft()))
+            if level[0] is entry:
+                level.popleft()
+                while level and gone and id(level[0]) in gone:
+                    gone.discard(id(level.popleft()))
+                if not level:
+                    del state.levels[priority]
+            else:
+                gone.add(id(entry))
+            del self.keys[key]
+            self._drop_ready_count(state)
+            self._leave_waiting(state, priority)
+            self._forget(state, entry[1])
+        else:  # still delayed (a replayed record may come before its WAKE)
+            state = self.queues[place[2]]  # type: ignore[index]
+            self._undelay(place)  # type: ignore[arg-type]
+            self._forget(state, place[5])  # type: ignore[index]
+        state.ttl_expired += 1
+        return state.name
+
+    def drop_ttl(self, name: str, keys: Iterable[Key]) -> None:
+        """Replay of SYNC TTL: the jobs whose TTL ran out on the primary."""
+        done = []
+        for key in keys:
+            mark = self._ttl_marks.get(key)
+            if mark is not None and self._drop_ttl_job(key, mark) == name:
+                done.append(key)
+        self._record_keyed(b"TTL", name, done)
+
+    def fail(
+        self, job_id: int, error: bytes, now: float, *, delay_s: float | None = None,
+        dead: bool = False, solo: bool = False, until: float | None = None,
+        replaying: bool = False,
+    ) -> float | bool | None:
+        """FAIL a running job: False when `job_id` is not running; None when it is dead now;
+        else the unix time of its next run. `until` (a replayed record) is that time as the
+        primary decided it."""
+        job = self.running.get(job_id)
+        if job is None:
+            return False
+        # A replayed error was capped by the primary (a second cap would cut its marker).
+        text = error.decode("utf-8", "replace") if replaying else cap_error(error)
+        state = job.queue
+        state.failed_total += 1
+        policy = self.policy(state.name).retry
+        if until is None and not dead:
+            if delay_s is not None:  # the client's own policy decided (a handler's override)
+                until = now + delay_s
+            elif not policy.is_exhausted(job.attempts):
+                until = now + policy.delay_s(job.attempts, self.rng)
+        if until is None or dead:
+            self.records.append(records.fail(job_id, now, None, solo, text))
+            self._bury(job, text, now, replaying=replaying)
+            return None
+        self.records.append(records.fail(job_id, now, until, solo, text))
+        # A replay passes the record's own time as `now`, so `until > now` is the primary's
+        # decision again (a FAIL with DELAY 0 made the job ready at once).
+        meta = JobMeta(job.attempts, text, now, solo, retry_wait=until > now)
+        self._requeue(job, now, until if until > now else None, meta)
+        return until
+
+    def _bury(self, job: Job, error: str, now: float, *, replaying: bool) -> None:
+        state = self._stop_running(job)
+        self._forget(state, job.item)
+        dead = DeadJob(job.key, state.name, job.priority, job.data, job.item, job.attempts,
+                       error, now, now)
+        state.dead[job.key] = dead
+        self.keys[job.key] = dead
+        state.dead_total += 1
+        if not replaying:
+            self._bound_dead(state, now)
+
+    def _bound_dead(self, state: QueueState, now: float) -> None:
+        """Drop the oldest dead jobs past dead_max, then those older than dead_max_age_s
+        (recorded as SYNC DROP; the server logs each drop as a warning)."""
+        policy = self.policy(state.name)
+        dead = state.dead
+        dropped: list[Key] = []
+        while len(dead) > policy.dead_max:
+            dropped.append(next(iter(dead)))
+            self._unbury(dead[dropped[-1]])
+        over_count = len(dropped)
+        if over_count:
+            self.dropped.append((state.name, over_count, f"over dead_max {policy.dead_max}"))
+        oldest_allowed = now - policy.dead_max_age_s
+        while dead and next(iter(dead.values())).died_at < oldest_allowed:
+            dropped.append(next(iter(dead)))
+            self._unbury(dead[dropped[-1]])
+        if len(dropped) > over_count:
+            self.dropped.append((state.name, len(dropped) - over_count,
+                                 f"older than dead_max_age_s {policy.dead_max_age_s:g}"))
+        if dropped:
+            state.dead_dropped += len(dropped)
+            self._record_keyed(b"DROP", state.name, dropped)
+
+    def dead_queues_due(self, now: float) -> bool:
+        """True when some queue holds a dead job older than its dead_max_age_s."""
+        for state in self.queues.values():
+            if state.dead and next(iter(state.dead.values())).died_at < now - self.policy(state.name).dead_max_age_s:
+                return True
+        return False
+
+    def prune_dead(self, now: float) -> None:
+        for state in self.queues.values():
+            if state.dead:
+                self._bound_dead(state, now)
+
+    def drop(self, name: str, keys: Iterable[Key]) -> None:
+        """Replay of SYNC DROP: dead jobs the primary's bounds dropped."""
         state = self.queues.get(name)
-        if state is None or job_id in self.running:
+        dropped = []
+        for key in keys:
+            place = self.keys.get(key)
+            if state is not None and type(place) is DeadJob and place.queue == name:  # type: ignore[union-attr]
+                self._unbury(place)  # type: ignore[arg-type]
+                state.dead_dropped += 1
+                dropped.append(key)
+        if dropped:
+            self.records.append(records.keyed(b"DROP", name, dropped))
+
+    def touch(self, ids: Iterable[int], now: float, expire_s: float | None = None) -> list[bool]:
+        """Renew the locks of running jobs: now + `expire_s`, or the lock they were handed
+        out with (their queue's lock time when they had none)."""
+        results = []
+        for job_id in ids:
+            job = self.running.get(job_id)
+            if job is None:
+                results.append(False)
+                continue
+            lock_s = expire_s if expire_s is not None else job.lock_s
+            if lock_s is None:
+                lock_s = job.queue.lock_timeout_s
+            if lock_s is not None:
+                self._relock(job, now + lock_s)
+                if expire_s is not None:
+                    job.lock_s = expire_s
+                self.records.append(records.touch(job_id, now + lock_s))
+            results.append(True)
+        return results
+
+    def _relock(self, job: Job, expire_at: float) -> None:
+        if job.expire_at is None:
+            job.then_done = self.expire_done_default
+        job.expire_at = expire_at
+        heapq.heappush(self._expiries, (expire_at, job.id))
+
+    def sync_touch(self, job_id: int, until: float) -> bool:
+        job = self.running.get(job_id)
+        if job is None:
             return False
-        entry = self._pop_at(state, priority, last=last)
-        if entry is None:
-            return False
-        self._hand_out(state, priority, entry, until, then_done, last=last, job_id=job_id)
+        self._relock(job, until)
+        self.records.append(records.touch(job_id, until))
         return True
 
-    def wake(self, until: float, now: float) -> None:
-        """Replay of a SYNC WAKE: activate the delayed jobs due at `until`."""
-        self._activate_until(until, now)
-        self.records.append(records.wake(until))
+    def retry(self, name: str, keys: Iterable[Key], now: float) -> list[bool]:
+        """RETRY: a dead job becomes ready with attempts reset (its last error kept); a
+        failed job waiting for its retry becomes ready now (attempts kept)."""
+        results = []
+        done: list[Key] = []
+        for key in keys:
+            place = self.keys.get(key)
+            kind = type(place)
+            if kind is DeadJob and place.queue == name:  # type: ignore[union-attr]
+                self._revive(place, now)  # type: ignore[arg-type]
+            elif kind is tuple and place[2] == name and is_retry_wait(place[7]):  # type: ignore[index]
+                self._undelay(place)  # type: ignore[arg-type]
+                _until, _seq, _name, priority, data, item, _key, meta = place  # type: ignore[misc]
+                state = self.queues[name]
+                self._count_waiting(state, priority)
+                self._append_ready(state, priority, (data, item, now, key, meta))
+            else:
+                results.append(False)
+                continue
+            self.queues[name].retried += 1
+            done.append(key)
+            results.append(True)
+        self._record_keyed(b"RETRY", name, done)
+        return results
 
-    def set_counters(self, next_id: int, next_item: int) -> None:
-        self.next_id = max(self.next_id, next_id)
-        self.next_item = max(self.next_item, next_item)
-        self.records.append(records.ids(self.next_id, self.next_item))
+    def _revive(self, dead: DeadJob, now: float) -> None:
+        self._unbury(dead)
+        state = self.queues[dead.queue]
+        self._enter(state, dead.priority)
+        self._count_item(dead.item)
+        meta: Meta = 0 if dead.error is None else JobMeta(0, dead.error, dead.failed_at)
+        self._append_ready(state, dead.priority, (dead.data, dead.item, now, dead.key, meta))
 
-    def release_all_running(self, now: float) -> int:
-        """After a crash: every job that was handed out is ready again (at least once)."""
-        ids = list(self.running)
-        if ids:
-            self.later(ids, now)
-        return len(ids)
+    def _undelay(self, entry: Delayed) -> None:
+        """Take a delayed job out of waiting (its heap entry goes stale); counts stay for
+        the caller to settle."""
+        state = self.queues[entry[2]]
+        state.delayed -= 1
+        if is_retry_wait(entry[7]):
+            state.failed -= 1
+        self._leave_waiting(state, entry[3])
+        del self.keys[entry[6]]
+
+    def retry_all(self, name: str, which: str, now: float) -> int:
+        """RETRY <q> ALL DEAD|FAILED: how many became ready."""
+        state = self.queues.get(name)
+        if state is None:
+            return 0
+        if which == "dead":
+            keys = list(state.dead)
+        else:
+            keys = [entry[6] for entry in self.delayed_jobs() if entry[2] == name and is_retry_wait(entry[7])]
+        return sum(self.retry(name, keys, now))
+
+    def delete(self, name: str, keys: Iterable[Key]) -> list[str]:
+        """DELETE: "ok", "not_found" or "running" per key (running jobs are not deleted)."""
+        results = []
+        done: list[Key] = []
+        for key in keys:
+            place = self.keys.get(key)
+            kind = type(place)
+            state = self.queues.get(name)
+            if state is None or place is None:
+                results.append("not_found")
+                continue
+            if kind is DeadJob and place.queue == name:  # type: ignore[union-attr]
+                self._unbury(place)  # type: ignore[arg-type]
+            elif kind is tuple and place[2] == name:  # type: ignore[index]
+                self._undelay(place)  # type: ignore[arg-type]
+                self._forget(state, place[5])  # type: ignore[index]
+            elif place is state:
+                self._delete_ready(state, key)
+            elif kind is Job and place.queue is state:  # type: ignore[union-attr]
+                results.append("running")
+                continue
+            else:
+                results.append("not_found")
+                continue
+            state.deleted += 1
+            if self._ttl_marks:
+                self._ttl_marks.pop(key, None)
+            done.append(key)
+            results.append("ok")
+        self._record_keyed(b"DELETE", name, done)
+        return results
+
+    def _delete_ready(self, state: QueueState, key: Key) -> None:
+        """A ready job out of the middle of its level: O(n) in the queue, an admin's command."""
+        for priority, level in state.levels.items():
+            for index, entry in enumerate(level):
+                if entry[3] == key and id(entry) not in state.gone:
+                    del level[index]
+                    if not level:
+                        del state.levels[priority]
+                    del self.keys[key]
+                    self._drop_ready_count(state)
+                    self._leave_waiting(state, priority)
+                    self._forget(state, entry[1])
+                    return
+        raise AssertionError(f"key {key!r} indexed as ready in {state.name} but not there")
+
+    def delete_all_dead(self, name: str) -> int:
+        state = self.queues.get(name)
+        if state is None:
+            return 0
+        return self.delete(name, list(state.dead)).count("ok")
+
+    def _record_keyed(self, verb: bytes, name: str, keys: list[Key]) -> None:
+        for start in range(0, len(keys), records.KEYS_PER_RECORD):
+            self.records.append(records.keyed(verb, name, keys[start:start + records.KEYS_PER_RECORD]))
+
+    def bury_record(self, name: str, priority: int, data: bytes, item: str | None, key: Key,
+                    attempts: int, error: str | None, failed_at: float | None, died_at: float) -> None:
+        """SYNC DEAD (snapshots): a dead job as it was."""
+        state = self.queue(name)
+        if type(key) is int and key >= self.next_key:
+            self.next_key = key + 1
+        dead = DeadJob(key, name, priority, data, item, attempts, error, failed_at, died_at)
+        state.dead[key] = dead
+        self.keys[key] = dead
+        self.records.append(records.dead(dead))

@@ -55,13 +55,14 @@ class ResizePhoto(Handler):
 
 @handler("demo_flaky")
 class Flaky(Handler):
-    """Postpones about one job in ten and, rarely, fails a batch: shows LATER and lock expiry."""
+    """Postpones about one job in ten and, rarely, raises on a batch: shows LATER, and failed
+    jobs coming back after their backoff (the dashboard's Failed list, `slotmap jobs`)."""
 
     batch_size = 10
 
     def handle(self, jobs: Sequence[SlotJob]) -> None:
         if random.random() < 0.02:
-            raise RuntimeError("demo failure: this batch stays locked until its lock time")
+            raise RuntimeError("demo failure: this batch's jobs are retried after their backoff")
         for job in jobs:
             if random.random() < 0.1:
                 job.later(delay_s=2.0)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +22,14 @@ class LoadedHandlers:
     handlers: Mapping[str, type[Handler]]
     # Source ("module x" / "entry point demo (x)") -> one-line error; the traceback is logged.
     failures: Mapping[str, str]
+
+
+def extend_sys_path(folders: Sequence[str]) -> None:
+    """Put `folders` (master.python_path, made absolute by config.load) at the front of
+    sys.path, in order, so handler_modules import the same from any start folder."""
+    for folder in reversed(folders):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
 
 
 def load_handlers(

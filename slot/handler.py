@@ -2,21 +2,35 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum, auto
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from slot.errors import HandlerRegistrationError, JobResolutionError
 
+if TYPE_CHECKING:
+    from slot.permits import SlotLimiter
+
+log = logging.getLogger(__name__)
+
 QUEUE_NAME = re.compile(r"[A-Za-z0-9_]{1,128}")
+
+
+# The queue server keeps at most 16 KiB of a job's error; the slot cuts it first so a
+# handler that raises with a megabyte of message does not send it.
+MAX_ERROR_CHARS = 16 * 1024
 
 
 class Outcome(StrEnum):
     # Nothing said: the job is DONE when handle() returns normally.
     DONE = auto()
     LATER = auto()
+    # job.fail(), or unresolved when handle() raised: back after a backoff, or dead.
+    FAILED = auto()
 
 
 class QueueJob(Protocol):
@@ -32,25 +46,44 @@ class QueueJob(Protocol):
     def data(self) -> bytes: ...
     @property
     def item(self) -> str | None: ...
+    @property
+    def key(self) -> str | None: ...
+    @property
+    def attempt(self) -> int | None: ...
 
 
 @dataclass(slots=True, eq=False)
 class SlotJob:
-    """One job of a batch. The handler may postpone it or answer it; otherwise it is DONE."""
+    """One job of a batch. The handler may finish, fail, postpone or answer it; a job left
+    unresolved is DONE when handle() returns, and failed when handle() raises."""
 
     queue: str
     id: int
     priority: int
     data: bytes
     item: str | None
+    # The job's stable key (survives hand-outs) and this run's number (1 on the first run);
+    # None only from a queue server that does not give them.
+    key: str | None = None
+    attempt: int | None = None
     outcome: Outcome = Outcome.DONE
     delay_s: float | None = None
     reply_data: bytes | None = None
+    error: str | None = None
+    # fail(dead=True): no retry whatever the attempts left.
+    give_up: bool = False
+    # Failed with batch-mates by one exception (or crash): handed out alone next time, so a
+    # poison job cannot keep failing its neighbours.
+    solo: bool = False
     _resolved: bool = field(default=False, repr=False)
 
     @classmethod
     def from_job(cls, job: QueueJob) -> SlotJob:
-        return cls(job.queue, job.id, job.priority, job.data, job.item)
+        return cls(job.queue, job.id, job.priority, job.data, job.item, job.key, job.attempt)
+
+    @property
+    def resolved(self) -> bool:
+        return self._resolved
 
     @property
     def text(self) -> str:
@@ -72,6 +105,22 @@ class SlotJob:
         self.outcome = Outcome.LATER
         self.delay_s = delay if delay is not None else delay_s
 
+    def done(self) -> None:
+        """Mark the job finished now: it stays DONE even if handle() raises afterwards."""
+        self._resolve()
+        self.outcome = Outcome.DONE
+
+    def fail(self, reason: str | BaseException, *, dead: bool = False) -> None:
+        """The job failed: it comes back after the retry policy's backoff (its attempt counted),
+        or is dead once its attempts are used up, or at once with `dead=True`.
+
+        `reason` is a text or an exception (stored as type, message and traceback).
+        """
+        self._resolve()
+        self.outcome = Outcome.FAILED
+        self.error = error_text(reason)
+        self.give_up = dead
+
     def reply(self, data: bytes | str) -> None:
         """Answer a synchronous call (PUT ... WAIT): the reply job goes to the output queue
         with this job's item; the job itself is DONE."""
@@ -91,26 +140,84 @@ class SlotJob:
         self._resolved = True
 
 
+def error_text(reason: str | BaseException) -> str:
+    """A failure as stored with the job: the text itself, or an exception's traceback
+    (which ends with its type and message), cut in the middle past MAX_ERROR_CHARS."""
+    if isinstance(reason, BaseException):
+        text = "".join(traceback.format_exception(reason)).rstrip("\n")
+    else:
+        text = str(reason)
+    if len(text) <= MAX_ERROR_CHARS:
+        return text
+    # The head says where it started, the tail what finally raised: keep both.
+    head = MAX_ERROR_CHARS // 4
+    tail = MAX_ERROR_CHARS - head - 64
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n[... {cut} characters cut ...]\n{text[-tail:]}"
+
+
 class Handler:
     """Base class of queue handlers. One instance per slot, created after the fork.
 
     Subclasses set `batch_size` (the queue config's batch_size wins when given) and
-    override `handle`; `setup`/`teardown` bracket the instance's life in the slot.
+    override `handle(jobs)` (the whole batch) or `handle_job(job)` (one at a time, an
+    exception failing that job only); `setup`/`teardown` bracket the instance's life.
     """
 
     queue: ClassVar[str] = ""
     batch_size: ClassVar[int] = 10
     # Where reply() puts answers; None means "<queue>_reply".
     reply_queue: ClassVar[str | None] = None
+    # A reply not taken within this many seconds is deleted by the queue server (PUT ...
+    # TTL): its caller gave up or is gone, so nothing stays in the reply queue for good.
+    # None: replies are kept until taken.
+    reply_ttl_s: ClassVar[float | None] = 600.0
+    # A queue with a rate_limit: True gives each job one permit when handle() reaches it
+    # (calls paced at the rate); False leaves permits to the handler (self.limiter.acquire()).
+    permits_per_job: ClassVar[bool] = True
+    # The retry policy of this handler's failed jobs; None takes the queue's config
+    # ([queues.<q>] max_attempts, retry_base_s, retry_max_s).
+    max_attempts: ClassVar[int | None] = None
+    retry_base_s: ClassVar[float | None] = None
+    retry_max_s: ClassVar[float | None] = None
+    # A batch running longer than this is taken as stuck: the master kills the slot and
+    # fails the batch (its lock is renewed while the slot lives, so without this a loop
+    # that never ends would hold its jobs forever). None: no limit.
+    batch_timeout_s: ClassVar[float | None] = 7200.0
 
     def setup(self) -> None:
         """Open connections and warm caches: runs once per slot, after the fork."""
 
     def handle(self, jobs: Sequence[SlotJob]) -> None:
-        raise NotImplementedError(f"{type(self).__qualname__} must define handle(jobs)")
+        """The whole batch at once. By default: handle_job() for each job, an exception
+        failing that job (with its traceback) and the others going on."""
+        for job in jobs:
+            try:
+                self.handle_job(job)
+            except Exception as exc:  # one job's failure, recorded with the job
+                if job.resolved:
+                    log.warning("%s.handle_job raised after resolving job %s (%s); its outcome "
+                                "stands", type(self).__qualname__, job.key or job.id,
+                                job.outcome, exc_info=True)
+                else:
+                    job.fail(exc)
+
+    def handle_job(self, job: SlotJob) -> None:
+        raise NotImplementedError(
+            f"{type(self).__qualname__} must define handle(jobs) or handle_job(job)"
+        )
 
     def teardown(self) -> None:
         """Close what setup() opened: runs when the slot stops or switches queue."""
+
+    @property
+    def limiter(self) -> SlotLimiter:
+        """The queue's cluster-wide rate limiter (named after the queue): `slow_down()` on a
+        "too many requests", `pause(seconds)` on "stop for a while", `ok()` on success,
+        `acquire()` when permits_per_job is False. See slot/permits.py."""
+        from slot.permits import limiter_for  # permits imports this module
+
+        return limiter_for(self.queue)
 
     @classmethod
     def output_queue(cls) -> str:

@@ -4,7 +4,7 @@ interval and passes assignments (retargets) from the master to the loop.
 A thread, not the loop, beacons: a batch may legitimately run for minutes, and the master
 must still see the slot alive and its memory. A slot frozen below Python (a C call holding
 the GIL, SIGSTOP) stops beaconing and is killed as hung; one stuck in Python code keeps
-beaconing, and the master kills it when its batch outlives the queue's lock time.
+beaconing, and the master kills it when its batch outlives the handler's batch_timeout_s.
 """
 from __future__ import annotations
 
@@ -24,6 +24,9 @@ log = logging.getLogger(__name__)
 
 # How long the last beacon may wait for the master at exit.
 FINAL_LINGER_MS = 200
+# An assignment is a few hundred bytes; anything far larger is not from a sane master, and
+# ZeroMQ cuts it off after its header instead of buffering it.
+MAX_ASSIGNMENT_BYTES = 64 * 1024
 
 
 def slot_identity(slot_id: int, pid: int) -> bytes:
@@ -71,6 +74,8 @@ class BeaconLink:
         sock.setsockopt(zmq.LINGER, 0)
         # A master that stops reading must not make the slot queue beacons without bound.
         sock.setsockopt(zmq.SNDHWM, 16)
+        sock.setsockopt(zmq.MAXMSGSIZE, MAX_ASSIGNMENT_BYTES)
+        sock.setsockopt(zmq.RCVHWM, 16)
         sock.connect(self.endpoint)
         try:
             self._beacon_until_closed(sock)

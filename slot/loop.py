@@ -1,4 +1,4 @@
-"""One slot's work as `step(now) -> StepResult`: fetch a batch, run the handler, DONE/LATER.
+"""One slot's work as `step(now) -> StepResult`: fetch a batch, run the handler, DONE/LATER/FAIL.
 
 The queue server and /proc are reached through the `JobSource` and `read_memory`
 passed in, so the loop is driven by tests with fakes and by slot/process.py for real.
@@ -6,16 +6,18 @@ passed in, so the loop is driven by tests with fakes and by slot/process.py for 
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum, auto
 from typing import Protocol
 
+from queue_server.retry import RetryPolicy
 from slot.beacon import Assignment, SlotPhase
 from slot.exit_codes import SlotExit
-from slot.handler import Handler, Outcome, QueueJob, SlotJob
+from slot.handler import Handler, QueueJob, SlotJob
 from slot.memory import MemoryUsage, MemoryWatch
+from slot.outcomes import Failure, acknowledgement, fail_unresolved, handler_policy
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +45,24 @@ class StepResult:
 
 class JobSource(Protocol):
     """The queue server as the loop needs it. `fetch` blocks until at least one job is ready
-    and returns None when woken before any job came."""
+    and returns None when woken before any job came; jobs carry their key and attempt."""
 
     def fetch(self, queue: str, *, count: int, lock_s: float) -> Sequence[QueueJob] | None: ...
     def done(self, ids: Sequence[int]) -> None: ...
     def later(self, ids: Sequence[int], *, delay_s: float | None) -> None: ...
-    def reply(self, queue: str, replies: Sequence[tuple[str, bytes]]) -> None: ...
+    def fail(self, failures: Sequence[Failure]) -> int:
+        """FAIL each (pipelined); returns how many of them are dead now."""
+        ...
+    def reply(self, queue: str, replies: Sequence[tuple[str, bytes]], *,
+              ttl_s: float | None = None) -> None: ...
+
+
+class LeaseNotes(Protocol):
+    """Tells the master which jobs this slot holds, before the handler runs: the master renews
+    their locks while the slot lives and fails them at once if it dies (slot/leases.py)."""
+
+    def hold(self, jobs: Sequence[SlotJob], *, lock_s: float) -> None: ...
+    def release(self) -> None: ...
 
 
 class SourceUnavailable(Exception):
@@ -63,6 +77,8 @@ class SlotStats:
     queue: str | None = None
     jobs_done: int = 0
     jobs_later: int = 0
+    jobs_failed: int = 0
+    jobs_dead: int = 0
     batches: int = 0
     errors: int = 0
     busy_s: float = 0.0
@@ -87,6 +103,8 @@ class SlotLoop:
         memory_watch: MemoryWatch | None = None,
         take_assignments: Callable[[], Sequence[Assignment]] = lambda: (),
         before_batch: Sequence[BeforeBatch] = (),
+        leases: LeaseNotes | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.assignment = assignment
         self.handlers = handlers
@@ -96,9 +114,13 @@ class SlotLoop:
         self.memory_watch = memory_watch or MemoryWatch()
         self.take_assignments = take_assignments
         self.before_batch = list(before_batch)
+        self.leases = leases
+        self.rng = rng or random.Random()
         self.stats = SlotStats(queue=assignment.queue)
         self.stop_requested = False
         self._handler: Handler | None = None
+        # The handler class's own retry policy, when it overrides the queue's.
+        self._policy: RetryPolicy | None = None
         self._failures_in_a_row = 0
 
     def request_stop(self) -> None:
@@ -146,56 +168,55 @@ class SlotLoop:
         started = self.clock()
         self.stats.batch_started_at = started
         self.stats.phase = SlotPhase.BUSY
+        if self.leases is not None:
+            # Before anything can go wrong (hooks, the handler, an os._exit in it).
+            self.leases.hold(jobs, lock_s=self.assignment.lock_timeout_s)
         try:
             runnable: Sequence[SlotJob] = jobs
             for hook in self.before_batch:  # e.g. rate-limit permits; may postpone jobs
                 runnable = hook(self.assignment.queue, runnable)
             if runnable:
                 handler.handle(runnable)
-        except Exception:  # the loop boundary: any handler bug is survived
+        except Exception as exc:  # the loop boundary: any handler bug is survived
             self.stats.errors += 1
-            log.exception(
-                "handler of %s raised on a batch of %d jobs (ids %s..); the batch stays locked "
-                "until its lock time (%s s), then another slot takes it",
-                self.assignment.queue, len(jobs), jobs[0].id, self.assignment.lock_timeout_s,
+            failed = fail_unresolved(jobs, exc)
+            log.warning(
+                "handler of %s raised on a batch of %d jobs; %d unresolved jobs fail with the "
+                "traceback and come back after their backoff (%d resolved jobs keep their outcome)",
+                self.assignment.queue, len(jobs), failed, len(jobs) - failed, exc_info=True,
             )
-        else:
+        try:
             self._acknowledge(handler, jobs)
         finally:
+            if self.leases is not None:
+                self.leases.release()
             self.stats.busy_s += self.clock() - started
             self.stats.batch_started_at = None
             self.stats.batches += 1
             self.stats.phase = SlotPhase.DRAINING if self.stop_requested else SlotPhase.IDLE
 
     def _acknowledge(self, handler: Handler, jobs: list[SlotJob]) -> None:
-        """Replies first (a crash after them repeats a reply, never loses one), then one LATER
-        per delay and one multi-id DONE."""
-        replies = [
-            (job.item, job.reply_data)
-            for job in jobs
-            if job.reply_data is not None and job.item is not None
-        ]
-        postponed: dict[float | None, list[int]] = defaultdict(list)
-        done: list[int] = []
-        for job in jobs:
-            if job.outcome is Outcome.LATER:
-                postponed[job.delay_s].append(job.id)
-            else:
-                done.append(job.id)
+        """Replies first (a crash after them repeats a reply, never loses one), then one
+        multi-id DONE, one LATER per delay, and the FAILs pipelined."""
+        ack = acknowledgement(jobs, policy=self._policy, rng=self.rng)
         try:
-            if replies:
-                self.source.reply(handler.output_queue(), replies)
-            for delay_s, ids in postponed.items():
+            if ack.replies:
+                self.source.reply(handler.output_queue(), ack.replies, ttl_s=handler.reply_ttl_s)
+            if ack.done:
+                self.source.done(ack.done)
+                self.stats.jobs_done += len(ack.done)
+            for delay_s, ids in ack.later.items():
                 self.source.later(ids, delay_s=delay_s)
                 self.stats.jobs_later += len(ids)
-            if done:
-                self.source.done(done)
-                self.stats.jobs_done += len(done)
+            if ack.failures:
+                self.stats.jobs_dead += self.source.fail(ack.failures)
+                self.stats.jobs_failed += len(ack.failures)
         except SourceUnavailable as exc:
             self.stats.errors += 1
             log.warning(
-                "could not acknowledge %d jobs of %s (%s); they stay locked until their lock "
-                "time, then run again", len(jobs), self.assignment.queue, exc,
+                "could not acknowledge %d jobs of %s (%s); those not acknowledged come back "
+                "when their lock expires (%s s), counted as a failed attempt",
+                len(jobs), self.assignment.queue, exc, self.assignment.lock_timeout_s,
             )
 
     # Handler life and retargets
@@ -216,6 +237,7 @@ class SlotLoop:
             )
             return SlotExit.SETUP_FAILED
         self._handler = handler
+        self._policy = handler_policy(cls, self.assignment.retry_policy())
         self.stats.queue = queue
         return None
 
@@ -235,6 +257,8 @@ class SlotLoop:
                 self._stop_handler()
                 self.stats.queue = assignment.queue
             self.assignment = assignment
+            if self._handler is not None:  # same queue, maybe a new retry policy
+                self._policy = handler_policy(type(self._handler), assignment.retry_policy())
 
     # Memory and retries
 

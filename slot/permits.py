@@ -1,7 +1,27 @@
-"""Permits from the cluster-wide rate limiter (the Pulsar): frames, the blocking client, a before_batch hook.
+"""Permits from the cluster-wide rate limiter (the Pulsar): frames, the blocking client, the
+handler's `self.limiter`, and the before_batch hook that paces a batch job by job.
 
 The slot is the lower layer, so it owns the frames and the feedback vocabulary; the
 manager's limiter (manager/pulsar.py) and service (manager/pulsar_service.py) import them.
+
+In a handler of a queue with a `rate_limit`, each job waits for its permit when handle()
+reaches it (iterating or indexing the batch), so calls go out spaced by the rate, never
+as a burst of a whole batch; the handler says how each call went:
+
+    for job in jobs:                         # one permit per job, taken here
+        response = api.send(job.json())
+        if response.status == 429:
+            self.limiter.slow_down()         # the rate is cut for every slot
+            job.later(delay=1)
+        elif response.status == 503:
+            self.limiter.pause(60)           # no permits for a minute, cluster-wide
+            job.later(delay=60)
+        else:
+            self.limiter.ok()                # lets a cut rate climb back
+
+A handler that makes its own calls (several per job, or one per batch) sets
+`permits_per_job = False` and calls `self.limiter.acquire()` before each one.
+Lower level, any limiter by name:
 
     permits = PermitClient()                 # SLOTMAP_PULSAR or tcp://127.0.0.1:7510
     permits.acquire("ga")                    # blocks until the cluster may make one more call
@@ -16,21 +36,24 @@ manager's limiter (manager/pulsar.py) and service (manager/pulsar_service.py) im
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import math
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum, auto
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, overload
 
 import zmq
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from config.curve import ClientCurve
 from config.models import QueueConfig
-from slot.handler import SlotJob
+from slot.errors import JobResolutionError
+from slot.handler import Outcome, SlotJob, registered_handlers
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +61,9 @@ DEFAULT_ENDPOINT = "tcp://127.0.0.1:7510"
 ENDPOINT_ENV = "SLOTMAP_PULSAR"
 LIMITER_NAME = r"^[A-Za-z0-9_.:-]{1,128}$"
 MAX_PERMITS_PER_REQUEST = 1_000_000
+# A reply larger than this (a state reply of ~16,000 limiters) disconnects whoever sent it:
+# a process squatting the pulsar's port cannot make a slot hold a huge frame.
+MAX_REPLY_BYTES = 4 * 1024 * 1024
 REPLY_TIMEOUT_S = 2.0
 # Even a request with no time left gets this long for its reply.
 MIN_EXCHANGE_S = 0.1
@@ -45,8 +71,11 @@ MIN_EXCHANGE_S = 0.1
 STOP_CHECK_S = 0.2
 # What a postponed job waits when the pulsar could not be asked.
 UNREACHABLE_DELAY_S = 5.0
-# How long the before_batch hook waits for a batch's permits before postponing the rest.
+# How long the before_batch hook waits for one job's permit before postponing the rest.
 HOOK_MAX_WAIT_S = 30.0
+# ok() reports at most this often per limiter and slot: the pulsar's climb counts the time
+# between successes (up to a second), so more reports would add round trips, not rate.
+OK_REPORT_EVERY_S = 0.2
 
 
 class PermitError(Exception):
@@ -227,8 +256,11 @@ class PermitClient:
         reply_timeout_s: float = REPLY_TIMEOUT_S,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        curve: ClientCurve | None = None,
     ) -> None:
         self.endpoint = endpoint or default_endpoint()
+        # CURVE keys when the pulsar requires them (config.curve.client_curve).
+        self.curve = curve
         self.reply_timeout_s = reply_timeout_s
         self.clock = clock
         self.sleep = sleep
@@ -364,6 +396,9 @@ class PermitClient:
             socket.setsockopt(zmq.LINGER, 0)
             # Queue requests only on a live connection, so none reach a restarted pulsar late.
             socket.setsockopt(zmq.IMMEDIATE, 1)
+            socket.setsockopt(zmq.MAXMSGSIZE, MAX_REPLY_BYTES)
+            if self.curve is not None:
+                self.curve.apply(socket)
             socket.connect(self.endpoint)
             self._socket = socket
         return self._socket
@@ -395,6 +430,83 @@ def _expect(reply: Reply, kind: type[R], request: Request) -> R:
     return reply
 
 
+# The handler's limiter
+
+
+class SlotLimiter:
+    """A handler's side of one cluster-wide limiter (`self.limiter` in a handler): wait for
+    permits, say how the outside call went. Feedback never raises: a pulsar that does not
+    confirm is logged, and the handler goes on. Without a client (a queue with no
+    rate_limit) every call returns at once, so one handler runs limited or not."""
+
+    def __init__(
+        self, name: str, client: PermitClient | None, *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = name
+        self.client = client
+        self.clock = clock
+        self.slow_downs = 0
+        self._ok_reported_at = -math.inf
+
+    def acquire(self, n: int = 1, *, timeout_s: float | None = None) -> None:
+        """Block until `n` permits come (PermitTimeout after `timeout_s`)."""
+        if self.client is not None:
+            self.client.acquire(self.name, n, timeout_s=timeout_s)
+
+    def ok(self) -> None:
+        """The call went through: lets a cut rate climb back (sent at most every 0.2 s)."""
+        now = self.clock()
+        if now - self._ok_reported_at >= OK_REPORT_EVERY_S:
+            self._ok_reported_at = now
+            self.report(OK)
+
+    def slow_down(self) -> None:
+        """The outside system said "too many requests": the cluster-wide rate is cut."""
+        self.slow_downs += 1
+        self.report(SLOW_DOWN)
+
+    def pause(self, seconds: float) -> None:
+        """The outside system said "stop for a while": no permits anywhere for `seconds`."""
+        self.report(pause(seconds))
+
+    def report(self, feedback: Feedback) -> bool:
+        """Send `feedback`; False (logged) when the pulsar did not take it."""
+        if self.client is None:
+            return False
+        try:
+            return self.client.report(self.name, feedback)
+        except PermitError as exc:
+            log.warning("limiter %s: %s not taken (%s); the handler goes on", self.name,
+                        feedback.kind, exc)
+            return False
+
+
+# The slot process's permit client and its rate-limited queues, from the hook (built with
+# the config's pulsar endpoint); a slot without them has only unlimited limiters.
+_process_client: PermitClient | None = None
+_limited: frozenset[str] = frozenset()
+_limiters: dict[str, SlotLimiter] = {}
+
+
+def use_permit_client(client: PermitClient, limiters: Mapping[str, str]) -> None:
+    """The client and the queue -> limiter names that handlers' limiters use in this process."""
+    global _process_client, _limited
+    _process_client = client
+    _limited = frozenset(limiters.values())
+    _limiters.clear()
+
+
+def limiter_for(name: str) -> SlotLimiter:
+    """The limiter `name` (a rate-limited queue's limiter is named after the queue); one that
+    does nothing when the cluster config gives no such rate_limit."""
+    limiter = _limiters.get(name)
+    if limiter is None:
+        client = _process_client if name in _limited else None
+        limiter = _limiters[name] = SlotLimiter(name, client)
+    return limiter
+
+
 # The slot's hook
 
 
@@ -402,9 +514,14 @@ BeforeBatch = Callable[[str, Sequence[SlotJob]], Sequence[SlotJob]]
 
 
 class RateLimitHook:
-    """A `before_batch` hook: one permit per job of a rate-limited queue's batch. Jobs whose
-    permits do not come within `max_wait_s` are postponed (LATER) until the next may come,
-    so a slot never holds a locked batch through a long pause."""
+    """A `before_batch` hook: one permit per job of a rate-limited queue's batch, taken when
+    the handler reaches the job (PacedJobs), so a batch goes out at the rate, not as a burst.
+    When a job's permit does not come within `max_wait_s`, it and the jobs after it are
+    postponed (LATER) until the next permit may come, so a slot never holds a locked batch
+    through a long pause. A handler class with `permits_per_job = False` gets its batch as
+    is and takes permits itself (self.limiter.acquire()). A handler that went through none
+    of its batch (a no-op, one call for all) still pays its permits before its next batch,
+    and from then on its batches take their permits before it runs."""
 
     def __init__(
         self,
@@ -418,26 +535,123 @@ class RateLimitHook:
         self.limiters = dict(limiters)
         self.max_wait_s = max_wait_s
         self.stopping = stopping
+        # The last batch handed out: the permits of the jobs its handler never reached are
+        # taken before the next batch, so every job costs one permit whatever the handler does.
+        self._last: PacedJobs | None = None
+        # Queues whose handler went through none of its batch (a no-op, or one call for the
+        # whole batch): their batches take every permit before the handler runs.
+        self._upfront: set[str] = set()
+        use_permit_client(client, self.limiters)
 
     def __call__(self, queue: str, jobs: Sequence[SlotJob]) -> Sequence[SlotJob]:
-        """The jobs to run now; the others are resolved LATER with a delay."""
+        """The batch, paced: each job's permit is taken when the handler reaches it."""
+        self._settle_last()
         limiter = self.limiters.get(queue)
         if limiter is None or not jobs:
             return jobs
+        handler = registered_handlers().get(queue)
+        if handler is not None and not handler.permits_per_job:
+            return jobs
+        if queue in self._upfront:
+            return self._take_upfront(queue, limiter, jobs)
+        self._last = PacedJobs(queue, jobs, lambda: self._take_one(queue, limiter))
+        return self._last
+
+    def _take_upfront(self, queue: str, limiter: str, jobs: Sequence[SlotJob]) -> Sequence[SlotJob]:
+        """Every permit of the batch first; the jobs whose permits do not come are postponed."""
         try:
             taken = self.client.take(limiter, len(jobs), wait_s=self.max_wait_s, stopping=self.stopping)
         except PermitError as exc:
-            log.error("no permits for queue %s (%s); its batch is postponed by %.0f s",
-                      queue, exc, self.max_wait_s)
+            log.error("no permits for queue %s (%s)", queue, exc)
             taken = Taken(0, self.max_wait_s)
-        runnable, postponed = jobs[: taken.granted], jobs[taken.granted :]
-        for job in postponed:
+        for job in jobs[taken.granted :]:
             job.later(delay_s=taken.retry_after_s)
-        if postponed:
-            log.info("%d of %d jobs of %s postponed by %.2f s: %s", len(postponed), len(jobs),
-                     queue, taken.retry_after_s,
-                     "no reply from the pulsar" if not taken.reachable else "no permits yet")
-        return runnable
+        return jobs[: taken.granted]
+
+    def _settle_last(self) -> None:
+        """A handler that did not go through its batch (one call for all, or none) still
+        spends one permit per job: taken now, before its next batch, so the rate holds."""
+        last, self._last = self._last, None
+        owed = 0 if last is None else last.unreached()
+        if last is None or owed == 0:
+            return
+        if owed == len(last):
+            self._upfront.add(last.queue)
+        limiter = self.limiters[last.queue]
+        try:
+            self.client.take(limiter, owed, wait_s=self.max_wait_s, stopping=self.stopping)
+        except PermitError as exc:
+            log.error("could not take the %d permits owed by the last batch of %s (%s)",
+                      owed, last.queue, exc)
+
+    def _take_one(self, queue: str, limiter: str) -> Taken:
+        try:
+            return self.client.take(limiter, 1, wait_s=self.max_wait_s, stopping=self.stopping)
+        except PermitError as exc:
+            log.error("no permits for queue %s (%s)", queue, exc)
+            return Taken(0, self.max_wait_s)
+
+
+class PacedJobs(Sequence[SlotJob]):
+    """A batch whose jobs are let through one permit at a time, in order, when the handler
+    first reaches them (iteration or index). When a permit does not come, that job and every
+    later one are postponed and iteration ends there (an index raises PermitTimeout)."""
+
+    def __init__(self, queue: str, jobs: Sequence[SlotJob], take_one: Callable[[], Taken]) -> None:
+        self.queue = queue
+        self._jobs = list(jobs)
+        self._take_one = take_one
+        self._admitted = 0
+        self._closed = False
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    def __iter__(self) -> Iterator[SlotJob]:
+        for index, job in enumerate(self._jobs):
+            if not self._admit(index):
+                return
+            yield job
+
+    @overload
+    def __getitem__(self, index: int) -> SlotJob: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[SlotJob]: ...
+
+    def __getitem__(self, index: int | slice) -> SlotJob | list[SlotJob]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._jobs)))]
+        job = self._jobs[index]
+        if not self._admit(index % len(self._jobs)):
+            raise PermitTimeout(f"job {job.id} of {self.queue} was postponed: no permit in time")
+        return job
+
+    def unreached(self) -> int:
+        """Jobs the handler never reached (and that were not postponed for want of a permit)."""
+        return 0 if self._closed else len(self._jobs) - self._admitted
+
+    def _admit(self, index: int) -> bool:
+        while self._admitted <= index:
+            if self._closed:
+                return False
+            taken = self._take_one()
+            if taken.granted:
+                self._admitted += 1
+                continue
+            self._postpone_rest(taken)
+            return False
+        return True
+
+    def _postpone_rest(self, taken: Taken) -> None:
+        self._closed = True
+        rest = [job for job in self._jobs[self._admitted :] if job.outcome is Outcome.DONE
+                and job.reply_data is None]
+        for job in rest:
+            with contextlib.suppress(JobResolutionError):
+                job.later(delay_s=taken.retry_after_s)
+        log.info("%d of %d jobs of %s postponed by %.2f s: %s", len(rest), len(self._jobs),
+                 self.queue, taken.retry_after_s,
+                 "no reply from the pulsar" if not taken.reachable else "no permit in time")
 
 
 def rate_limit_hook(

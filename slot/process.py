@@ -1,6 +1,7 @@
 """The body of a slot process after the fork: signals, beacon thread, client, then step() until done."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -9,16 +10,18 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from config.curve import ClientCurve
 from queue_server.client import QueueClient
 from slot.beacon import Assignment, Beacon
 from slot.exit_codes import SlotExit
 from slot.handler import Handler
+from slot.leases import LeaseReporter
 from slot.link import BeaconLink
 from slot.loop import SlotLoop, SlotStats, StepKind
 from slot.memory import MemoryUsage, MemoryWatch, read_memory
 from slot.permits import PermitClient, RateLimitHook
 from slot.source import ClientSource
-from slot.wake import Waker, Woken
+from slot.wake import Waker
 
 log = logging.getLogger(__name__)
 
@@ -39,17 +42,28 @@ class SlotSpec:
     # Queue -> limiter for queues with a rate_limit; their batches wait for permits.
     rate_limited: Mapping[str, str] = field(default_factory=dict)
     pulsar_endpoint: str | None = None
+    # The write end of this slot's lease pipe to the master (slot/leases.py), and the
+    # master's descriptors the fork copied that the slot must not hold (other slots' pipes).
+    lease_fd: int | None = None
+    close_fds: tuple[int, ...] = ()
+    pulsar_curve: ClientCurve | None = None
 
 
 def run_slot(spec: SlotSpec) -> int:
     """Run the slot until it stops; return its exit code (a SlotExit)."""
     _forget_parent_signals()
+    for fd in spec.close_fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    leases = None
+    if spec.lease_fd is not None:
+        leases = LeaseReporter(spec.lease_fd, slot_id=spec.slot_id, pid=os.getpid())
     waker = Waker()
     waker.install()
     inbox: queue.SimpleQueue[Assignment] = queue.SimpleQueue()
     client = QueueClient(spec.servers, token=spec.token)
     memory_watch = MemoryWatch(every_jobs=spec.memory_watch_jobs, every_s=spec.memory_watch_s)
-    permits = PermitClient(spec.pulsar_endpoint) if spec.rate_limited else None
+    permits = PermitClient(spec.pulsar_endpoint, curve=spec.pulsar_curve) if spec.rate_limited else None
     hooks = [RateLimitHook(permits, spec.rate_limited, stopping=lambda: waker.stop_requested)] if permits else []
     loop = SlotLoop(
         assignment=spec.assignment,
@@ -60,6 +74,7 @@ def run_slot(spec: SlotSpec) -> int:
         memory_watch=memory_watch,
         take_assignments=lambda: _drain(inbox),
         before_batch=hooks,
+        leases=leases,
     )
     def on_memory_read(usage: MemoryUsage) -> None:
         # A slot that leaked in its last batch and now waits for jobs would keep the memory
@@ -103,11 +118,7 @@ def _run(loop: SlotLoop, waker: Waker) -> SlotExit:
             assert result.exit_code is not None
             return result.exit_code
         if result.kind is StepKind.RETRY:
-            try:
-                with waker.waiting():
-                    time.sleep(result.retry_after_s)
-            except Woken:
-                continue
+            waker.sleep(result.retry_after_s)
 
 
 class BeaconFactory:
@@ -144,6 +155,8 @@ class BeaconFactory:
             queue=stats.queue,
             jobs_done=stats.jobs_done,
             jobs_later=stats.jobs_later,
+            jobs_failed=stats.jobs_failed,
+            jobs_dead=stats.jobs_dead,
             batches=stats.batches,
             errors=stats.errors,
             busy_s=round(stats.busy_s, 6),

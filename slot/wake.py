@@ -1,76 +1,74 @@
-"""Interrupting a slot blocked in GETB, for a stop (SIGTERM/SIGINT) or a retarget (SIGUSR1).
+"""Waking a slot blocked in GETB or in a retry pause, for a stop (SIGTERM/SIGINT), a retarget
+or a memory limit.
 
-The blocking client has no wake-up channel, but a signal does: the kernel breaks the
-recv() with EINTR and the Python handler raises `Woken`, which the client answers by
-dropping the connection. The server then drops the GETB waiter, so no job goes to it.
-The handler raises only while the main thread is in `waiting()`; anywhere else (in a
-handler, in DONE) the signal only leaves a flag, seen at the next step.
-A signal landing in the instant between a reply's arrival and the end of the wait drops
-that reply: its jobs stay locked until their lock time, then run elsewhere (delivery
-stays at least once; only a stop or retarget racing a job's arrival can cause this).
+A wake is a byte in a self-pipe that the blocking waits poll beside their socket; nothing
+is ever raised into running code. The stop signals' handlers only set a flag, and the
+kernel writes the pipe through `signal.set_wakeup_fd` from whatever thread gets the signal;
+other threads (the beacon link) write it with `wake()`. A wake that comes while the slot is
+not waiting stays in the pipe, so the next wait returns at once. The pipe is drained only
+when a wait ended by it, after which the slot looks at its flags and inbox again: a wake
+written later is seen by the next wait.
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import select
 import signal
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from types import FrameType
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-WAKE_SIGNAL = signal.SIGUSR1
-
-
-class Woken(BaseException):
-    """Raised inside `waiting()` by a signal. A BaseException, like KeyboardInterrupt, so no
-    `except Exception` on the way out (the client's, a handler's) can swallow it."""
+_DRAIN_BYTES = 4096
 
 
 class Waker:
     def __init__(self) -> None:
         self.stop_requested = False
-        self._waiting = False
-        # A wake-up that came while not waiting: the next wait returns at once.
-        self._pending = False
-        self._main_thread = threading.main_thread().ident
+        # Non-blocking both ends: a full pipe already means "woken", a wake never blocks.
+        self.fd, self._write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
 
     def install(self) -> None:
+        """In the main thread: the stop signals set the flag and write the pipe."""
+        signal.set_wakeup_fd(self._write_fd, warn_on_full_buffer=False)
         for signum in STOP_SIGNALS:
             signal.signal(signum, self._on_stop)
-        signal.signal(WAKE_SIGNAL, self._on_wake)
 
     def wake(self) -> None:
-        """From any thread: interrupt the main thread's wait (the signal goes to it alone)."""
-        assert self._main_thread is not None
-        signal.pthread_kill(self._main_thread, WAKE_SIGNAL)
+        """From any thread: end the current or the next wait."""
+        with contextlib.suppress(BlockingIOError):
+            os.write(self._write_fd, b"\0")
 
-    @contextmanager
-    def waiting(self) -> Iterator[None]:
-        """The block in which a stop or wake raises Woken."""
-        if self._pending:
-            self._pending = False
-            raise Woken()
-        self._waiting = True
-        try:
-            yield
-        finally:
-            self._waiting = False
+    def woken(self) -> bool:
+        """True (and the wake consumed) when a wake is waiting in the pipe."""
+        if not select.select([self.fd], [], [], 0)[0]:
+            return False
+        self.drain()
+        return True
+
+    def sleep(self, seconds: float) -> bool:
+        """Pause up to `seconds`; True when a wake ended it early (the wake consumed)."""
+        if not select.select([self.fd], [], [], max(0.0, seconds))[0]:
+            return False
+        self.drain()
+        return True
+
+    def drain(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self.fd, _DRAIN_BYTES):
+                pass
+
+    def close(self) -> None:
+        if signal.getsignal(signal.SIGTERM) == self._on_stop:
+            signal.set_wakeup_fd(-1)
+        os.close(self.fd)
+        os.close(self._write_fd)
 
     def _on_stop(self, signum: int, frame: FrameType | None) -> None:
+        # The wakeup fd already holds a byte for this signal (written by the C handler).
         self.stop_requested = True
-        self._interrupt()
-
-    def _on_wake(self, signum: int, frame: FrameType | None) -> None:
-        self._interrupt()
-
-    def _interrupt(self) -> None:
-        if self._waiting:
-            self._waiting = False
-            raise Woken()
-        self._pending = True
 
 
 def block_slot_signals_in_this_thread() -> None:
-    """Helper threads call this first, so the kernel delivers stop signals to the main thread
-    (only there does EINTR break the blocking recv)."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, {*STOP_SIGNALS, WAKE_SIGNAL})
+    """Helper threads call this first, so the stop signals' Python handlers run in the main
+    thread promptly (the wakeup fd is written whichever thread the kernel picks)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, set(STOP_SIGNALS))

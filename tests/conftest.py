@@ -5,7 +5,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -14,25 +13,15 @@ from pathlib import Path
 
 import pytest
 
+# The launcher helpers server_proc.py keeps for every server the tests start (no pytest there).
+from tests.queue_server.server_proc import free_port as free_port
+from tests.queue_server.server_proc import slotmap_command as slotmap_command
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 STARTUP_DEADLINE_S = 15.0
 REPLY_TIMEOUT_S = 5.0
 EXIT_DEADLINE_S = 10.0
-
-
-def slotmap_command() -> list[str]:
-    """The `slotmap` console script of the running venv, else the module behind it."""
-    for script in (Path(sys.executable).with_name("slotmap"), REPO_ROOT / ".venv" / "bin" / "slotmap"):
-        if script.exists():
-            return [str(script)]
-    return [sys.executable, "-m", "deploy.cli"]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((HOST, 0))
-        return int(probe.getsockname()[1])
 
 
 class RawClient:

@@ -11,11 +11,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
+
+from polling import poll_until as poll_until
 
 from master.report import HostReport
 
@@ -40,20 +41,6 @@ def import_by_path(name: str, path: Path) -> ModuleType:
 server_proc = import_by_path("server_proc", REPO_ROOT / "tests" / "queue_server" / "server_proc.py")
 slotmap_command = server_proc.slotmap_command
 free_port = server_proc.free_port
-
-
-def poll_until(predicate: Callable[[], T], *, timeout_s: float = 10.0,
-               what: str | Callable[[], str] = "condition", interval_s: float = 0.05) -> T:
-    """Call `predicate` until it returns something truthy; fail with `what` after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            text = what() if callable(what) else what
-            raise AssertionError(f"{text}: not reached within {timeout_s} s (last: {value!r})")
-        time.sleep(interval_s)
 
 
 def toml_value(value: Any) -> str:

@@ -79,6 +79,13 @@
     history.replaceState(null, "", url);
   });
 
+  // ---- jobs pages: the header box ticks or clears every job of its form ----
+  document.addEventListener("change", (event) => {
+    const all = event.target.closest("input[data-select-all]");
+    if (!all) return;
+    for (const box of all.form.querySelectorAll('input[type="checkbox"][name="key"]')) box.checked = all.checked;
+  });
+
   // ---- live refresh ----
   const owner = (el) => el.parentElement.closest("[data-obj],[data-key]");
 

@@ -6,8 +6,10 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 from procs import free_port, slotmap_command
@@ -76,3 +78,15 @@ def start_admin(config: Path, log_dir: Path, *extra: str, env: dict[str, str] | 
         if "address already in use" not in proc.log_text().lower() or attempt == 2:
             raise AssertionError(f"slotmap admin exited with {process.returncode}:\n{proc.log_text()}")
     raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def cluster_admin(cluster: Any, extra_toml: str = "") -> Iterator[AdminProc]:
+    """The dashboard over a tests/manager Cluster's database, its config plus `extra_toml`."""
+    config: Path = cluster.config("admin")
+    config.write_text(config.read_text() + extra_toml)
+    proc = start_admin(config, cluster.root)
+    try:
+        yield proc
+    finally:
+        proc.stop()

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 import tomllib
 import warnings
 from collections.abc import Callable
 from typing import TypeVar
 
 import admin_sample
+import polling
 
 from admin_ui.settings import AdminSettings
 from config.load import parse_config
@@ -39,18 +39,12 @@ __all__ = ["FORMAT_CASES", "CLOCK", "MakeClient", "TestClient", "poll_until", "s
 def sample_settings(**overrides: object) -> AdminSettings:
     """Settings from the sample's config, with the clock stopped just after the newest sample."""
     config = parse_config(tomllib.loads(admin_sample.config_toml("sqlite://")))
-    fields: dict[str, object] = {"clock": lambda: CLOCK, **overrides}
+    # No queue server unless a test starts one (127.0.0.1:7400 may be anyone's).
+    fields: dict[str, object] = {"clock": lambda: CLOCK, "queue_servers": (), **overrides}
     return dataclasses.replace(AdminSettings.from_config(config), **fields)  # type: ignore[arg-type]
 
 
 def poll_until(probe: Callable[[], T | None], *, deadline_s: float, what: str,
                interval_s: float = 0.05) -> T:
-    """probe() until it returns something truthy; AssertionError naming `what` at the deadline."""
-    deadline = time.monotonic() + deadline_s
-    while True:
-        result = probe()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {deadline_s}s")
-        time.sleep(interval_s)
+    """polling.poll_until with the dashboard tests' keyword for the deadline."""
+    return polling.poll_until(probe, deadline_s, what=what, interval_s=interval_s)  # type: ignore[return-value]

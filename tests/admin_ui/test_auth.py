@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 
+import pytest
 from admin_sample import NOW
 from admin_testing import CLOCK, MakeClient
 from sqlalchemy import select
@@ -10,6 +11,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from admin_ui.auth import SESSION_COOKIE
+from config.errors import ConfigError
 from manager.db import Event, QueueOverride
 
 TOKEN = "s3cret-token"
@@ -193,5 +195,7 @@ def test_protected_reads_send_pages_to_login_and_the_api_a_401(make_client: Make
     assert client.get("/metrics", headers=basic(TOKEN)).status_code == 200
 
 
-def test_protect_reads_without_a_token_leaves_reads_open(make_client: MakeClient) -> None:
-    assert make_client(token=None, protect_reads=True).get("/api/queues").status_code == 200
+def test_protect_reads_without_a_token_is_a_config_error(make_client: MakeClient) -> None:
+    # It used to leave reads open without a word (issue 10): now the dashboard does not start.
+    with pytest.raises(ConfigError, match="protect_reads needs an admin token"):
+        make_client(token=None, protect_reads=True)

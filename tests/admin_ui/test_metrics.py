@@ -8,7 +8,7 @@ import pytest
 from admin_sample import NOW, QUEUES
 from admin_testing import CLOCK, TestClient
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy import insert
+from sqlalchemy import func, insert, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
@@ -63,14 +63,49 @@ def test_host_gauges_and_counters_and_the_slot_map_cells(client: TestClient) -> 
         assert samples[key] == cell["slots"]
 
 
-def test_counters_start_at_zero_and_add_up_the_samples_stored_since(
+def stored_sum(engine: Engine, column: str, queue: str, *, since_unix: float = 0.0) -> float:
+    with Session(engine) as session:
+        return float(session.scalar(
+            select(func.sum(getattr(QueueSample, column)))
+            .where(QueueSample.queue == queue, QueueSample.at_unix >= since_unix)) or 0)
+
+
+def stored_events(engine: Engine, kind: str, *, since_unix: float = 0.0) -> float:
+    with Session(engine) as session:
+        return float(session.scalar(
+            select(func.count()).select_from(Event).where(Event.kind == kind, Event.at_unix >= since_unix)) or 0)
+
+
+def test_a_dashboard_opened_after_the_work_counts_it_at_the_first_scrape(
     client: TestClient, engine: Engine,
 ) -> None:
+    """The bug of issue 9: counters started at 0 at the first scrape, so 2,000 jobs done
+    before anyone looked at /metrics read 0."""
     first = scrape(client)
-    assert queue_value(first, "slotmap_queue_jobs_done_total", "mail_send") == 0
-    assert queue_value(first, "slotmap_queue_errors_total", "push_notify") == 0
+    done = stored_sum(engine, "jobs_done", "mail_send")
+    assert done > 0
+    assert queue_value(first, "slotmap_queue_jobs_done_total", "mail_send") == done
+    assert queue_value(first, "slotmap_queue_errors_total", "push_notify") == stored_sum(
+        engine, "errors", "push_notify")
+    assert first[("slotmap_events_total", (("kind", "slots_moved"),))] == stored_events(engine, "slots_moved")
+
+
+def test_counters_hold_the_managers_run_so_far_and_add_up_the_samples_stored_since(
+    client: TestClient, engine: Engine,
+) -> None:
+    active_at = NOW - 600
+    with Session(engine) as session:
+        session.add(Event(at_unix=active_at, kind="manager_active", actor="manager", message="m"))
+        session.commit()
+    first = scrape(client)
+    done = stored_sum(engine, "jobs_done", "mail_send", since_unix=active_at)
+    assert 0 < done < stored_sum(engine, "jobs_done", "mail_send")
+    assert queue_value(first, "slotmap_queue_jobs_done_total", "mail_send") == done
+    errors = stored_sum(engine, "errors", "mail_send", since_unix=active_at)
+    assert queue_value(first, "slotmap_queue_errors_total", "mail_send") == errors
     kind = (("kind", "slots_moved"),)
-    assert first[("slotmap_events_total", kind)] == 0
+    moved = stored_events(engine, "slots_moved", since_unix=active_at)
+    assert first[("slotmap_events_total", kind)] == moved
     with Session(engine) as session:
         newest = {**admin_sample.queue_rows(now=NOW + 5, history_s=0)[0], "jobs_done": 100, "errors": 2}
         assert newest["queue"] == "mail_send"
@@ -79,9 +114,9 @@ def test_counters_start_at_zero_and_add_up_the_samples_stored_since(
         session.add(Event(at_unix=NOW + 5, kind="brand_new_kind", actor="manager", message="m"))
         session.commit()
     second = scrape(client)
-    assert queue_value(second, "slotmap_queue_jobs_done_total", "mail_send") == 150
-    assert queue_value(second, "slotmap_queue_errors_total", "mail_send") == 4
-    assert second[("slotmap_events_total", kind)] == 1
+    assert queue_value(second, "slotmap_queue_jobs_done_total", "mail_send") == done + 150
+    assert queue_value(second, "slotmap_queue_errors_total", "mail_send") == errors + 4
+    assert second[("slotmap_events_total", kind)] == moved + 1
     assert second[("slotmap_events_total", (("kind", "brand_new_kind"),))] == 1
     assert scrape(client) == second  # nothing new: the counters stay
 

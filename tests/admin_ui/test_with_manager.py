@@ -145,3 +145,34 @@ def test_a_pause_from_the_dashboard_is_applied_by_the_manager_and_resume_brings_
     procs.wait_running(master, cluster, {"demo_noop": 2, "demo_resize": 1})
     poll_until(lambda: not admin.get("/api/queues/demo_resize").json()["row"]["paused"],
                deadline_s=DEADLINE_S, what="demo_resize shown running again")
+
+
+def test_failed_and_dead_jobs_become_grouped_events_and_show_in_the_dashboard(
+    cluster: Any, admin: AdminProc,
+) -> None:
+    with QueueClient(cluster.queue_server.address) as client:
+        for n in range(3):  # demo_echo has no slots: nobody else takes these
+            client.put_job("demo_echo", f"echo {n}".encode(), key=f"echo-{n}")
+        for job in client.get("demo_echo", count=3, keys=True):
+            if job.key == "echo-0":
+                client.fail(job.id, "ValueError: no echo today", dead=True)
+            else:
+                client.fail(job.id, "ValueError: no echo today", delay_s=3600)
+
+    def failures() -> dict[str, int]:
+        events = admin.get("/api/events", params={"queue": "demo_echo", "group": "true"}).json()["events"]
+        counts: dict[str, int] = {}
+        for event in events:
+            if event["kind"] in ("jobs_failed", "jobs_dead"):
+                counts[event["kind"]] = counts.get(event["kind"], 0) + event["count"]
+        return counts
+
+    auth = {"Authorization": f"Bearer {TOKEN}"}  # job data needs the token
+    poll_until(lambda: failures() == {"jobs_failed": 3, "jobs_dead": 1}, deadline_s=DEADLINE_S,
+               what="the manager's jobs_failed (3) and jobs_dead (1) events")
+    dead = admin.get("/api/queues/demo_echo/jobs", params={"state": "dead"}, headers=auth).json()
+    assert [job["key"] for job in dead["jobs"]] == ["echo-0"]
+    assert sorted(job["key"] for job in admin.get("/api/queues/demo_echo/jobs", headers=auth).json()["jobs"]) == [
+        "echo-1", "echo-2"]
+    page = admin.get("/events", params={"queue": "demo_echo"}).text
+    assert 'href="/queues/demo_echo/jobs?state=dead"' in page and "jobs_dead" in page

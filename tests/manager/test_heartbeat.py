@@ -4,15 +4,8 @@ from __future__ import annotations
 import pytest
 
 from manager.heartbeat import Change, MasterState, Peers, TransitionError, _move
-from master.manager_link import (
-    Heartbeats,
-    LinkAction,
-    LinkFrameError,
-    LinkState,
-    ManagerFrame,
-    MasterFrame,
-    parse_endpoints,
-)
+from master.manager_frames import LinkFrameError, ManagerFrame, MasterFrame
+from master.manager_link import Heartbeats, LinkAction, LinkState, parse_endpoints
 
 CONNECT, DISCONNECT, SEND = LinkAction.CONNECT, LinkAction.DISCONNECT, LinkAction.SEND_REPORT
 

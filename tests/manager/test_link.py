@@ -11,8 +11,10 @@ import zmq
 from test_service_procs import poll_until, server_proc
 from test_service_stats import report, slot
 
+from config.curve import CurveKeys
 from manager.link import ManagerSocket, Received
-from master.manager_link import CurveKeys, Heartbeats, ManagerFrame, ManagerLink, MasterFrame
+from master.manager_frames import ManagerFrame, MasterFrame
+from master.manager_link import Heartbeats, ManagerLink
 
 HEARTBEAT_S = 0.1
 

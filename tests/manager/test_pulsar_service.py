@@ -66,16 +66,6 @@ def free_endpoint() -> str:
         return f"tcp://127.0.0.1:{probe.getsockname()[1]}"
 
 
-def poll_until(predicate: Callable[[], T], *, timeout_s: float, what: str) -> T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value or time.monotonic() >= deadline:
-            assert value, f"{what}: not within {timeout_s} s"
-            return value
-        time.sleep(0.02)
-
-
 class Served:
     """A PulsarService answering from a thread of the test process."""
 

@@ -78,7 +78,7 @@ def test_a_restarted_manager_adopts_the_running_slots_without_restarting_them(
     # Two plans after the new manager's first: it had every chance to change something.
     poll_until(lambda: second.log_text().count("joined") and _plans_after(cluster, second) >= 2,
                what=lambda: f"plans by the new manager\n{cluster.logs()}")
-    assert master.slot_pids() == pids
+    assert master.slot_pids() == pids, master.log_text()
     assert master.running() == {"demo_noop": 2, "demo_resize": 1}
     assert master.log_text().count("forked slot") == 3
 
@@ -100,8 +100,8 @@ def test_a_dead_masters_slots_move_to_the_live_master_within_its_liveness(tmp_pa
         doomed.kill_group()
         # Lost after the liveness; then one plan and the forks (a few beacons).
         wait_running(survivor, cluster, {"demo_noop": 4}, timeout_s=HEARTBEAT_S * LIVENESS + 5.0)
-        [lost] = cluster.events("master_lost")
-        assert lost.host == doomed.name.removeprefix("master-")
+        lost_hosts = {event.host for event in cluster.events("master_lost")}
+        assert lost_hosts == {doomed.name.removeprefix("master-")}, cluster.logs()
     finally:
         cluster.close()
 

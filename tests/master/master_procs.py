@@ -5,6 +5,7 @@ Every master runs in its own session, so teardown kills it and all its slots at 
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import shutil
 import signal
@@ -27,9 +28,10 @@ HANDLERS_DIR = Path(__file__).resolve().parent / "handlers"
 poll_until = functools.partial(procs.poll_until, interval_s=0.02)
 
 
-def cluster_toml(server: str, queues: Mapping[str, Mapping[str, Any]], master: Mapping[str, Any]) -> str:
+def cluster_toml(server: str, queues: Mapping[str, Mapping[str, Any]], master: Mapping[str, Any],
+                 server_settings: Mapping[str, Any] | None = None) -> str:
     return to_toml({
-        "queue_server": {"listen": server},
+        "queue_server": {"listen": server, **(server_settings or {})},
         **{f"queues.{name}": settings for name, settings in queues.items()},
         "master": master,
     })
@@ -45,6 +47,8 @@ class MasterProc:
     queues: dict[str, dict[str, Any]]
     settings: dict[str, Any]
     clients: list[QueueClient] = field(default_factory=list)
+    # Extra [queue_server] settings of the master's config (token_file, ...).
+    server_settings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def pid(self) -> int:
@@ -88,7 +92,8 @@ class MasterProc:
     def reload(self, static_slots: Mapping[str, int]) -> None:
         """Rewrite the config with a new static map and SIGHUP the master."""
         self.settings["static_slots"] = dict(static_slots)
-        self.config_path.write_text(cluster_toml(self.server, self.queues, self.settings))
+        self.config_path.write_text(cluster_toml(self.server, self.queues, self.settings,
+                                                 self.server_settings))
         self.process.send_signal(signal.SIGHUP)
 
     def kill_everything(self) -> None:
@@ -98,6 +103,8 @@ class MasterProc:
 
 
 StartMaster = Callable[..., MasterProc]
+# queue_server_for: queue name -> settings, to a running queue server that knows them.
+ServerFor = Callable[[Mapping[str, Mapping[str, Any]]], Any]
 
 
 @pytest.fixture
@@ -107,15 +114,34 @@ def queue_server(tmp_path: Path) -> Iterator[Any]:
 
 
 @pytest.fixture
+def queue_server_for(tmp_path: Path) -> Iterator[ServerFor]:
+    """start(queues) -> a queue server that knows these queues' settings (retry policy, lock
+    time) from a config file, as a deployed one does; killed at the end of the test."""
+    with contextlib.ExitStack() as stack:
+        def start(queues: Mapping[str, Mapping[str, Any]]) -> Any:
+            config = tmp_path / "queue-server.toml"
+            config.write_text(to_toml({f"queues.{name}": dict(values) for name, values in queues.items()}))
+            return stack.enter_context(
+                server_proc.running_queue_server(tmp_path, "--fsync", "never", "--config", str(config))
+            )
+
+        yield start
+
+
+@pytest.fixture
 def start_master(tmp_path: Path, queue_server: Any) -> Iterator[StartMaster]:
-    """start(modules=[...], static_slots={...}, queues={...}, **master settings) -> MasterProc."""
+    """start(modules=[...], static_slots={...}, queues={...}, server=None, server_settings=None,
+    **master settings) -> MasterProc; `server` (default: the queue_server fixture's) is the
+    queue server to use, `server_settings` more of the config's [queue_server]."""
     started: list[MasterProc] = []
     # ipc:// paths must stay under 108 bytes; pytest's tmp_path can be longer.
     ipc_dir = tempfile.mkdtemp(prefix="sm-", dir="/tmp")
 
     def start(*, modules: list[str], static_slots: Mapping[str, int],
-              queues: Mapping[str, Mapping[str, Any]] | None = None, **settings: Any) -> MasterProc:
+              queues: Mapping[str, Mapping[str, Any]] | None = None, server: Any = None,
+              server_settings: Mapping[str, Any] | None = None, **settings: Any) -> MasterProc:
         number = len(started)
+        address = (server or queue_server).address
         master_settings: dict[str, Any] = {
             "handler_modules": modules,
             "ipc_dir": ipc_dir,
@@ -127,7 +153,7 @@ def start_master(tmp_path: Path, queue_server: Any) -> Iterator[StartMaster]:
         }
         queue_settings = {name: dict(values) for name, values in (queues or {}).items()}
         config_path = tmp_path / f"cluster{number}.toml"
-        config_path.write_text(cluster_toml(queue_server.address, queue_settings, master_settings))
+        config_path.write_text(cluster_toml(address, queue_settings, master_settings, server_settings))
         report_path = tmp_path / f"report{number}.json"
         log_path = tmp_path / f"master{number}.log"
         process = spawn_slotmap(
@@ -135,8 +161,8 @@ def start_master(tmp_path: Path, queue_server: Any) -> Iterator[StartMaster]:
              "--report-file", str(report_path), "--report-interval-s", "0.1"],
             log_path=log_path, cwd=tmp_path, pythonpath=[HANDLERS_DIR],
         )
-        master = MasterProc(process, config_path, report_path, log_path, queue_server.address,
-                            queue_settings, master_settings)
+        master = MasterProc(process, config_path, report_path, log_path, address,
+                            queue_settings, master_settings, server_settings=dict(server_settings or {}))
         started.append(master)
         return master
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from master.leases import renewals
 from master.lifecycle import (
     ALLOWED,
     Action,
@@ -14,7 +15,9 @@ from master.lifecycle import (
     Counter,
     DeadlinePassed,
     Exited,
+    FailJobs,
     Hung,
+    Leased,
     Limits,
     OverMemory,
     SendSignal,
@@ -103,11 +106,50 @@ def test_a_starting_slot_gets_a_grace_period_before_its_first_beacon() -> None:
     assert isinstance(check(slot, 105.7, LIMITS), Hung)
 
 
-def test_batch_running_past_the_lock_time_is_hung() -> None:
+def test_a_batch_past_the_lock_time_is_renewed_not_hung_and_past_its_timeout_is_hung() -> None:
     slot = running_slot()
+    slot.assignment = ASSIGNMENT.model_copy(update={"batch_timeout_s": 30.0})
     on_event(slot, Beaconed(beacon(phase=SlotPhase.BUSY, batch_age_s=2.5)), 103.0)
-    event = check(slot, 103.0, LIMITS)
-    assert isinstance(event, Hung) and "lock time" in event.reason
+    assert check(slot, 103.0, LIMITS) is None  # lock time 2 s: its lease is renewed
+    on_event(slot, Beaconed(beacon(phase=SlotPhase.BUSY, batch_age_s=30.5)), 131.0)
+    event = check(slot, 131.0, LIMITS)
+    assert isinstance(event, Hung) and "batch_timeout_s 30 s" in event.reason
+
+
+def test_a_dead_slots_lease_is_failed_with_the_reason_and_a_clean_one_is_not() -> None:
+    slot = running_slot()
+    on_event(slot, Leased(((7, 1), (8, 2)), 2.0), 101.0)
+    assert slot.lease is not None and slot.lease.renewed_at == 101.0
+    actions = on_event(slot, Exited(None, signal.SIGKILL), 102.0)
+    fails = [a for a in actions if isinstance(a, FailJobs)]
+    assert fails == [FailJobs("q", ((7, 1), (8, 2)), "slot 1 (pid 4242) killed by SIGKILL")]
+    assert slot.lease is None
+    released = running_slot()
+    on_event(released, Leased(((7, 1),), 2.0), 101.0)
+    on_event(released, Leased((), 0.0), 101.5)
+    assert not [a for a in on_event(released, Exited(None, signal.SIGKILL), 102.0)
+                if isinstance(a, FailJobs)]
+
+
+def test_a_hung_slots_jobs_fail_with_why_the_master_killed_it() -> None:
+    slot = running_slot()
+    on_event(slot, Leased(((7, 1),), 2.0), 101.0)
+    on_event(slot, Hung("no beacon for 0.70 s"), 101.8)
+    actions = on_event(slot, Exited(None, signal.SIGKILL), 101.9)
+    [fail] = [a for a in actions if isinstance(a, FailJobs)]
+    assert fail.reason == ("slot 1 (pid 4242) killed by SIGKILL: the master killed it, "
+                           "hung (no beacon for 0.70 s)")
+
+
+def test_leases_of_live_slots_are_renewed_every_third_of_their_lock() -> None:
+    slot = running_slot()
+    on_event(slot, Leased(((7, 1), (8, 1)), 3.0), 100.0)
+    assert renewals([slot], 100.5) == []
+    assert renewals([slot], 101.0) == [7, 8]
+    assert renewals([slot], 101.5) == []
+    assert renewals([slot], 102.0) == [7, 8]
+    on_event(slot, Hung("test"), 102.1)  # killed: renewed no more
+    assert renewals([slot], 110.0) == []
 
 
 def test_slot_over_the_hard_memory_limit_is_killed_and_counted() -> None:

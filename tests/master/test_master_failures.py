@@ -6,12 +6,15 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
-from master_procs import MasterProc, StartMaster, poll_until
+from master_procs import MasterProc, ServerFor, StartMaster, poll_until
 
 from master.lifecycle import Counter
 
 LOCK_S = 1.0
+# The killed slot's jobs come back after their backoff (the master fails them at once).
+FAST_RETRY: dict[str, Any] = {"retry_base_s": 0.2, "retry_max_s": 1.0}
 
 
 def put_numbered(master: MasterProc, queue: str, count: int, tmp_path: Path) -> Path:
@@ -33,18 +36,24 @@ def all_done(log: Path, count: int) -> bool:
     return sorted({int(n) for n in lines_starting(log, "done")}) == list(range(count))
 
 
-def test_a_slot_stuck_in_python_past_the_lock_time_is_killed_and_its_job_comes_back(
-    start_master: StartMaster, tmp_path: Path
+def test_a_slot_stuck_in_python_past_its_batch_timeout_is_killed_and_its_job_comes_back(
+    queue_server_for: ServerFor, start_master: StartMaster, tmp_path: Path
 ) -> None:
+    queues = {"sleepy": {"lock_timeout_s": LOCK_S, "batch_size": 1, **FAST_RETRY}}
     master = start_master(modules=["sm_test_behaviours"], static_slots={"sleepy": 2},
-                          queues={"sleepy": {"lock_timeout_s": LOCK_S, "batch_size": 1}})
+                          queues=queues, server=queue_server_for(queues))
     master.wait_running("sleepy", 2)
     log = put_numbered(master, "sleepy", 3, tmp_path)
     hung_pid = int(poll_until(lambda: lines_starting(log, "hang"), what="a slot hanging")[0])
     master.wait_report(lambda r: r.counters.get(Counter.KILLED_HUNG, 0) == 1
                        and hung_pid not in [s.pid for s in r.slots], what="hung slot killed and reaped")
     poll_until(lambda: all_done(log, 3), what="the hung job done by another slot")
-    assert "past the lock time" in master.log_text()
+    text = master.log_text()
+    assert "past its handler's batch_timeout_s 1 s" in text
+    # Its job was failed at once with the reason, not left to the lock time.
+    assert (f"pid {hung_pid}) killed by SIGKILL: the master killed it, hung (batch running"
+            in text)
+    assert "holding 1 jobs of sleepy: failed them (SOLO)" in text
     master.wait_running("sleepy", 2)
 
 
@@ -68,9 +77,12 @@ def test_a_frozen_slot_stops_beaconing_and_is_killed_after_the_missed_beacons(
                        what="frozen slot reaped and replaced")
 
 
-def test_kill_9_of_a_slot_mid_batch_loses_no_job(start_master: StartMaster, tmp_path: Path) -> None:
+def test_kill_9_of_a_slot_mid_batch_loses_no_job(
+    queue_server_for: ServerFor, start_master: StartMaster, tmp_path: Path
+) -> None:
+    queues = {"slow": {"lock_timeout_s": LOCK_S, **FAST_RETRY}}
     master = start_master(modules=["sm_test_behaviours"], static_slots={"slow": 2},
-                          queues={"slow": {"lock_timeout_s": LOCK_S}})
+                          queues=queues, server=queue_server_for(queues))
     master.wait_running("slow", 2)
     log = put_numbered(master, "slow", 100, tmp_path)
     victim = int(poll_until(lambda: lines_starting(log, "start"), what="a batch started")[0].split()[0])

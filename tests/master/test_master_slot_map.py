@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import json
 import signal
+from functools import partial
 from pathlib import Path
 
 import psutil
 from master_procs import StartMaster, poll_until
+
+from queue_server.client import QueueClient
 
 
 def test_a_changed_static_map_retargets_a_running_slot_without_a_new_fork(
@@ -74,3 +77,35 @@ def test_slots_of_a_master_killed_with_sigkill_exit_by_themselves(start_master: 
 
     # Each slot sees its parent change at its next beacon and stops like on SIGTERM.
     poll_until(lambda: all(gone(pid) for pid in pids), timeout_s=5.0, what="orphaned slots exited")
+
+
+def test_a_job_put_as_blocked_slots_are_retargeted_or_stopped_is_run_or_stays_ready(
+    start_master: StartMaster,
+) -> None:
+    """Slots blocked in GETB are woken through their wake fd (no exception thrown into them):
+    a job that arrives at that moment is answered or still ready, never left running until
+    its 60 s lock time."""
+    queues = {name: {"lock_timeout_s": 60.0} for name in ("whoami", "whoami_too")}
+    master = start_master(modules=["sm_test_behaviours"], static_slots={"whoami": 2}, queues=queues)
+    master.wait_running("whoami", 2)
+    client = master.client()
+    maps = [{"whoami_too": 2}, {"whoami": 2}] * 3
+    for round_, static_slots in enumerate(maps):
+        old = "whoami" if round_ % 2 == 0 else "whoami_too"
+        client.put(old, b"?", item=f"round_{round_}")
+        master.reload(static_slots)
+        master.wait_running(next(iter(static_slots)), 2)
+        poll_until(partial(_settled, client, old), timeout_s=10.0,
+                   what=lambda: f"{client.stats()}")
+        client.get(old, count=10, expire_s=0, then="done")  # so each round starts empty
+        client.get(old + "_reply", count=10, expire_s=0, then="done")
+    client.put("whoami", b"?")
+    master.process.send_signal(signal.SIGTERM)
+    assert master.process.wait(timeout=10.0) == 0
+    assert client.total("whoami").running == 0
+
+
+def _settled(client: QueueClient, queue: str) -> bool:
+    """The job of the round is answered (its reply queued) or ready; none running."""
+    total, replies = client.total(queue), client.total(queue + "_reply")
+    return total.running == 0 and total.jobs + replies.jobs == 1

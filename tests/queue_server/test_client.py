@@ -49,7 +49,8 @@ def pool() -> Iterator[ThreadPoolExecutor]:
 
 
 def test_put_then_get_hands_out_the_job_with_its_data_priority_and_a_running_id(client: QueueClient) -> None:
-    assert client.put("q", b"hello", priority=7) is None
+    key = client.put("q", b"hello", priority=7)
+    assert key.startswith("_") and key[1:].isdigit()
     [job] = client.get("q")
     assert (job.queue, job.priority, job.data, job.item) == ("q", 7, b"hello", None)
     assert job.id > 0
@@ -69,7 +70,7 @@ def test_higher_priority_is_served_first_and_fifo_inside_a_priority(client: Queu
 
 
 def test_new_item_returns_the_name_the_server_made_and_the_job_carries_it(client: QueueClient) -> None:
-    item = client.put("q", "x", new_item=True)
+    item = client.put_job("q", "x", new_item=True).item
     assert item is not None and item.startswith("_") and item[1:].isdigit()
     [job] = client.get("q")
     assert job.item == item

@@ -69,7 +69,8 @@ def test_batch_get_and_put_many_keep_order(server: ServerProc) -> None:
 def test_tasks_sharing_one_client_each_get_their_own_reply(server: ServerProc) -> None:
     async def scenario() -> list[str | None]:
         async with AsyncQueueClient(server.address) as client:
-            return await asyncio.gather(*(client.put("q", b"x", new_item=True) for _ in range(50)))
+            results = await asyncio.gather(*(client.put_job("q", b"x", new_item=True) for _ in range(50)))
+            return [result.item for result in results]
 
     items = asyncio.run(scenario())
     assert len(set(items)) == 50

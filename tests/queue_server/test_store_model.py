@@ -8,9 +8,13 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from queue_server import replay, snapshot
+from queue_server.keyed import is_retry_wait
+from queue_server.retry import QueuePolicy, RetryPolicy
 from queue_server.store import Store
 
 QUEUES = ("a", "b", "c")
+# Queue a: two attempts, two dead jobs kept at most (drops happen); the others: defaults.
+POLICIES = {"a": QueuePolicy(RetryPolicy(max_attempts=2, retry_base_s=0.5, retry_max_s=2.0), dead_max=2)}
 ITEMS = (None, "x", "y")
 
 
@@ -21,13 +25,19 @@ def observable(store: Store) -> dict[str, object]:
         if not state.holds_jobs:
             continue  # a queue that held jobs once and is empty now is not part of the state
         ready = [
-            (priority, data, item)
+            (priority, data, item, key, meta)
             for priority in sorted(state.levels, reverse=True)
-            for data, item, _ready_at in state.levels[priority]
+            for data, item, _ready_at, key, meta in state.levels[priority]
         ]
-        view[name] = (ready, state.delayed, state.running)
-    running = sorted((job_id, job.queue.name, job.data) for job_id, job in store.running.items())
-    return {"queues": view, "running": running, "totals": store.totals(), "items": dict(store.items)}
+        view[name] = (ready, state.delayed, state.failed, state.running)
+    dead = {name: [(d.key, d.data, d.item, d.attempts, d.error, d.died_at) for d in state.dead.values()]
+            for name, state in sorted(store.queues.items()) if state.dead}
+    delayed = [entry[2:] for entry in store.delayed_jobs()]
+    running = sorted((job_id, job.queue.name, job.data, job.key, job.attempts, job.managed,
+                      job.history) for job_id, job in store.running.items())
+    return {"queues": view, "running": running, "totals": store.totals(), "items": dict(store.items),
+            "dead": dead, "delayed": delayed, "keys": {k: store.state_of(k) for k in store.keys},
+            "next_key": store.next_key}
 
 
 def recount(store: Store) -> tuple[int, int, int, int]:
@@ -48,7 +58,7 @@ class StoreMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.now = 1_000_000.0
-        self.store = Store(rng=random.Random(7))
+        self.store = Store(rng=random.Random(7), policies=POLICIES)
         self.log: list[bytes] = []
         self.serial = 0
 
@@ -66,14 +76,27 @@ class StoreMachine(RuleBasedStateMachine):
         self.store.put(queue, priority, b"%d" % self.serial, item, self.now, until=until)
         self._collect()
 
+    @rule(queue=st.sampled_from(QUEUES), key=st.sampled_from(["k1", "k2", "k3"]))
+    def put_unique(self, queue: str, key: str) -> None:
+        state = self.store.state_of(key)
+        if state is not None and state != "dead":
+            return  # the server answers EXISTS and adds nothing
+        self.serial += 1
+        assert self.store.put(queue, 0, b"%d" % self.serial, None, self.now, key=key) == key
+        assert self.store.state_of(key) == "ready"
+        self._collect()
+
     @rule(names=st.sampled_from([None, ("a",), ("a", "b"), ("c",)]), count=st.integers(1, 3),
-          expire=st.sampled_from([None, 0.0, 1.0, 5.0]), then_done=st.sampled_from([None, True, False]))
+          expire=st.sampled_from([None, 0.0, 1.0, 5.0]), then_done=st.sampled_from([None, True, False]),
+          managed=st.booleans())
     def take(self, names: tuple[str, ...] | None, count: int, expire: float | None,
-             then_done: bool | None) -> None:
+             then_done: bool | None, managed: bool) -> None:
         before = {name: state.ready for name, state in self.store.queues.items()}
-        jobs = self.store.take(names, count, self.now, expire, then_done if expire is not None else None)
+        jobs = self.store.take(names, count, self.now, expire, then_done if expire is not None else None,
+                               managed)
         ready_before = sum(before.get(n, 0) for n in (names or QUEUES))
-        assert len(jobs) == min(count, ready_before)
+        assert len(jobs) <= min(count, ready_before)  # a solo job ends a batch
+        assert bool(jobs) == bool(ready_before)
         for job in jobs:
             assert job.id > 0 and self.store.running[job.id] is job
         self._collect()
@@ -96,6 +119,47 @@ class StoreMachine(RuleBasedStateMachine):
         until = self.now + delay if delay else None
         assert self.store.later([job_id], self.now, until) == [True]
         assert job_id not in self.store.running
+        self._collect()
+
+    @precondition(lambda self: bool(self.store.running))
+    @rule(data=st.data(), delay=st.sampled_from([None, 0.0, 2.0]), dead=st.booleans(), solo=st.booleans())
+    def fail(self, data: st.DataObject, delay: float | None, dead: bool, solo: bool) -> None:
+        job_id = data.draw(st.sampled_from(sorted(self.store.running)))
+        job = self.store.running[job_id]
+        outcome = self.store.fail(job_id, b"error %d" % job_id, self.now, delay_s=None if dead else delay,
+                                  dead=dead, solo=solo)
+        # An explicit delay is the client's own policy: retried whatever the count.
+        exhausted = delay is None and job.attempts >= self.store.policy(job.queue.name).retry.max_attempts
+        assert (outcome is None) == (dead or exhausted)
+        assert self.store.state_of(job.key) in ("dead", None) if outcome is None else True
+        self._collect()
+
+    @precondition(lambda self: bool(self.store.running))
+    @rule(data=st.data(), expire=st.sampled_from([None, 0.5, 3.0]))
+    def touch(self, data: st.DataObject, expire: float | None) -> None:
+        job_id = data.draw(st.sampled_from(sorted(self.store.running)))
+        assert self.store.touch([job_id, 10**9], self.now, expire) == [True, False]
+        self._collect()
+
+    @rule(queue=st.sampled_from(QUEUES), data=st.data(), all_dead=st.booleans())
+    def retry(self, queue: str, data: st.DataObject, all_dead: bool) -> None:
+        if all_dead:
+            dead = len(self.store.queues[queue].dead) if queue in self.store.queues else 0
+            assert self.store.retry_all(queue, "dead", self.now) == dead
+        else:
+            key = data.draw(st.sampled_from(sorted(map(str, self.store.keys)) or ["none"]))
+            typed = int(key) if key.isdigit() else key
+            self.store.retry(queue, [typed], self.now)
+        self._collect()
+
+    @rule(queue=st.sampled_from(QUEUES), data=st.data())
+    def delete(self, queue: str, data: st.DataObject) -> None:
+        key = data.draw(st.sampled_from(sorted(map(str, self.store.keys)) or ["none"]))
+        typed = int(key) if key.isdigit() else key
+        before = self.store.state_of(typed)
+        [outcome] = self.store.delete(queue, [typed])
+        if outcome == "ok":
+            assert self.store.state_of(typed) is None and before != "running"
         self._collect()
 
     @rule(seconds=st.sampled_from([0.1, 1.0, 4.0]))
@@ -121,6 +185,13 @@ class StoreMachine(RuleBasedStateMachine):
             replay.apply(rebuilt, command, self.now)
         assert observable(rebuilt) == observable(self.store)
         assert rebuilt.next_id == self.store.next_id
+
+    @invariant()
+    def failed_and_dead_counts_match_a_recount(self) -> None:
+        for name, state in self.store.queues.items():
+            failed = [e for e in self.store.delayed_jobs() if e[2] == name and is_retry_wait(e[7])]
+            assert state.failed == len(failed)
+            assert len(state.dead) <= self.store.policy(name).dead_max
 
     @invariant()
     def a_snapshot_round_trips(self) -> None:

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import json
 import re
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
+
+from polling import poll_until as poll_until
 
 T = TypeVar("T")
 
@@ -26,19 +26,6 @@ class Conn(Protocol):
     def expect(self, data: bytes) -> None: ...
     def request(self, line: bytes) -> bytes: ...
     def pending(self, wait_s: float = ...) -> bytes: ...
-
-
-def poll_until(predicate: Callable[[], T], timeout_s: float = 5.0, *, interval_s: float = 0.01,
-               what: str = "condition") -> T:
-    """Call `predicate` until it returns something truthy; fail after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    last: T = predicate()
-    while not last:
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"{what} not reached within {timeout_s}s (last value: {last!r})")
-        time.sleep(interval_s)
-        last = predicate()
-    return last
 
 
 @dataclass(frozen=True)

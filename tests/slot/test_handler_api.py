@@ -6,7 +6,15 @@ from collections.abc import Sequence
 import pytest
 
 from slot.errors import HandlerRegistrationError, JobResolutionError
-from slot.handler import Handler, Outcome, SlotJob, handler, registered_handlers
+from slot.handler import (
+    MAX_ERROR_CHARS,
+    Handler,
+    Outcome,
+    SlotJob,
+    error_text,
+    handler,
+    registered_handlers,
+)
 
 
 def job(item: str | None = "_1", data: bytes = b'{"photo": 7}') -> SlotJob:
@@ -74,3 +82,33 @@ def test_later_takes_the_documented_delay_keyword() -> None:
     job = SlotJob(queue="q", id=1, priority=0, data=b"x", item=None)
     job.later(delay=30)
     assert job.delay_s == 30
+
+
+def test_fail_takes_a_text_or_an_exception_with_its_traceback() -> None:
+    texted = job()
+    texted.fail("photo missing")
+    assert (texted.outcome, texted.error, texted.give_up) == (Outcome.FAILED, "photo missing", False)
+    photos: dict[str, int] = {}
+    try:
+        photos["photo"]
+    except KeyError as exc:
+        raised = job()
+        raised.fail(exc, dead=True)
+    assert raised.error is not None and raised.give_up
+    assert raised.error.startswith("Traceback (most recent call last):")
+    assert raised.error.endswith("KeyError: 'photo'")
+    with pytest.raises(JobResolutionError, match="already resolved"):
+        raised.done()
+
+
+def test_a_huge_error_is_cut_in_the_middle_keeping_both_ends() -> None:
+    text = error_text("start " + "x" * 100_000 + " end")
+    assert len(text) <= MAX_ERROR_CHARS
+    assert text.startswith("start ") and text.endswith(" end") and "characters cut" in text
+
+
+def test_a_job_carries_its_key_and_attempt() -> None:
+    one = SlotJob(queue="q", id=3, priority=0, data=b"", item=None, key="photo:7", attempt=2)
+    assert (one.key, one.attempt, one.resolved) == ("photo:7", 2, False)
+    one.done()
+    assert one.resolved and one.outcome is Outcome.DONE

@@ -1,6 +1,7 @@
 """The slot loop's step() against a fake queue server: batches, acks, errors, retargets, memory."""
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -13,6 +14,7 @@ from slot.exit_codes import SlotExit
 from slot.handler import Handler, SlotJob
 from slot.loop import SlotLoop, SourceUnavailable, StepKind
 from slot.memory import MemoryUsage, MemoryWatch
+from slot.outcomes import Failure
 
 MB = 1024 * 1024
 
@@ -23,6 +25,8 @@ class FakeSource:
     done_calls: list[list[int]] = field(default_factory=list)
     later_calls: list[tuple[list[int], float | None]] = field(default_factory=list)
     replies: list[tuple[str, list[tuple[str, bytes]]]] = field(default_factory=list)
+    reply_ttls: list[float | None] = field(default_factory=list)
+    fail_calls: list[list[Failure]] = field(default_factory=list)
     fetches: list[tuple[str, int, float]] = field(default_factory=list)
     unavailable: bool = False
 
@@ -42,8 +46,28 @@ class FakeSource:
     def later(self, ids: Sequence[int], *, delay_s: float | None) -> None:
         self.later_calls.append((list(ids), delay_s))
 
-    def reply(self, queue: str, replies: Sequence[tuple[str, bytes]]) -> None:
+    def fail(self, failures: Sequence[Failure]) -> int:
+        self.fail_calls.append(list(failures))
+        return sum(f.dead for f in failures)
+
+    def reply(self, queue: str, replies: Sequence[tuple[str, bytes]], *,
+              ttl_s: float | None = None) -> None:
         self.replies.append((queue, list(replies)))
+        self.reply_ttls.append(ttl_s)
+
+
+@dataclass
+class FakeLeases:
+    """Records what the master would learn, and what the source had acknowledged by then."""
+
+    source: FakeSource
+    notes: list[tuple[str, list[int], int]] = field(default_factory=list)
+
+    def hold(self, jobs: Sequence[SlotJob], *, lock_s: float) -> None:
+        self.notes.append(("hold", [j.id for j in jobs], len(self.source.done_calls)))
+
+    def release(self) -> None:
+        self.notes.append(("release", [], len(self.source.done_calls)))
 
 
 class Recorder(Handler):
@@ -82,8 +106,9 @@ class BrokenSetup(Handler):
         raise ConnectionError("database down")
 
 
-def jobs(queue: str, *datas: bytes, first_id: int = 1) -> list[Job]:
-    return [Job(queue, first_id + n, 0, data, "_9") for n, data in enumerate(datas)]
+def jobs(queue: str, *datas: bytes, first_id: int = 1, attempt: int = 1) -> list[Job]:
+    return [Job(queue, first_id + n, 0, data, "_9", f"_{first_id + n}", attempt)
+            for n, data in enumerate(datas)]
 
 
 def assignment(queue: str = "a", *, batch: int = 3, limit: int = 500 * MB) -> Assignment:
@@ -91,7 +116,7 @@ def assignment(queue: str = "a", *, batch: int = 3, limit: int = 500 * MB) -> As
 
 
 def make_loop(source: FakeSource, *, limit: int = 500 * MB, dirty: int = 10 * MB,
-              inbox: list[Assignment] | None = None) -> SlotLoop:
+              inbox: list[Assignment] | None = None, leases: FakeLeases | None = None) -> SlotLoop:
     Recorder.events, Recorder.batches = [], []
     pending = inbox if inbox is not None else []
 
@@ -108,6 +133,8 @@ def make_loop(source: FakeSource, *, limit: int = 500 * MB, dirty: int = 10 * MB
         read_memory=lambda: MemoryUsage(rss_bytes=0, pss_bytes=dirty, private_dirty_bytes=dirty),
         memory_watch=MemoryWatch(every_jobs=1, every_s=0.0),
         take_assignments=take,
+        leases=leases,
+        rng=random.Random(7),
     )
 
 
@@ -127,20 +154,87 @@ def test_postponed_jobs_go_back_with_their_delay_and_replies_are_put_first() -> 
     loop = make_loop(source)
     loop.step(0.0)
     assert source.replies == [("a_reply", [("_9", b"answer")])]
+    assert source.reply_ttls == [600.0]  # Handler.reply_ttl_s: an untaken reply goes (PUT ... TTL)
     assert source.later_calls == [([2], 5)]
     assert source.done_calls == [[1, 3]]
     assert loop.stats.jobs_later == 1
 
 
-def test_a_handler_exception_leaves_the_whole_batch_locked_and_the_slot_going() -> None:
-    source = FakeSource(ready={"a": jobs("a", b"x", b"boom") + jobs("a", b"ok", first_id=10)})
+def test_a_handler_exception_fails_the_unresolved_jobs_solo_and_keeps_the_resolved_ones() -> None:
+    source = FakeSource(ready={"a": jobs("a", b"later", b"x", b"boom") + jobs("a", b"ok", first_id=10)})
     loop = make_loop(source)
-    loop.assignment = assignment(batch=2)
     assert loop.step(0.0).kind is StepKind.BATCH
-    assert source.done_calls == [] and source.later_calls == []
-    assert loop.stats.errors == 1
+    assert source.later_calls == [([1], 5)] and source.done_calls == []
+    [failures] = source.fail_calls
+    assert [(f.id, f.solo, f.dead, f.delay_s) for f in failures] == [(2, True, False, None), (3, True, False, None)]
+    assert failures[0].error.startswith("Traceback (most recent call last):")
+    assert failures[0].error.endswith("RuntimeError: handler bug")
+    assert (loop.stats.errors, loop.stats.jobs_failed) == (1, 2)
     assert loop.step(1.0).kind is StepKind.BATCH
     assert source.done_calls == [[10]]
+
+
+class OneByOne(Handler):
+    """handle_job: an exception fails that job alone."""
+
+    def handle_job(self, job: SlotJob) -> None:
+        if job.data == b"bad":
+            raise ValueError(f"cannot handle {job.key}")
+        if job.data == b"give up":
+            job.fail("not worth retrying", dead=True)
+
+
+def test_handle_job_isolates_a_raising_job_the_rest_done_in_one_request() -> None:
+    batch = jobs("a", *[b"ok"] * 12, b"bad", *[b"ok"] * 7)
+    source = FakeSource(ready={"a": batch})
+    loop = make_loop(source)
+    loop.handlers = {"a": OneByOne}
+    loop.assignment = assignment(batch=20)
+    loop.step(0.0)
+    assert source.done_calls == [[j.id for j in batch if j.data == b"ok"]]
+    [[failed]] = source.fail_calls
+    assert (failed.id, failed.solo, failed.dead) == (13, False, False)
+    assert "ValueError: cannot handle _13" in failed.error and "handle_job" in failed.error
+    assert loop.stats.errors == 0
+
+
+class Impatient(OneByOne):
+    max_attempts = 3
+    retry_base_s = 2.0
+
+
+def test_a_handler_retry_policy_decides_the_delay_and_the_death_in_the_slot() -> None:
+    source = FakeSource(ready={"a": jobs("a", b"bad", b"bad", first_id=1, attempt=2)
+                           + jobs("a", b"bad", b"give up", first_id=3, attempt=3)})
+    loop = make_loop(source)
+    loop.handlers = {"a": Impatient}
+    loop.assignment = assignment(batch=4).model_copy(update={"retry_max_s": 100.0})
+    loop.step(0.0)
+    [failures] = source.fail_calls
+    second, _, third, given_up = failures
+    # Attempt 2 failed: 2 s doubled once, plus up to 25% jitter; attempt 3 of 3: dead.
+    assert second.delay_s is not None and 4.0 <= second.delay_s <= 5.0 and not second.dead
+    assert (third.delay_s, third.dead) == (None, True)
+    assert (given_up.dead, given_up.error) == (True, "not worth retrying")
+    assert loop.stats.jobs_dead == 2
+
+
+def test_without_a_handler_policy_the_queue_server_decides() -> None:
+    source = FakeSource(ready={"a": jobs("a", b"bad", attempt=25)})
+    loop = make_loop(source)
+    loop.handlers = {"a": OneByOne}
+    loop.step(0.0)
+    [[failed]] = source.fail_calls
+    assert (failed.delay_s, failed.dead) == (None, False)
+
+
+def test_the_master_learns_the_batch_before_the_handler_and_its_release_after_the_ack() -> None:
+    source = FakeSource(ready={"a": jobs("a", b"x", b"y")})
+    leases = FakeLeases(source)
+    loop = make_loop(source, leases=leases)
+    loop.step(0.0)
+    assert leases.notes == [("hold", [1, 2], 0), ("release", [], 1)]
+    assert Recorder.batches == [[1, 2]]
 
 
 def test_setup_runs_once_per_slot_and_teardown_on_close() -> None:

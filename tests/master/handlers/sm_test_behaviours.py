@@ -43,7 +43,10 @@ class Leaky(Handler):
 
 @handler("sleepy")
 class Sleepy(Handler):
-    """The first job ever sleeps for an hour (a Python-level hang); later ones are quick."""
+    """The first job ever sleeps for an hour (a Python-level hang); later ones are quick.
+    Its lock is renewed while the slot lives: only batch_timeout_s ends the hang."""
+
+    batch_timeout_s = 1.0
 
     def handle(self, jobs: Sequence[SlotJob]) -> None:
         for job in jobs:

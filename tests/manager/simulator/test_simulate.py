@@ -9,11 +9,11 @@ import pytest
 
 from config.errors import ConfigError
 from deploy.cli import main
-from manager.baselines import HpaPolicy, StaticPolicy, fill, static_counts
 from manager.model import HostCapacity, MoveKind, QueueStats, SlotMap
-from manager.sim_scenario import Arrivals, Scenario, load_scenario
-from manager.simulate import EXPIRE, PlannerPolicy, Simulation, generate_jobs, simulate
-from manager.simulate_report import SimResult
+from manager.simulator.baselines import HpaPolicy, StaticPolicy, fill, static_counts
+from manager.simulator.report import SimResult
+from manager.simulator.scenario import Arrivals, Scenario, load_scenario
+from manager.simulator.simulate import EXPIRE, PlannerPolicy, Simulation, generate_jobs, simulate
 
 TINY = """
 name = "tiny"

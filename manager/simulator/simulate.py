@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum, auto
 from typing import Protocol
 
-from manager.baselines import fill, static_counts
 from manager.model import HostCapacity, Move, MoveKind, QueueStats, SlotMap
 from manager.planner import plan
-from manager.sim_scenario import Scenario
-from manager.simulate_report import QueueResult, SimResult, percentile
+from manager.simulator.baselines import fill, static_counts
+from manager.simulator.report import QueueResult, SimResult, percentile
+from manager.simulator.scenario import Scenario
 
 # (arrival time, processing time) of one job
 Job = tuple[float, float]

@@ -5,10 +5,10 @@ import argparse
 import json
 from typing import Any
 
-from manager.baselines import HpaPolicy, StaticPolicy
-from manager.sim_scenario import load_scenario
-from manager.simulate import PlannerPolicy, simulate
-from manager.simulate_report import format_run, summary_header, summary_rows, verdict
+from manager.simulator.baselines import HpaPolicy, StaticPolicy
+from manager.simulator.report import format_run, summary_header, summary_rows, verdict
+from manager.simulator.scenario import load_scenario
+from manager.simulator.simulate import PlannerPolicy, simulate
 
 
 def register(subparsers: Any) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from manager.model import HostCapacity, Move, MoveKind, QueueStats, SlotMap
 from manager.placement import slot_number
 from manager.planner import NO_STATS, queue_demand
-from manager.sim_scenario import Scenario
+from manager.simulator.scenario import Scenario
 
 HPA_TOLERANCE = 0.1
 HPA_SCALE_DOWN_WINDOW_S = 300.0

@@ -1,0 +1,135 @@
+"""Jobs on the queue server as the dashboard shows and changes them: lists, one job, retry, delete.
+
+The queue server answers (through queue_link); every retry or delete also writes an event
+with actor `admin`, like the dashboard's other actions.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from sqlalchemy.orm import Session
+
+from admin_ui.errors import (
+    InvalidJobsAction,
+    JobNotFound,
+    QueueServerRefused,
+    QueueServerUnavailable,
+)
+from admin_ui.queue_link import ask
+from admin_ui.schemas import JobCounts, JobsAction, JobsActionResult, JobState, JobsView, JobView
+from admin_ui.settings import AdminSettings
+from manager.db import Event
+from queue_server.client import QueueClient
+from queue_server.job_info import JobInfo
+from queue_server.jobs_cli import error_summary
+
+ACTOR = "admin"
+JOBS_RETRIED = "jobs_retried"
+JOBS_DELETED = "jobs_deleted"
+Verb = Literal["retry", "delete"]
+EVENT_KINDS: dict[Verb, str] = {"retry": JOBS_RETRIED, "delete": JOBS_DELETED}
+MAX_LIMIT = 1000
+# Keys kept in an event's detail: a retry of 10,000 jobs names the first ones only.
+EVENT_KEYS = 100
+
+
+def job_view(info: JobInfo) -> JobView:
+    """The queue server's JobInfo (the JOB/JOBS JSON) as the view model, with the error's summary."""
+    return JobView(**info.model_dump(), error_summary=error_summary(info.error))
+
+
+def _counts(client: QueueClient, queue: str) -> JobCounts | None:
+    stats = client.stats(queue).get(queue)
+    if stats is None:
+        return None
+    return JobCounts(ready=stats.ready, delayed=stats.delayed, failed=stats.failed,
+                     running=stats.running, dead=stats.dead)
+
+
+def job_counts(settings: AdminSettings, queue: str) -> JobCounts | None:
+    """The queue's jobs per state, or None when the queue server is not there (pages still show)."""
+    try:
+        return ask(settings, lambda client: _counts(client, queue))
+    except (QueueServerUnavailable, QueueServerRefused):
+        return None
+
+
+def list_jobs(settings: AdminSettings, queue: str, state: JobState, *, limit: int = 100,
+              after: str | None = None) -> JobsView:
+    """A page of `queue`'s jobs in `state` (the queue server's order), with the counts per state."""
+    def request(client: QueueClient) -> JobsView:
+        infos = client.jobs(queue, state, limit=limit, after=after)
+        jobs = [job_view(info) for info in infos]
+        return JobsView(queue=queue, state=state, limit=limit, jobs=jobs, counts=_counts(client, queue),
+                        next_after=jobs[-1].key if jobs and len(jobs) >= limit else None)
+    return ask(settings, request)
+
+
+def find_job(settings: AdminSettings, key: str) -> JobView:
+    info = ask(settings, lambda client: client.job(key))
+    if info is None:
+        raise JobNotFound(f"no job {key!r} on the queue server (done, deleted, or never put)")
+    return job_view(info)
+
+
+def _check(action: JobsAction, verb: Verb) -> None:
+    if bool(action.keys) == (action.all is not None):
+        raise InvalidJobsAction(f"{verb}: give either keys or all, not {'both' if action.keys else 'neither'}")
+    if verb == "delete" and action.all not in (None, "dead"):
+        raise InvalidJobsAction("delete all works on dead jobs only (delete failed jobs by key)")
+
+
+def _record(session: Session, *, kind: str, queue: str, message: str, now: float,
+            detail: dict[str, object]) -> int:
+    event = Event(at_unix=now, kind=kind, queue=queue, host=None, actor=ACTOR, message=message,
+                  detail=detail)
+    session.add(event)
+    session.commit()
+    return event.id
+
+
+def _by_key(client: QueueClient, verb: Verb, queue: str, keys: Sequence[str]) -> list[str]:
+    """Per key: ok, not_found, or (delete) running."""
+    if verb == "retry":
+        return ["ok" if found else "not_found" for found in client.retry(queue, *keys)]
+    return [str(outcome) for outcome in client.delete(queue, *keys)]
+
+
+def _all(client: QueueClient, verb: Verb, queue: str, state: str) -> int:
+    return client.retry_all(queue, state) if verb == "retry" else client.delete_all_dead(queue)
+
+
+def change_jobs(settings: AdminSettings, session: Session, queue: str, action: JobsAction, verb: Verb, *,
+                now: float, client_host: str | None = None) -> JobsActionResult:
+    """Retry: dead jobs go back to ready with attempts reset, failed ones run now (attempts kept).
+    Delete: ready, delayed, failed or dead jobs by key (running ones are refused), or all dead.
+    Either writes an event with actor admin."""
+    _check(action, verb)
+    results: dict[str, str] = {}
+    state = action.all
+    if state is not None:
+        count = ask(settings, lambda client: _all(client, verb, queue, state))
+        what = f"all {count} {state} jobs"
+    else:
+        outcomes = ask(settings, lambda client: _by_key(client, verb, queue, action.keys))
+        results = dict(zip(action.keys, outcomes, strict=True))
+        count = sum(1 for outcome in outcomes if outcome == "ok")
+        what = _what(action.keys, count)
+    message = f"{verb} of {what} of {queue} by {ACTOR}"
+    event_id = _record(session, kind=EVENT_KINDS[verb], queue=queue, message=message, now=now,
+                       detail=_detail(action, results, count, client_host))
+    return JobsActionResult(queue=queue, action=verb, results=results, count=count,
+                            event_id=event_id, message=message)
+
+
+def _what(keys: Sequence[str], count: int) -> str:
+    named = keys[0] if len(keys) == 1 else f"{len(keys)} jobs"
+    return named if count == len(keys) else f"{named} ({count} found)"
+
+
+def _detail(action: JobsAction, results: dict[str, str], count: int,
+            client_host: str | None) -> dict[str, object]:
+    missed = {key: outcome for key, outcome in results.items() if outcome != "ok"}
+    return {"all": action.all, "keys": action.keys[:EVENT_KEYS], "count": count,
+            "not_done": dict(list(missed.items())[:EVENT_KEYS]), "client": client_host}

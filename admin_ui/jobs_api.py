@@ -1,0 +1,61 @@
+"""The jobs part of the JSON API: list a queue's jobs by state, one job by key, retry, delete.
+
+Included by api.py's router, so it shares its read rule (the admin token with protect_reads).
+"""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request
+
+from admin_ui import jobs
+from admin_ui.deps import ActorDep, SessionDep, SettingsDep
+from admin_ui.jobs_access import JobsReaderDep
+from admin_ui.schemas import (
+    JOB_KEY_PATTERN,
+    JobsAction,
+    JobsActionResult,
+    JobState,
+    JobsView,
+    JobView,
+)
+from config.models import QUEUE_NAME_PATTERN
+
+router = APIRouter(tags=["jobs"])
+QueueName = Annotated[str, Path(pattern=QUEUE_NAME_PATTERN)]
+JobKey = Annotated[str, Path(pattern=JOB_KEY_PATTERN)]
+
+
+@router.get("/api/queues/{queue}/jobs")
+def queue_jobs(
+    queue: QueueName, settings: SettingsDep, _: JobsReaderDep, state: JobState = "failed",
+    limit: Annotated[int, Query(ge=1, le=jobs.MAX_LIMIT)] = 100,
+    after: Annotated[str | None, Query(pattern=JOB_KEY_PATTERN)] = None,
+) -> JobsView:
+    """The queue's jobs in `state` (failed: waiting for a retry; dead: out of attempts), `limit`
+    at a time; pass the answer's `next_after` as `after` for the next page. Data is cut at 1 KiB.
+    With an admin token configured, reading jobs needs it."""
+    return jobs.list_jobs(settings, queue, state, limit=limit, after=after)
+
+
+@router.get("/api/jobs/{key}")
+def job(key: JobKey, settings: SettingsDep, _: JobsReaderDep) -> JobView:
+    """One job by key, wherever it is (state, attempts, last error, next run), data whole."""
+    return jobs.find_job(settings, key)
+
+
+@router.post("/api/queues/{queue}/jobs/retry", tags=["actions"])
+def retry(queue: QueueName, action: JobsAction, request: Request, session: SessionDep,
+          settings: SettingsDep, _: ActorDep) -> JobsActionResult:
+    """`{"keys": [...]}`: those jobs run again (dead ones with attempts reset);
+    `{"all": "dead"}` or `{"all": "failed"}`: every such job of the queue."""
+    return jobs.change_jobs(settings, session, queue, action, "retry", now=settings.clock(),
+                            client_host=request.client.host if request.client else None)
+
+
+@router.post("/api/queues/{queue}/jobs/delete", tags=["actions"])
+def delete(queue: QueueName, action: JobsAction, request: Request, session: SessionDep,
+           settings: SettingsDep, _: ActorDep) -> JobsActionResult:
+    """`{"keys": [...]}`: delete those jobs (not running ones); `{"all": "dead"}`: every dead job."""
+    return jobs.change_jobs(settings, session, queue, action, "delete", now=settings.clock(),
+                            client_host=request.client.host if request.client else None)

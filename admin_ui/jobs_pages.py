@@ -1,0 +1,120 @@
+"""The jobs pages: a queue's jobs by state (Failed, Dead, ...), one job by key, and the retry/delete forms.
+
+Included by pages.py's router (same read rule). The forms work without JavaScript: each row's
+buttons name their one job, "selected" sends the ticked boxes, "all" a whole state.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Literal
+from urllib.parse import parse_qs, urlencode
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from pydantic import ValidationError
+
+from admin_ui import jobs
+from admin_ui.auth import Access
+from admin_ui.deps import ActorDep, SessionDep, SettingsDep, same_site
+from admin_ui.errors import InvalidJobsAction
+from admin_ui.jobs_access import JobsReaderDep
+from admin_ui.schemas import JOB_KEY_PATTERN, JOB_STATES, JobsAction, JobState
+from admin_ui.settings import AdminSettings
+from config.models import QUEUE_NAME_PATTERN
+
+router = APIRouter(include_in_schema=False)
+QueueName = Annotated[str, Path(pattern=QUEUE_NAME_PATTERN)]
+JobKey = Annotated[str, Path(pattern=JOB_KEY_PATTERN)]
+PAGE_SIZE = 100
+# 1,000 ticked keys of up to 128 characters, URL-encoded.
+MAX_JOBS_FORM_BYTES = 256 * 1024
+PREVIEW_CHARS = 120
+
+
+def render(request: Request, template: str, access: Access, settings: AdminSettings,
+           **context: object) -> HTMLResponse:
+    # No live refresh here: a refresh would re-render the table under the admin's ticked boxes.
+    return request.app.state.templates.TemplateResponse(  # type: ignore[no-any-return]
+        request, template,
+        {"access": access, "refresh_ms": 0, "now": settings.clock(), "preview_chars": PREVIEW_CHARS,
+         **context},
+    )
+
+
+@router.get("/queues/{queue}/jobs")
+def jobs_page(
+    queue: QueueName, request: Request, settings: SettingsDep,
+    access: JobsReaderDep, state: JobState = "failed",
+    after: Annotated[str | None, Query(pattern=JOB_KEY_PATTERN)] = None,
+    retried: int | None = None, deleted: int | None = None,
+) -> HTMLResponse:
+    view = jobs.list_jobs(settings, queue, state, limit=PAGE_SIZE, after=after)
+    notice = None
+    if retried is not None:
+        notice = f"{retried} job{'s' if retried != 1 else ''} retried"
+    elif deleted is not None:
+        notice = f"{deleted} job{'s' if deleted != 1 else ''} deleted"
+    return render(request, "jobs.html", access, settings, view=view, states=JOB_STATES, nav="queues",
+                  notice=notice, after=after)
+
+
+@router.get("/jobs")
+def find_job_page(key: str = "") -> RedirectResponse:
+    """The header's search box: straight to the job's page."""
+    key = key.strip()
+    if not key:
+        raise InvalidJobsAction("give a job key")
+    if not _is_key(key):
+        raise InvalidJobsAction(f"{key!r} is not a job key (letters, digits, _ . : -, up to 128)")
+    return RedirectResponse(f"/jobs/{key}", status_code=303)
+
+
+@router.get("/jobs/{key}")
+def job_page(key: JobKey, request: Request, settings: SettingsDep, access: JobsReaderDep) -> HTMLResponse:
+    view = jobs.find_job(settings, key)
+    return render(request, "job.html", access, settings, job=view, nav="queues")
+
+
+async def jobs_form(request: Request) -> dict[str, list[str]]:
+    """The form's fields with every value (ticked boxes repeat `key`)."""
+    same_site(request)
+    body = await request.body()
+    if len(body) > MAX_JOBS_FORM_BYTES:
+        raise InvalidJobsAction(f"form over {MAX_JOBS_FORM_BYTES} bytes: tick fewer jobs, or use all")
+    return parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=False)
+
+
+def form_action(fields: dict[str, list[str]]) -> JobsAction:
+    """`one` (a row's button) wins over the ticked `key`s; `all` names a state."""
+    one = fields.get("one", [])
+    keys = one[:1] if one else fields.get("key", [])
+    all_state = fields["all"][0] if fields.get("all") else None
+    try:
+        return JobsAction(keys=keys if all_state is None else [], all=all_state)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise InvalidJobsAction(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+
+
+@router.post("/queues/{queue}/jobs/{action}")
+def jobs_action(
+    queue: QueueName, action: Literal["retry", "delete"], request: Request, session: SessionDep,
+    settings: SettingsDep, fields: Annotated[dict[str, list[str]], Depends(jobs_form)], _: ActorDep,
+) -> RedirectResponse:
+    change = form_action(fields)
+    result = jobs.change_jobs(settings, session, queue, change, action, now=settings.clock(),
+                              client_host=request.client.host if request.client else None)
+    state = (fields.get("state") or ["failed"])[0]
+    back = (fields.get("next") or [""])[0]
+    if back.startswith("/jobs/") and _is_key(back[len("/jobs/"):]) and action == "retry":
+        return RedirectResponse(back, status_code=303)
+    query = {"state": state if state in JOB_STATES else "failed",
+             "retried" if action == "retry" else "deleted": result.count}
+    return RedirectResponse(f"/queues/{queue}/jobs?{urlencode(query)}", status_code=303)
+
+
+def _is_key(text: str) -> bool:
+    try:
+        JobsAction(keys=[text])
+    except ValidationError:
+        return False
+    return True

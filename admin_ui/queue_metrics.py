@@ -1,0 +1,91 @@
+"""/metrics from the queue server's STATS, read at each scrape: true counters since the server started.
+
+The manager's samples (metrics.py) hold what slots reported per planning interval; these
+come straight from the queue server, so they count every job whatever the dashboard or the
+manager did meanwhile (a restarted queue server starts them at 0 again, as Prometheus expects).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from admin_ui.errors import QueueServerUnavailable
+from admin_ui.queue_link import ask
+from admin_ui.settings import AdminSettings
+from queue_server.replies import QueueStats
+
+log = logging.getLogger(__name__)
+
+# (metric family, STATS field, help); counters get `_total` in the exposition.
+COUNTERS = (
+    ("slotmap_jobs_put", "put", "Jobs put since the queue server started."),
+    ("slotmap_jobs_done", "done", "Jobs done (DONE) since the queue server started."),
+    ("slotmap_jobs_failed", "failed_total",
+     "Failed attempts (FAIL, a slot's crash, an expired managed lock) since the queue server started."),
+    ("slotmap_jobs_died", "dead_total", "Jobs that became dead since the queue server started."),
+    ("slotmap_jobs_dead_dropped", "dead_dropped",
+     "Dead jobs dropped over dead_max or dead_max_age_s since the queue server started."),
+    ("slotmap_jobs_retried", "retried", "Jobs retried by hand (RETRY) since the queue server started."),
+    ("slotmap_jobs_deleted", "deleted", "Jobs deleted by hand (DELETE) since the queue server started."),
+    ("slotmap_jobs_later", "later", "Jobs postponed (LATER) since the queue server started."),
+    ("slotmap_jobs_expired", "expired", "Locks that expired since the queue server started."),
+)
+GAUGES = (
+    ("slotmap_jobs_dead", "dead", "Dead jobs kept now (out of attempts; retry or delete them)."),
+    ("slotmap_jobs_failed_waiting", "failed", "Failed jobs waiting for their retry now."),
+)
+# A dead queue server is logged once a minute, not at every scrape.
+WARN_EVERY_S = 60.0
+
+
+class QueueServerCollector(Collector):
+    def __init__(self, settings: AdminSettings) -> None:
+        self.settings = settings
+        self._warned_at = float("-inf")
+
+    def collect(self) -> Iterator[Metric]:
+        if not self.settings.queue_servers:
+            return
+        up = GaugeMetricFamily("slotmap_queue_server_up", "1 when the dashboard could read the queue server's STATS.")
+        try:
+            stats = ask(self.settings, lambda client: client.stats())
+        except QueueServerUnavailable as exc:
+            self._warn(exc)
+            up.add_metric([], 0.0)
+            yield up
+            return
+        up.add_metric([], 1.0)
+        yield up
+        yield from families(stats)
+
+    def _warn(self, exc: Exception) -> None:
+        now = time.monotonic()
+        if now - self._warned_at >= WARN_EVERY_S:
+            self._warned_at = now
+            log.warning("no queue server counters on /metrics (%s); slotmap_queue_server_up is 0", exc)
+
+
+def families(stats: dict[str, QueueStats]) -> Iterator[Metric]:
+    """Pure: STATS -> metric families, one series per queue."""
+    ordered = sorted(stats.values(), key=lambda s: s.queue)
+    for name, field, text in COUNTERS:
+        counter = CounterMetricFamily(name, text, labels=["queue"])
+        for entry in ordered:
+            counter.add_metric([entry.queue], float(getattr(entry, field)))
+        yield counter
+    for name, field, text in GAUGES:
+        gauge = GaugeMetricFamily(name, text, labels=["queue"])
+        for entry in ordered:
+            gauge.add_metric([entry.queue], float(getattr(entry, field)))
+        yield gauge
+
+
+def make_queue_registry(settings: AdminSettings) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QueueServerCollector(settings))
+    return registry

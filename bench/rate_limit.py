@@ -1,0 +1,211 @@
+"""A rate-limited outside API called from real slots: 429 share and achieved rate per batch size.
+
+Real processes through the real CLI (`slotmap queue-server`, `slotmap pulsar`, `slotmap
+master` with two slots); the outside API is bench/outside_api.py (10 calls/s, 429 above,
+sliding one-second window). Modes:
+- `paced`: rate_limit = 10/s, one permit per job as the handler reaches it (the default);
+- `batch_permits`: rate_limit = 10/s, the batch's permits taken first (the old hook);
+- `none`: no rate_limit: the slots call as fast as they can, slow_down() goes nowhere.
+
+    .venv/bin/python bench/rate_limit.py                  # every mode, batch sizes 1, 5, 20
+    .venv/bin/python bench/rate_limit.py --modes paced --jobs 100
+
+tests/slot/test_rate_limit_outside_api.py runs `run_once` for the paced mode.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO_ROOT = HERE.parent
+sys.path.insert(0, str(REPO_ROOT))
+sys.path.append(str(HERE))
+HANDLERS_DIR = HERE / "rate_handlers"
+
+from outside_api import OutsideApi, achieved_per_s  # noqa: E402
+
+from queue_server.client import QueueClient  # noqa: E402
+
+RATE_PER_S = 10
+SLOTS = 2
+QUEUE_OF_MODE = {"paced": "calls_paced", "batch_permits": "calls_batch_permits", "none": "calls_paced"}
+START_DEADLINE_S = 30.0
+STOP_DEADLINE_S = 15.0
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    mode: str
+    batch_size: int
+    jobs: int
+    accepted: int
+    refused: int
+    achieved_per_s: float
+    elapsed_s: float
+    # False when the jobs were not all done within the run's time limit.
+    finished: bool = True
+
+    @property
+    def refused_share(self) -> float:
+        calls = self.accepted + self.refused
+        return self.refused / calls if calls else 0.0
+
+    def line(self) -> str:
+        unfinished = "" if self.finished else f", NOT FINISHED: {self.accepted} of {self.jobs} sent"
+        return (f"{self.mode:<14} batch {self.batch_size:>2}: {self.accepted + self.refused:>4} calls, "
+                f"429 {self.refused_share:6.1%}, achieved {self.achieved_per_s:5.2f}/s "
+                f"({self.achieved_per_s / RATE_PER_S:4.0%} of {RATE_PER_S}/s), {self.elapsed_s:.1f} s"
+                f"{unfinished}")
+
+
+def slotmap_command() -> list[str]:
+    script = Path(sys.executable).with_name("slotmap")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "deploy.cli"]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def cluster_config(*, mode: str, batch_size: int, queue_port: int, pulsar_port: int,
+                   data_dir: Path, ipc_dir: Path) -> str:
+    queue = QUEUE_OF_MODE[mode]
+    limit = "" if mode == "none" else f"rate_limit = {{ permits = {RATE_PER_S}, period_s = 1.0 }}\n"
+    return (
+        f'[queue_server]\nlisten = "127.0.0.1:{queue_port}"\ndata_dir = "{data_dir}"\nfsync = "never"\n\n'
+        f"[queues.{queue}]\nbatch_size = {batch_size}\nlock_timeout_s = 60.0\n{limit}\n"
+        f'[master]\npython_path = ["{HANDLERS_DIR}"]\nhandler_modules = ["sm_rate_handlers"]\n'
+        f'ipc_dir = "{ipc_dir}"\nstatic_slots = {{ {queue} = {SLOTS} }}\nmax_load_per_cpu = 1000.0\n\n'
+        f'[pulsar]\nlisten = "tcp://127.0.0.1:{pulsar_port}"\n'
+    )
+
+
+@contextlib.contextmanager
+def cluster(workdir: Path, config_text: str, *, api_url: str) -> Iterator[str]:
+    """Queue server, pulsar and master from `config_text`; yields the queue server address."""
+    config = workdir / "cluster.toml"
+    config.write_text(config_text)
+    env = dict(os.environ, SM_OUTSIDE_API=api_url, PYTHONUNBUFFERED="1")
+    children: list[subprocess.Popen[bytes]] = []
+    try:
+        for part in ("queue-server", "pulsar", "master"):
+            with open(workdir / f"{part}.log", "ab") as log:
+                children.append(subprocess.Popen(
+                    [*slotmap_command(), part, "--config", str(config)], stdout=log,
+                    stderr=subprocess.STDOUT, cwd=workdir, env=env, start_new_session=True))
+            if part == "queue-server":
+                _wait_accepting(config_text, children[0], workdir)
+        yield _listen_of(config_text)
+    finally:
+        for child in reversed(children):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGTERM)
+            try:
+                child.wait(STOP_DEADLINE_S)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+
+
+def _listen_of(config_text: str) -> str:
+    return config_text.split('listen = "', 1)[1].split('"', 1)[0]
+
+
+def _wait_accepting(config_text: str, process: subprocess.Popen[bytes], workdir: Path) -> None:
+    host, _, port = _listen_of(config_text).rpartition(":")
+    deadline = time.monotonic() + START_DEADLINE_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"queue server exited: {(workdir / 'queue-server.log').read_text()}")
+        with contextlib.suppress(OSError), socket.create_connection((host, int(port)), 0.2):
+            return
+        time.sleep(0.05)
+    raise RuntimeError("queue server did not accept connections")
+
+
+def _wait_done(client: QueueClient, queue: str, count: int, *, timeout_s: float, workdir: Path) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        stats = client.stats().get(queue)
+        if stats is not None and stats.done >= count:
+            return
+        if time.monotonic() >= deadline:
+            tail = "\n".join((workdir / "master.log").read_text(errors="replace").splitlines()[-30:])
+            raise AssertionError(f"{count} jobs of {queue} not done within {timeout_s} s "
+                                 f"(stats {stats}); master log:\n{tail}")
+        time.sleep(0.1)
+
+
+def run_once(mode: str, batch_size: int, *, jobs: int, workdir: Path, burst: int = 0,
+             must_finish: bool = True) -> Result:
+    """One cluster, warmed up with two jobs, then `jobs` jobs through the outside API (within
+    4x the time they need at the rate plus 30 s; AssertionError past it if `must_finish`)."""
+    queue = QUEUE_OF_MODE[mode]
+    ipc_dir = Path(tempfile.mkdtemp(prefix="sm-rl-", dir="/tmp"))
+    try:
+        with OutsideApi(RATE_PER_S, burst=burst) as api:
+            text = cluster_config(mode=mode, batch_size=batch_size, queue_port=free_port(),
+                                  pulsar_port=free_port(), data_dir=workdir / "queue", ipc_dir=ipc_dir)
+            with cluster(workdir, text, api_url=api.url) as address, \
+                    QueueClient(address, timeout_s=10.0) as client:
+                client.put_many(queue, [b"warm-up"] * SLOTS)
+                _wait_done(client, queue, SLOTS, timeout_s=START_DEADLINE_S, workdir=workdir)
+                # A second of quiet: the warm-up's calls leave the API's window.
+                time.sleep(1.0)
+                api.meter.reset()
+                started = time.monotonic()
+                client.put_many(queue, [b'{"n": %d}' % n for n in range(jobs)])
+                finished = True
+                try:
+                    _wait_done(client, queue, SLOTS + jobs, timeout_s=jobs / RATE_PER_S * 4 + 30,
+                               workdir=workdir)
+                except AssertionError:
+                    if must_finish:
+                        raise
+                    finished = False
+                elapsed_s = time.monotonic() - started
+            stats = api.meter.stats()
+    finally:
+        shutil.rmtree(ipc_dir, ignore_errors=True)
+    return Result(mode, batch_size, jobs, stats["accepted"], stats["refused"],
+                  achieved_per_s(stats["accepted_at"]), elapsed_s, finished)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--modes", default="paced,batch_permits,none")
+    parser.add_argument("--batch-sizes", default="1,5,20")
+    parser.add_argument("--jobs", type=int, default=100)
+    parser.add_argument("--burst", type=int, default=0, help="calls the API tolerates over its rate")
+    args = parser.parse_args()
+    print(f"outside API: {RATE_PER_S}/s sliding window (burst {args.burst}), {SLOTS} slots, "
+          f"{args.jobs} jobs per run", flush=True)
+    for mode in args.modes.split(","):
+        for size in (int(s) for s in args.batch_sizes.split(",")):
+            workdir = Path(tempfile.mkdtemp(prefix=f"sm-rate-{mode}-{size}-"))
+            try:
+                result = run_once(mode, size, jobs=args.jobs, workdir=workdir, burst=args.burst,
+                                  must_finish=False)
+                print(result.line(), flush=True)
+            finally:
+                shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,155 @@
+"""The master's queue server connection, in a thread of its own: renews its live slots' locks
+(TOUCH) and fails a dead slot's jobs (FAIL ... SOLO).
+
+A thread, so a queue server that is slow or failing over never stalls the master's loop
+(which reaps, kills the hung and reconciles); the loop only hands work over. Renewals are
+coalesced (the latest set of due ids wins); failures wait in a bounded list and are tried
+again for a while, after which the queue server's own lock expiry fails those jobs.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from queue_server.client import QueueClient
+from queue_server.client_errors import ConnectionLost, OfflineError, QueueServerError
+from slot.outcomes import Failure
+from slot.wake import block_slot_signals_in_this_thread
+
+log = logging.getLogger(__name__)
+
+# Failures waiting for the queue server; past this, new ones are left to lock expiry.
+MAX_PENDING_FAILURES = 100_000
+# How long a failure is tried again while the queue server cannot be reached.
+FAIL_RETRY_FOR_S = 60.0
+RETRY_PAUSE_S = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    failure: Failure
+    queued_at: float
+
+
+class LeaseKeeper:
+    def __init__(self, connect: Callable[[], QueueClient]) -> None:
+        self._connect = connect
+        self._client: QueueClient | None = None
+        self._lock = threading.Condition()
+        self._touch: list[int] = []
+        self._failures: list[_Pending] = []
+        self._closing = False
+        self._thread = threading.Thread(target=self._run, name="lease-keeper", daemon=True)
+        # Counters since start, read by the master's report.
+        self.renewed = 0
+        self.failed = 0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def renew(self, ids: Sequence[int]) -> None:
+        if not ids:
+            return
+        with self._lock:
+            # Renewals not sent yet are replaced: the newer list holds every live lease due.
+            self._touch = list(dict.fromkeys([*self._touch, *ids]))
+            self._lock.notify()
+
+    def fail(self, failures: Sequence[Failure]) -> None:
+        now = time.monotonic()
+        with self._lock:
+            room = MAX_PENDING_FAILURES - len(self._failures)
+            if room < len(failures):
+                log.warning("%d failures of dead slots' jobs wait for the queue server already; "
+                            "%d more are left to their lock expiry", len(self._failures),
+                            len(failures) - max(room, 0))
+            self._failures.extend(_Pending(f, now) for f in failures[: max(room, 0)])
+            self._lock.notify()
+
+    def close(self, timeout_s: float) -> None:
+        """Send what is pending (within `timeout_s`), then stop."""
+        with self._lock:
+            self._closing = True
+            self._lock.notify()
+        self._thread.join(timeout_s)
+        with self._lock:
+            left = len(self._failures)
+        if left:
+            log.warning("master stopping with %d dead slots' jobs not failed; they come back "
+                        "when their lock expires", left)
+
+    def _run(self) -> None:
+        block_slot_signals_in_this_thread()
+        while True:
+            with self._lock:
+                while not (self._touch or self._failures or self._closing):
+                    self._lock.wait()
+                if self._closing and not self._failures:
+                    break
+                touch, self._touch = self._touch, []
+                failures, self._failures = self._failures, []
+            try:
+                left = self._send(touch, failures)
+            except Exception:  # thread boundary: the keeper must outlive any bug in one round
+                log.exception("lease keeper: a round failed; the next renewal tries again")
+                left = failures
+            if left:
+                self._requeue(left)
+                time.sleep(RETRY_PAUSE_S)
+        self._drop()
+
+    def _send(self, touch: list[int], failures: list[_Pending]) -> list[_Pending]:
+        """TOUCH then FAIL; returns the failures to try again."""
+        sent = 0
+        try:
+            client = self._ready()
+            if touch:
+                self.renewed += sum(client.touch(*touch))
+            if failures:
+                self._fail_all(client, [pending.failure for pending in failures])
+                sent = len(failures)
+        except (QueueServerError, OSError) as exc:
+            self._drop()
+            self.failed += sent
+            now = time.monotonic()
+            left = [p for p in failures[sent:] if now - p.queued_at < FAIL_RETRY_FOR_S]
+            log.warning("lease keeper: queue server unavailable (%s); renewals wait for the next "
+                        "period, %d failures are tried again, %d left to lock expiry", exc,
+                        len(left), len(failures) - sent - len(left))
+            return left
+        self.failed += sent
+        return []
+
+    @staticmethod
+    def _fail_all(client: QueueClient, failures: list[Failure]) -> None:
+        """The FAILs pipelined. Connection trouble raises (they are tried again); a refusal
+        is final: the queue server's lock expiry is left to fail those jobs."""
+        try:
+            results = client.fail_many(failures)
+        except (ConnectionLost, OfflineError):
+            raise
+        except QueueServerError as exc:
+            log.warning("FAIL of %d jobs refused (%s); those not failed come back when their "
+                        "lock expires", len(failures), exc)
+            return
+        gone = [f.id for f, result in zip(failures, results, strict=True) if result is None]
+        if gone:
+            # Acknowledged just before the slot died, or their lock already expired.
+            log.info("FAIL %s: no longer running", gone)
+
+    def _requeue(self, left: list[_Pending]) -> None:
+        with self._lock:
+            self._failures[:0] = left
+
+    def _ready(self) -> QueueClient:
+        if self._client is None:
+            self._client = self._connect()
+        return self._client
+
+    def _drop(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()

@@ -1,0 +1,56 @@
+"""The master-manager link's wire format: the two frames and the schedule both ends share.
+
+The master is the lower layer, so it owns these frames; they live apart from the master's
+socket and arbiter (master/manager_link.py) so that the manager imports only this, the
+host report and pydantic, not the master's or the slot's running machinery.
+"""
+from __future__ import annotations
+
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from master.report import HostReport
+
+# The master's reconnect backoff, in heartbeat intervals: the manager uses the maximum to
+# tell a master that is away (reconnecting) from one that is gone.
+BACKOFF_INITIAL_INTERVALS = 1
+BACKOFF_MAX_INTERVALS = 32
+# [manager] max_message_bytes: the largest frame either end of the link accepts.
+DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024
+
+
+class LinkFrameError(ValueError):
+    """A manager-link frame that does not decode."""
+
+
+class _Frame(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def encode(self) -> bytes:
+        return self.model_dump_json().encode()
+
+    @classmethod
+    def decode(cls, frame: bytes) -> Self:
+        try:
+            return cls.model_validate_json(frame)
+        except ValidationError as exc:
+            raise LinkFrameError(f"bad {cls.__name__} ({len(frame)} bytes): {exc}") from exc
+
+
+class MasterFrame(_Frame):
+    """Master -> manager, every heartbeat: the host report. `leaving` says goodbye."""
+
+    report: HostReport
+    leaving: bool = False
+
+
+class ManagerFrame(_Frame):
+    """Manager -> master, every heartbeat: this host's slots (slot number -> queue).
+
+    None means "no plan for you yet: keep what you run"; the manager sends it until it
+    has rebuilt its view of the host from the host's reports.
+    """
+
+    manager_pid: int = Field(ge=1)
+    slots: dict[int, str] | None = None

@@ -1,0 +1,60 @@
+"""What the client library returns about keyed jobs: JOB/JOBS entries, PUT and FAIL outcomes.
+
+Light to import (pydantic and the standard library only): the dashboard, the CLI and
+the slot use these without loading the clients.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+JobState = Literal["ready", "delayed", "failed", "running", "dead"]
+JOB_STATES: tuple[JobState, ...] = ("ready", "delayed", "failed", "running", "dead")
+# What a unique PUT finds when its key is taken (`200 OK KEY <key> EXISTS <state>`).
+ExistingState = Literal["ready", "delayed", "failed", "running"]
+DeleteOutcome = Literal["ok", "not_found", "running"]
+
+
+class JobInfo(BaseModel):
+    """One job as JOB and JOBS describe it (docs/PROTOCOL.md Part B, "Job JSON")."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    key: str
+    queue: str
+    state: JobState
+    priority: int
+    attempts: int
+    error: str | None = None
+    failed_at: float | None = None  # unix time of the last failure
+    next_run_at: float | None = None  # unix time: delayed and failed jobs
+    died_at: float | None = None  # unix time: dead jobs
+    lease_id: int | None = None  # the running id: running jobs
+    item: str | None = None
+    data_len: int
+    data: str  # UTF-8, invalid bytes replaced; JOBS cuts it at 1 KiB
+    data_truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PutResult:
+    """A PUT's outcome: the job's key, its item (with new_item=True), and for a unique
+    PUT whose key was taken, the state of the job that holds it (no job was added)."""
+
+    key: str
+    item: str | None = None
+    existing_state: ExistingState | None = None
+
+    @property
+    def created(self) -> bool:
+        return self.existing_state is None
+
+
+@dataclass(frozen=True, slots=True)
+class FailResult:
+    """A FAIL's outcome: dead, or retried at `next_run_at` (unix time)."""
+
+    dead: bool
+    next_run_at: float | None = None

@@ -1,0 +1,55 @@
+"""Where a queue-server token comes from: a file or the environment, so it never has to be on
+a command line that `ps` shows. Used by `slotmap queue-server` and `slotmap put/get/stats`."""
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+
+from config.endpoints import check_token
+
+log = logging.getLogger("slotmap.queue_server")
+
+TOKEN_ENV = "SLOTMAP_QUEUE_TOKEN"
+TOKEN_FILE_ENV = "SLOTMAP_QUEUE_TOKEN_FILE"
+
+
+def read_token_file(path: str | Path) -> str:
+    """The token on the file's first line (without its line end). ValueError if
+    the file cannot be read or the token cannot be sent."""
+    try:
+        raw = Path(path).read_text(encoding="utf-8")
+        mode = Path(path).stat().st_mode
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"token file {path}: cannot be read ({exc})") from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        log.warning("token file %s can be read by other users (mode %o); chmod 600 it",
+                    path, stat.S_IMODE(mode))
+    lines = raw.splitlines()
+    token = lines[0] if lines else ""
+    return check_token(token, what=f"the token in {path}")
+
+
+def resolve_token(
+    *, flag: str | None = None, flag_file: str | None = None,
+    config_token: str | None = None, config_file: str | None = None,
+    environ: Mapping[str, str] = os.environ,
+) -> str | None:
+    """The first token given, in this order: --token, --token-file, $SLOTMAP_QUEUE_TOKEN,
+    $SLOTMAP_QUEUE_TOKEN_FILE, the config's token_file, the config's token. None: no AUTH.
+    ValueError (one line) for an empty or unsendable token or an unreadable file."""
+    if flag is not None:
+        return check_token(flag, what="--token")
+    if flag_file is not None:
+        return read_token_file(flag_file)
+    if TOKEN_ENV in environ:
+        return check_token(environ[TOKEN_ENV], what=f"${TOKEN_ENV}")
+    if environ.get(TOKEN_FILE_ENV):
+        return read_token_file(environ[TOKEN_FILE_ENV])
+    if config_file is not None:
+        return read_token_file(config_file)
+    if config_token is not None:
+        return check_token(config_token, what="[queue_server] token")
+    return None

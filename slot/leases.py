@@ -1,0 +1,62 @@
+"""The slot's lease notes: before a batch runs, the ids it holds go to the master over a pipe.
+
+Why the master keeps the leases, not a renewal thread in the slot:
+- the master must know a slot's in-flight ids anyway, to fail them at once when the slot
+  dies; with them it can renew too, and renewal then follows the master's own verdict on
+  the slot (beacons, batch_timeout_s, reaping): a slot it kills is renewed no more;
+- one connection and one TOUCH per host and period for all its slots, instead of one more
+  connection and thread per slot (3,500 slots in the seed's cluster);
+- a slot stuck in Python would keep a renewal thread of its own going forever.
+Why a pipe, not the ZeroMQ beacon link: a write(2) that returned is in the kernel, so the
+master reads it even if the slot os._exit()s or is SIGKILLed the next instant; a ZeroMQ
+send is only queued for an I/O thread that dies with the process. The slot never waits
+for an answer, so this costs a write per batch start and end, not a round trip.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+
+from slot.beacon import LeaseNote
+from slot.handler import SlotJob
+
+log = logging.getLogger(__name__)
+
+
+class LeaseReporter:
+    """Writes this slot's LeaseNotes, one JSON line each, to its pipe to the master.
+
+    The pipe is blocking: a master that reads nothing for 64 KiB of notes (the pipe's
+    buffer, about 100 batches of 10) holds the slot at its next batch; it reads every tick.
+    """
+
+    def __init__(self, fd: int, *, slot_id: int, pid: int) -> None:
+        self.fd = fd
+        self.slot_id = slot_id
+        self.pid = pid
+        self._holding = False
+        self._broken = False
+        self._released = LeaseNote.encode_held(slot_id, pid, 0.0, ()) + b"\n"
+
+    def hold(self, jobs: Sequence[SlotJob], *, lock_s: float) -> None:
+        held = [(job.id, job.attempt) for job in jobs]
+        self._write(LeaseNote.encode_held(self.slot_id, self.pid, lock_s, held) + b"\n")
+        self._holding = True
+
+    def release(self) -> None:
+        if self._holding:
+            self._holding = False
+            self._write(self._released)
+
+    def _write(self, line: bytes) -> None:
+        if self._broken:
+            return
+        data = memoryview(line)
+        try:
+            while data:
+                data = data[os.write(self.fd, data):]
+        except OSError as exc:  # the master is gone (EPIPE) or the pipe was closed
+            self._broken = True
+            log.warning("cannot tell the master this slot's leases (%s); its batches are not "
+                        "renewed, and come back after their lock time if it dies", exc)

@@ -1,0 +1,53 @@
+"""`slotmap limiters --config FILE`: each rate limiter's name, rate, permits granted and cuts,
+as the pulsar sees them now (the figures a queue's dashboard page needs, for the shell)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+
+from slot.permits import LimiterView
+
+EXIT_NO_PULSAR = 1
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "limiters", help="the cluster's rate limiters: rate in force, permits granted, cuts, pauses"
+    )
+    parser.add_argument("--config", help="cluster config (TOML): [pulsar] listen and CURVE keys")
+    parser.add_argument("--json", action="store_true", help="one JSON object: limiter -> state")
+    parser.set_defaults(func=run)
+
+
+def render(limiters: Mapping[str, LimiterView]) -> str:
+    """A table, one limiter (= rate-limited queue) a line."""
+    if not limiters:
+        return "no rate limiters (no queue has a rate_limit)"
+    lines = [f"{'limiter':<24} {'rate in force':>14} {'configured':>11} {'granted':>10} "
+             f"{'cuts':>5} {'pauses':>6}  paused for"]
+    for name, view in sorted(limiters.items()):
+        paused = f"{view.paused_for_s:.0f} s" if view.paused_for_s > 0 else "-"
+        lines.append(f"{name:<24} {view.current_per_s:>12.3g}/s {view.configured_per_s:>9.3g}/s "
+                     f"{view.granted_total:>10} {view.cuts:>5} {view.pauses:>6}  {paused}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from config.curve import client_curve
+    from config.load import load_config
+    from slot.permits import PermitClient, PermitError
+
+    config = load_config(args.config)
+    with PermitClient(config.pulsar.listen, curve=client_curve(config)) as client:
+        try:
+            limiters = client.states()
+        except PermitError as exc:
+            print(f"slotmap limiters: {exc}", file=sys.stderr)
+            return EXIT_NO_PULSAR
+    if args.json:
+        print(json.dumps({name: view.model_dump() for name, view in limiters.items()}, indent=2))
+    else:
+        print(render(limiters))
+    return 0

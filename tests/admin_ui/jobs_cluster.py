@@ -1,0 +1,68 @@
+"""A real queue server and a real `slotmap admin` pointed at it (with the manager's tables in
+SQLite, no manager): what the jobs tests of the dashboard, API, metrics and browser share."""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from admin_proc import AdminProc, start_admin
+from procs import server_proc
+
+from manager.store import Store
+from queue_server.client import QueueClient
+
+TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "handlers.py", line 12, in handle\n'
+    "    resize(job.data)\n"
+    "ValueError: bad photo 7"
+)
+
+
+@dataclass
+class JobsCluster:
+    queue_server: object
+    admin: AdminProc
+    token: str
+
+    @property
+    def address(self) -> str:
+        return str(self.queue_server.address)  # type: ignore[attr-defined]
+
+    def client(self) -> QueueClient:
+        return QueueClient(self.address)
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+@contextlib.contextmanager
+def jobs_cluster(root: Path, *, token: str, extra: tuple[str, ...] = ()) -> Iterator[JobsCluster]:
+    database_url = f"sqlite:///{root / 'slotmap.db'}"
+    Store.open(database_url).close()  # the manager's tables, as a manager would create them
+    queue_server = server_proc.start_queue_server(root, "--fsync", "never")
+    try:
+        config = root / "cluster.toml"
+        config.write_text(
+            f'[queue_server]\nlisten = "{queue_server.address}"\n\n'
+            f'[manager]\ndatabase_url = "{database_url}"\n\n'
+            f'[admin]\ntoken = "{token}"\n\n[queues.photos]\nmax_slots = 1\n'
+        )
+        admin = start_admin(config, root, *extra)
+        try:
+            yield JobsCluster(queue_server, admin, token)
+        finally:
+            admin.stop()
+    finally:
+        queue_server.kill()
+
+
+def make_dead(client: QueueClient, queue: str, key: str, data: bytes = b"photo-7.jpg") -> None:
+    """Put a job under `key`, take it with its key, fail it as dead with a traceback."""
+    assert client.put_job(queue, data, key=key).key == key
+    [job] = client.get(queue, keys=True)
+    assert job.key == key
+    assert client.fail(job.id, TRACEBACK, dead=True).dead

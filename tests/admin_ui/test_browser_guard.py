@@ -1,0 +1,107 @@
+"""The dashboard's door against a real browser (headless Chromium) and a real `slotmap admin`:
+a page of another origin can neither frame the dashboard nor post a change to it while the
+browser is logged in; the dashboard's own form still works."""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import admin_sample
+import pytest
+from admin_proc import AdminProc, start_admin
+from sqlalchemy.orm import Session
+
+from manager.db import QueueOverride, make_engine
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+TOKEN = "browser-guard-token"
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="browser tests need Debian's chromium at /usr/bin/chromium: apt-get install -y chromium",
+)
+
+if CHROMIUM.exists():
+    from playwright.sync_api import Browser, BrowserContext, sync_playwright
+
+
+@pytest.fixture
+def admin(database_url: str, tmp_path: Path) -> Iterator[AdminProc]:
+    config = tmp_path / "cluster.toml"
+    config.write_text(admin_sample.config_toml(database_url, token=TOKEN))
+    proc = start_admin(config, tmp_path)
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def logged_in(browser: Browser, admin: AdminProc) -> Iterator[BrowserContext]:
+    """A browser logged in to the dashboard (its session cookie set)."""
+    context = browser.new_context()
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    page.goto(f"{admin.url}/login?next=/queues")
+    page.fill('input[name="token"]', TOKEN)
+    page.click('form.login [type="submit"]')
+    page.wait_for_url(f"{admin.url}/queues")
+    page.close()
+    yield context
+    context.close()
+
+
+def override(database_url: str, queue: str) -> QueueOverride | None:
+    engine = make_engine(database_url)
+    try:
+        with Session(engine) as session:
+            return session.get(QueueOverride, queue)
+    finally:
+        engine.dispose()
+
+
+def test_a_form_posted_from_an_opaque_origin_changes_nothing(
+    admin: AdminProc, logged_in: BrowserContext, database_url: str,
+) -> None:
+    attacker = logged_in.new_page()
+    # A data: page has an opaque origin: its form posts carry `Origin: null`.
+    html = (f'<form id="f" method="post" action="{admin.url}/queues/mail_send/pause"></form>'
+            "<script>document.getElementById('f').submit()</script>")
+    with attacker.expect_response(f"{admin.url}/queues/mail_send/pause") as answer:
+        attacker.goto("data:text/html," + html)
+    assert answer.value.status == 401
+    assert override(database_url, "mail_send") is None
+    # Chromium also says Sec-Fetch-Site: cross-site; a browser that does not is refused for
+    # its Origin: null (tests/admin_ui/test_guard.py sends that alone).
+    assert "refused POST /queues/mail_send/pause from 127.0.0.1: form posted from" in admin.log_text()
+    # The dashboard's own button, in the same browser, works.
+    own = logged_in.new_page()
+    own.goto(f"{admin.url}/queues/mail_send")
+    own.click("#pause-toggle")
+    deadline = time.monotonic() + 10.0
+    while override(database_url, "mail_send") is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    found = override(database_url, "mail_send")
+    assert found is not None and found.paused
+
+
+def test_another_origin_cannot_frame_the_dashboard(admin: AdminProc, logged_in: BrowserContext) -> None:
+    attacker = logged_in.new_page()
+    # An about:blank page of its own (a data: page's frames fail for reasons of their own).
+    attacker.set_content(f'<iframe id="victim" src="{admin.url}/queues"></iframe>')
+    attacker.wait_for_timeout(1500)  # a refused frame load has no event of its own to wait on
+    framed = [frame.content() for frame in attacker.frames if frame != attacker.main_frame]
+    assert framed and not any("Slotmap admin" in content for content in framed), framed
+    # The same page opened directly shows the queues.
+    direct = logged_in.new_page()
+    direct.goto(f"{admin.url}/queues")
+    assert direct.locator("h1").first.inner_text()

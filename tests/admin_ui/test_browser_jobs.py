@@ -1,0 +1,163 @@
+"""Failed and dead jobs in headless Chromium: a real queue server, a real `slotmap admin`, clicks.
+
+Needs Debian's chromium at /usr/bin/chromium, like test_browser.py. Screenshots go to tests/artifacts/.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from jobs_cluster import JobsCluster, jobs_cluster, make_dead
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+TOKEN = "browser-jobs-token"
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="browser tests need Debian's chromium at /usr/bin/chromium: apt-get install -y chromium",
+)
+
+if CHROMIUM.exists():
+    from playwright.sync_api import Browser, Page, sync_playwright
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JobsCluster]:
+    with jobs_cluster(tmp_path_factory.mktemp("browser_jobs"), token=TOKEN) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    opened = context.new_page()
+    opened.set_default_timeout(10_000)
+    yield opened
+    context.close()
+
+
+def shoot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def log_in(page: Page, cluster: JobsCluster, target: str) -> None:
+    page.goto(f"{cluster.admin.url}/login?next={quote(target)}")
+    page.fill("input[name=token]", TOKEN)
+    page.click("form.login button[type=submit]")
+    page.wait_for_url(f"{cluster.admin.url}{target}")
+
+
+def shown_keys(page: Page) -> list[str]:
+    keys: list[str] = page.eval_on_selector_all("#jobs tbody tr[data-key]", "rows => rows.map(r => r.dataset.key)")
+    return keys
+
+
+def test_a_dead_job_is_shown_with_its_traceback_and_a_click_on_retry_makes_it_ready(
+    cluster: JobsCluster, page: Page,
+) -> None:
+    with cluster.client() as client:
+        make_dead(client, "photos", "photo-7")
+        make_dead(client, "photos", "photo-8", data=b"photo-8.jpg")
+    log_in(page, cluster, "/queues/photos/jobs?state=dead")
+    assert sorted(shown_keys(page)) == ["photo-7", "photo-8"]
+    assert page.text_content("#job-states [data-count=dead]") == "2"
+    row = "#jobs tr[data-key=photo-7]"
+    assert page.text_content(f"{row} summary") == "ValueError: bad photo 7"
+    assert not page.is_visible(f"{row} details pre")
+    page.click(f"{row} summary")
+    assert page.is_visible(f"{row} details pre")
+    assert "Traceback (most recent call last)" in (page.text_content(f"{row} details pre") or "")
+    assert page.text_content(f"{row} td.data code") == "photo-7.jpg"
+    shoot(page, "jobs-dead")
+    page.click(f"{row} [data-retry=photo-7]")
+    page.wait_for_selector("#jobs-notice")
+    assert page.text_content("#jobs-notice") == "1 job retried"
+    assert shown_keys(page) == ["photo-8"]
+    with cluster.client() as client:
+        info = client.job("photo-7")
+        assert info is not None and (info.state, info.attempts) == ("ready", 0)
+        [job] = client.get("photos", keys=True)  # and now it runs and succeeds
+        assert (job.key, job.attempt) == ("photo-7", 1)
+        client.done(job.id)
+        assert client.job("photo-7") is None
+
+
+def test_select_all_then_delete_selected_empties_the_dead_list(cluster: JobsCluster, page: Page) -> None:
+    with cluster.client() as client:
+        for key in ("a-1", "a-2", "a-3"):
+            make_dead(client, "photos", key)
+        expected = sorted(info.key for info in client.jobs("photos", "dead"))
+    log_in(page, cluster, "/queues/photos/jobs?state=dead")
+    assert sorted(shown_keys(page)) == expected
+    page.check("#jobs input[data-select-all]")
+    ticked = page.eval_on_selector_all("#jobs input[name=key]", "boxes => boxes.filter(b => b.checked).length")
+    assert ticked == len(expected)
+    page.click("#delete-selected")
+    page.wait_for_selector("#jobs-notice")
+    assert page.text_content("#jobs-notice") == f"{len(expected)} jobs deleted"
+    assert page.is_visible("p.empty")
+    with cluster.client() as client:
+        assert client.jobs("photos", "dead") == []
+
+
+def test_the_job_page_shows_one_job_and_retries_it(cluster: JobsCluster, page: Page) -> None:
+    with cluster.client() as client:
+        make_dead(client, "photos", "page-1", data=b'{"photo": 1}')
+    log_in(page, cluster, "/jobs/page-1")
+    assert page.text_content("#job-fields [data-field=state]").strip() == "dead"  # type: ignore[union-attr]
+    assert "ValueError: bad photo 7" in (page.text_content("#job-error") or "")
+    assert page.text_content("#job-data") == '{"photo": 1}'
+    shoot(page, "job-dead")
+    page.click("#job-retry")
+    page.wait_for_url(f"{cluster.admin.url}/jobs/page-1")
+    assert page.text_content("#job-fields [data-field=state]").strip() == "ready"  # type: ignore[union-attr]
+    assert page.text_content("#job-fields [data-field=attempts]") == "0"
+    with cluster.client() as client:  # it runs again, and this time it succeeds
+        [job] = client.get("photos", keys=True)
+        assert (job.key, job.attempt) == ("page-1", 1)
+        client.done(job.id)
+
+
+def test_without_logging_in_the_jobs_page_asks_for_the_token_and_a_form_post_is_refused(
+    cluster: JobsCluster, page: Page,
+) -> None:
+    with cluster.client() as client:
+        make_dead(client, "photos", "anon-1")
+    page.goto(cluster.admin.url + "/queues/photos/jobs?state=dead")
+    assert page.url.startswith(cluster.admin.url + "/login?next=")
+    assert page.query_selector("#jobs") is None
+    response = page.request.post(cluster.admin.url + "/queues/photos/jobs/retry", form={"one": "anon-1"})
+    assert response.status == 401
+    with cluster.client() as client:
+        assert client.job("anon-1").state == "dead"  # type: ignore[union-attr]
+
+
+def test_retry_all_dead_makes_every_dead_job_ready(cluster: JobsCluster, page: Page) -> None:
+    with cluster.client() as client:
+        for key in ("all-1", "all-2"):
+            make_dead(client, "photos", key)
+        count = len(client.jobs("photos", "dead"))
+    log_in(page, cluster, "/queues/photos/jobs?state=dead")
+    assert page.text_content("#retry-all") == f"Retry all dead ({count})"
+    page.click("#retry-all")
+    page.wait_for_selector("#jobs-notice")
+    assert page.text_content("#jobs-notice") == f"{count} jobs retried"
+    with cluster.client() as client:
+        assert client.jobs("photos", "dead") == []
+        ready = client.get("photos", count=100, keys=True)
+        assert {"all-1", "all-2"} <= {job.key for job in ready}
+        client.done(*(job.id for job in ready))

@@ -1,0 +1,186 @@
+"""The dashboard's door on a real `slotmap admin` process (issue 10): frame and sniffing headers on
+every response, no state change from an opaque origin, wrong tokens slowed per client, the token
+from a file and never on the command line."""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import admin_sample
+import httpx
+import pytest
+from admin_proc import AdminProc, start_admin
+from sqlalchemy.orm import Session
+
+from admin_ui.auth import FREE_FAILURES
+from manager.db import QueueOverride, make_engine
+
+TOKEN = "guard-test-token-0123"
+WRONG = "not-the-token-but-close"
+SECURITY_HEADERS = {
+    "x-frame-options": "DENY",
+    "content-security-policy": "frame-ancestors 'none'",
+    "x-content-type-options": "nosniff",
+}
+
+
+@pytest.fixture
+def admin(database_url: str, tmp_path: Path) -> Iterator[AdminProc]:
+    token_file = tmp_path / "admin.token"
+    token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o600)
+    config = tmp_path / "cluster.toml"
+    config.write_text(admin_sample.config_toml(database_url) + f'\n[admin]\ntoken_file = "{token_file}"\n')
+    proc = start_admin(config, tmp_path)
+    yield proc
+    proc.stop()
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def client_from(address: str) -> httpx.Client:
+    """A client whose connections come from `address` (another loopback address is another client)."""
+    return httpx.Client(transport=httpx.HTTPTransport(local_address=address), timeout=5.0)
+
+
+def test_every_response_forbids_framing_and_sniffing(admin: AdminProc) -> None:
+    responses = [
+        admin.get("/queues"), admin.get("/api/queues"), admin.get("/static/app.css"),
+        admin.get("/metrics"), admin.get("/docs"), admin.get("/no/such/page"),
+        httpx.post(admin.url + "/api/queues/mail_send/pause", timeout=5.0),
+        httpx.post(admin.url + "/api/queues/mail_send/pause", headers={"Origin": "null"}, timeout=5.0),
+    ]
+    statuses = [r.status_code for r in responses]
+    assert statuses[:5] == [200] * 5 and statuses[5] == 404 and statuses[6:] == [401, 401], statuses
+    for response in responses:
+        for name, value in SECURITY_HEADERS.items():
+            assert response.headers.get(name) == value, (response.request.url, dict(response.headers))
+
+
+def test_a_state_change_from_an_opaque_origin_is_refused_even_with_the_token(
+    admin: AdminProc, database_url: str,
+) -> None:
+    pause = admin.url + "/api/queues/mail_send/pause"
+    refused = httpx.post(pause, headers={**bearer(TOKEN), "Origin": "null"}, timeout=5.0)
+    assert refused.status_code == 401 and "Origin: null" in refused.json()["detail"]
+    form = httpx.post(admin.url + "/queues/mail_send/pause", headers={**bearer(TOKEN), "Origin": "null"},
+                      timeout=5.0)
+    assert form.status_code == 401
+    engine = make_engine(database_url)
+    try:
+        with Session(engine) as session:
+            assert session.get(QueueOverride, "mail_send") is None
+    finally:
+        engine.dispose()
+    assert "refused POST /api/queues/mail_send/pause from 127.0.0.1" in admin.log_text()
+    # The same request from the dashboard's own origin goes through.
+    accepted = httpx.post(pause, headers={**bearer(TOKEN), "Origin": admin.url}, timeout=5.0)
+    assert accepted.status_code == 200, accepted.text
+
+
+def test_wrong_tokens_slow_that_client_down_while_another_client_is_served(admin: AdminProc) -> None:
+    pause = admin.url + "/api/queues/mail_send/pause"
+    with client_from("127.0.0.1") as guesser, client_from("127.0.0.2") as other:
+        for _ in range(FREE_FAILURES):
+            assert guesser.post(pause, headers=bearer(WRONG)).status_code == 401
+        # A wrong token on a page anyone may read counts too (the page would tell a right one).
+        assert guesser.get(admin.url + "/api/health", headers=bearer(WRONG)).status_code == 200
+        blocked = guesser.post(pause, headers=bearer(WRONG))
+        assert blocked.status_code == 429 and int(blocked.headers["retry-after"]) >= 1
+        for name, value in SECURITY_HEADERS.items():
+            assert blocked.headers.get(name) == value
+        # Even the right token waits: the guesser cannot tell a hit while it is blocked.
+        assert guesser.get(admin.url + "/api/health", headers=bearer(TOKEN)).status_code == 429
+        # Meanwhile another client is served at once.
+        assert other.get(admin.url + "/api/health", headers=bearer(TOKEN)).status_code == 200
+        login = guesser.post(admin.url + "/login", data={"token": WRONG, "next": "/queues"})
+        assert login.status_code == 429
+        time.sleep(float(blocked.headers["retry-after"]) + 0.2)  # the penalty itself is the subject
+        assert guesser.get(admin.url + "/api/health", headers=bearer(TOKEN)).status_code == 200
+    log = admin.log_text()
+    assert f"wrong admin token from 127.0.0.1 (GET /api/health): {FREE_FAILURES + 1} in a row" in log
+    assert "wrong admin token from 127.0.0.1 (POST /api/queues/mail_send/pause): 1 in a row" in log
+    assert WRONG not in log and TOKEN not in log
+
+
+def test_the_token_comes_from_its_file_and_is_not_on_the_command_line(admin: AdminProc) -> None:
+    assert admin.get("/api/health", headers=bearer(TOKEN)).status_code == 200
+    cmdline = Path(f"/proc/{admin.process.pid}/cmdline").read_bytes()
+    assert TOKEN.encode() not in cmdline
+    assert httpx.post(admin.url + "/api/queues/mail_send/pause", headers=bearer(TOKEN),
+                      timeout=5.0).status_code == 200
+
+
+def test_the_penalty_doubles_up_to_a_minute_and_is_forgotten_after_quiet() -> None:
+    from admin_ui.auth import FORGET_AFTER_S, MAX_CLIENTS_TRACKED, LoginThrottle
+
+    throttle = LoginThrottle()
+    waits = [throttle.failed("a", 0.0).blocked_until for _ in range(10)]
+    assert waits == [0.0, 0.0, 0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0]
+    assert throttle.wait_s("a", 30.0) == 30.0 and throttle.wait_s("b", 30.0) == 0.0
+    assert throttle.failed("a", 60.0 + FORGET_AFTER_S + 1).count == 1
+    throttle.succeeded("a")
+    assert throttle.wait_s("a", 0.0) == 0.0
+    for n in range(MAX_CLIENTS_TRACKED + 10):
+        throttle.failed(f"10.0.{n // 256}.{n % 256}", 0.0)
+    assert len(throttle._clients) == MAX_CLIENTS_TRACKED
+
+
+def rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmRSS:"))
+
+
+def stream_body(port: int, head: bytes, *, chunked: bool, total_bytes: int) -> tuple[int, bytes]:
+    """Send a request head, then body bytes until the server answers or closes; (sent, answer)."""
+    import socket
+
+    sent = 0
+    chunk = b"\0" * 65536
+    piece = b"%x\r\n" % len(chunk) + chunk + b"\r\n" if chunked else chunk
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(head)
+        sock.settimeout(0.0)
+        answer = b""
+        try:
+            while sent < total_bytes:
+                try:
+                    answer += sock.recv(65536)
+                except BlockingIOError:
+                    pass
+                if answer:
+                    break
+                sock.settimeout(10)
+                sock.sendall(piece)
+                sock.settimeout(0.0)
+                sent += len(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        sock.settimeout(5)
+        try:
+            answer += sock.recv(65536)
+        except (TimeoutError, ConnectionResetError):
+            pass
+    return sent, answer
+
+
+def test_huge_request_bodies_are_refused_before_they_are_buffered(admin: AdminProc) -> None:
+    port = admin.port
+    before = rss_bytes(admin.process.pid)
+    announced = (b"PUT /api/queues/mail_send/limits HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                 b"Content-Type: application/json\r\nContent-Length: 1500000000\r\n\r\n")
+    sent, answer = stream_body(port, announced, chunked=False, total_bytes=256 * 1024 * 1024)
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert b"x-frame-options: DENY" in answer.lower().replace(b"deny", b"DENY")
+    assert sent < 32 * 1024 * 1024, sent
+    chunked = (b"POST /queues/mail_send/pause HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+               b"Content-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n")
+    sent, _ = stream_body(port, chunked, chunked=True, total_bytes=256 * 1024 * 1024)
+    assert sent < 64 * 1024 * 1024, sent
+    # Meanwhile another client is served, and the process did not take the bodies in.
+    assert admin.get("/api/health").status_code == 200
+    assert rss_bytes(admin.process.pid) - before < 50 * 1024 * 1024
+    assert "refused a 1500000000-byte body to PUT /api/queues/mail_send/limits" in admin.log_text()

@@ -1,0 +1,108 @@
+"""`slotmap run` (issue 10): a handler module that fails to import fails the start; the queue
+server token reaches the demo producer through its environment, never its command line."""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from procs import REPO_ROOT, free_port, poll_until, slotmap_command, to_toml
+
+from queue_server.client import QueueClient
+
+TOKEN = "launcher-secret-token-42"
+DEADLINE_S = 60.0
+
+
+def cluster_config(folder: Path, **master: object) -> tuple[Path, str]:
+    """A demo cluster on free ports whose queue server token sits in a file (mode 0600)."""
+    queue_address = f"127.0.0.1:{free_port()}"
+    token_file = folder / "queue.token"
+    token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o600)
+    config = folder / "cluster.toml"
+    config.write_text(to_toml({
+        "queue_server": {"listen": queue_address, "fsync": "never", "token_file": str(token_file)},
+        "queues.demo_noop": {"min_slots": 1, "max_slots": 2},
+        "master": {"ipc_dir": "./var/ipc", "max_slots": 4, "max_load_per_cpu": 1000.0,
+                   "stop_deadline_s": 5.0, **master},
+        "manager": {"listen": f"tcp://127.0.0.1:{free_port()}", "heartbeat_interval_s": 0.25,
+                    "heartbeat_liveness": 4, "plan_interval_s": 1.0},
+        "pulsar": {"listen": f"tcp://127.0.0.1:{free_port()}"},
+        "admin": {"listen": f"127.0.0.1:{free_port()}"},
+    }))
+    return config, queue_address
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Launchers started by a test; each is SIGKILLed with everything it started."""
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for launcher in started:
+        children = []
+        with contextlib.suppress(psutil.NoSuchProcess):
+            children = psutil.Process(launcher.pid).children(recursive=True)
+        for process in [launcher, *children]:
+            with contextlib.suppress(ProcessLookupError, psutil.NoSuchProcess):
+                os.kill(process.pid, signal.SIGKILL)
+        launcher.wait(timeout=10)
+
+
+def start(run: list[subprocess.Popen[bytes]], folder: Path, config: Path, *args: str) -> Path:
+    output = folder / "run.out"
+    with open(output, "wb") as out:
+        run.append(subprocess.Popen(
+            [*slotmap_command(), "run", "--config", str(config), *args],
+            stdout=out, stderr=subprocess.STDOUT, cwd=folder, start_new_session=True,
+            env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYTHONUNBUFFERED": "1"},
+        ))
+    return output
+
+
+def test_a_handler_module_that_fails_to_import_fails_the_start(
+    run: list[subprocess.Popen[bytes]], tmp_path: Path,
+) -> None:
+    config, _ = cluster_config(tmp_path, handler_modules=["slotmap_no_such_handlers_module"])
+    output = start(run, tmp_path, config, "--no-producer")
+    code = run[0].wait(timeout=DEADLINE_S)
+    text = output.read_text(errors="replace")
+    assert code == 1, text
+    assert "the cluster is up" not in text
+    assert re.search(r"master \(pid \d+\) could not import its handlers \(module "
+                     r"slotmap_no_such_handlers_module: ModuleNotFoundError", text), text
+    assert "stopping the others" in text
+
+
+def test_the_queue_token_is_in_the_producers_environment_not_its_command_line(
+    run: list[subprocess.Popen[bytes]], tmp_path: Path,
+) -> None:
+    config, queue_address = cluster_config(tmp_path)
+    output = start(run, tmp_path, config)
+
+    def log() -> str:
+        return output.read_text(errors="replace")
+
+    poll_until(lambda: "the cluster is up" in log() or run[0].poll() is not None, timeout_s=DEADLINE_S,
+               what=lambda: f"the cluster up\n{log()}")
+    assert run[0].poll() is None, log()
+    pids = {name: int(pid) for name, pid in re.findall(r"started (\S+) \(pid (\d+)\)", log())}
+    for name, pid in pids.items():
+        assert TOKEN.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes(), name
+    environ = Path(f"/proc/{pids['demo-producer']}/environ").read_bytes().split(b"\0")
+    assert f"SLOTMAP_QUEUE_TOKEN={TOKEN}".encode() in environ
+    # And the producer really authenticates with it: its jobs arrive.
+    with QueueClient(queue_address, token=TOKEN, timeout_s=5.0) as client:
+        poll_until(lambda: client.stats().get("demo_noop") and client.stats()["demo_noop"].put > 0,
+                   timeout_s=30.0, what=lambda: f"demo jobs put\n{log()}")
+    # The manager read the same file: it planned on the queue server's figures.
+    manager_log = tmp_path / "var" / "log" / "manager.log"
+    poll_until(lambda: "demo_noop: +" in manager_log.read_text(), timeout_s=30.0,
+               what=lambda: f"a plan\n{manager_log.read_text()}")
+    assert "stats unavailable" not in manager_log.read_text(), manager_log.read_text()

@@ -1,0 +1,195 @@
+"""Issue 9 end to end: real queue server, master and slots; jobs that raise, kill their slot,
+or outlive their lock (handlers in handlers/sm_test_outcomes.py)."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from master_procs import MasterProc, ServerFor, StartMaster, poll_until
+
+from master.lifecycle import Counter
+from queue_server.client import QueueClient
+
+MODULES = ["sm_test_outcomes"]
+# Small backoff so retries come within the test: 0.3 s, then 0.6 s (+0-25% jitter).
+FAST_RETRIES: dict[str, Any] = {"max_attempts": 3, "retry_base_s": 0.3, "retry_max_s": 2.0}
+
+
+@dataclass(frozen=True)
+class Run:
+    what: str
+    pid: int
+    key: str
+    attempt: int
+    n: int
+    at: float
+
+
+def put_jobs(client: QueueClient, queue: str, log: Path, actions: list[str], **extra: Any) -> list[str]:
+    """One job per action ("ok", "raise", "exit", "sleep"), keyed "<queue>-<n>"."""
+    return [
+        client.put_job(queue, json.dumps({"log": str(log), "n": n, "do": do, **extra}),
+                       key=f"{queue}-{n}").key
+        for n, do in enumerate(actions)
+    ]
+
+
+def runs(log: Path, what: str | None = None, n: int | None = None) -> list[Run]:
+    if not log.exists():
+        return []
+    found = []
+    for line in log.read_text().splitlines():
+        parts = line.split()
+        if len(parts) != 6:
+            continue  # a line being written
+        run = Run(parts[0], int(parts[1]), parts[2], int(parts[3]), int(parts[4]), float(parts[5]))
+        if (what is None or run.what == what) and (n is None or run.n == n):
+            found.append(run)
+    return found
+
+
+def done_numbers(log: Path) -> set[int]:
+    return {run.n for run in runs(log, "done")}
+
+
+def dead_job(master: MasterProc, key: str, *, timeout_s: float) -> Any:
+    client = master.client()
+
+    def dead() -> Any:
+        master.assert_alive()
+        info = client.job(key)
+        return info if info is not None and info.state == "dead" else None
+
+    return poll_until(dead, timeout_s=timeout_s,
+                      what=lambda: f"job {key} dead (now {client.job(key)})\n{master.log_tail()}")
+
+
+def cluster(queue_server_for: ServerFor, start_master: StartMaster, queue: str, slots: int,
+            settings: dict[str, Any], log: Path, actions: list[str], **extra: Any) -> tuple[MasterProc, list[str]]:
+    """A queue server knowing the queue's settings, the jobs put, then a master with `slots`
+    slots (the jobs wait before the first slot starts, so its first GETB takes a full batch)."""
+    server = queue_server_for({queue: settings})
+    with QueueClient(server.address) as client:
+        keys = put_jobs(client, queue, log, actions, **extra) if actions else []
+    master = start_master(modules=MODULES, static_slots={queue: slots}, queues={queue: settings},
+                          server=server)
+    return master, keys
+
+
+def test_a_raising_job_fails_alone_and_is_dead_after_three_attempts_with_its_traceback(
+    queue_server_for: ServerFor, start_master: StartMaster, tmp_path: Path
+) -> None:
+    queue = "outcomes_one_by_one"
+    log = tmp_path / "runs.log"
+    actions = ["ok"] * 20
+    actions[7] = "raise"
+    master, keys = cluster(queue_server_for, start_master, queue, 1,
+                           {"batch_size": 20, **FAST_RETRIES}, log, actions)
+    dead = dead_job(master, keys[7], timeout_s=30.0)
+
+    first_pass = [run for run in runs(log, "start") if run.attempt == 1]
+    assert sorted(run.n for run in first_pass) == list(range(20))
+    assert len({run.pid for run in first_pass}) == 1
+    assert done_numbers(log) == set(range(20)) - {7}
+    assert all(run.attempt == 1 for run in runs(log, "done"))
+    # The failing job ran three times, each after its backoff (jitter only adds).
+    tries = runs(log, "start", n=7)
+    assert [run.attempt for run in tries] == [1, 2, 3]
+    assert tries[1].at - tries[0].at >= 0.3 * 0.9
+    assert tries[2].at - tries[1].at >= 0.6 * 0.9
+    assert dead.attempts == 3
+    assert dead.error.startswith("Traceback (most recent call last):")
+    assert dead.error.endswith("ValueError: job 7 cannot be handled")
+    stats = master.client().stats(queue)[queue]
+    assert stats.done == 19
+
+
+def test_a_batch_handler_that_raises_fails_its_unresolved_jobs_which_then_run_alone(
+    queue_server_for: ServerFor, start_master: StartMaster, tmp_path: Path
+) -> None:
+    queue = "outcomes_batch"
+    log = tmp_path / "runs.log"
+    master, keys = cluster(queue_server_for, start_master, queue, 1,
+                           {"batch_size": 20, **FAST_RETRIES}, log, ["ok", "ok", "raise", "ok", "ok"])
+    dead = dead_job(master, keys[2], timeout_s=30.0)
+    poll_until(lambda: done_numbers(log) == {0, 1, 3, 4}, what="the batch-mates done")
+    batches = [run for run in runs(log) if run.what.startswith("batch")]
+    assert batches[0].what == "batch5" and batches[0].attempt == 1
+    # After the failed batch every job came back SOLO: batches of one.
+    assert {run.what for run in batches[1:]} == {"batch1"}
+    # The batch-mates paid one attempt for the failed batch, not three: each finished its
+    # second run (the first one's work was not acknowledged, so it ran again).
+    assert {run.n: run.attempt for run in runs(log, "start") if run.n != 2} == {0: 2, 1: 2, 3: 2, 4: 2}
+    assert dead.attempts == 3 and "ValueError: job 2 cannot be handled" in dead.error
+
+
+def test_a_job_that_kills_its_slot_is_dead_within_seconds_and_its_batch_mates_are_done(
+    queue_server_for: ServerFor, start_master: StartMaster, tmp_path: Path
+) -> None:
+    queue = "outcomes_one_by_one"
+    log = tmp_path / "runs.log"
+    actions = ["ok"] * 10
+    actions[4] = "exit"
+    started = time.monotonic()
+    # The lock time is far beyond the test: only the master's FAIL can bring the jobs back.
+    master, keys = cluster(queue_server_for, start_master, queue, 2,
+                           {"batch_size": 10, "lock_timeout_s": 600.0, **FAST_RETRIES}, log, actions)
+    dead = dead_job(master, keys[4], timeout_s=30.0)
+    dead_after_s = time.monotonic() - started
+    poll_until(lambda: done_numbers(log) == set(range(10)) - {4}, what="the batch-mates done")
+    neighbours_done_after_s = time.monotonic() - started
+    first_run = runs(log, "start", n=4)[0].at
+    last_done = max(run.at for run in runs(log, "done"))
+    print(f"from its first run the poison job was dead after {dead.died_at - first_run:.2f} s "
+          f"and its batch-mates done after {last_done - first_run:.2f} s; from the test's start: "
+          f"dead {dead_after_s:.2f} s, all done {neighbours_done_after_s:.2f} s")
+    assert dead.attempts == 3
+    assert "exit 7" in dead.error and dead.error.startswith("slot ")
+    assert [run.attempt for run in runs(log, "start", n=4)] == [1, 2, 3]
+    # Crash-failed batch-mates come back alone after one backoff: one attempt lost at most.
+    assert all(run.attempt <= 2 for run in runs(log, "done"))
+    # Three slot deaths cost 0.5 + 1 s of restart backoff; the lock time (600 s) is never waited.
+    assert dead_after_s < 25.0
+    report = master.wait_report(lambda r: r.counters.get(Counter.CRASHED, 0) >= 3, what="3 crashes")
+    assert report.counters.get(Counter.JOBS_OF_DEAD_SLOTS_FAILED, 0) >= 3
+    assert "failed them (SOLO)" in master.log_text()
+
+
+def test_a_job_longer_than_its_lock_time_runs_once_under_a_live_slot(
+    queue_server_for: ServerFor, start_master: StartMaster, tmp_path: Path
+) -> None:
+    queue = "outcomes_one_by_one"
+    log = tmp_path / "runs.log"
+    master, _ = cluster(queue_server_for, start_master, queue, 2,
+                        {"batch_size": 1, "lock_timeout_s": 1.0, **FAST_RETRIES}, log, [])
+    master.wait_running(queue, 2)
+    client = master.client()
+    [key] = put_jobs(client, queue, log, ["sleep"], sleep_s=3.5)
+    [started] = poll_until(lambda: runs(log, "start"), what="the long job started")
+    info = client.job(key)
+    assert info is not None and (info.state, info.attempts) == ("running", 1), info
+    [done] = poll_until(lambda: runs(log, "done"), timeout_s=15.0, what="the long job done")
+    # It ran past three lock times while the other slot waited idle: its lock was renewed,
+    # or that slot would have run it a second time.
+    assert done.at - started.at >= 3.5
+    assert [run.attempt for run in runs(log, "start")] == [1]
+    stats = client.stats(queue)[queue]
+    assert (stats.done, stats.expired) == (1, 0)
+    assert client.job(key) is None  # done jobs are gone
+
+
+def test_a_handlers_own_retry_policy_makes_the_job_dead_after_its_max_attempts(
+    queue_server_for: ServerFor, start_master: StartMaster, tmp_path: Path
+) -> None:
+    queue = "outcomes_own_policy"
+    log = tmp_path / "runs.log"
+    # The queue allows 25 attempts with a 15 s first wait; the handler class says 2 and 0.1 s.
+    master, [key] = cluster(queue_server_for, start_master, queue, 1, {}, log, ["raise"])
+    dead = dead_job(master, key, timeout_s=20.0)
+    tries = runs(log, "start")
+    assert [run.attempt for run in tries] == [1, 2]
+    assert 0.1 * 0.9 <= tries[1].at - tries[0].at < 10.0
+    assert dead.attempts == 2

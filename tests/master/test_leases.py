@@ -1,0 +1,68 @@
+"""Lease notes from a slot to its master: the pipe, the note format, and what the master reads."""
+from __future__ import annotations
+
+import os
+
+from master.leases import LeasePipes
+from master.lifecycle import Leased
+from slot.beacon import LeaseNote
+from slot.handler import SlotJob
+from slot.leases import LeaseReporter
+
+
+def slot_jobs(*ids: int) -> list[SlotJob]:
+    return [SlotJob("q", job_id, 0, b"", None, f"k{job_id}", job_id % 3 or None) for job_id in ids]
+
+
+def test_the_hand_built_note_is_the_models_json() -> None:
+    jobs = [(5, 1), (6, None), (7, 25)]
+    fast = LeaseNote.encode_held(3, 4242, 60.0, jobs)
+    model = LeaseNote(slot_id=3, pid=4242, lock_s=60.0, jobs=jobs)
+    assert fast == model.encode()
+    assert LeaseNote.decode(fast) == model
+
+
+def test_the_master_reads_what_a_slot_wrote_even_after_the_slot_is_gone() -> None:
+    pipes = LeasePipes()
+    try:
+        write_fd = pipes.open(1)
+        reporter = LeaseReporter(write_fd, slot_id=1, pid=4242)
+        reporter.hold(slot_jobs(10, 11), lock_s=2.5)
+        reporter.release()
+        reporter.hold(slot_jobs(12), lock_s=2.5)
+        os.close(write_fd)  # the slot died right after writing
+        notes = list(pipes.read())
+        assert [(n.slot_id, n.pid) for n in notes] == [(1, 4242)] * 3
+        assert [n.event for n in notes] == [
+            Leased(((10, 1), (11, 2)), 2.5), Leased((), 0.0), Leased(((12, None),), 2.5),
+        ]
+        assert list(pipes.read()) == []
+    finally:
+        pipes.close_all()
+
+
+def test_a_half_written_note_waits_for_its_end_and_a_bad_one_is_dropped() -> None:
+    pipes = LeasePipes()
+    try:
+        write_fd = pipes.open(2)
+        line = LeaseNote.encode_held(2, 77, 1.0, [(3, 1)]) + b"\n"
+        os.write(write_fd, b"not json\n" + line[:10])
+        assert list(pipes.read_slot(2)) == []
+        os.write(write_fd, line[10:])
+        assert [n.event for n in pipes.read_slot(2)] == [Leased(((3, 1),), 1.0)]
+        os.close(write_fd)
+    finally:
+        pipes.close_all()
+
+
+def test_a_slot_forked_later_closes_every_read_end_but_keeps_its_write_end() -> None:
+    pipes = LeasePipes()
+    try:
+        first = pipes.open(1)
+        second = pipes.open(2)
+        inherited = pipes.inherited_fds()
+        assert len(inherited) == 2 and first not in inherited and second not in inherited
+        os.close(first)
+        os.close(second)
+    finally:
+        pipes.close_all()

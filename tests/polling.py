@@ -1,0 +1,27 @@
+"""The one way tests wait: poll a condition with a deadline (never a bare sleep).
+
+Imported by name (`from polling import poll_until`): pytest puts tests/ on sys.path for
+tests/conftest.py.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def poll_until(predicate: Callable[[], T], timeout_s: float = 10.0, *,
+               what: str | Callable[[], str] = "condition", interval_s: float = 0.02) -> T:
+    """Call `predicate` until it returns something truthy and return that; AssertionError
+    naming `what` (a text, or a function giving it at the deadline) after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            text = what() if callable(what) else what
+            raise AssertionError(f"{text}: not reached within {timeout_s} s (last: {value!r})")
+        time.sleep(interval_s)

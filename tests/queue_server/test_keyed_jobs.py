@@ -1,0 +1,310 @@
+"""Job keys, attempts, FAIL, managed leases, TOUCH, SOLO, dead jobs, RETRY/DELETE, JOB/JOBS
+on a real server (PROTOCOL.md Part B), through the client library and raw bytes."""
+from __future__ import annotations
+
+import json
+import time
+
+from util import poll_until
+
+import pytest
+
+from queue_server.client import QueueClient
+from queue_server.client_errors import QueueServerError
+
+FAST = """
+[queues.q]
+max_attempts = 3
+retry_base_s = 0.2
+retry_max_s = 0.4
+"""
+
+
+def _client(server) -> QueueClient:  # type: ignore[no-untyped-def]
+    return QueueClient(f"127.0.0.1:{server.port}")
+
+
+def test_put_returns_a_server_key_that_survives_hand_outs_and_later(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    with _client(start_queue_server("--fsync", "never")) as client:
+        key = client.put("q", b"x")
+        assert key.startswith("_") and key[1:].isdigit()
+        [first] = client.get("q", keys=True)
+        assert (first.key, first.attempt) == (key, 1)
+        assert client.later(first.id) == [True]
+        [second] = client.get("q", keys=True)
+        assert (second.key, second.attempt) == (key, 1)  # LATER took the hand-out back
+        assert second.id != first.id
+
+
+def test_a_plain_get_sees_the_sockpqd_header_byte_for_byte(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    raw = start_queue_server("--fsync", "never").connect()
+    raw.send(b"PUT q 3 2 KEY *\r\nab")
+    assert raw.line() == b"200 OK KEY _1"
+    raw.send(b"PUT q 3 2\r\ncd")
+    assert raw.line() == b"200 OK"
+    raw.send(b"GET q\r\n")
+    assert raw.line() == b"200 OK q 1 3 2"
+    assert raw.exact(2) == b"ab"
+    raw.send(b"GET q KEYS\r\n")
+    assert raw.line() == b"200 OK q 2 3 2 KEY _2 ATTEMPT 1"  # the plain PUT got a key too
+    assert raw.exact(2) == b"cd"
+
+
+def test_key_replies_with_new_item_and_wait(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    raw = start_queue_server("--fsync", "never").connect()
+    raw.send(b"PUT q 0 1 NEW KEY mine\r\nx")
+    assert raw.line() == b"200 OK IS _1 KEY mine"
+    raw.send(b"PUT q 0 1 NEW WAIT out KEY *\r\ny")
+    assert raw.line() == b"206 Wait for output IS _2 KEY _1"
+
+
+def test_a_producer_key_may_not_start_with_an_underscore(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    raw = start_queue_server("--fsync", "never").connect()
+    raw.send(b"PUT q 0 1 KEY _7\r\nz")
+    assert raw.line() == b"400 Bad Request: a producer's key may not start with _"
+    raw.send(b"PUT q 0 1 KEY a/b\r\nz")
+    assert raw.line() == b"400 Bad Request: bad job key"
+    assert raw.request(b"PING") == b"200 PONG"  # both blocks were consumed
+
+
+def test_unique_put_creates_no_second_job_while_the_key_is_live(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    with _client(start_queue_server("--fsync", "never")) as client:
+        assert client.put_job("q", b"one", key="order-1").created
+        again = client.put_job("q", b"two", key="order-1")
+        assert (again.key, again.existing_state) == ("order-1", "ready")
+        [job] = client.get("q", keys=True)
+        assert client.put_job("q", b"three", key="order-1").existing_state == "running"
+        assert client.fail(job.id, "boom", delay_s=60).dead is False
+        assert client.put_job("q", b"four", key="order-1").existing_state == "failed"
+        assert client.total("q").jobs == 1
+        info = client.job("order-1")
+        assert info is not None and info.data == "one" and info.state == "failed"
+
+
+def test_fail_retries_with_backoff_then_the_job_is_dead_at_max_attempts(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    server = start_queue_server("--fsync", "never", config=FAST)
+    with _client(server) as client:
+        key = client.put("q", b"poison")
+        for attempt in (1, 2):
+            [job] = poll_until(lambda: client.get("q", keys=True), timeout_s=10)
+            assert (job.key, job.attempt) == (key, attempt)
+            result = client.fail(job.id, f"ValueError: try {attempt}")
+            assert not result.dead and result.next_run_at is not None
+            assert result.next_run_at >= time.time() + 0.1  # backoff, not at once
+            info = client.job(key)
+            assert info is not None and info.state == "failed" and info.error == f"ValueError: try {attempt}"
+        [job] = poll_until(lambda: client.get("q", keys=True), timeout_s=10)
+        assert job.attempt == 3
+        assert client.fail(job.id, "ValueError: last").dead
+        info = client.job(key)
+        assert info is not None
+        assert (info.state, info.attempts, info.error, info.data) == ("dead", 3, "ValueError: last", "poison")
+        assert info.died_at is not None
+        assert client.total("q") == client.total("nothing")  # TOTAL does not count dead jobs
+        assert client.get("q") == []
+        stats = client.stats("q")["q"]
+        assert stats.put == 1
+        raw = server.connect()
+        raw.send(b"STATS q\r\n")
+        head = raw.line()
+        entry = json.loads(raw.exact(int(head.split()[2])))["q"]
+        assert (entry["dead"], entry["failed_total"], entry["dead_total"], entry["failed"]) == (1, 3, 1, 0)
+
+
+def test_fail_with_delay_retries_past_the_queues_max_attempts(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    """DELAY says the client applied its own policy (a handler's max_attempts above the
+    queue's): the server retries the job whatever its count."""
+    server = start_queue_server("--fsync", "never", config=FAST)
+    with _client(server) as client:
+        key = client.put("q", b"stubborn")
+        for attempt in (1, 2, 3, 4):
+            [job] = poll_until(lambda: client.get("q", keys=True), timeout_s=10)
+            assert (job.key, job.attempt) == (key, attempt)
+            result = client.fail(job.id, f"try {attempt}", delay_s=0)
+            assert not result.dead
+        [job] = poll_until(lambda: client.get("q", keys=True), timeout_s=10)
+        assert client.fail(job.id, "the handler's own limit", dead=True).dead
+
+
+def test_fail_dead_and_a_long_error_is_capped(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    with _client(start_queue_server("--fsync", "never")) as client:
+        key = client.put("q", b"x")
+        [job] = client.get("q")
+        assert client.fail(job.id, "E" * 40_000, dead=True).dead
+        info = client.job(key)
+        assert info is not None and info.error is not None and info.state == "dead"
+        assert info.error.startswith("E" * 16384) and "cut" in info.error and len(info.error) < 16500
+        with pytest.raises(QueueServerError, match="Job Not Found"):
+            client.fail(job.id, "again")  # not running any more
+
+
+def test_fail_of_an_unknown_id_is_not_found_and_the_block_is_consumed(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    raw = start_queue_server("--fsync", "never").connect()
+    raw.send(b"FAIL 99 5\r\nerror")
+    assert raw.line() == b"404 Job Not Found"
+    raw.send(b"FAIL x 5\r\nerror")
+    assert raw.line().startswith(b"400 Bad Request")
+    raw.send(b"PING\r\n")
+    assert raw.line() == b"200 PONG"
+
+
+def test_a_managed_lease_that_expires_counts_as_a_failed_attempt(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    server = start_queue_server("--fsync", "never", config=FAST)
+    with _client(server) as client:
+        key = client.put("q", b"slow")
+        [job] = client.get("q", expire_s=0.2, keys=True)
+        info = poll_until(lambda: (i := client.job(key)) is not None and i.state != "running" and i, timeout_s=10)
+        assert info.error == "lock expired after 0.2 s"
+        assert info.state in ("failed", "ready")
+        [again] = poll_until(lambda: client.get("q", keys=True), timeout_s=10)
+        assert again.attempt == 2
+        # without KEYS, expiry is sockPQd's LATER: no failure recorded, the hand-out taken back
+        assert client.later(again.id) == [True]
+        [plain] = client.get("q", expire_s=0.1)
+        poll_until(lambda: client.total("q").running == 0, timeout_s=10)
+        [after] = poll_until(lambda: client.get("q", keys=True), timeout_s=10)
+        assert after.attempt == 2 and after.id != plain.id
+
+
+def test_touch_keeps_a_running_job_from_expiring(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    with _client(start_queue_server("--fsync", "never")) as client:
+        client.put("q", b"long")
+        [job] = client.get("q", expire_s=0.6, keys=True)
+        deadline = time.monotonic() + 1.8
+        while time.monotonic() < deadline:
+            assert client.touch(job.id) == [True]
+            time.sleep(0.15)  # the renewal rhythm under test, not a wait for a state
+        assert client.total("q").running == 1
+        assert client.touch(job.id, 10**6, expire_s=30) == [True, False]
+        assert client.done(job.id)[0].found
+
+
+def test_a_solo_job_is_handed_out_alone(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    with _client(start_queue_server("--fsync", "never")) as client:
+        client.put("q", b"poison", priority=5)
+        [job] = client.get("q")
+        client.fail(job.id, "killed its slot", delay_s=0, solo=True)
+        for data in (b"a", b"b", b"c"):
+            client.put("q", data)
+        batch = poll_until(lambda: client.get("q", count=10, keys=True), timeout_s=10)
+        assert [j.data for j in batch] == [b"poison"]  # alone, its batch-mates not with it
+        assert client.fail(batch[0].id, "again", delay_s=0, solo=True).dead is False
+        client.put("q", b"d", priority=9)
+        # priority order is d (9), poison (5), a b c (0): the batch stops before the solo job
+        assert [j.data for j in client.get("q", count=10)] == [b"d"]
+        assert [j.data for j in client.get("q", count=10)] == [b"poison"]
+        assert [j.data for j in client.get("q", count=10)] == [b"a", b"b", b"c"]
+
+
+def test_retry_and_delete_one_list_and_all(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    with _client(start_queue_server("--fsync", "never")) as client:
+        keys = [client.put("q", b"job%d" % n, key=f"k{n}") for n in range(4)]
+        for _ in range(4):
+            [job] = client.get("q")
+            client.fail(job.id, "bad", dead=True)
+        assert [i.key for i in client.jobs("q", "dead")] == ["k3", "k2", "k1", "k0"]  # newest first
+        assert [i.key for i in client.jobs("q", "dead", limit=2, after="k3")] == ["k2", "k1"]
+        assert client.retry("q", "k0", "nope") == [True, False]
+        [back] = client.get("q", keys=True)
+        assert (back.key, back.attempt) == ("k0", 1)  # attempts reset
+        assert client.delete("q", "k1", "k0", "zzz") == ["ok", "running", "not_found"]
+        assert client.retry_all("q") == 2
+        assert client.delete_all_dead("q") == 0
+        assert sorted(i.key for i in client.jobs("q", "ready")) == ["k2", "k3"]
+        assert client.delete("q", "k2") == ["ok"]
+        assert client.total("q").jobs == 1 and keys == ["k0", "k1", "k2", "k3"]
+        [job] = client.get("q")
+        client.fail(job.id, "later", delay_s=3600)
+        assert client.retry_all("q", "failed") == 1
+        assert client.get("q")[0].data == b"job3"
+
+
+def test_dead_jobs_are_bounded_oldest_dropped_and_counted(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    server = start_queue_server("--fsync", "never", config="[queues.q]\ndead_max = 2\n")
+    with _client(server) as client:
+        for n in range(4):
+            client.put("q", b"%d" % n, key=f"d{n}")
+            [job] = client.get("q")
+            client.fail(job.id, "x", dead=True)
+        assert [i.key for i in client.jobs("q", "dead")] == ["d3", "d2"]
+        assert client.job("d0") is None
+    poll_until(lambda: "dead job(s) dropped" in server.output_text(), timeout_s=5)
+
+
+def test_keys_attempts_errors_and_dead_jobs_survive_kill_9_and_a_snapshot(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    server = start_queue_server("--fsync", "always")
+    with _client(server) as client:
+        client.put("q", b"ready one", key="r1")
+        client.put("q", b"failing", key="f1")
+        client.put("q", b"dying", key="x1")
+        client.put("q", b"running", key="run1")
+        jobs = {j.data: j for j in client.get("q", count=4, keys=True)}
+        client.later(jobs[b"ready one"].id)
+        client.fail(jobs[b"failing"].id, "Traceback: f1", delay_s=3600)
+        client.fail(jobs[b"dying"].id, "Traceback: x1", dead=True)
+        before = {key: client.job(key) for key in ("r1", "f1", "x1", "run1")}
+        server_key = client.put("q", b"server keyed")
+    server.kill()
+    restarted = start_queue_server("--fsync", "always", data_dir=server.data_dir)
+    with _client(restarted) as client:
+        after = {key: client.job(key) for key in ("r1", "f1", "x1", "run1")}
+        for key in ("r1", "f1", "x1"):
+            assert after[key] is not None and before[key] is not None
+            assert (after[key].state, after[key].attempts, after[key].error) == \
+                (before[key].state, before[key].attempts, before[key].error)
+        assert after["run1"] is not None and after["run1"].state == "ready"  # at least once
+        assert after["run1"].attempts == 0  # the crash took its hand-out back
+        assert client.job(server_key) is not None
+        assert client.put("q", b"next") not in (server_key, "_1")  # the key counter came back
+
+
+def test_clone_and_a_replica_carry_keys_attempts_errors_and_dead_jobs(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    primary = start_queue_server("--fsync", "never")
+    with _client(primary) as client:
+        client.put("q", b"a", key="a1")
+        [job] = client.get("q")
+        client.fail(job.id, "boom a1", dead=True)
+        client.put("q", b"b", key="b1")
+        replica = start_queue_server("--fsync", "never", "--replica-of", f"127.0.0.1:{primary.port}",
+                                     "--server-id", "2", "--promote-after", "60")
+        with _client(replica) as follower:
+            poll_until(lambda: follower.job("b1") is not None, timeout_s=10)
+            [job] = client.get("q", keys=True)
+            client.fail(job.id, "boom b1", delay_s=3600)
+            poll_until(lambda: (i := follower.job("b1")) is not None and i.state == "failed", timeout_s=10)
+            dead = follower.job("a1")
+            assert dead is not None and (dead.state, dead.error, dead.attempts) == ("dead", "boom a1", 1)
+            failed = follower.job("b1")
+            assert failed is not None and (failed.error, failed.attempts) == ("boom b1", 1)
+        raw = primary.connect()
+        raw.send(b"SNAPSHOT\r\n")
+        blob = raw.exact(int(raw.line().split()[2]))
+    assert blob.startswith(b"SLOTMAP-SNAPSHOT 2\r\n")
+    target = start_queue_server("--fsync", "never")
+    raw = target.connect()
+    raw.send(b"CLONE %d\r\n" % len(blob) + blob)
+    assert raw.line() == b"200 OK"
+    with _client(target) as clone:
+        dead = clone.job("a1")
+        assert dead is not None and (dead.state, dead.error) == ("dead", "boom a1")
+        failed = clone.job("b1")
+        assert failed is not None and (failed.state, failed.error) == ("failed", "boom b1")
+
+
+def test_job_and_jobs_answer_offline_and_bad_requests_get_400(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    raw = start_queue_server("--fsync", "never").connect()
+    raw.send(b"PUT q 0 3 KEY k\r\nabc")
+    assert raw.line() == b"200 OK KEY k"
+    assert raw.request(b"OFFLINE") == b"200 OK Switched to Offline Mode"
+    raw.send(b"JOB k\r\n")
+    head = raw.line()
+    body = json.loads(raw.exact(int(head.split()[2])))
+    assert (body["key"], body["state"], body["data"], body["attempts"]) == ("k", "ready", "abc", 0)
+    assert raw.request(b"RETRY q k") == b"500 Offline Mode"
+    assert raw.request(b"DELETE q ALL DEAD") == b"500 Offline Mode"
+    assert raw.request(b"TOUCH 1") == b"500 Offline Mode"
+    assert raw.request(b"JOB nope") == b"404 Job Not Found"
+    assert raw.request(b"JOBS q sleeping").startswith(b"400 Bad Request")
+    assert raw.request(b"JOBS q dead LIMIT 0").startswith(b"400 Bad Request")
+    assert raw.request(b"RETRY q ALL READY").startswith(b"400 Bad Request")
+    assert raw.request(b"JOB bad/key").startswith(b"400 Bad Request")

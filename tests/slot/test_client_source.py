@@ -1,0 +1,109 @@
+"""ClientSource against a real queue server: keyed fetches, pipelined FAILs, a lease gone."""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from procs import poll_until
+
+from queue_server.client import QueueClient
+from slot.outcomes import Failure
+from slot.source import ClientSource
+from slot.wake import Waker
+from tests.queue_server.server_proc import running_queue_server
+
+
+def test_a_fetch_gives_keys_and_attempts_and_fails_go_in_one_pipelined_request(tmp_path: Path) -> None:
+    with running_queue_server(tmp_path, "--fsync", "never") as server, \
+            QueueClient(server.address) as producer, QueueClient(server.address) as client:
+        for n in range(3):
+            producer.put_job("src", b"job %d" % n, key=f"src-{n}")
+        source = ClientSource(client, Waker())
+        jobs = source.fetch("src", count=3, lock_s=60.0)
+        assert jobs is not None
+        assert [(job.key, job.attempt) for job in jobs] == [("src-0", 1), ("src-1", 1), ("src-2", 1)]
+        # The second job is DONE elsewhere first: its FAIL finds no running job (404), and the
+        # replies after it are still read in step.
+        producer.done(jobs[1].id)
+        dead = source.fail([
+            Failure(jobs[0].id, "boom", delay_s=30.0),
+            Failure(jobs[1].id, "gone"),
+            Failure(jobs[2].id, "hopeless", dead=True),
+        ])
+        assert dead == 1
+        first, third = producer.job("src-0"), producer.job("src-2")
+        assert first is not None and (first.state, first.error, first.attempts) == ("failed", "boom", 1)
+        assert third is not None and (third.state, third.error) == ("dead", "hopeless")
+        assert producer.job("src-1") is None
+        client.ping()  # the connection is in step after the pipelined replies
+
+
+def test_a_wake_ends_a_blocked_fetch_and_the_server_hands_the_dropped_waiter_nothing(
+    tmp_path: Path,
+) -> None:
+    with running_queue_server(tmp_path, "--fsync", "never") as server, \
+            QueueClient(server.address) as producer, QueueClient(server.address) as client, \
+            ThreadPoolExecutor(1) as pool:
+        waker = Waker()
+        source = ClientSource(client, waker)
+        fetched = pool.submit(source.fetch, "w", count=1, lock_s=60.0)
+        poll_until(lambda: client._conn is not None, what="GETB sent")
+        waker.wake()
+        assert fetched.result(timeout=5.0) is None
+        assert client._conn is None  # dropped, so the server forgot the waiter
+        producer.put("w", b"after the wake")
+        # Not handed to the dropped waiter: it is ready for the next one.
+        assert [job.data for job in producer.get("w")] == [b"after the wake"]
+        # The wake was consumed: the next fetch blocks again until a job comes.
+        fetched = pool.submit(source.fetch, "w", count=1, lock_s=60.0)
+        producer.put("w", b"next")
+        jobs = fetched.result(timeout=5.0)
+        assert jobs is not None and [job.data for job in jobs] == [b"next"]
+
+
+def test_a_reply_that_comes_with_the_wake_is_kept(tmp_path: Path) -> None:
+    """The wake fd is readable before GETB goes out and a job is ready: the server answers
+    at once, the client sees the wake first, and still reads the reply (half-close)."""
+    with running_queue_server(tmp_path, "--fsync", "never") as server, \
+            QueueClient(server.address) as producer, QueueClient(server.address) as client:
+        read_fd, write_fd = os.pipe()
+        os.write(write_fd, b"\0")
+        for n in range(20):
+            producer.put("r", b"job %d" % n)
+            jobs = client.get("r", block=True, expire_s=60.0, wake_fd=read_fd)
+            assert [job.data for job in jobs] == [b"job %d" % n]
+            client.done(jobs[0].id)  # a new connection: the woken one is not reused
+        assert producer.total("r").jobs == 0
+        os.close(read_fd)
+        os.close(write_fd)
+
+
+def test_a_job_arriving_as_the_wake_comes_is_fetched_or_stays_ready(tmp_path: Path) -> None:
+    """The race the signal-raising waker lost: PUT and wake at the same moment, many times.
+    Each job is either returned by the fetch or still ready, never running unheld."""
+    with running_queue_server(tmp_path, "--fsync", "never") as server, \
+            QueueClient(server.address) as producer, QueueClient(server.address) as client, \
+            ThreadPoolExecutor(1) as pool:
+        waker = Waker()
+        source = ClientSource(client, waker)
+        outcomes = {"fetched": 0, "woken": 0}
+        for n in range(60):
+            waker.drain()  # a wake left by a fetch that got its job first
+            fetched = pool.submit(source.fetch, "race", count=1, lock_s=60.0)
+            poll_until(lambda: client._conn is not None, what="GETB sent")
+            producer.put("race", b"job %d" % n)
+            waker.wake()
+            jobs = fetched.result(timeout=5.0)
+            if jobs:
+                assert [job.data for job in jobs] == [b"job %d" % n]
+                outcomes["fetched"] += 1
+                source.done([jobs[0].id])
+            else:
+                outcomes["woken"] += 1
+                left = producer.get("race")
+                assert [job.data for job in left] == [b"job %d" % n]
+                producer.done(left[0].id)
+            total = producer.total("race")
+            assert (total.jobs, total.running) == (0, 0), outcomes
+        assert sum(outcomes.values()) == 60, outcomes
