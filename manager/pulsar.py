@@ -10,6 +10,14 @@ A client told to wait gets its own turn (`retry_after_s`): the turns of waiting 
 are spaced by the rate, so hundreds of slots do not all come back at the same instant,
 and a client back at its turn (`retry=True`) goes before clients asking for the first time.
 
+Reservations (Guava's RateLimiter.reserve): a client that names `reserve_s` is granted a
+permit that accrues within that long at once, debited from the bucket, with the time to
+use it (`start_after_s`). The bucket then schedules the next permit from that turn, not
+from when the client comes back: a client late by 10 ms at every turn (a busy machine, a
+network hop) used to lose those 10 ms of the rate each time, as the bucket holds only one
+permit at 10/s: two slots achieved 79-89% of 10/s. Reservations reach at most `reserve_s`
+ahead, so a cut or a pause still takes effect within that long.
+
 Feedback: SLOW_DOWN multiplies the rate by `decrease_factor` (at most once per
 `decrease_hold_s`: a burst of "too many requests" is one congestion), PAUSE stops all
 permits until it ends, and each OK adds configured_per_s * gap / recovery_s to a cut
@@ -20,7 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from slot.permits import Feedback, FeedbackKind, LimiterView
+from slot.permits import MAX_RESERVE_S, Feedback, FeedbackKind, LimiterView
 
 # Grants count whole permits of a bucket kept in floats.
 EPSILON = 1e-9
@@ -35,6 +43,8 @@ class Tuning:
     min_rate_fraction: float = 1 / 64
     # Slow-downs this soon after a cut are the same congestion: no second cut.
     decrease_hold_s: float = 1.0
+    # The furthest ahead a client may reserve a permit (it asks for less).
+    max_reserve_s: float = MAX_RESERVE_S
     # Successes bring the rate from zero to the configured rate in this long.
     recovery_s: float = 20.0
     # A gap between successes counts for the climb up to this long.
@@ -49,6 +59,8 @@ class Grant:
     granted: int
     # When to come back for the rest (0 when all were granted).
     retry_after_s: float
+    # The granted permits are reserved: use them no sooner than this.
+    start_after_s: float = 0.0
 
 
 class Limiter:
@@ -74,17 +86,21 @@ class Limiter:
     def capacity(self) -> float:
         return max(1.0, self.rate_per_s * self.tuning.smoothing_s)
 
-    def try_acquire(self, now: float, n: int = 1, *, retry: bool = False) -> Grant:
-        """Grant up to `n` permits now; for the rest, the time until this client's turn."""
+    def try_acquire(self, now: float, n: int = 1, *, retry: bool = False, reserve_s: float = 0.0) -> Grant:
+        """Grant up to `n` permits now, or reserve the rest when they accrue within `reserve_s`;
+        for what is left, the time to come back (`reserve_s` before this client's turn)."""
         if n < 1:
             raise ValueError(f"ask for at least one permit, got {n}")
+        reserve_s = min(max(0.0, reserve_s), self.tuning.max_reserve_s)
         self._refill(now)
         paused = now < self.paused_until
         queued = self._promised_until >= now
+        served = retry or not queued
         granted = 0
-        if not paused and (retry or not queued):
-            granted = min(n, math.floor(self.tokens + EPSILON))
-            self.tokens = max(0.0, self.tokens - granted)
+        if not paused and served:
+            # The bucket is below zero while reservations are outstanding.
+            granted = max(0, min(n, math.floor(self.tokens + EPSILON)))
+            self.tokens -= granted
             self.granted_total += granted
         if granted == n:
             return Grant(n, 0.0)
@@ -93,10 +109,20 @@ class Limiter:
         # A client back at its turn a little before its permit has accrued (its sleep and
         # the network are not exact) waits for that permit only; sent behind the queue it
         # lost a whole turn each time: two slots got 6.8 permits/s of 10 (bench/rate_limit.py).
-        if queued and not retry:
+        if not served:
             turn = max(turn, self._promised_until + chunk / self.rate_per_s)
+        # One more chunk completes the request: it can be reserved, now or when the client
+        # comes back `reserve_s` before its turn.
+        last_chunk = granted + chunk == n
+        # (Only in a reply that grants nothing at once: a grant has one time of use.)
+        if served and granted == 0 and last_chunk and turn - now <= reserve_s:
+            # The debt in the bucket places every later turn after this one.
+            self.tokens -= chunk
+            self.granted_total += chunk
+            return Grant(n, 0.0, start_after_s=turn - now)
         self._promised_until = max(self._promised_until, turn)
-        return Grant(granted, turn - now)
+        early_s = reserve_s if last_chunk else 0.0
+        return Grant(granted, max(0.0, turn - now - early_s))
 
     def report(self, now: float, feedback: Feedback) -> None:
         self._refill(now)
@@ -113,7 +139,7 @@ class Limiter:
             configured_per_s=self.configured_per_s,
             current_per_s=self.rate_per_s,
             capacity=self.capacity,
-            tokens=self.tokens,
+            tokens=max(0.0, self.tokens),
             paused_for_s=max(0.0, self.paused_until - now),
             granted_total=self.granted_total,
             cuts=self.cuts,
@@ -150,4 +176,4 @@ class Limiter:
             return
         self.pauses += 1
         self.paused_until = until
-        self.tokens = 0.0
+        self.tokens = min(0.0, self.tokens)  # reservations already made stay owed

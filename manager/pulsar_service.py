@@ -69,8 +69,9 @@ def answer(
         known = ", ".join(sorted(limiters)) or "none"
         return ErrorReply(id=request.id, message=f"no limiter {request.limiter!r} (known: {known})")
     if isinstance(request, AcquireRequest):
-        grant = limiter.try_acquire(now, request.n, retry=request.retry)
-        return GrantReply(id=request.id, granted=grant.granted, retry_after_s=grant.retry_after_s)
+        grant = limiter.try_acquire(now, request.n, retry=request.retry, reserve_s=request.reserve_s)
+        return GrantReply(id=request.id, granted=grant.granted, retry_after_s=grant.retry_after_s,
+                          start_after_s=grant.start_after_s)
     refused = _refusal(request, max_pause_s)
     if refused is not None:
         log.warning("refused a report for limiter %s: %s", request.limiter, refused)

@@ -45,7 +45,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum, auto
-from typing import Annotated, Any, Literal, TypeVar, overload
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, overload
 
 import zmq
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
@@ -69,6 +69,10 @@ REPLY_TIMEOUT_S = 2.0
 MIN_EXCHANGE_S = 0.1
 # A slot waiting for permits looks at its stop flag this often.
 STOP_CHECK_S = 0.2
+# How far ahead a client reserves its next permit: it asks again this long before its
+# turn, so its sleep and the network may be late by as much without losing any rate.
+RESERVE_S = 0.25
+MAX_RESERVE_S = 1.0
 # What a postponed job waits when the pulsar could not be asked.
 UNREACHABLE_DELAY_S = 5.0
 # How long the before_batch hook waits for one job's permit before postponing the rest.
@@ -128,9 +132,14 @@ def pause(seconds: float) -> Feedback:
 
 class _Frame(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+    # Fields added after the first release, sent only when they differ from their default,
+    # so a pulsar or a slot of the release before reads every frame it can act on.
+    LATER_FIELDS: ClassVar[frozenset[str]] = frozenset()
 
     def encode(self) -> bytes:
-        return self.model_dump_json().encode()
+        unsent = {name for name in self.LATER_FIELDS
+                  if getattr(self, name) == type(self).model_fields[name].default}
+        return self.model_dump_json(exclude=unsent).encode()
 
 
 class AcquireRequest(_Frame):
@@ -140,6 +149,9 @@ class AcquireRequest(_Frame):
     n: int = Field(default=1, ge=1, le=MAX_PERMITS_PER_REQUEST)
     # True when the client comes back at the time it was told: it is served before first tries.
     retry: bool = False
+    # Permits that accrue within this long may be granted at once, to be used at their time.
+    reserve_s: float = Field(default=0.0, ge=0, le=MAX_RESERVE_S, allow_inf_nan=False)
+    LATER_FIELDS = frozenset({"reserve_s"})
 
 
 class ReportRequest(_Frame):
@@ -169,6 +181,9 @@ class GrantReply(_Frame):
     granted: int = Field(ge=0)
     # When to ask again for the rest (0 when all were granted).
     retry_after_s: float = Field(ge=0, allow_inf_nan=False)
+    # The granted permits are reserved: use them no sooner than this.
+    start_after_s: float = Field(default=0.0, ge=0, le=MAX_RESERVE_S, allow_inf_nan=False)
+    LATER_FIELDS = frozenset({"start_after_s"})
 
 
 class AckReply(_Frame):
@@ -294,11 +309,16 @@ class PermitClient:
         granted = 0
         retry = False
         while True:
-            request = AcquireRequest(id=next(self._ids), limiter=limiter, n=n - granted, retry=retry)
+            reserve_s = min(RESERVE_S, max(0.0, deadline - self.clock()))
+            request = AcquireRequest(id=next(self._ids), limiter=limiter, n=n - granted,
+                                     retry=retry, reserve_s=reserve_s)
             reply = self._ask(request, deadline)
             if reply is None:
                 return Taken(granted, UNREACHABLE_DELAY_S, reachable=False)
             grant = _expect(reply, GrantReply, request)
+            if grant.start_after_s and not self._sleep_until(self.clock() + grant.start_after_s,
+                                                             stopping):
+                return Taken(granted, grant.start_after_s)
             granted += grant.granted
             if granted >= n:
                 return Taken(n, 0.0)

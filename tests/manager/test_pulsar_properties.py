@@ -18,11 +18,13 @@ SLACK = 1e-6
 class Ask:
     n: int
     retry: bool
+    reserve_s: float
 
 
 Event = tuple[float, Ask | Feedback]
 
-asks = st.builds(Ask, n=st.integers(1, 30), retry=st.booleans())
+asks = st.builds(Ask, n=st.integers(1, 30), retry=st.booleans(),
+                 reserve_s=st.one_of(st.just(0.0), st.floats(0.0, 2.0)))
 feedback = st.one_of(
     st.just(OK), st.just(SLOW_DOWN), st.floats(0.001, 5.0).map(pause),
 )
@@ -39,15 +41,19 @@ def replay(limiter: Limiter, steps: Sequence[Event], *, time_scale_s: float) -> 
         if isinstance(event, Feedback):
             limiter.report(now, event)
             continue
-        grant = limiter.try_acquire(now, event.n, retry=event.retry)
+        grant = limiter.try_acquire(now, event.n, retry=event.retry, reserve_s=event.reserve_s)
         assert 0 <= grant.granted <= event.n
         assert math.isfinite(grant.retry_after_s) and grant.retry_after_s >= 0
-        assert (grant.granted < event.n) == (grant.retry_after_s > 0)
+        if event.reserve_s == 0:
+            assert (grant.granted < event.n) == (grant.retry_after_s > 0)
+            assert grant.start_after_s == 0
+        assert 0 <= grant.start_after_s <= min(event.reserve_s, limiter.tuning.max_reserve_s) + SLACK
         state = limiter.state(now)
         assert limiter.min_rate_per_s - SLACK <= state.current_per_s <= state.configured_per_s + SLACK
         if grant.granted:
-            grants.append((now, grant.granted))
-    return grants
+            # A reserved permit is used at its turn: that is when it counts.
+            grants.append((now + grant.start_after_s, grant.granted))
+    return sorted(grants)
 
 
 @settings(max_examples=300, deadline=None)

@@ -15,6 +15,7 @@ from slot.permits import (
     OK,
     SLOW_DOWN,
     UNREACHABLE_DELAY_S,
+    AcquireRequest,
     Feedback,
     FeedbackKind,
     GrantReply,
@@ -22,6 +23,7 @@ from slot.permits import (
     PermitFrameError,
     RateLimitHook,
     ReportRequest,
+    Taken,
     decode_reply,
     decode_request,
     limiters_of,
@@ -109,12 +111,22 @@ def test_only_queues_with_a_rate_limit_get_a_limiter() -> None:
 def test_take_returns_what_came_within_its_wait(
     pulsar: Callable[[Mapping[str, RateLimitConfig]], str], permits: Callable[..., PermitClient],
 ) -> None:
-    client = permits(pulsar({"geo": RateLimitConfig(permits=10)}))
-    taken = client.take("geo", 4, wait_s=0.25)
-    assert 2 <= taken.granted <= 3
-    assert 0 < taken.retry_after_s <= 0.1 + 1e-6
+    client = permits(pulsar({"geo": RateLimitConfig(permits=10), "rare": RateLimitConfig(permits=1)}))
+    # 10/s: four permits come within a second (at 0, 0.1, 0.2 and 0.3 s).
+    assert client.take("geo", 4, wait_s=1.0) == Taken(4, 0.0)
+    # 1/s: the first at once, the second a second later, past the half second of wait.
+    taken = client.take("rare", 3, wait_s=0.5)
+    assert taken.granted == 1
+    assert 0.5 < taken.retry_after_s <= 1.0 + 1e-6
     with pytest.raises(ValueError, match="permits per request"):
         client.take("geo", 0, wait_s=1)
+
+
+def test_a_frame_sends_a_later_field_only_when_it_is_set() -> None:
+    # A pulsar of the release before (extra fields forbidden) reads a request without one.
+    assert b"reserve_s" not in AcquireRequest(id=1, limiter="geo").encode()
+    assert b'"reserve_s":0.25' in AcquireRequest(id=1, limiter="geo", reserve_s=0.25).encode()
+    assert b"start_after_s" not in GrantReply(id=1, granted=1, retry_after_s=0).encode()
 
 
 def test_the_hook_leaves_a_queue_without_rate_limit_alone() -> None:
@@ -150,7 +162,9 @@ def test_the_hook_postpones_the_jobs_whose_permits_come_too_late(
     runnable = hook("geo", batch)
     assert [job.id for job in runnable] == [1]
     assert all(job.outcome is Outcome.LATER for job in batch[1:])
-    assert all(job.delay_s == pytest.approx(0.5, abs=0.05) for job in batch[1:])
+    # The next permit is due at 0.5 s; the job comes back the client's reservation lead
+    # (its wait, 0.2 s) before it, so the permit is reserved on its turn.
+    assert all(job.delay_s == pytest.approx(0.5 - 0.2, abs=0.05) for job in batch[1:])
 
 
 def test_the_hook_postpones_the_batch_when_no_pulsar_answers(
