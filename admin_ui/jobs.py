@@ -21,8 +21,8 @@ from admin_ui.schemas import JobCounts, JobsAction, JobsActionResult, JobState, 
 from admin_ui.settings import AdminSettings
 from manager.db import Event
 from queue_server.client import QueueClient
-from queue_server.job_info import JobInfo
-from queue_server.jobs_cli import error_summary
+from queue_server.client.jobs_cli import error_summary
+from queue_server.protocol.job_info import JobInfo
 
 ACTOR = "admin"
 JOBS_RETRIED = "jobs_retried"

@@ -12,7 +12,7 @@ from typing import TypeVar
 from admin_ui.errors import QueueServerRefused, QueueServerUnavailable
 from admin_ui.settings import AdminSettings
 from queue_server.client import QueueClient
-from queue_server.client_errors import ConnectionLost, OfflineError, QueueServerError
+from queue_server.protocol.client_errors import ConnectionLost, OfflineError, QueueServerError
 
 T = TypeVar("T")
 # A dashboard page must not hang on a dead queue server: one pass over the list, short waits.

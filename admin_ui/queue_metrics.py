@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector
 from admin_ui.errors import QueueServerUnavailable
 from admin_ui.queue_link import ask
 from admin_ui.settings import AdminSettings
-from queue_server.replies import QueueStats
+from queue_server.protocol.replies import QueueStats
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ LABELS = {"put": "PUT, one request per read", "pipe": "PUT pipelined 1000 per re
 
 WORKLOAD = '''
 import asyncio, sys, tempfile
-from queue_server.server import QueueServer, ServerSettings
-from queue_server.connection import Connection
+from queue_server.server.server import QueueServer, ServerSettings
+from queue_server.server.connection import Connection
 
 class Transport:
     def __init__(self): self.out = []

@@ -47,7 +47,7 @@ class QueueServerConfig(_Strict):
     # Follow this primary (HOST:PORT) as a replica; promoted after promote_after_s without it.
     replica_of: str | None = Field(default=None, description="Follow this primary (HOST:PORT) as a replica; promoted after promote_after_s without it.")
     promote_after_s: float = Field(default=5.0, gt=0, description="A replica goes online after this long without its primary.")
-    # The cluster's servers asked at start (queue_server/join.py): if any answers, this one
+    # The cluster's servers asked at start (queue_server/server/join.py): if any answers, this one
     # becomes a replica of the lowest id with the highest id + 1.
     join: list[str] = Field(default_factory=list, description="Queue servers asked at start (HOST:PORT): if any answers, this one becomes a replica of the lowest id with the highest id + 1.")
     # A replica whose unread stream passes this is cut off and must resync from a snapshot.

@@ -11,9 +11,9 @@ from config.errors import ConfigError
 # Each module defines `register(subparsers)`; the chosen subcommand's
 # `func(args) -> int` runs. A module not written yet is simply absent.
 COMMAND_MODULES = (
-    "queue_server.cli",
-    "queue_server.commands_cli",
-    "queue_server.jobs_cli",
+    "queue_server.server.cli",
+    "queue_server.client.commands_cli",
+    "queue_server.client.jobs_cli",
     "slot.cli",
     "master.cli",
     "manager.cli",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from manager.store import EventKind, NewEvent
-from queue_server.replies import QueueStats
+from queue_server.protocol.replies import QueueStats
 
 
 def growth(before: int, after: int) -> int:

@@ -41,8 +41,8 @@ from master.lifecycle import SERVING
 from master.manager_frames import BACKOFF_MAX_INTERVALS, ManagerFrame
 from master.report import HostReport, QueueSettingsReport
 from queue_server.client import QueueClient
-from queue_server.client_errors import QueueServerError
-from queue_server.replies import QueueStats as ServerQueueStats
+from queue_server.protocol.client_errors import QueueServerError
+from queue_server.protocol.replies import QueueStats as ServerQueueStats
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from manager.model import Plan, SlotMap
 from manager.stats import Totals
 from master.lifecycle import Counter
 from master.report import HostReport, QueueSettingsReport
-from queue_server.replies import QueueStats as ServerQueueStats
+from queue_server.protocol.replies import QueueStats as ServerQueueStats
 
 log = logging.getLogger(__name__)
 

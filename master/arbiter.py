@@ -56,7 +56,7 @@ from master.reconciler import Reconciler, Retarget, SlotAssignment, SlotCounts, 
 from master.report import HostReport, QueueSettingsReport, build_report
 from master.supervisor import Reaped, reap, send_signal, spawn
 from queue_server.client import QueueClient
-from queue_server.tokens import resolve_token
+from queue_server.server.tokens import resolve_token
 from slot.beacon import Assignment
 from slot.discovery import LoadedHandlers, load_handlers
 from slot.exit_codes import SlotExit

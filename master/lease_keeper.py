@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from queue_server.client import QueueClient
-from queue_server.client_errors import ConnectionLost, OfflineError, QueueServerError
+from queue_server.protocol.client_errors import ConnectionLost, OfflineError, QueueServerError
 from slot.outcomes import Failure
 from slot.wake import block_slot_signals_in_this_thread
 

@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from queue_server.retry import RetryPolicy
+from queue_server.server.retry import RetryPolicy
 from slot.errors import MessageError
 
 

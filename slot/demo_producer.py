@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from queue_server.client import QueueClient
-from queue_server.client_errors import QueueServerError
+from queue_server.protocol.client_errors import QueueServerError
 
 log = logging.getLogger(__name__)
 

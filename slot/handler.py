@@ -34,7 +34,7 @@ class Outcome(StrEnum):
 
 
 class QueueJob(Protocol):
-    """What the queue client hands out (queue_server.replies.Job satisfies it)."""
+    """What the queue client hands out (queue_server.protocol.replies.Job satisfies it)."""
 
     @property
     def queue(self) -> str: ...

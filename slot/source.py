@@ -6,8 +6,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from queue_server.client import QueueClient
-from queue_server.client_errors import ConnectionLost, OfflineError, QueueServerError, WaitWoken
-from queue_server.replies import Job
+from queue_server.protocol.client_errors import (
+    ConnectionLost,
+    OfflineError,
+    QueueServerError,
+    WaitWoken,
+)
+from queue_server.protocol.replies import Job
 from slot.loop import SourceUnavailable
 from slot.outcomes import Failure
 from slot.wake import Waker

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from manager.failures import failed_attempts, failure_events, growth
 from manager.store import EventKind
-from queue_server.replies import QueueStats
+from queue_server.protocol.replies import QueueStats
 
 
 def stats(queue: str, *, failed_total: int = 0, dead_total: int = 0, dead_dropped: int = 0,

@@ -32,7 +32,7 @@ from manager.store import (
     slot_map_rows,
     sqlite_path,
 )
-from queue_server.replies import QueueStats as ServerQueueStats
+from queue_server.protocol.replies import QueueStats as ServerQueueStats
 
 PG_DSN = os.environ.get("SLOTMAP_TEST_PG")
 DAY_S = 86400.0

@@ -16,7 +16,7 @@ from server_proc import (
 )
 
 from queue_server.client import QueueClient
-from queue_server.replies import Total
+from queue_server.protocol.replies import Total
 
 COMMAND_DEADLINE_S = 30.0
 

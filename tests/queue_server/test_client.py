@@ -16,7 +16,7 @@ from server_proc import (
 from util import poll_until
 
 from queue_server.client import QueueClient
-from queue_server.client_errors import (
+from queue_server.protocol.client_errors import (
     AuthError,
     ConnectionLost,
     OfflineError,
@@ -24,7 +24,7 @@ from queue_server.client_errors import (
     ReplyTimeout,
     ServerUnreachable,
 )
-from queue_server.replies import DoneResult, Job, Total
+from queue_server.protocol.replies import DoneResult, Job, Total
 
 FAST = ("--fsync", "never")
 RESULT_DEADLINE_S = 10.0

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from server_proc import ServerProc, refused_address, running_queue_server
 
-from queue_server.aio_client import AsyncQueueClient
-from queue_server.client_errors import (
+from queue_server.client.aio import AsyncQueueClient
+from queue_server.protocol.client_errors import (
     AuthError,
     ConnectionLost,
     OfflineError,
     ReplyTimeout,
     ServerUnreachable,
 )
-from queue_server.replies import DoneResult, Job, QueueStats, Total
+from queue_server.protocol.replies import DoneResult, Job, QueueStats, Total
 
 FAST = ("--fsync", "never")
 RESULT_DEADLINE_S = 10.0

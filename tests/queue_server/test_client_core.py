@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from queue_server import client_core
-from queue_server.client_errors import BadReply, OfflineError, QueueServerError
-from queue_server.replies import ReplyBuffer, parse_put_outcome, parse_server_id
+from queue_server.client import core as client_core
+from queue_server.protocol.client_errors import BadReply, OfflineError, QueueServerError
+from queue_server.protocol.replies import ReplyBuffer, parse_put_outcome, parse_server_id
 
 
 def test_put_many_sends_each_chunk_before_reading_the_replies_of_the_one_before(

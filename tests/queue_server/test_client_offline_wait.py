@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from server_proc import ServerProc, raw_command, running_queue_server
 
-from queue_server.aio_client import AsyncQueueClient
 from queue_server.client import QueueClient
-from queue_server.client_errors import OfflineError
+from queue_server.client.aio import AsyncQueueClient
+from queue_server.protocol.client_errors import OfflineError
 
 FAST = ("--fsync", "never")
 

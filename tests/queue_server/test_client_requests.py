@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from queue_server import client_requests as req
+from queue_server.protocol import requests as req
 
 
 def test_plain_put_is_the_sockpqd_line_and_the_data() -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from queue_server.cohort import FD_SETSIZE, MAX_WAIT_S, Cohort
+from queue_server.server.cohort import FD_SETSIZE, MAX_WAIT_S, Cohort
 
 FSYNC_S = 0.0008  # under the cap, and long enough for select() timing to be clear
 

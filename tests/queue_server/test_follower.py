@@ -8,7 +8,7 @@ import threading
 from util import get_job, poll_until, put_ok, runlist, total
 
 from queue_server.client import QueueClient
-from queue_server.join import ask_id
+from queue_server.server.join import ask_id
 from tests.conftest import free_port
 
 OFFLINE = b"500 Offline Mode"

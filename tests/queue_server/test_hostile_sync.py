@@ -1,4 +1,4 @@
-"""The data directory keeps durability on by itself (queue_server/persistence.py): an everysec
+"""The data directory keeps durability on by itself (queue_server/server/persistence.py): an everysec
 log left unsynced too long is synced on the write path, and a snapshot that cannot start
 changes nothing and is tried again later instead of wedging the snapshot machinery."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from queue_server import persistence
-from queue_server.persistence import DataDir
-from queue_server.store import Store
+from queue_server.server import persistence
+from queue_server.server.persistence import DataDir
+from queue_server.server.store import Store
 
 CHUNK = b"SYNC DONE 1\r\n"
 

@@ -1,11 +1,11 @@
-"""The door's pure decisions (queue_server/guard.py): no socket, no clock."""
+"""The door's pure decisions (queue_server/server/guard.py): no socket, no clock."""
 from __future__ import annotations
 
 import pytest
 
-from queue_server import guard
-from queue_server.errors import ProtocolError
-from queue_server.protocol import parse_line
+from queue_server.protocol.commands import parse_line
+from queue_server.protocol.errors import ProtocolError
+from queue_server.server import guard
 
 HTTP_LINES = [b"GET / HTTP/1.1", b"POST /queue HTTP/1.1", b"PUT /x HTTP/1.0", b"DELETE / HTTP/1.1",
               b"OPTIONS * HTTP/1.1", b"GET q HTTP/1.1", b"post / http/1.1", b"POST",

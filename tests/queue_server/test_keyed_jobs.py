@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
 from util import poll_until
 
-import pytest
-
 from queue_server.client import QueueClient
-from queue_server.client_errors import QueueServerError
+from queue_server.protocol.client_errors import QueueServerError
 
 FAST = """
 [queues.q]

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from queue_server import records
-from queue_server.persistence import DataDir
-from queue_server.store import Store
+from queue_server.server import records
+from queue_server.server.persistence import DataDir
+from queue_server.server.store import Store
 
 
 def _crash_after_puts(path: Path, count: int) -> Path:

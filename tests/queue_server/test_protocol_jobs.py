@@ -5,13 +5,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from queue_server import job_requests as jreq
-from queue_server import protocol_jobs as pj
-from queue_server import records
-from queue_server import client_requests as req
-from queue_server.errors import ProtocolError
-from queue_server.keyed import DeadJob, JobMeta, parse_key
-from queue_server.protocol import Put, Get, SyncPut, parse_line
+from queue_server.protocol import job_requests as jreq
+from queue_server.protocol import jobs as pj
+from queue_server.protocol import requests as req
+from queue_server.protocol.commands import Get, Put, SyncPut, parse_line
+from queue_server.protocol.errors import ProtocolError
+from queue_server.protocol.keyed import DeadJob, JobMeta, parse_key
+from queue_server.server import records
 
 names = st.text("abcXYZ019_", min_size=1, max_size=12)
 producer_keys = st.from_regex(r"[A-Za-z0-9.:-][A-Za-z0-9_.:-]{0,20}", fullmatch=True)

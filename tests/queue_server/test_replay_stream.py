@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from queue_server import records, replay
-from queue_server.errors import SnapshotError
+from queue_server.server import records, replay
+from queue_server.server.errors import SnapshotError
 
 RECORDS = [
     records.put("q", 3, b"data with\r\nnewlines", None, None),

@@ -6,8 +6,8 @@ from typing import TypeVar
 
 import pytest
 
-from queue_server.client_errors import AuthError, BadReply, OfflineError, QueueServerError
-from queue_server.replies import (
+from queue_server.protocol.client_errors import AuthError, BadReply, OfflineError, QueueServerError
+from queue_server.protocol.replies import (
     NEED_MORE,
     DoneResult,
     Job,

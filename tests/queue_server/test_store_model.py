@@ -7,10 +7,10 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from queue_server import replay, snapshot
-from queue_server.keyed import is_retry_wait
-from queue_server.retry import QueuePolicy, RetryPolicy
-from queue_server.store import Store
+from queue_server.protocol.keyed import is_retry_wait
+from queue_server.server import replay, snapshot
+from queue_server.server.retry import QueuePolicy, RetryPolicy
+from queue_server.server.store import Store
 
 QUEUES = ("a", "b", "c")
 # Queue a: two attempts, two dead jobs kept at most (drops happen); the others: defaults.

@@ -13,11 +13,11 @@ import pytest
 from server_proc import ServerProc, running_queue_server
 from util import poll_until
 
-from queue_server.aio_client import AsyncQueueClient
-from queue_server.calls import AbandonedWaits, call_request, reply_queue
 from queue_server.client import QueueClient
-from queue_server.client_errors import ReplyTimeout
-from queue_server.replies import Job
+from queue_server.client.aio import AsyncQueueClient
+from queue_server.client.calls import AbandonedWaits, call_request, reply_queue
+from queue_server.protocol.client_errors import ReplyTimeout
+from queue_server.protocol.replies import Job
 from slot.handler import Handler
 from slot.source import ClientSource
 from slot.wake import Waker
@@ -136,7 +136,7 @@ def test_a_reply_to_a_caller_that_gave_up_and_exited_is_deleted_after_its_ttl(
     caller = subprocess.run(
         [sys.executable, "-c",
          "from queue_server.client import QueueClient\n"
-         "from queue_server.client_errors import ReplyTimeout\n"
+         "from queue_server.protocol.client_errors import ReplyTimeout\n"
          f"client = QueueClient({server.address!r})\n"
          "try:\n"
          "    client.call('emails', b'gone', timeout_s=0.2)\n"

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import pytest
 
-from queue_server.replies import Job
+from queue_server.protocol.replies import Job
 from slot.beacon import Assignment, SlotPhase
 from slot.exit_codes import SlotExit
 from slot.handler import Handler, SlotJob

@@ -1,0 +1,30 @@
+"""The queue server's client library: QueueClient (blocking) and AsyncQueueClient (asyncio)
+over one sans-I/O core (core.py), with the errors they raise. The wire format itself is
+queue_server.protocol; nothing here imports the server."""
+from __future__ import annotations
+
+from queue_server.client.aio import AsyncQueueClient
+from queue_server.client.sync import QueueClient
+from queue_server.protocol.client_errors import (
+    AuthError,
+    BadReply,
+    ConnectionLost,
+    OfflineError,
+    QueueServerError,
+    ReplyTimeout,
+    ServerUnreachable,
+    WaitWoken,
+)
+
+__all__ = [
+    "AsyncQueueClient",
+    "AuthError",
+    "BadReply",
+    "ConnectionLost",
+    "OfflineError",
+    "QueueClient",
+    "QueueServerError",
+    "ReplyTimeout",
+    "ServerUnreachable",
+    "WaitWoken",
+]

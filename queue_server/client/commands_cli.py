@@ -1,0 +1,156 @@
+"""`slotmap put`, `slotmap get`, `slotmap stats`: the queue client from the shell."""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import TextIO
+
+from queue_server.client import QueueClient
+from queue_server.protocol.client_errors import ConnectionLost, QueueServerError
+from queue_server.protocol.replies import Job, QueueStats
+from queue_server.protocol.requests import DEFAULT_SERVER
+from queue_server.server.tokens import TOKEN_ENV, TOKEN_FILE_ENV, resolve_token
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # the server could not be reached or refused the request
+EXIT_USAGE = 2
+
+STATS_COLUMNS = ("queue", "ready", "delayed", "running", "put", "done", "later", "expired",
+                 "oldest age")
+_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
+
+Action = Callable[[QueueClient, argparse.Namespace], int]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    put = subparsers.add_parser("put", help="add a job to a queue")
+    put.add_argument("queue", metavar="QUEUE")
+    put.add_argument("data", metavar="DATA", help="the job's data; '-' reads it from stdin")
+    put.add_argument("--priority", type=int, default=0, metavar="P", help="higher first; default 0")
+    put.add_argument("--delay", type=float, metavar="S", help="invisible to GET for S seconds")
+    item = put.add_mutually_exclusive_group()
+    item.add_argument("--item", metavar="NAME", help="the item (group of jobs) the job belongs to")
+    item.add_argument("--new-item", action="store_true",
+                      help="a new item made by the server; its name is printed")
+    _add_server_options(put)
+    put.set_defaults(func=_command(_put))
+
+    get = subparsers.add_parser(
+        "get", help="take jobs from a queue and print them",
+        description="Print each job as `queue id priority item data` (item '-' when none). "
+                    "The jobs are running: give --done, or --expire to have them come back.",
+    )
+    get.add_argument("queue", metavar="QUEUE", help="a queue, or several as a|b|c")
+    get.add_argument("--count", type=int, metavar="N", help="up to N jobs in one batch")
+    get.add_argument("--expire", type=float, metavar="S",
+                     help="the jobs come back (LATER) unless DONE within S seconds")
+    get.add_argument("--block", action="store_true", help="wait until a job is ready (GETB)")
+    get.add_argument("--done", action="store_true", help="DONE the jobs once printed")
+    _add_server_options(get)
+    get.set_defaults(func=_command(_get))
+
+    stats = subparsers.add_parser("stats", help="per-queue counters as a table")
+    stats.add_argument("queue", metavar="QUEUE", nargs="?", help="only this queue")
+    _add_server_options(stats)
+    stats.set_defaults(func=_command(_stats))
+
+
+def _add_server_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server", action="append", metavar="HOST:PORT",
+                        help=f"queue server; repeat for a cluster (default {DEFAULT_SERVER})")
+    parser.add_argument("--token", help=f"AUTH token, when the server requires one; prefer ${TOKEN_ENV} "
+                        "or --token-file (a command line is visible in ps)")
+    parser.add_argument("--token-file", metavar="FILE",
+                        help=f"the AUTH token is the first line of FILE (also ${TOKEN_FILE_ENV})")
+    parser.add_argument("--timeout", type=float, default=30.0, metavar="S",
+                        help="seconds to wait for a reply (default 30)")
+
+
+def _command(action: Action) -> Callable[[argparse.Namespace], int]:
+    """Wrap an action: connect, run it, turn client errors into one line and an exit code."""
+
+    def run(args: argparse.Namespace) -> int:
+        name = f"slotmap {args.command}"
+        try:
+            token = resolve_token(flag=args.token, flag_file=args.token_file)
+            client = QueueClient(args.server or DEFAULT_SERVER, token=token,
+                                 timeout_s=args.timeout)
+        except ValueError as exc:
+            print(f"{name}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            with client:
+                return action(client, args)
+        except (ValueError, TypeError) as exc:
+            print(f"{name}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except ConnectionLost as exc:
+            print(f"{name}: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        except QueueServerError as exc:
+            print(f"{name}: the server answered {exc}", file=sys.stderr)
+            return EXIT_FAILED
+
+    return run
+
+
+def _put(client: QueueClient, args: argparse.Namespace) -> int:
+    data = sys.stdin.buffer.read() if args.data == "-" else args.data.encode("utf-8")
+    result = client.put_job(args.queue, data, priority=args.priority, item=args.item,
+                            new_item=args.new_item, delay_s=args.delay)
+    if result.item is not None:
+        print(result.item)
+    return EXIT_OK
+
+
+def _get(client: QueueClient, args: argparse.Namespace) -> int:
+    jobs = client.get(args.queue.split("|"), count=args.count, expire_s=args.expire,
+                      block=bool(args.block))
+    write_jobs(jobs, sys.stdout)
+    if not jobs:
+        print(f"slotmap get: {args.queue}: no job ready", file=sys.stderr)
+    elif args.done:
+        client.done(*(job.id for job in jobs))
+    return EXIT_OK
+
+
+def _stats(client: QueueClient, args: argparse.Namespace) -> int:
+    sys.stdout.write(stats_table(client.stats(args.queue).values()))
+    return EXIT_OK
+
+
+def job_line(job: Job) -> str:
+    """`queue id priority item data`: item `-` when none, data as UTF-8 with \\n \\r \\t escaped."""
+    data = job.data.decode("utf-8", "backslashreplace").translate(_ESCAPES)
+    return f"{job.queue} {job.id} {job.priority} {job.item or '-'} {data}"
+
+
+def write_jobs(jobs: Sequence[Job], out: TextIO) -> None:
+    out.writelines(job_line(job) + "\n" for job in jobs)
+
+
+def _age(stats: QueueStats) -> str:
+    if not stats.ready or stats.oldest_ready_age_s is None:
+        return "-"
+    age_s = stats.oldest_ready_age_s
+    if age_s < 60:
+        return f"{age_s:.1f}s"
+    if age_s < 3600:
+        return f"{age_s / 60:.1f}m"
+    return f"{age_s / 3600:.1f}h"
+
+
+def stats_table(stats: Iterable[QueueStats]) -> str:
+    """Aligned columns, one row per queue in name order; numbers right-aligned."""
+    rows = [
+        [s.queue, *(str(n) for n in (s.ready, s.delayed, s.running, s.put, s.done, s.later,
+                                     s.expired)), _age(s)]
+        for s in sorted(stats, key=lambda s: s.queue)
+    ]
+    widths = [max(len(cell) for cell in column) for column in zip(STATS_COLUMNS, *rows, strict=True)]
+    lines = []
+    for row in [list(STATS_COLUMNS), *rows]:
+        cells = [row[0].ljust(widths[0]), *(cell.rjust(w) for cell, w in zip(row[1:], widths[1:], strict=True))]
+        lines.append("  ".join(cells).rstrip() + "\n")
+    return "".join(lines)

@@ -1,0 +1,206 @@
+"""`slotmap jobs`, `slotmap job`, `slotmap retry`, `slotmap delete`: see and fix failed and dead jobs.
+
+Server address and token as `slotmap put/get/stats` take them. `--json` prints one JSON
+value (an array for `jobs`, an object for `job`) of the queue server's JOB/JOBS fields.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from queue_server.client import QueueClient
+from queue_server.client.commands_cli import (
+    EXIT_FAILED,
+    EXIT_OK,
+    _add_server_options,
+    _command,
+)
+from queue_server.protocol.job_info import JOB_STATES, JobInfo
+from queue_server.protocol.job_requests import JOBS_LIMIT_MAX
+
+SUMMARY_CHARS = 200
+PREVIEW_CHARS = 40
+DEFAULT_LIMIT = 100
+_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
+JOB_COLUMNS = ("key", "attempts", "when", "error", "data")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    jobs = subparsers.add_parser(
+        "jobs", help="list a queue's jobs in one state (failed, dead, ...)",
+        description="Failed jobs wait for a retry after a backoff; dead ones ran out of attempts. "
+                    "Columns: key, attempts, next run (failed, delayed) or time of death (dead), "
+                    "the error's last line, the start of the data.")
+    jobs.add_argument("queue", metavar="QUEUE")
+    jobs.add_argument("--state", choices=JOB_STATES, default="failed", help="default failed")
+    jobs.add_argument("--limit", type=int, default=DEFAULT_LIMIT, metavar="N",
+                      help=f"at most N jobs (default {DEFAULT_LIMIT})")
+    jobs.add_argument("--after", metavar="KEY", help="start after this key (the last of a page)")
+    jobs.add_argument("--json", action="store_true", help="one JSON array of job objects")
+    _add_server_options(jobs)
+    jobs.set_defaults(func=_command(_jobs))
+
+    job = subparsers.add_parser("job", help="where a job is: state, queue, attempts, error, data")
+    job.add_argument("key", metavar="KEY")
+    job.add_argument("--json", action="store_true", help="one JSON object")
+    _add_server_options(job)
+    job.set_defaults(func=_command(_job))
+
+    retry = subparsers.add_parser(
+        "retry", help="run failed or dead jobs again",
+        description="A dead job goes back to ready with its attempts reset; a failed one is ready "
+                    "now (its attempts kept). Exit 1 when a key was not found.")
+    retry.add_argument("queue", metavar="QUEUE")
+    retry.add_argument("keys", metavar="KEY", nargs="*")
+    retry.add_argument("--all", action="store_true", help="every dead job of the queue (--state failed: every failed one)")
+    retry.add_argument("--state", choices=("dead", "failed"), default="dead",
+                       help="with --all: which jobs (default dead)")
+    _add_server_options(retry)
+    retry.set_defaults(func=_command(_retry))
+
+    delete = subparsers.add_parser(
+        "delete", help="delete waiting, failed or dead jobs",
+        description="Running jobs are not deleted (DONE or FAIL them). Exit 1 when a key was "
+                    "not found or is running.")
+    delete.add_argument("queue", metavar="QUEUE")
+    delete.add_argument("keys", metavar="KEY", nargs="*")
+    delete.add_argument("--all-dead", action="store_true", help="every dead job of the queue")
+    _add_server_options(delete)
+    delete.set_defaults(func=_command(_delete))
+
+
+def error_summary(error: str | None) -> str | None:
+    """The line that says what went wrong: a traceback's last line ('ValueError: bad photo')."""
+    lines = [line.strip() for line in (error or "").splitlines() if line.strip()]
+    if not lines:
+        return None
+    line = lines[-1]
+    return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 1] + "\u2026"
+
+
+def fetch_jobs(client: QueueClient, queue: str, state: str, *, limit: int,
+               after: str | None = None) -> list[JobInfo]:
+    """Up to `limit` jobs, JOBS_LIMIT_MAX per request."""
+    if limit < 1:
+        raise ValueError(f"--limit must be at least 1, got {limit}")
+    found: list[JobInfo] = []
+    while len(found) < limit:
+        want = min(limit - len(found), JOBS_LIMIT_MAX)
+        page = client.jobs(queue, state, limit=want, after=after)
+        found += page
+        if len(page) < want:
+            break
+        after = page[-1].key
+    return found
+
+
+def _jobs(client: QueueClient, args: argparse.Namespace) -> int:
+    found = fetch_jobs(client, args.queue, args.state, limit=args.limit, after=args.after)
+    if args.json:
+        print(json.dumps([info.model_dump(mode="json") for info in found], ensure_ascii=False))
+    elif found:
+        sys.stdout.write(jobs_table(found))
+    else:
+        print(f"slotmap jobs: {args.queue}: no {args.state} jobs", file=sys.stderr)
+    return EXIT_OK
+
+
+def _job(client: QueueClient, args: argparse.Namespace) -> int:
+    info = client.job(args.key)
+    if info is None:
+        print(f"slotmap job: no job {args.key!r} (done, deleted, or never put)", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        print(json.dumps(info.model_dump(mode="json"), ensure_ascii=False))
+    else:
+        sys.stdout.write(job_text(info))
+    return EXIT_OK
+
+
+def _keys_or_all(keys: Sequence[str], every: bool, flag: str) -> None:
+    if every and keys:
+        raise ValueError(f"give job keys or {flag}, not both")
+    if not every and not keys:
+        raise ValueError(f"give one or more job keys, or {flag}")
+
+
+def _report(command: str, done: str, keys: Sequence[str], outcomes: Sequence[str]) -> int:
+    """`<done> n of m jobs`, then one line on stderr per key not done (exit 1 if any)."""
+    missed = [(key, outcome) for key, outcome in zip(keys, outcomes, strict=True) if outcome != "ok"]
+    print(f"{done} {len(keys) - len(missed)} of {len(keys)} jobs")
+    for key, outcome in missed:
+        print(f"slotmap {command}: {key}: {outcome.replace('_', ' ')}", file=sys.stderr)
+    return EXIT_FAILED if missed else EXIT_OK
+
+
+def _retry(client: QueueClient, args: argparse.Namespace) -> int:
+    _keys_or_all(args.keys, args.all, "--all")
+    if args.all:
+        print(f"retried {client.retry_all(args.queue, args.state)} {args.state} jobs")
+        return EXIT_OK
+    found = client.retry(args.queue, *args.keys)
+    return _report("retry", "retried", args.keys, ["ok" if hit else "not_found" for hit in found])
+
+
+def _delete(client: QueueClient, args: argparse.Namespace) -> int:
+    _keys_or_all(args.keys, args.all_dead, "--all-dead")
+    if args.all_dead:
+        print(f"deleted {client.delete_all_dead(args.queue)} dead jobs")
+        return EXIT_OK
+    return _report("delete", "deleted", args.keys, [str(o) for o in client.delete(args.queue, *args.keys)])
+
+
+def _time(at_unix: float | None) -> str:
+    if at_unix is None:
+        return "-"
+    return datetime.fromtimestamp(at_unix, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _when(info: JobInfo) -> str:
+    """Dead: when it died; failed/delayed: its next run; running: its lease id."""
+    if info.state == "dead":
+        return _time(info.died_at)
+    if info.state == "running":
+        return f"lease {info.lease_id}" if info.lease_id is not None else "-"
+    return _time(info.next_run_at)
+
+
+def _preview(data: str) -> str:
+    text = data.translate(_ESCAPES)
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "\u2026"
+
+
+def jobs_table(found: Sequence[JobInfo]) -> str:
+    """Aligned columns (the error and data last, unaligned: they are long)."""
+    rows = [[info.key, str(info.attempts), _when(info), error_summary(info.error) or "-", _preview(info.data)]
+            for info in found]
+    widths = [max(len(row[i]) for row in [list(JOB_COLUMNS), *rows]) for i in range(3)]
+    lines = []
+    for row in [list(JOB_COLUMNS), *rows]:
+        head = [row[0].ljust(widths[0]), row[1].rjust(widths[1]), row[2].ljust(widths[2])]
+        lines.append("  ".join([*head, row[3], row[4]]).rstrip() + "\n")
+    return "".join(lines)
+
+
+def job_text(info: JobInfo) -> str:
+    """`name: value` lines, then the whole error and data."""
+    fields = [("key", info.key), ("queue", info.queue), ("state", info.state),
+              ("attempts", str(info.attempts)), ("priority", str(info.priority))]
+    if info.item is not None:
+        fields.append(("item", info.item))
+    if info.lease_id is not None:
+        fields.append(("lease id", str(info.lease_id)))
+    for label, at in (("failed at", info.failed_at), ("next run", info.next_run_at), ("died at", info.died_at)):
+        if at is not None:
+            fields.append((label, _time(at) + " UTC"))
+    fields.append(("data bytes", str(info.data_len)))
+    text = "".join(f"{label}: {value}\n" for label, value in fields)
+    text += "error:\n" + _indent(info.error or "none") + "data:\n" + _indent(info.data)
+    return text
+
+
+def _indent(text: str) -> str:
+    return "".join(f"    {line}\n" for line in text.splitlines() or [""])

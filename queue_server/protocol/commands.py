@@ -1,0 +1,495 @@
+"""Pure parsing of request lines (PROTOCOL.md) into command objects; no I/O, no clock."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import IntEnum
+
+from queue_server.protocol import jobs as pj
+from queue_server.protocol.errors import UNKNOWN_COMMAND, ProtocolError, bad_request
+from queue_server.protocol.fields import (
+    _UINT,
+    INT64_MAX,
+    INT64_MIN,
+    parse_id,
+    parse_ids,
+    parse_length,
+    parse_name,
+    parse_priority,
+    parse_queue_list,
+    parse_seconds,
+    parse_then,
+    parse_uint,
+    parse_unix_time,
+)
+from queue_server.protocol.keyed import Key
+
+__all__ = ["INT64_MAX", "INT64_MIN", "MAX_LINE_BYTES", "parse_line"]
+
+MAX_LINE_BYTES = 65536
+_KEYWORDS = frozenset((b"EXPIRE", b"THEN", b"COUNT", b"KEYS"))
+KEYS_FLAG = b"KEYS"
+NEW_KEYWORD = b"NEW"
+
+
+class GetMode(IntEnum):
+    NOW = 0  # GET
+    BLOCK = 1  # GETB
+    UNTIL_IDLE = 2  # GETBE
+
+
+@dataclass(slots=True)  # not frozen: object.__setattr__ per field doubled GET's parse cost
+class Get:
+    mode: GetMode
+    queues: tuple[str, ...] | None
+    expire_s: float | None
+    then_done: bool | None
+    count: int | None
+    keys: bool = False  # KEYS: job headers carry KEY and ATTEMPT; the lease is managed
+
+
+@dataclass(slots=True)
+class Put:
+    queue: str
+    priority: int
+    item: str | None
+    new_item: bool
+    wait_queue: str | None
+    expire_s: float | None
+    then_done: bool | None
+    delay_s: float | None
+    key: Key | None = None  # KEY <key>: the producer's key (unique job)
+    keyed: bool = False  # KEY <key> or KEY *: the reply names the key
+    ttl_s: float | None = None  # TTL <sec>: deleted if not handed out that long after ready
+    data: bytes = b""
+
+
+@dataclass(slots=True)
+class Done:
+    ids: tuple[int, ...]
+
+
+@dataclass(slots=True)
+class Later:
+    ids: tuple[int, ...]
+    delay_s: float | None
+
+
+@dataclass(slots=True)
+class Simple:
+    """A command without arguments beyond an optional queue name (TOTAL, STATS, ...)."""
+
+    name: bytes
+    queue: str | None = None
+    flag: bool = False
+
+
+@dataclass(slots=True)
+class Link:
+    """SNAPSHOT / INTERCONNECT, with an optional replication peer."""
+
+    name: bytes
+    peer: tuple[int, str, int] | None
+
+
+@dataclass(slots=True)
+class Clone:
+    data: bytes = b""
+
+
+@dataclass(slots=True)
+class Auth:
+    token: bytes
+
+
+# SYNC commands: the replication and log form (times are absolute unix seconds).
+@dataclass(slots=True)
+class SyncPut:
+    queue: str
+    priority: int
+    item: str | None
+    until: float | None
+    delay_s: float | None = None  # relative, from a primary that sent DELAY
+    new_item: bool = False
+    key: Key | None = None  # None: the next server key
+    attempts: int = 0
+    error_len: int = -1  # >= 0: the block ends with this many bytes of the last error
+    failed_at: float | None = None
+    solo: bool = False
+    retry_wait: bool = False  # FAILED: delayed by a failure
+    data: bytes = b""
+    ttl_at: float | None = None  # TTL <unix>: deleted then unless handed out before
+
+
+@dataclass(slots=True)
+class SyncGet:
+    queue: str
+    job_id: int
+    priority: int
+    last: bool
+    until: float | None
+    then_done: bool | None
+    managed: bool = False
+
+
+@dataclass(slots=True)
+class SyncDone:
+    ids: tuple[int, ...]
+
+
+@dataclass(slots=True)
+class SyncLater:
+    ids: tuple[int, ...]
+    until: float | None
+
+
+@dataclass(slots=True)
+class SyncWake:
+    until: float
+
+
+@dataclass(slots=True)
+class SyncIds:
+    next_id: int
+    next_item: int
+    next_key: int = 1
+
+
+Command = (
+    Get | Put | Done | Later | Simple | Link | Clone | Auth
+    | SyncPut | SyncGet | SyncDone | SyncLater | SyncWake | SyncIds
+    | pj.Fail | pj.Touch | pj.JobLookup | pj.JobsList | pj.Retry | pj.Delete
+    | pj.SyncFail | pj.SyncTouch | pj.SyncKeyed | pj.SyncDead
+)
+
+
+@dataclass(slots=True)
+class Parsed:
+    """A parsed line. `data_len` >= 0: that many data bytes follow and belong to it.
+
+    `error` is set when the request is bad but its data block must still be consumed
+    (PROTOCOL.md fine point 1); then `command` is None.
+    """
+
+    command: Command | None
+    data_len: int = -1
+    error: ProtocolError | None = None
+
+
+def _keyword_values(args: list[bytes], allowed: frozenset[bytes]) -> dict[bytes, bytes]:
+    """Pairs `KEY value` in any order; each key at most once."""
+    if len(args) % 2:
+        raise bad_request(f"{args[-1].decode('ascii', 'replace')} needs a value")
+    found: dict[bytes, bytes] = {}
+    for index in range(0, len(args), 2):
+        key = args[index]
+        if key not in allowed:
+            raise bad_request(f"unexpected {key.decode('ascii', 'replace')}")
+        if key in found:
+            raise bad_request(f"{key.decode('ascii', 'replace')} given twice")
+        found[key] = args[index + 1]
+    return found
+
+
+# ---------------------------------------------------------------- commands
+
+
+def _parse_get(mode: GetMode, args: list[bytes]) -> Get:
+    queues: tuple[str, ...] | None = None
+    if args and args[0] not in _KEYWORDS:
+        queues = parse_queue_list(args[0])
+        args = args[1:]
+    keys = KEYS_FLAG in args
+    if keys:
+        if args.count(KEYS_FLAG) > 1:
+            raise bad_request("KEYS given twice")
+        args = [arg for arg in args if arg != KEYS_FLAG]
+    values = _keyword_values(args, _KEYWORDS)
+    expire_s = parse_seconds(values[b"EXPIRE"], "EXPIRE") if b"EXPIRE" in values else None
+    then_done = None
+    if b"THEN" in values:
+        if expire_s is None:
+            raise bad_request("THEN without EXPIRE")
+        then_done = parse_then(values[b"THEN"])
+    count = None
+    if b"COUNT" in values:
+        raw = values[b"COUNT"]
+        if _UINT.fullmatch(raw) is None or int(raw) < 1:
+            raise bad_request("COUNT must be an integer >= 1")
+        count = int(raw)
+    return Get(mode, queues, expire_s, then_done, count, keys)
+
+
+_PUT_KEYWORDS = frozenset((b"IS", b"NEW", b"WAIT", b"EXPIRE", b"THEN", b"DELAY", b"KEY", b"TTL"))
+
+
+def _parse_put_options(args: list[bytes]) -> Put:
+    """`<q> <p> <len> [options]` with options in any order (Part B)."""
+    queue = parse_name(args[0])
+    priority = parse_priority(args[1])
+    item: str | None = None
+    new_item = False
+    wait_queue: str | None = None
+    expire_s: float | None = None
+    then_done: bool | None = None
+    delay_s: float | None = None
+    ttl_s: float | None = None
+    job_key: Key | None = None
+    seen: set[bytes] = set()
+    index = 3
+    while index < len(args):
+        key = args[index]
+        if key not in _PUT_KEYWORDS:
+            raise bad_request(f"unexpected {key.decode('ascii', 'replace')}")
+        if key in seen:
+            raise bad_request(f"{key.decode('ascii', 'replace')} given twice")
+        seen.add(key)
+        if key == b"NEW":
+            new_item = True
+            index += 1
+            continue
+        if index + 1 >= len(args):
+            raise bad_request(f"{key.decode('ascii')} needs a value")
+        value = args[index + 1]
+        index += 2
+        if key == b"IS":
+            item = parse_name(value, "item name")
+        elif key == b"WAIT":
+            wait_queue = parse_name(value, "output queue name")
+        elif key == b"EXPIRE":
+            expire_s = parse_seconds(value, "EXPIRE")
+        elif key == b"THEN":
+            then_done = parse_then(value)
+        elif key == b"KEY":
+            if value != b"*":
+                if value[:1] == b"_":
+                    raise bad_request("a producer's key may not start with _")
+                job_key = pj.parse_job_key(value)
+        elif key == b"TTL":
+            ttl_s = parse_seconds(value, "TTL")
+        else:
+            delay_s = parse_seconds(value, "DELAY")
+    if item is not None and new_item:
+        raise bad_request("IS and NEW together")
+    if wait_queue is not None and item is None and not new_item:
+        raise bad_request("WAIT needs IS or NEW")
+    if (expire_s is not None or then_done is not None) and wait_queue is None:
+        raise bad_request("EXPIRE in PUT needs WAIT")
+    if then_done is not None and expire_s is None:
+        raise bad_request("THEN without EXPIRE")
+    return Put(queue, priority, item, new_item, wait_queue, expire_s, then_done, delay_s, job_key,
+               b"KEY" in seen, ttl_s)
+
+
+def _parse_put(args: list[bytes]) -> Parsed:
+    if len(args) < 3:
+        raise bad_request("PUT <q> <p> <len> expected")
+    data_len = parse_length(args[2])
+    try:
+        return Parsed(_parse_put_options(args), data_len)
+    except ProtocolError as error:
+        return Parsed(None, data_len, error)
+
+
+def _parse_later(args: list[bytes]) -> Later:
+    delay_s = None
+    if len(args) >= 2 and args[-2] == b"DELAY":
+        delay_s = parse_seconds(args[-1], "DELAY")
+        args = args[:-2]
+    return Later(parse_ids(args), delay_s)
+
+
+def _parse_optional_queue(name: bytes, args: list[bytes]) -> Simple:
+    if len(args) > 1:
+        raise bad_request("at most one queue name")
+    return Simple(name, parse_name(args[0]) if args else None)
+
+
+def _parse_no_args(name: bytes, args: list[bytes]) -> Simple:
+    if args:
+        raise bad_request(f"{name.decode()} takes no arguments")
+    return Simple(name)
+
+
+def _parse_peer(args: list[bytes]) -> tuple[int, str, int] | None:
+    if not args:
+        return None
+    if len(args) != 3:
+        raise bad_request("<n> <ip> <port> expected")
+    server_id = parse_id(args[0])
+    if _UINT.fullmatch(args[2]) is None or not 0 < int(args[2]) < 65536:
+        raise bad_request("bad port")
+    return server_id, args[1].decode("ascii", "replace"), int(args[2])
+
+
+def _with_block(parse: Callable[[list[bytes]], tuple[Command, int]], rest: list[bytes]) -> Parsed:
+    command, data_len = parse(rest)
+    return Parsed(command, data_len)
+
+
+def _parse_sync(args: list[bytes]) -> Parsed:
+    if not args:
+        raise bad_request("SYNC needs a command")
+    verb, rest = args[0], args[1:]
+    if verb == b"PUT":
+        if len(rest) < 3:
+            raise bad_request("SYNC PUT <q> <p> <len> expected")
+        data_len = parse_length(rest[2])
+        try:
+            return Parsed(_parse_sync_put(rest, data_len), data_len)
+        except ProtocolError as error:
+            return Parsed(None, data_len, error)
+    if verb == b"GET":
+        return Parsed(_parse_sync_get(rest))
+    if verb == b"DONE":
+        return Parsed(SyncDone(parse_ids(rest)))
+    if verb == b"LATER":
+        until = None
+        if len(rest) >= 2 and rest[-2] == b"UNTIL":
+            until = parse_unix_time(rest[-1])
+            rest = rest[:-2]
+        return Parsed(SyncLater(parse_ids(rest), until))
+    if verb == b"WAKE" and len(rest) == 1:
+        return Parsed(SyncWake(parse_unix_time(rest[0])))
+    if verb == b"IDS" and len(rest) in (2, 3):
+        return Parsed(SyncIds(*(parse_id(raw) for raw in rest)))
+    if verb == b"FAIL":
+        return _with_block(pj.parse_sync_fail, rest)
+    if verb == b"TOUCH":
+        return Parsed(pj.parse_sync_touch(rest))
+    if verb in (b"RETRY", b"DELETE", b"DROP", b"TTL"):
+        return Parsed(pj.parse_sync_keyed(verb, rest))
+    if verb == b"DEAD":
+        return _with_block(pj.parse_sync_dead, rest)
+    raise bad_request("unknown SYNC command")
+
+
+_SYNC_PUT_FLAGS = frozenset((NEW_KEYWORD, b"SOLO", b"FAILED"))
+_SYNC_PUT_VALUES = frozenset((b"IS", b"UNTIL", b"DELAY", b"KEY", b"ATTEMPTS", b"ERROR", b"AT", b"TTL"))
+
+
+def _parse_sync_put(rest: list[bytes], data_len: int) -> SyncPut:
+    """As PUT (IS / NEW / DELAY), plus UNTIL <unix time>, KEY, ATTEMPTS, ERROR <len> [AT <t>],
+    SOLO, FAILED; a replica never waits (no WAIT)."""
+    options = [arg for arg in rest[3:] if arg not in _SYNC_PUT_FLAGS]
+    flags = [arg for arg in rest[3:] if arg in _SYNC_PUT_FLAGS]
+    if len(set(flags)) != len(flags):
+        raise bad_request("a flag given twice")
+    new_item = NEW_KEYWORD in flags
+    values = _keyword_values(options, _SYNC_PUT_VALUES)
+    item = parse_name(values[b"IS"], "item name") if b"IS" in values else None
+    if item is not None and new_item:
+        raise bad_request("IS and NEW together")
+    until = parse_unix_time(values[b"UNTIL"]) if b"UNTIL" in values else None
+    delay_s = parse_seconds(values[b"DELAY"], "DELAY") if b"DELAY" in values else None
+    error_len = parse_length(values[b"ERROR"]) if b"ERROR" in values else -1
+    if error_len > data_len:
+        raise bad_request("ERROR longer than the block")
+    return SyncPut(
+        parse_name(rest[0]), parse_priority(rest[1]), item, until, delay_s, new_item,
+        pj.parse_job_key(values[b"KEY"]) if b"KEY" in values else None,
+        parse_uint(values[b"ATTEMPTS"], "ATTEMPTS") if b"ATTEMPTS" in values else 0,
+        error_len, parse_unix_time(values[b"AT"]) if b"AT" in values else None,
+        b"SOLO" in flags, b"FAILED" in flags,
+        ttl_at=parse_unix_time(values[b"TTL"]) if b"TTL" in values else None,
+    )
+
+
+def _parse_sync_get(rest: list[bytes]) -> SyncGet:
+    last = bool(rest) and rest[0] == b"LAST"
+    if last:
+        rest = rest[1:]
+    managed = rest[-1:] == [b"MANAGED"]
+    if managed:
+        rest = rest[:-1]
+    if len(rest) < 3:
+        raise bad_request("SYNC GET [LAST] <q> <id> <p> expected")
+    values = _keyword_values(rest[3:], frozenset((b"UNTIL", b"THEN")))
+    until = parse_unix_time(values[b"UNTIL"]) if b"UNTIL" in values else None
+    then_done = parse_then(values[b"THEN"]) if b"THEN" in values else None
+    return SyncGet(parse_name(rest[0]), parse_id(rest[1]), parse_priority(rest[2]), last, until,
+                   then_done, managed)
+
+
+def _parse_fail(args: list[bytes]) -> Parsed:
+    command, data_len, error = pj.parse_fail(args)
+    return Parsed(command, data_len, error)
+
+
+def _parse_runlist(name: bytes, args: list[bytes]) -> Parsed:
+    if args and args != [b"DATA"]:
+        raise bad_request("RUNLIST takes only DATA")
+    return Parsed(Simple(name, flag=bool(args)))
+
+
+def _parse_clone(args: list[bytes]) -> Parsed:
+    if len(args) != 1:
+        raise bad_request("CLONE <len> expected")
+    return Parsed(Clone(), parse_length(args[0]))
+
+
+def _parse_auth(args: list[bytes]) -> Parsed:
+    if len(args) != 1:
+        raise bad_request("AUTH <token> expected")
+    return Parsed(Auth(args[0]))
+
+
+def _no_args(name: bytes) -> Callable[[list[bytes]], Parsed]:
+    return lambda args: Parsed(_parse_no_args(name, args))
+
+
+def _optional_queue(name: bytes) -> Callable[[list[bytes]], Parsed]:
+    return lambda args: Parsed(_parse_optional_queue(name, args))
+
+
+def _link(name: bytes) -> Callable[[list[bytes]], Parsed]:
+    return lambda args: Parsed(Link(name, _parse_peer(args)))
+
+
+# The command word -> its parser: one table, the hot commands first (dict order is only
+# for the reader; lookups are O(1)).
+_PARSERS: dict[bytes, Callable[[list[bytes]], Parsed]] = {
+    b"PUT": _parse_put,
+    b"GET": lambda args: Parsed(_parse_get(GetMode.NOW, args)),
+    b"DONE": lambda args: Parsed(Done(parse_ids(args))),
+    b"GETB": lambda args: Parsed(_parse_get(GetMode.BLOCK, args)),
+    b"LATER": lambda args: Parsed(_parse_later(args)),
+    b"GETBE": lambda args: Parsed(_parse_get(GetMode.UNTIL_IDLE, args)),
+    b"SYNC": _parse_sync,
+    b"FAIL": _parse_fail,
+    b"TOUCH": lambda args: Parsed(pj.parse_touch(args)),
+    b"JOB": lambda args: Parsed(pj.parse_job(args)),
+    b"JOBS": lambda args: Parsed(pj.parse_jobs(args)),
+    b"RETRY": lambda args: Parsed(pj.parse_retry(args)),
+    b"DELETE": lambda args: Parsed(pj.parse_delete(args)),
+    b"TOTAL": _optional_queue(b"TOTAL"),
+    b"STATS": _optional_queue(b"STATS"),
+    b"RUNLIST": lambda args: _parse_runlist(b"RUNLIST", args),
+    **{name: _no_args(name) for name in (b"OFFLINE", b"ONLINE", b"QUIT", b"SHUTDOWN", b"PING")},
+    b"SNAPSHOT": _link(b"SNAPSHOT"),
+    b"INTERCONNECT": _link(b"INTERCONNECT"),
+    b"CLONE": _parse_clone,
+    b"AUTH": _parse_auth,
+}
+
+
+def parse_line(line: bytes) -> Parsed:
+    """Parse one request line (without its terminator). Raises ProtocolError."""
+    args = line.split()
+    name = args[0]
+    if name == b"GET":  # the two hot ones without the table's extra call
+        return Parsed(_parse_get(GetMode.NOW, args[1:]))
+    if name == b"DONE":
+        return Parsed(Done(parse_ids(args[1:])))
+    parse = _PARSERS.get(name)
+    if parse is None:
+        raise UNKNOWN_COMMAND
+    return parse(args[1:])
+
+
+def data_length_of(line: bytes) -> int:
+    """The data block length a line announces, or -1 (used to skip data when refusing)."""
+    try:
+        return parse_line(line).data_len
+    except ProtocolError:
+        return -1

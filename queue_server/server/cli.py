@@ -1,0 +1,127 @@
+"""`slotmap queue-server`: run the queue server from flags and an optional config file."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import logging
+import socket
+import sys
+
+from config.errors import ConfigError
+from config.load import load_config
+from config.models import parse_host_port
+from queue_server.server.errors import DataDirLocked
+from queue_server.server.join import join
+from queue_server.server.listen import ListenError, bind_listeners, fit_open_files
+from queue_server.server.retry import queue_policy
+from queue_server.server.server import QueueServer, ServerSettings
+from queue_server.server.tokens import TOKEN_ENV, TOKEN_FILE_ENV, resolve_token
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser("queue-server", help="run the queue server (sockPQd protocol)")
+    parser.add_argument("--listen", metavar="HOST:PORT", help="default 127.0.0.1:7400")
+    parser.add_argument("--data-dir", metavar="DIR", help="default ./var/queue")
+    parser.add_argument("--fsync", choices=("always", "everysec", "never"), help="default always")
+    parser.add_argument("-d", dest="expire_done", action="store_true",
+                        help="expired jobs are deleted (THEN DONE) instead of requeued")
+    parser.add_argument("--config", metavar="FILE", help="cluster config (TOML, [queue_server])")
+    parser.add_argument("--token", help="require AUTH <token> before any other command; prefer "
+                        f"--token-file or ${TOKEN_ENV} (a command line is visible in ps)")
+    parser.add_argument("--token-file", metavar="FILE",
+                        help=f"the token is the first line of FILE (also ${TOKEN_FILE_ENV})")
+    parser.add_argument("--server-id", type=int, default=1, help="this server's id (INTERCONNECT)")
+    parser.add_argument("--replica-of", metavar="HOST:PORT",
+                        help="follow this primary: offline for queue commands until promoted")
+    parser.add_argument("--promote-after", metavar="S", type=float,
+                        help="a replica serves as primary after S seconds without it (5)")
+    parser.add_argument("--join", metavar="HOST:PORT,...",
+                        help="the cluster's servers: if any answers, start as a replica of the "
+                             "lowest id, with the highest id + 1")
+    parser.add_argument("--log-level", default="INFO")
+    parser.set_defaults(func=run)
+
+
+def settings_from(args: argparse.Namespace) -> ServerSettings:
+    cluster = load_config(args.config)
+    config = cluster.queue_server
+    # A queue's lock time from [queues.<name>] is its default lock on the server too;
+    # [queue_server].lock_timeouts_s can still set or override it per queue.
+    lock_timeouts_s = {name: queue.lock_timeout_s for name, queue in cluster.queues.items()}
+    lock_timeouts_s.update(config.lock_timeouts_s)
+    policies = {name: queue_policy(queue) for name, queue in cluster.queues.items()}
+    host, port = parse_host_port(args.listen or config.listen)
+    replica_of = args.replica_of or config.replica_of
+    peers = args.join.split(",") if args.join else config.join
+    return ServerSettings(
+        host=host,
+        port=port,
+        data_dir=args.data_dir or config.data_dir,
+        fsync=args.fsync or config.fsync,
+        expire_done_default=args.expire_done or config.expire_action == "done",
+        token=resolve_token(flag=args.token, flag_file=args.token_file,
+                            config_token=config.token, config_file=config.token_file),
+        max_job_bytes=config.max_job_bytes,
+        snapshot_log_bytes=config.snapshot_log_bytes,
+        lock_timeouts_s=tuple(sorted(lock_timeouts_s.items())),
+        policies=tuple(sorted(policies.items())),
+        server_id=args.server_id,
+        replica_of=parse_host_port(replica_of) if replica_of else None,
+        promote_after_s=args.promote_after or config.promote_after_s,
+        replica_backlog_bytes=config.replica_backlog_bytes,
+        join=tuple(parse_host_port(peer.strip()) for peer in peers if peer.strip()),
+        max_clients=config.max_clients,
+        idle_timeout_s=config.idle_timeout_s,
+        output_soft_limit_bytes=config.output_soft_limit_bytes,
+        output_hard_limit_bytes=config.output_hard_limit_bytes,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        settings = settings_from(args)
+    except (ValueError, ConfigError) as exc:  # a bad address, token, token file or config
+        print(f"slotmap queue-server: {exc}", file=sys.stderr)
+        return 2
+    # Bound before the data directory is touched: a bad or taken address changes nothing.
+    try:
+        listeners = bind_listeners(settings.host, settings.port)
+    except ListenError as exc:
+        print(f"slotmap queue-server: {exc}", file=sys.stderr)
+        return 1
+    settings = dataclasses.replace(settings, max_clients=fit_open_files(settings.max_clients))
+    try:
+        return _open_and_serve(settings, listeners)
+    finally:
+        for sock in listeners:
+            sock.close()
+
+
+def _open_and_serve(settings: ServerSettings, listeners: list[socket.socket]) -> int:
+    if settings.join and settings.replica_of is None:
+        settings = join(settings)
+    server = QueueServer(settings)
+    try:
+        server.open()
+    except DataDirLocked as exc:
+        print(f"slotmap queue-server: {exc}", file=sys.stderr)
+        return 1
+    try:
+        import uvloop
+    except ImportError:
+        runner = asyncio.run
+    else:
+        runner = uvloop.run
+    try:
+        runner(server.serve(listeners))
+    except OSError as exc:  # serving failed after the start (the listeners were bound before)
+        print(f"slotmap queue-server: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    if server.log_error is not None:
+        print(f"slotmap queue-server: stopped because the log failed: {server.log_error}; "
+              "unacknowledged requests were cut off, restart to recover", file=sys.stderr)
+        return 2
+    return 0

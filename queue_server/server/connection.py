@@ -1,0 +1,410 @@
+"""One client connection: framing (lines, data blocks), flow control, graceful error close."""
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import re
+import socket
+import time
+from typing import TYPE_CHECKING
+
+from queue_server.protocol.commands import (
+    INT64_MAX,
+    INT64_MIN,
+    MAX_LINE_BYTES,
+    Auth,
+    Parsed,
+    parse_line,
+)
+from queue_server.protocol.errors import ProtocolError
+from queue_server.server import guard, responses
+from queue_server.server.waiters import Waiter
+
+if TYPE_CHECKING:
+    from queue_server.server.server import QueueServer
+
+# Unread input kept while a client is blocked or its replies are not being read.
+INPUT_HIGH_WATER = 4 * 1024 * 1024
+GRACEFUL_CLOSE_S = 0.5
+SIMPLE_PUT = re.compile(rb"PUT ([A-Za-z0-9_]{1,128}) (-?[0-9]{1,19}) ([0-9]{1,10})").fullmatch
+TOO_MANY_CLIENTS = b"503 Too Many Clients\r\n"
+# Why a connection's requests are not read for now (besides a blocked wait):
+HOLD_OUTPUT = "output"  # its unsent replies passed output_soft_limit_bytes: until they are flushed
+HOLD_AUTH = "auth"  # a wrong AUTH: until its delayed 401 is sent (queue_server/server/guard.py)
+
+log = logging.getLogger("slotmap.queue_server")
+_refused_over_max = 0  # connections refused for max_clients since start (the log is sampled)
+
+
+class Connection(asyncio.Protocol):
+    def __init__(self, server: QueueServer) -> None:
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.pending: Parsed | None = None  # a request waiting for its data block
+        self.out: list[bytes] = []
+        self.dirty = False  # has replies waiting for the turn's flush
+        self.authenticated = server.token is None
+        # A CLONE block may be larger than max_job_bytes only from a client that proved the
+        # token, or from this machine when no token is set (README "Limits").
+        self.may_send_states = False
+        self.auth_failures = 0
+        self.peer: object = None
+        self.active = True  # sent something since the idle sweep last looked (server.py)
+        self.idle_since = 0.0
+        # Bytes of replies in `out` counted while pipelining (slow path only: fast-path PUT
+        # replies are bounded by the input they answer); past output_soft_limit_bytes
+        # reading stops until flush(), which also cuts a reply over the hard limit.
+        self.out_bytes = 0
+        self.hard_limit_bytes = server.settings.output_hard_limit_bytes
+        self.hold: str | None = None
+        self.waiter: Waiter | None = None
+        self.closing = False  # no more requests are read
+        self.close_after_flush = False
+        self.graceful_close_after_flush = False
+        self.is_replication_link = False
+        self._reading_paused = False
+        self._writing_paused = False
+        # group commit's cohort (queue_server/server/cohort.py)
+        self.fd = -1
+        self.requested = False
+        self.quick = True
+        self.answered_at = 0.0
+
+    # ------------------------------------------------------------ asyncio callbacks
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        self.fd = sock.fileno() if sock is not None else -1
+        self.peer = transport.get_extra_info("peername")
+        server = self.server
+        if len(server.connections) >= server.settings.max_clients:
+            self._refuse_over_max_clients()
+            return
+        self.may_send_states = server.token is None and guard.is_loopback(self.peer)
+        server.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closing = True
+        self.server.connections.discard(self)
+        self.server.links.discard(self)
+        if self.waiter is not None:
+            self.server.waiters.remove(self.waiter)  # the job stays queued for the next one
+            self.waiter = None
+        self.pending = None
+        self.buffer.clear()
+
+    def data_received(self, data: bytes) -> None:
+        if self.closing:
+            return  # draining after a fatal error: the stream is no longer trusted
+        self.buffer += data
+        self.active = True
+        cohort = self.server.cohort
+        if cohort is not None and not self.requested:
+            cohort.arrived(self, time.perf_counter())
+        if self.waiter is None and self.hold is None and not self._writing_paused:
+            self.server.process_and_answer(self)
+        if self._reading_paused or self._writing_paused or len(self.buffer) > INPUT_HIGH_WATER:
+            self._apply_flow_control()
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+        self._apply_flow_control()
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self.resume()
+
+    # ------------------------------------------------------------ reading requests
+
+    def process(self) -> None:
+        """Execute every complete request in the buffer (stops while blocked)."""
+        server = self.server
+        server.fire_timers_if_due()
+        buffer = self.buffer
+        position = 0
+        size = len(buffer)
+        while self.waiter is None and not self.closing:
+            pending = self.pending
+            if pending is not None:
+                end = position + pending.data_len
+                if end > size:
+                    break
+                data = bytes(buffer[position:end])
+                position = end
+                self.pending = None
+                server.execute_with_data(self, pending, data)
+                continue
+            newline = buffer.find(b"\n", position)
+            if newline < 0:
+                unterminated = size - position
+                # One byte past the limit may still be the CR of a CRLF; two may not.
+                if unterminated > MAX_LINE_BYTES + 1 or (
+                    unterminated == MAX_LINE_BYTES + 1 and buffer[size - 1] != 13
+                ):
+                    self.fail(responses.LINE_TOO_LONG)
+                break
+            end = newline - 1 if newline > position and buffer[newline - 1] == 13 else newline
+            if end - position > MAX_LINE_BYTES:
+                self.fail(responses.LINE_TOO_LONG)
+                break
+            line = bytes(buffer[position:end])
+            position = newline + 1
+            if line[:4] == b"PUT " and self.authenticated:
+                # Fast path for the plain `PUT q p len` whose block is already here.
+                match = SIMPLE_PUT(line)
+                if match is not None:
+                    queue, raw_priority, raw_len = match.groups()
+                    data_len = int(raw_len)
+                    priority = int(raw_priority)
+                    if (position + data_len <= size and data_len <= server.settings.max_job_bytes
+                            and INT64_MIN <= priority <= INT64_MAX):
+                        data = bytes(buffer[position:position + data_len])
+                        position += data_len
+                        server.put_plain(self, queue.decode(), priority, data)
+                        continue
+            if line and not line.isspace() and self._execute_line(line):
+                break
+        if position:
+            del buffer[:position]
+
+    def _execute_line(self, line: bytes) -> bool:
+        """Run one request line; True when no more requests may be read for now."""
+        server = self.server
+        if not self.authenticated:
+            return self._before_auth(line)
+        try:
+            parsed = parse_line(line)
+        except ProtocolError as error:
+            # Every HTTP request line or header fails to parse: checked only here, off the hot path.
+            kind = guard.cross_protocol(line)
+            if kind is not None:
+                return self._refuse_cross_protocol(kind)
+            self.write(error.reply + b"\r\n")
+            return False
+        if parsed.data_len >= 0:
+            limit = server.max_data_bytes(parsed)
+            if limit > server.settings.max_job_bytes and not self.may_send_states:
+                limit = server.settings.max_job_bytes
+            if parsed.data_len > limit:
+                self.fail(responses.JOB_TOO_LARGE)
+                return True
+            self.pending = parsed
+            return False
+        assert parsed.command is not None
+        if not self.dirty:
+            # The turn's first reply (all a request-reply client ever has): bounded by the
+            # hard limit in flush(), so the round trip pays no counting (bench: +5% of
+            # instructions per GET+DONE when every reply was counted).
+            server.execute(self, parsed.command)
+            return False
+        out = self.out
+        before = len(out)
+        server.execute(self, parsed.command)
+        if len(out) > before:
+            self.out_bytes += sum(map(len, out[before:]))
+            if self.out_bytes > server.settings.output_soft_limit_bytes:
+                return self._over_soft_limit()
+        return False
+
+    def _before_auth(self, line: bytes) -> bool:
+        """A token is set and this connection has not sent it: only AUTH runs. A data block
+        is swallowed to keep the stream in step, but never one over max_job_bytes."""
+        kind = guard.cross_protocol(line)
+        if kind is not None:
+            return self._refuse_cross_protocol(kind)
+        try:
+            parsed = parse_line(line)
+        except ProtocolError as error:
+            self.write(error.reply + b"\r\n" if line.split(None, 1)[0] == b"AUTH"
+                       else responses.AUTH_REQUIRED)
+            return False
+        if isinstance(parsed.command, Auth):
+            return self._authenticate(parsed.command)
+        if parsed.data_len > self.server.settings.max_job_bytes:
+            self.fail(responses.JOB_TOO_LARGE)
+            return True
+        if parsed.data_len >= 0:
+            self.pending = Parsed(None, parsed.data_len, ProtocolError(responses.AUTH_REQUIRED[:-2]))
+        else:
+            self.write(responses.AUTH_REQUIRED)
+        return False
+
+    def _authenticate(self, command: Auth) -> bool:
+        token = self.server.token
+        assert token is not None  # without a token every connection starts authenticated
+        if hmac.compare_digest(command.token, token):
+            self.authenticated = self.may_send_states = True
+            self.write(responses.OK)
+            return False
+        self.auth_failures += 1
+        last = self.auth_failures >= guard.MAX_AUTH_FAILURES
+        delay_s = guard.auth_delay_s(self.auth_failures)
+        log.warning("wrong AUTH from %s (failure %d of %d on this connection): the 401 is held "
+                    "back %.1f s%s", self.peer, self.auth_failures, guard.MAX_AUTH_FAILURES,
+                    delay_s, ", then the connection is closed" if last else "")
+        self.hold = HOLD_AUTH
+        self._apply_flow_control()
+        asyncio.get_running_loop().call_later(delay_s, self._auth_penalty_served, last)
+        return True
+
+    def _auth_penalty_served(self, close: bool) -> None:
+        if self.closing or self.transport is None or self.transport.is_closing():
+            return
+        self.hold = None
+        if close:
+            self.fail(responses.UNAUTHORIZED)
+            return
+        self.write(responses.UNAUTHORIZED)
+        self.resume()
+
+    def _refuse_cross_protocol(self, kind: str) -> bool:
+        """Redis's answer to cross-protocol scripting: a browser made to post to this port
+        sends a request line and headers first; close before its body can run as commands."""
+        log.warning("connection from %s sent %s: possible cross-protocol attack (a web page "
+                    "posting to this port?); closed before any later request of it runs",
+                    self.peer, kind)
+        self.closing = True
+        self.pending = None
+        if self.dirty:
+            self.close_after_flush = True  # earlier replies still go out first
+        elif self.transport is not None:
+            self.transport.close()
+        return True
+
+    def _over_soft_limit(self) -> bool:
+        """Stop reading this client until its replies are flushed (then `flush` resumes it);
+        past the hard limit it is cut off, unless it is a replica taking its first snapshot."""
+        transport = self.transport
+        unsent = self.out_bytes + (transport.get_write_buffer_size() if transport is not None else 0)
+        if unsent > self.hard_limit_bytes and not self.is_replication_link:
+            self._cut_over_hard_limit(unsent)
+            return True
+        self.hold = HOLD_OUTPUT
+        self._apply_flow_control()
+        return True
+
+    def _cut_over_hard_limit(self, unsent_bytes: int) -> None:
+        log.warning("client %s has %d bytes of replies unsent, over output_hard_limit_bytes "
+                    "(%d): disconnected", self.peer, unsent_bytes, self.hard_limit_bytes)
+        self.abort()
+
+    def _refuse_over_max_clients(self) -> None:
+        global _refused_over_max
+        _refused_over_max += 1
+        if _refused_over_max & (_refused_over_max - 1) == 0:  # the 1st, 2nd, 4th, 8th, ... only
+            log.warning("connection from %s refused: max_clients (%d) connections are open "
+                        "(%d refused so far)", self.peer, self.server.settings.max_clients,
+                        _refused_over_max)
+        self.closing = True
+        transport = self.transport
+        assert transport is not None
+        transport.write(TOO_MANY_CLIENTS)
+        transport.close()
+
+    # ------------------------------------------------------------ writing replies
+
+    def write(self, reply: bytes) -> None:
+        self.out.append(reply)
+        if not self.dirty:
+            self.dirty = True
+            self.server.mark_dirty(self)
+
+    def write_parts(self, parts: list[bytes]) -> None:
+        self.out.extend(parts)
+        if not self.dirty:
+            self.dirty = True
+            self.server.mark_dirty(self)
+
+    def flush(self) -> None:
+        self.dirty = False
+        if self.out_bytes:
+            self.out_bytes = 0
+            if self.hold is HOLD_OUTPUT:  # the held replies go out now: read on after them
+                self.hold = None
+                asyncio.get_running_loop().call_soon(self.resume)
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            self.out.clear()
+            return
+        if self.out:
+            data = b"".join(self.out)
+            self.out.clear()
+            if len(data) > self.hard_limit_bytes and not self.is_replication_link:
+                self._cut_over_hard_limit(len(data))
+                return
+            transport.write(data)
+        if self.graceful_close_after_flush:
+            self.graceful_close_after_flush = False
+            if transport.can_write_eof():
+                transport.write_eof()
+            asyncio.get_running_loop().call_later(GRACEFUL_CLOSE_S, transport.close)
+        elif self.close_after_flush:
+            transport.close()
+
+    def abort(self) -> None:
+        """Cut the connection at once, replies unsent."""
+        self.out.clear()
+        self.closing = True
+        self.pending = None
+        if self.transport is not None:
+            self.transport.abort()
+
+    def fail(self, reply: bytes) -> None:
+        """Send a fatal error, shut down writing, drain input briefly, then close."""
+        self.write(reply)
+        self.closing = True
+        self.pending = None
+        self.graceful_close_after_flush = True
+
+    # ------------------------------------------------------------ blocking and flow control
+
+    def peer_gone(self) -> bool:
+        """True when the client has already closed: its EOF may not be processed yet.
+
+        Asked before a blocked client is handed a job, so a job never goes to a client
+        that left while it waited (it goes to the next waiter or stays queued).
+        """
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return True
+        raw = transport.get_extra_info("socket")
+        if raw is None:
+            return False
+        try:
+            with socket.fromfd(raw.fileno(), socket.AF_INET, socket.SOCK_STREAM) as probe:
+                return probe.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except (BlockingIOError, InterruptedError):
+            return False  # nothing to read: still connected
+        except OSError:
+            return True  # reset or otherwise broken
+
+    def block(self, waiter: Waiter) -> None:
+        self.waiter = waiter
+
+    def unblock(self) -> None:
+        """The wait ended (answered): read the requests that queued up behind it."""
+        self.waiter = None
+        asyncio.get_running_loop().call_soon(self.resume)
+
+    def resume(self) -> None:
+        if (self.waiter is None and self.hold is None and not self.closing
+                and not self._writing_paused and self.buffer):
+            self.process()
+        self._apply_flow_control()
+
+    def _apply_flow_control(self) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        should_pause = self._writing_paused or self.hold is not None or (
+            len(self.buffer) > INPUT_HIGH_WATER and (self.waiter is not None or self.pending is None)
+        )
+        if should_pause and not self._reading_paused:
+            transport.pause_reading()
+            self._reading_paused = True
+        elif not should_pause and self._reading_paused:
+            transport.resume_reading()
+            self._reading_paused = False

@@ -1,0 +1,92 @@
+"""The control commands: statistics, modes, AUTH, and the replication commands a
+client sends (SNAPSHOT, INTERCONNECT, CLONE). The queue commands are in server.py."""
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from queue_server.protocol import commands as p
+from queue_server.server import responses, snapshot
+from queue_server.server.errors import SnapshotError
+
+if TYPE_CHECKING:
+    from queue_server.server.connection import Connection
+    from queue_server.server.server import QueueServer
+
+log = logging.getLogger("slotmap.queue_server")
+
+
+def execute(server: QueueServer, conn: Connection, command: p.Command) -> None:
+    """TOTAL, STATS, RUNLIST, PING, OFFLINE, ONLINE, QUIT, SHUTDOWN, AUTH, SNAPSHOT,
+    INTERCONNECT and CLONE: everything but the queue commands and SYNC records."""
+    if isinstance(command, p.Simple):
+        _simple(server, conn, command)
+    elif isinstance(command, p.Link):
+        _link(server, conn, command)
+    elif isinstance(command, p.Clone):
+        _clone(server, conn, command)
+    elif isinstance(command, p.Auth):
+        expected = server.token
+        if expected is None or hmac.compare_digest(command.token, expected):
+            conn.authenticated = True
+            conn.write(responses.OK)
+        else:
+            conn.write(responses.UNAUTHORIZED)
+    else:
+        raise AssertionError(f"unhandled command {command!r}")
+
+
+def _simple(server: QueueServer, conn: Connection, command: p.Simple) -> None:
+    name = command.name
+    store = server.store
+    if name == b"TOTAL":
+        conn.write(responses.total_reply(store.totals(command.queue)))
+    elif name == b"STATS":
+        conn.write(responses.stats_json(store, command.queue, time.time()))
+    elif name == b"RUNLIST":
+        conn.write(responses.runlist_reply(store, command.flag))
+    elif name == b"PING":
+        conn.write(responses.PONG)
+    elif name == b"OFFLINE":
+        server.offline = True
+        for waiter in server.waiters.all():
+            server.answer(waiter, responses.OFFLINE)
+        conn.write(responses.SWITCHED_OFFLINE)
+    elif name == b"ONLINE":
+        server.offline = False
+        conn.write(responses.SWITCHED_ONLINE)
+    elif name == b"QUIT":
+        conn.write(responses.GOODBYE)
+        conn.closing = True
+        conn.close_after_flush = True
+    elif name == b"SHUTDOWN":
+        conn.write(responses.SHUTTING_DOWN)
+        conn.closing = True
+        conn.close_after_flush = True
+        asyncio.get_running_loop().call_soon(server.shutdown)
+
+
+def _link(server: QueueServer, conn: Connection, command: p.Link) -> None:
+    if command.name == b"SNAPSHOT":
+        blob = snapshot.encode(server.store)
+        conn.write_parts([b"200 OK %d\r\n" % len(blob), blob])
+    else:
+        conn.write(b"200 OK %d\r\n" % server.settings.server_id)
+    if command.peer is not None:
+        conn.is_replication_link = True
+        server.links.add(conn)
+        log.info("replication link to server %d at %s:%d", *command.peer)
+
+
+def _clone(server: QueueServer, conn: Connection, command: p.Clone) -> None:
+    try:
+        if not server.replace_state(command.data):
+            return  # the server is stopping: no reply
+    except SnapshotError as exc:
+        log.warning("CLONE refused, state unchanged: %s", exc)
+        conn.write(responses.INVALID_SNAPSHOT)
+        return
+    conn.write(responses.OK)

@@ -1,0 +1,159 @@
+"""`--replica-of HOST:PORT`: this server follows a primary (sockPQd replication).
+
+It connects to the primary and sends `SNAPSHOT <own id> <own ip> <own port>`: the reply
+is the primary's whole state, which replaces ours (as CLONE does: written as a local
+snapshot), and the same connection then carries every later change as SYNC records,
+applied and logged here in order. While it follows, the server is offline for queue
+commands (`500 Offline Mode`; TOTAL, STATS, RUNLIST and PING answer): producers and
+slots use the live server with the lowest id, the primary. It fires no timer of its own
+(server.py `following`): expiries, WAKEs and dead bounds arrive as the primary's records.
+
+If the link breaks, the follower reconnects (and syncs from a new snapshot). If the
+primary has not been reachable for `promote_after_s`, this server goes online and is
+the primary from then on. The old primary must then come back as a replica of it,
+with a new, higher id (PROTOCOL.md: "a former primary that comes back gets max+1").
+"""
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import time
+from typing import TYPE_CHECKING, cast
+
+from queue_server.server import replay
+from queue_server.server.errors import SnapshotError
+
+if TYPE_CHECKING:
+    from queue_server.server.server import QueueServer
+
+log = logging.getLogger("slotmap.queue_server")
+
+RETRY_S = 0.5
+CONNECT_TIMEOUT_S = 2.0
+
+
+class LinkState(enum.Enum):
+    AUTHENTICATING = "authenticating"
+    AWAITING_SNAPSHOT = "awaiting snapshot"
+    STREAMING = "streaming"
+    CLOSED = "closed"
+
+
+class FollowLink(asyncio.Protocol):
+    """One connection to the primary: AUTH (if a token is set), SNAPSHOT, then the stream."""
+
+    def __init__(self, server: QueueServer) -> None:
+        self.server = server
+        self.state = LinkState.AUTHENTICATING
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.snapshot_len = -1
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+        settings = self.server.settings
+        own_ip = transport.get_extra_info("sockname")[0]
+        request = b"SNAPSHOT %d %s %d\r\n" % (settings.server_id, own_ip.encode(), settings.port)
+        if settings.token is not None:
+            request = b"AUTH " + settings.token.encode() + b"\r\n" + request
+        else:
+            self.state = LinkState.AWAITING_SNAPSHOT
+        self.transport.write(request)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.state = LinkState.CLOSED
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        try:
+            self._advance()
+        except (SnapshotError, ValueError) as exc:
+            log.error("replication from the primary broken (%s): reconnecting for a new snapshot",
+                      exc)
+            self._close()
+        except Exception:
+            # A record this server could not apply: its state may now differ from the
+            # primary's, so start again from a snapshot rather than go on.
+            log.exception("applying the primary's stream failed: reconnecting for a new snapshot")
+            self._close()
+
+    def _advance(self) -> None:
+        if self.state is LinkState.AUTHENTICATING:
+            line = self._line()
+            if line is None:
+                return
+            if line != b"200 OK":
+                raise ValueError(f"the primary refused AUTH: {line[:200]!r}")
+            self.state = LinkState.AWAITING_SNAPSHOT
+        if self.state is LinkState.AWAITING_SNAPSHOT:
+            if self.snapshot_len < 0:
+                line = self._line()
+                if line is None:
+                    return
+                head = line.split()
+                if len(head) != 3 or head[:2] != [b"200", b"OK"] or not head[2].isdigit():
+                    raise ValueError(f"unexpected reply to SNAPSHOT: {line[:200]!r}")
+                self.snapshot_len = int(head[2])
+            if len(self.buffer) < self.snapshot_len:
+                return
+            blob = bytes(self.buffer[:self.snapshot_len])
+            del self.buffer[:self.snapshot_len]
+            if not self.server.replace_state(blob):
+                self._close()  # the local log failed: the server is stopping
+                return
+            log.info("replica of the primary: snapshot of %d bytes applied, streaming", len(blob))
+            self.state = LinkState.STREAMING
+        if self.state is LinkState.STREAMING and self.buffer:
+            commands, used = replay.parse_records(bytes(self.buffer))
+            del self.buffer[:used]
+            if commands:
+                self.server.apply_replicated(commands)
+
+    def _line(self) -> bytes | None:
+        end = self.buffer.find(b"\n")
+        if end < 0:
+            return None
+        line = bytes(self.buffer[:end]).rstrip(b"\r")
+        del self.buffer[:end + 1]
+        return line
+
+    def _close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+class Follower:
+    """Keeps a link to the primary; promotes this server when the primary stays away."""
+
+    def __init__(self, server: QueueServer, primary: tuple[str, int], promote_after_s: float) -> None:
+        self.server = server
+        self.primary = primary
+        self.promote_after_s = promote_after_s
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        host, port = self.primary
+        unreachable_since = time.monotonic()
+        while True:
+            try:
+                _, link = await asyncio.wait_for(
+                    loop.create_connection(lambda: FollowLink(self.server), host, port),
+                    CONNECT_TIMEOUT_S)
+            except (TimeoutError, OSError) as exc:
+                log.warning("primary %s:%d unreachable: %s", host, port, exc)
+            else:
+                await link.closed
+                if self.server.log_error is not None:
+                    return  # stopping
+                log.warning("link to the primary %s:%d lost", host, port)
+                unreachable_since = time.monotonic()
+            if time.monotonic() - unreachable_since >= self.promote_after_s:
+                log.warning("primary %s:%d unreachable for %.1f s: promoting this server",
+                            host, port, self.promote_after_s)
+                self.server.promote()
+                return
+            await asyncio.sleep(RETRY_S)

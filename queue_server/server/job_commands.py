@@ -1,0 +1,66 @@
+"""The keyed-job commands on the server: FAIL, TOUCH, JOB, JOBS, RETRY, DELETE.
+
+Each is `handler(server, conn, command)`, an entry of the server's command table.
+FAIL, TOUCH, RETRY and DELETE change the store and are refused offline like PUT;
+JOB and JOBS only read it and answer offline too (like STATS).
+"""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from queue_server.protocol import jobs as pj
+from queue_server.server import job_views, responses
+
+if TYPE_CHECKING:
+    from queue_server.server.connection import Connection
+    from queue_server.server.server import QueueServer
+
+
+def fail(server: QueueServer, conn: Connection, command: pj.Fail) -> None:
+    if server.offline:
+        conn.write(responses.OFFLINE)
+        return
+    outcome = server.store.fail(command.job_id, command.data, time.time(), delay_s=command.delay_s,
+                                dead=command.dead, solo=command.solo)
+    conn.write(responses.JOB_NOT_FOUND if outcome is False else responses.fail_reply(outcome))  # type: ignore[arg-type]
+
+
+def touch(server: QueueServer, conn: Connection, command: pj.Touch) -> None:
+    if server.offline:
+        conn.write(responses.OFFLINE)
+        return
+    conn.write(responses.later_reply(server.store.touch(command.ids, time.time(), command.expire_s)))
+
+
+def job(server: QueueServer, conn: Connection, command: pj.JobLookup) -> None:
+    view = job_views.job_view(server.store, command.key)
+    conn.write(responses.JOB_NOT_FOUND if view is None else job_views.json_block(view))
+
+
+def jobs(server: QueueServer, conn: Connection, command: pj.JobsList) -> None:
+    found = job_views.jobs_view(server.store, command.queue, command.state, command.limit, command.after)
+    conn.write(job_views.json_block(found))
+
+
+def retry(server: QueueServer, conn: Connection, command: pj.Retry) -> None:
+    if server.offline:
+        conn.write(responses.OFFLINE)
+        return
+    store = server.store
+    now = time.time()
+    if command.all_of is not None:
+        conn.write(responses.count_reply(store.retry_all(command.queue, command.all_of, now)))
+    else:
+        conn.write(responses.later_reply(store.retry(command.queue, command.keys, now)))
+
+
+def delete(server: QueueServer, conn: Connection, command: pj.Delete) -> None:
+    if server.offline:
+        conn.write(responses.OFFLINE)
+        return
+    store = server.store
+    if command.all_dead:
+        conn.write(responses.count_reply(store.delete_all_dead(command.queue)))
+    else:
+        conn.write(responses.delete_reply(store.delete(command.queue, command.keys)))

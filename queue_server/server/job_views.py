@@ -1,0 +1,151 @@
+"""JOB and JOBS: a job's description as JSON (PROTOCOL.md Part B "Job JSON"), read from the
+store without changing it. Listings walk a queue: an operator's command, not a hot path."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from queue_server.protocol.keyed import (
+    DeadJob,
+    JobMeta,
+    Key,
+    Meta,
+    attempts_of,
+    is_retry_wait,
+    key_text,
+)
+from queue_server.server.store import Delayed, Job, QueueState, Store
+
+PREVIEW_BYTES = 1024  # JOBS cuts each job's data here
+
+
+def _text(data: bytes, limit: int | None) -> tuple[str, bool]:
+    cut = limit is not None and len(data) > limit
+    return (data[:limit] if cut else data).decode("utf-8", "replace"), cut
+
+
+def _view(key: Key, queue: str, state: str, priority: int, attempts: int, data: bytes,
+          item: str | None, limit: int | None, *, error: str | None = None,
+          failed_at: float | None = None, next_run_at: float | None = None,
+          died_at: float | None = None, lease_id: int | None = None) -> dict[str, Any]:
+    text, cut = _text(data, limit)
+    view: dict[str, Any] = {
+        "key": key_text(key), "queue": queue, "state": state, "priority": priority,
+        "attempts": attempts, "error": error, "failed_at": failed_at,
+        "next_run_at": next_run_at, "died_at": died_at, "lease_id": lease_id,
+        "item": item, "data_len": len(data), "data": text,
+    }
+    if limit is not None:
+        view["data_truncated"] = cut
+    return view
+
+
+def _meta_fields(meta: Meta) -> dict[str, Any]:
+    if type(meta) is JobMeta:
+        return {"error": meta.error, "failed_at": meta.failed_at}
+    return {}
+
+
+def _ready(state: QueueState, priority: int, entry: tuple[Any, ...], limit: int | None) -> dict[str, Any]:
+    data, item, _ready_at, key, meta = entry
+    return _view(key, state.name, "ready", priority, attempts_of(meta), data, item, limit,
+                 **_meta_fields(meta))
+
+
+def _delayed(entry: Delayed, limit: int | None) -> dict[str, Any]:
+    until, _seq, name, priority, data, item, key, meta = entry
+    state = "failed" if is_retry_wait(meta) else "delayed"
+    return _view(key, name, state, priority, attempts_of(meta), data, item, limit,
+                 next_run_at=until, **_meta_fields(meta))
+
+
+def _running(job: Job, limit: int | None) -> dict[str, Any]:
+    history = job.history
+    return _view(job.key, job.queue.name, "running", job.priority, job.attempts, job.data, job.item,
+                 limit, error=history.error if history else None,
+                 failed_at=history.failed_at if history else None, lease_id=job.id)
+
+
+def _dead(dead: DeadJob, limit: int | None) -> dict[str, Any]:
+    return _view(dead.key, dead.queue, "dead", dead.priority, dead.attempts, dead.data, dead.item,
+                 limit, error=dead.error, failed_at=dead.failed_at, died_at=dead.died_at)
+
+
+def job_view(store: Store, key: Key) -> dict[str, Any] | None:
+    """The whole job (its data uncut), or None for an unknown key."""
+    place = store.keys.get(key)
+    if place is None:
+        return None
+    if type(place) is Job:
+        return _running(place, None)
+    if type(place) is DeadJob:
+        return _dead(place, None)
+    if type(place) is tuple:
+        return _delayed(place, None)
+    assert isinstance(place, QueueState)
+    for priority, entry in _ready_entries(place):
+        if entry[3] == key:
+            return _ready(place, priority, entry, None)
+    raise AssertionError(f"key {key!r} indexed as ready in {place.name} but not there")
+
+
+def _ready_entries(state: QueueState) -> Iterator[tuple[int, tuple[Any, ...]]]:
+    """Ready jobs in hand-out order (highest priority first, FIFO within one)."""
+    for priority in sorted(state.levels, reverse=True):
+        for entry in state.levels[priority]:
+            if id(entry) in state.gone:
+                continue  # its TTL ran out
+            yield priority, entry
+
+
+def _listing(store: Store, queue: str, state_name: str) -> Iterator[tuple[Key, Any]]:
+    """(key, thing to describe) of one queue's jobs in `state_name`, in a stable order:
+    ready in hand-out order, delayed/failed soonest first, running by lease id, dead newest first."""
+    state = store.queues.get(queue)
+    if state is None:
+        return
+    if state_name == "ready":
+        for priority, entry in _ready_entries(state):
+            yield entry[3], (priority, entry)
+    elif state_name in ("delayed", "failed"):
+        want_failed = state_name == "failed"
+        for entry in store.delayed_jobs():
+            if entry[2] == queue and is_retry_wait(entry[7]) == want_failed:
+                yield entry[6], entry
+    elif state_name == "running":
+        for job_id in sorted(store.running):
+            job = store.running[job_id]
+            if job.queue is state:
+                yield job.key, job
+    else:
+        for dead in reversed(state.dead.values()):
+            yield dead.key, dead
+
+
+def jobs_view(store: Store, queue: str, state_name: str, limit: int, after: Key | None) -> list[dict[str, Any]]:
+    """Up to `limit` jobs of `queue` in `state_name`, after the job `after` (if it is listed)."""
+    found: list[dict[str, Any]] = []
+    skipping = after is not None
+    for key, thing in _listing(store, queue, state_name):
+        if skipping:
+            skipping = key != after
+            continue
+        if state_name == "ready":
+            priority, entry = thing
+            found.append(_ready(store.queues[queue], priority, entry, PREVIEW_BYTES))
+        elif state_name in ("delayed", "failed"):
+            found.append(_delayed(thing, PREVIEW_BYTES))
+        elif state_name == "running":
+            found.append(_running(thing, PREVIEW_BYTES))
+        else:
+            found.append(_dead(thing, PREVIEW_BYTES))
+        if len(found) >= limit:
+            break
+    return found
+
+
+def json_block(value: object) -> bytes:
+    """`200 OK <len>` CRLF `<json>`."""
+    body = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return b"200 OK %d\r\n" % len(body) + body

@@ -1,0 +1,123 @@
+"""Encoding of SYNC records: the one form shared by the log, snapshots and replication."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from queue_server.protocol.keyed import JobMeta, Key, Meta, key_bytes
+
+if TYPE_CHECKING:
+    from queue_server.protocol.keyed import DeadJob
+
+_THEN = {True: b" THEN DONE", False: b" THEN LATER"}
+# RETRY/DELETE/DROP of many keys are split so a record line stays far below 64 KiB.
+KEYS_PER_RECORD = 256
+
+
+def _time(value: float) -> bytes:
+    return repr(value).encode("ascii")
+
+
+def _meta(meta: Meta) -> tuple[bytes, bytes]:
+    """(options, error block) of a waiting job's attempts and last failure."""
+    if type(meta) is int:
+        return (b" ATTEMPTS %d" % meta if meta else b""), b""
+    assert isinstance(meta, JobMeta)
+    options = b" ATTEMPTS %d" % meta.attempts
+    error = b""
+    if meta.error is not None:
+        error = meta.error.encode("utf-8")
+        options += b" ERROR %d" % len(error)
+        if meta.failed_at is not None:
+            options += b" AT " + _time(meta.failed_at)
+    if meta.solo:
+        options += b" SOLO"
+    if meta.retry_wait:
+        options += b" FAILED"
+    return options, error
+
+
+def put(queue: str, priority: int, data: bytes, item: str | None, until: float | None,
+        key: Key | None = None, meta: Meta = 0, ttl_at: float | None = None) -> bytes:
+    """`SYNC PUT <q> <p> <len>[ IS <item>][ UNTIL <t>][ KEY <k>][ TTL <t>][ ATTEMPTS <n>]
+    [ ERROR <m>[AT <t>]][ SOLO][ FAILED]` + data (+ the m bytes of the last error: <len>
+    counts both). Without KEY the job gets the next server key (the replay makes the same
+    one). TTL: the unix time it is deleted at unless handed out before."""
+    if meta == 0 and key is None and item is None and until is None and ttl_at is None:  # hot
+        return b"SYNC PUT %s %d %d\r\n" % (queue.encode(), priority, len(data)) + data
+    options, error = (b"", b"") if meta == 0 else _meta(meta)
+    head = b"SYNC PUT %s %d %d" % (queue.encode(), priority, len(data) + len(error))
+    if item is not None:
+        head += b" IS " + item.encode()
+    if until is not None:
+        head += b" UNTIL " + _time(until)
+    if key is not None:
+        head += b" KEY " + key_bytes(key)
+    if ttl_at is not None:
+        head += b" TTL " + _time(ttl_at)
+    return head + options + b"\r\n" + data + error
+
+
+def get(queue: str, job_id: int, priority: int, last: bool, until: float | None, then_done: bool,
+        managed: bool = False) -> bytes:
+    line = b"SYNC GET LAST %s %d %d" if last else b"SYNC GET %s %d %d"
+    record = line % (queue.encode(), job_id, priority)
+    if until is not None:
+        record += b" UNTIL " + _time(until) + _THEN[then_done]
+    if managed:
+        record += b" MANAGED"
+    return record + b"\r\n"
+
+
+def done(ids: Iterable[int]) -> bytes:
+    return b"SYNC DONE " + b" ".join(b"%d" % job_id for job_id in ids) + b"\r\n"
+
+
+def later(ids: Iterable[int], until: float | None) -> bytes:
+    record = b"SYNC LATER " + b" ".join(b"%d" % job_id for job_id in ids)
+    if until is not None:
+        record += b" UNTIL " + _time(until)
+    return record + b"\r\n"
+
+
+def fail(job_id: int, at: float, until: float | None, solo: bool, error: str) -> bytes:
+    """`SYNC FAIL <id> AT <t> (UNTIL <t>|DEAD)[ SOLO] <len>` + the error (already capped)."""
+    body = error.encode("utf-8")
+    record = b"SYNC FAIL %d AT " % job_id + _time(at)
+    record += b" DEAD" if until is None else b" UNTIL " + _time(until)
+    if solo:
+        record += b" SOLO"
+    return record + b" %d\r\n" % len(body) + body
+
+
+def touch(job_id: int, until: float) -> bytes:
+    return b"SYNC TOUCH %d " % job_id + _time(until) + b"\r\n"
+
+
+def keyed(verb: bytes, queue: str, keys: Sequence[Key]) -> bytes:
+    """`SYNC RETRY|DELETE|DROP|TTL <q> <key> ...`."""
+    return b"SYNC %s %s %s\r\n" % (verb, queue.encode(), b" ".join(key_bytes(k) for k in keys))
+
+
+def dead(job: DeadJob) -> bytes:
+    """`SYNC DEAD <q> <p> <len> KEY <k> ATTEMPTS <n> DIED <t>[ IS <item>][ ERROR <m>[ AT <t>]]`
+    + data + error (snapshots)."""
+    error = job.error.encode("utf-8") if job.error is not None else b""
+    head = b"SYNC DEAD %s %d %d KEY %s ATTEMPTS %d DIED %s" % (
+        job.queue.encode(), job.priority, len(job.data) + len(error), key_bytes(job.key),
+        job.attempts, _time(job.died_at))
+    if job.item is not None:
+        head += b" IS " + job.item.encode()
+    if job.error is not None:
+        head += b" ERROR %d" % len(error)
+        if job.failed_at is not None:
+            head += b" AT " + _time(job.failed_at)
+    return head + b"\r\n" + job.data + error
+
+
+def wake(until: float) -> bytes:
+    return b"SYNC WAKE " + _time(until) + b"\r\n"
+
+
+def ids(next_id: int, next_item: int, next_key: int = 1) -> bytes:
+    return b"SYNC IDS %d %d %d\r\n" % (next_id, next_item, next_key)

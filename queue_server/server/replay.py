@@ -1,0 +1,170 @@
+"""Reading SYNC records from bytes and applying them to a store (log, snapshot, replication)."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from queue_server.protocol import commands as protocol
+from queue_server.protocol import jobs as pj
+from queue_server.protocol.errors import ProtocolError
+from queue_server.protocol.keyed import JobMeta, Meta
+from queue_server.server.errors import SnapshotError
+from queue_server.server.responses import OK, done_reply, item_reply, later_reply
+from queue_server.server.store import Store
+
+SyncCommand = (
+    protocol.SyncPut | protocol.SyncGet | protocol.SyncDone | protocol.SyncLater
+    | protocol.SyncWake | protocol.SyncIds
+    | pj.SyncFail | pj.SyncTouch | pj.SyncKeyed | pj.SyncDead
+)
+SYNC_TYPES = (
+    protocol.SyncPut, protocol.SyncGet, protocol.SyncDone, protocol.SyncLater,
+    protocol.SyncWake, protocol.SyncIds, pj.SyncFail, pj.SyncTouch, pj.SyncKeyed, pj.SyncDead,
+)
+_NOT_FOUND = b"404 Job Not Found\r\n"
+
+
+def iter_records(buffer: bytes | memoryview) -> Iterator[SyncCommand]:
+    """Every SYNC record in `buffer`; raises SnapshotError at the first bad byte."""
+    view = bytes(buffer)
+    position = 0
+    while position < len(view):
+        command, next_position = _parse_record(view, position)
+        if next_position == position:
+            if view.find(b"\n", position) < 0:
+                raise SnapshotError(f"record at byte {position} has no line end")
+            raise SnapshotError(f"record data cut short at byte {position}")
+        position = next_position
+        if command is not None:
+            yield command
+
+
+def parse_records(view: bytes, position: int = 0) -> tuple[list[SyncCommand], int]:
+    """The complete SYNC records from `position` on, and where the first incomplete one
+    starts (a stream: the rest comes later). Raises SnapshotError at a bad record."""
+    commands: list[SyncCommand] = []
+    while position < len(view):
+        command, next_position = _parse_record(view, position)
+        if next_position == position:
+            break
+        position = next_position
+        if command is not None:
+            commands.append(command)
+    return commands, position
+
+
+def _parse_record(view: bytes, position: int) -> tuple[SyncCommand | None, int]:
+    """The record at `position` and the position after it; (None, position) when it is
+    not complete yet, (None, after) for an empty line."""
+    newline = view.find(b"\n", position)
+    if newline < 0:
+        return None, position
+    line = view[position:newline].rstrip(b"\r")
+    after = newline + 1
+    if not line:
+        return None, after
+    try:
+        parsed = protocol.parse_line(line)
+    except ProtocolError as error:
+        raise SnapshotError(f"bad record at byte {after}: {error}") from None
+    command = parsed.command
+    if parsed.error is not None or not isinstance(command, SYNC_TYPES):
+        raise SnapshotError(f"not a SYNC record before byte {after}: {line[:60]!r}")
+    if parsed.data_len >= 0:
+        if after + parsed.data_len > len(view):
+            return None, position
+        assert isinstance(command, (protocol.SyncPut, pj.SyncFail, pj.SyncDead))
+        command.data = view[after:after + parsed.data_len]
+        after += parsed.data_len
+    return command, after
+
+
+def _split_error(data: bytes, error_len: int) -> tuple[bytes, str | None]:
+    """A record's block: the job's data, then `error_len` bytes of its last error (-1: none)."""
+    if error_len < 0:
+        return data, None
+    cut = len(data) - error_len
+    return data[:cut], data[cut:].decode("utf-8", "replace")
+
+
+def _put(store: Store, command: protocol.SyncPut, now: float) -> bytes:
+    data, error = _split_error(command.data, command.error_len)
+    meta: Meta = command.attempts
+    if error is not None or command.solo or command.retry_wait:
+        meta = JobMeta(command.attempts, error, command.failed_at, command.solo, command.retry_wait)
+    if command.until is not None:
+        store.put(command.queue, command.priority, data, command.item, now,
+                  until=command.until, replaying=True, key=command.key, meta=meta,
+                  ttl_at=command.ttl_at)
+        return OK
+    until = now + command.delay_s if command.delay_s is not None else None
+    item = store.new_item_name() if command.new_item else command.item
+    store.put(command.queue, command.priority, data, item, now, until=until, key=command.key, meta=meta,
+              ttl_at=command.ttl_at)
+    return item_reply(OK, item) if command.new_item else OK  # type: ignore[arg-type]
+
+
+def _keyed(store: Store, command: pj.SyncKeyed, now: float) -> bytes:
+    if command.verb == b"RETRY":
+        store.retry(command.queue, command.keys, now)
+    elif command.verb == b"DELETE":
+        store.delete(command.queue, command.keys)
+    elif command.verb == b"TTL":
+        store.drop_ttl(command.queue, command.keys)
+    else:
+        store.drop(command.queue, command.keys)
+    return OK
+
+
+def _get(store: Store, command: protocol.SyncGet, now: float) -> bytes:
+    found = store.sync_get(command.queue, command.job_id, command.priority, now, last=command.last,
+                           until=command.until, then_done=command.then_done, managed=command.managed)
+    return OK if found else b"404 Queue Empty\r\n"
+
+
+def _done(store: Store, command: protocol.SyncDone, now: float) -> bytes:
+    return done_reply(store.done(command.ids))
+
+
+def _later(store: Store, command: protocol.SyncLater, now: float) -> bytes:
+    return later_reply(store.later(command.ids, now, command.until, replaying=True))
+
+
+def _wake(store: Store, command: protocol.SyncWake, now: float) -> bytes:
+    store.wake(command.until, now)
+    return OK
+
+
+def _ids(store: Store, command: protocol.SyncIds, now: float) -> bytes:
+    store.set_counters(command.next_id, command.next_item, command.next_key)
+    return OK
+
+
+def _fail(store: Store, command: pj.SyncFail, now: float) -> bytes:
+    found = store.fail(command.job_id, command.data, command.at, solo=command.solo,
+                       dead=command.until is None, until=command.until, replaying=True)
+    return _NOT_FOUND if found is False else OK
+
+
+def _touch(store: Store, command: pj.SyncTouch, now: float) -> bytes:
+    return OK if store.sync_touch(command.job_id, command.until) else _NOT_FOUND
+
+
+def _dead(store: Store, command: pj.SyncDead, now: float) -> bytes:
+    data, error = _split_error(command.data, command.error_len)
+    store.bury_record(command.queue, command.priority, data, command.item, command.key,
+                      command.attempts, error, command.failed_at, command.died_at)
+    return OK
+
+
+# A SYNC record's type -> how it applies to a store (the log, snapshots, replicas).
+_APPLY: dict[type, Callable[[Store, Any, float], bytes]] = {
+    protocol.SyncPut: _put, protocol.SyncGet: _get, protocol.SyncDone: _done,
+    protocol.SyncLater: _later, protocol.SyncWake: _wake, protocol.SyncIds: _ids,
+    pj.SyncFail: _fail, pj.SyncTouch: _touch, pj.SyncKeyed: _keyed, pj.SyncDead: _dead,
+}
+
+
+def apply(store: Store, command: SyncCommand, now: float) -> bytes:
+    """Apply one SYNC command; returns its reply (without CRLF framing for multi-line)."""
+    return _APPLY[type(command)](store, command, now)

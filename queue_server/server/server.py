@@ -1,0 +1,603 @@
+"""The queue server: executes commands on the store, group-commits the log, answers waiters."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import socket
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from queue_server.protocol import commands as p
+from queue_server.protocol import jobs as pj
+from queue_server.server import control, job_commands, replay, responses, snapshot
+from queue_server.server.cohort import Cohort
+from queue_server.server.connection import Connection
+from queue_server.server.follower import Follower
+from queue_server.server.persistence import DataDir, FsyncPolicy
+from queue_server.server.retry import QueuePolicy
+from queue_server.server.store import Store
+from queue_server.server.waiters import Waiter, Waiters
+
+log = logging.getLogger("slotmap.queue_server")
+
+# CLONE carries a whole state, not a job: its block is bounded separately.
+MAX_CLONE_BYTES = 64 * 1024 * 1024 * 1024
+EVERYSEC_S = 1.0
+HOUSEKEEPING_S = 0.5
+TIMER_RETRY_S = 1.0  # an expiry timer that failed fires again after this
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    host: str = "127.0.0.1"
+    port: int = 7400
+    data_dir: str = "./var/queue"
+    fsync: FsyncPolicy = "always"
+    expire_done_default: bool = False
+    token: str | None = None
+    max_job_bytes: int = 1024 * 1024
+    snapshot_log_bytes: int = 256 * 1024 * 1024
+    lock_timeouts_s: tuple[tuple[str, float], ...] = ()
+    # Per queue: retry curve, max_attempts and dead bounds ([queues.<q>]; others: defaults).
+    policies: tuple[tuple[str, QueuePolicy], ...] = ()
+    server_id: int = 1
+    replica_of: tuple[str, int] | None = None  # follow this primary (queue_server/server/follower.py)
+    replica_backlog_bytes: int = 256 * 1024 * 1024  # unread stream that cuts a replica off
+    promote_after_s: float = 5.0
+    join: tuple[tuple[str, int], ...] = ()  # peers asked at start (queue_server/server/join.py)
+    # The door's bounds (queue_server/server/connection.py; README "Limits"):
+    max_clients: int = 10000
+    idle_timeout_s: float = 0.0  # 0: idle connections are never closed
+    output_soft_limit_bytes: int = 1024 * 1024  # unsent replies past this: stop reading
+    output_hard_limit_bytes: int = 1024 * 1024 * 1024  # unsent replies past this: disconnect
+
+
+class QueueServer:
+    def __init__(self, settings: ServerSettings) -> None:
+        self.settings = settings
+        self.token = settings.token.encode() if settings.token else None
+        self.data_dir = DataDir(settings.data_dir, fsync=settings.fsync,
+                                snapshot_log_bytes=settings.snapshot_log_bytes)
+        self.store = self._new_store()
+        self.waiters = Waiters()
+        self.connections: set[Connection] = set()
+        self.links: set[Connection] = set()  # replication links: SYNC records streamed to them
+        self.offline = False
+        # A following replica fires no timer of its own: the primary's SYNC records are its
+        # only changes (its jittered retries, renewed locks), so the two never drift apart.
+        self.following = False
+        self._dirty: list[Connection] = []
+        self._durable_replies = settings.fsync == "always"
+        self.cohort = Cohort() if self._durable_replies else None
+        self.log_error: OSError | None = None  # the log failed: stopping, nothing more answered
+        self._flush_scheduled = False
+        self._replicated: list[bytes] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
+        self._stopped: asyncio.Future[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _new_store(self) -> Store:
+        return Store(expire_done_default=self.settings.expire_done_default,
+                     lock_timeouts_s=dict(self.settings.lock_timeouts_s),
+                     policies=dict(self.settings.policies))
+
+    # ------------------------------------------------------------ lifecycle
+
+    def open(self) -> None:
+        """Lock the data directory, recover the state, start a fresh log (before serving)."""
+        self.data_dir.lock()
+        store, report = self.data_dir.recover(self._new_store, time.time())
+        for problem in report.problems:
+            log.warning("recovery: %s", problem)
+        log.info(
+            "recovered from %s + %d log(s): %d records, %d jobs waiting, %d handed-out jobs ready again",
+            report.snapshot or "nothing", len(report.logs), report.records,
+            store.totals().jobs, report.released_running,
+        )
+        self.store = store
+        self.data_dir.start(store)
+
+    async def serve(self, listeners: Sequence[socket.socket] = ()) -> None:
+        """Serve until shutdown, on `listeners` (bound by the caller before the data directory
+        was opened: queue_server/server/listen.py) or else on settings.host:port."""
+        loop = self._loop = asyncio.get_running_loop()
+        self._stopped = loop.create_future()
+        if listeners:
+            servers = [await loop.create_server(lambda: Connection(self), sock=sock)
+                       for sock in listeners]
+        else:
+            servers = [await loop.create_server(
+                lambda: Connection(self), self.settings.host, self.settings.port,
+                reuse_address=True, backlog=1024,
+            )]
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.shutdown)
+        self._schedule_housekeeping()
+        log.info("queue server %d listening on %s:%d (fsync %s)", self.settings.server_id,
+                 self.settings.host, self.settings.port, self.settings.fsync)
+        following = None
+        if self.settings.replica_of is not None:
+            self.offline = True  # queue commands go to the primary while it lives
+            self.following = True
+            following = loop.create_task(Follower(self, self.settings.replica_of,
+                                                  self.settings.promote_after_s).run())
+        try:
+            await self._stopped
+        finally:
+            if following is not None:
+                following.cancel()
+            for server in servers:
+                server.close()
+            if self.log_error is None:
+                self._final_flush()
+            for conn in list(self.connections):
+                if conn.transport is not None:
+                    conn.transport.close()
+            self.data_dir.close(sync=self.log_error is None)
+            if self.log_error is None:
+                log.info("queue server stopped; log flushed")
+
+    def shutdown(self) -> None:
+        if self._stopped is not None and not self._stopped.done():
+            self._stopped.set_result(None)
+
+    def promote(self) -> None:
+        """A replica whose primary is gone: serve as the primary from now on."""
+        self.offline = False
+        self.following = False
+        log.warning("server %d is the primary now (online)", self.settings.server_id)
+        # Every deadline the primary left (running jobs' locks, delayed jobs) is ours now.
+        self.fire_timers_if_due()
+        self._arm_timer()
+
+    def _final_flush(self) -> None:
+        """On the way out: everything written and synced, every held reply sent."""
+        if not self._flush_records():
+            return
+        held, self._dirty = self._dirty, []
+        for conn in held:
+            conn.flush()
+
+    def _log_failed(self, error: OSError) -> None:
+        """The log could not be written or synced: what it should hold may be lost (after
+        a failed fsync the kernel may drop the dirty pages, and the next fsync "succeeds"),
+        so no reply that acknowledges it may leave. Every connection is cut without its
+        replies, and the server stops; a restart recovers what the log really holds."""
+        if self.log_error is None:
+            log.critical("the log could not be written or synced (%s); %d connection(s) lose "
+                         "their unsent replies; stopping", error, len(self.connections))
+            self.log_error = error
+        self._dirty.clear()
+        self.store.records.clear()
+        for conn in list(self.connections):
+            conn.abort()
+        self.shutdown()
+
+    def _schedule_housekeeping(self) -> None:
+        assert self._loop is not None
+        self._loop.call_later(HOUSEKEEPING_S, self._housekeeping)
+
+    def _housekeeping(self) -> None:
+        """Every HOUSEKEEPING_S: the everysec sync, reaping the snapshot child, a snapshot the
+        log has outgrown, idle clients. It always comes back: a failing step is logged with
+        its traceback and tried again next time, so durability cannot switch itself off
+        (the log failing stops the server, as in _flush)."""
+        if self.log_error is not None:
+            return
+        try:
+            for step in self._housekeeping_steps():
+                if self.log_error is not None:
+                    return
+                try:
+                    step()
+                except Exception:
+                    log.exception("housekeeping: %s failed; tried again in %.1f s",
+                                  step.__name__.strip("_"), HOUSEKEEPING_S)
+        finally:
+            if self.log_error is None:
+                self._schedule_housekeeping()
+
+    def _housekeeping_steps(self) -> list[Callable[[], None]]:
+        steps: list[Callable[[], None]] = []
+        if self.settings.fsync == "everysec":
+            steps.append(self._sync_everysec)
+        steps += [self.data_dir.reap_snapshot, self._snapshot_if_due]
+        if self.settings.idle_timeout_s:
+            steps.append(self._close_idle)
+        return steps
+
+    def _sync_everysec(self) -> None:
+        try:
+            self.data_dir.sync_if_needed()
+        except OSError as error:
+            self._log_failed(error)
+
+    def _snapshot_if_due(self) -> None:
+        if self.data_dir.wants_snapshot():  # the log outgrew its bound while a snapshot ran
+            if self._flush_records():
+                self.start_snapshot()
+
+    def start_snapshot(self) -> None:
+        """Fork a snapshot; the log goes on in a new file. One that cannot start (no
+        process, memory or descriptor to spare) is logged by the data directory and tried
+        again later; a log that cannot be synced or closed stops the server."""
+        try:
+            self.data_dir.snapshot_in_background(self.store)
+        except OSError as error:
+            self._log_failed(error)
+
+    def _close_idle(self) -> None:
+        """Close connections that sent nothing for idle_timeout_s (to within HOUSEKEEPING_S).
+        A client blocked in a wait and a replication link are never idle."""
+        now = time.monotonic()
+        timeout_s = self.settings.idle_timeout_s
+        closed = 0
+        for conn in list(self.connections):
+            if conn.active or conn.waiter is not None or conn.is_replication_link:
+                conn.active = False
+                conn.idle_since = now
+            elif now - conn.idle_since >= timeout_s and conn.transport is not None:
+                conn.closing = True
+                conn.transport.close()
+                closed += 1
+        if closed:
+            log.info("closed %d connection(s) that sent nothing for %.1f s (idle_timeout_s)",
+                     closed, timeout_s)
+
+    # ------------------------------------------------------------ output and group commit
+
+    def mark_dirty(self, conn: Connection) -> None:
+        self._dirty.append(conn)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def process_and_answer(self, conn: Connection) -> None:
+        """Execute a connection's requests. Without fsync per turn there is nothing to
+        group: its replies go out at once, not at the end of the loop turn."""
+        if self._durable_replies:
+            conn.process()
+            return
+        already_scheduled = self._flush_scheduled
+        self._flush_scheduled = True  # replies written meanwhile schedule no flush
+        try:
+            conn.process()
+        finally:  # even after a failure, flushing must not stay switched off
+            if self._dirty or self.store.records:
+                self._flush()  # a flush scheduled before still runs and finds nothing to do
+            else:
+                self._flush_scheduled = already_scheduled
+
+    def _request_flush(self) -> None:
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """Once per loop turn: write the turn's records, then send the replies.
+
+        With fsync "always" no reply leaves before the fsync that covers its records.
+        """
+        self._flush_scheduled = False
+        if self.log_error is not None:  # stopping: a request read since gets no reply
+            self._log_failed(self.log_error)
+            return
+        records = self.store.records
+        cohort = self.cohort
+        if records and cohort is not None and cohort.wait():
+            self._request_flush()  # a request of the cohort is in: read it, then sync
+            return
+        try:
+            if records:
+                chunk = b"".join(records)
+                records.clear()
+                self.data_dir.append(chunk)
+                if self.links and self._replicated:
+                    self._stream_to_links(b"".join(self._replicated))
+            self._replicated.clear()
+            if cohort is not None:
+                # Group commit: one fsync covers every record of this loop turn, and
+                # requests that arrive meanwhile form the next group.
+                started = time.perf_counter()
+                if self.data_dir.sync_if_needed():
+                    cohort.synced(time.perf_counter() - started)
+        except OSError as error:
+            self._log_failed(error)
+            return
+        if self._dirty:
+            dirty, self._dirty = self._dirty, []
+            for conn in dirty:
+                conn.flush()
+            if cohort is not None:
+                cohort.answered(dirty, time.perf_counter())
+        if self.data_dir.wants_snapshot():
+            self.start_snapshot()
+        self._arm_timer()
+
+    def _stream_to_links(self, stream: bytes) -> None:
+        """Send records to the replicas. One that lets replica_backlog_bytes pile up unread
+        is cut off (as Redis's replica output buffer limit does): it reconnects and starts
+        again from a snapshot, instead of this server buffering without bound."""
+        for link in list(self.links):
+            transport = link.transport
+            if transport is None or transport.is_closing():
+                continue
+            if transport.get_write_buffer_size() > self.settings.replica_backlog_bytes:
+                log.warning("replication link %s is %d bytes behind: cut off, it must resync",
+                            transport.get_extra_info("peername"), transport.get_write_buffer_size())
+                self.links.discard(link)
+                link.abort()
+                continue
+            transport.write(stream)
+
+    def _after_change(self, first_record: int) -> None:
+        """After any change of the store: answer waiters it woke, then stream its records
+        (from `first_record` on) to the replication links."""
+        store = self.store
+        if store.woken or store.idled:
+            self._settle()
+        if store.dropped:
+            self._log_dropped()
+        if self.links:
+            self._replicated.extend(store.records[first_record:])
+
+    def _log_dropped(self) -> None:
+        dropped, self.store.dropped = self.store.dropped, []
+        for queue, count, why in dropped:
+            log.warning("queue %s: %d dead job(s) dropped, %s (STATS dead_dropped counts them)",
+                        queue, count, why)
+
+    # ------------------------------------------------------------ timers: expiry and delays
+
+    def _arm_timer(self) -> None:
+        if self.following:
+            return
+        deadline = self.store.next_deadline()
+        if deadline is None or (self._timer_at is not None and self._timer_at <= deadline):
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        loop = asyncio.get_running_loop()
+        self._timer_at = deadline
+        self._timer = loop.call_at(loop.time() + max(0.0, deadline - time.time()), self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        try:
+            self.fire_timers_if_due()
+        except Exception:
+            # Expiry must not stop for good: fire again soon (not at once, which would spin).
+            log.exception("expiry timer failed; fired again in %.1f s", TIMER_RETRY_S)
+            loop = asyncio.get_running_loop()
+            self._timer_at = time.time() + TIMER_RETRY_S
+            self._timer = loop.call_later(TIMER_RETRY_S, self._on_timer)
+        self._request_flush()
+
+    def fire_timers_if_due(self) -> None:
+        if self.following:
+            return
+        deadline = self.store.next_deadline()
+        if deadline is not None and deadline <= time.time():
+            first = len(self.store.records)
+            self.store.fire_due(time.time())
+            self._after_change(first)
+            self._request_flush()
+
+    # ------------------------------------------------------------ dispatch
+
+    def max_data_bytes(self, parsed: p.Parsed) -> int:
+        return MAX_CLONE_BYTES if isinstance(parsed.command, p.Clone) else self.settings.max_job_bytes
+
+    def execute_with_data(self, conn: Connection, parsed: p.Parsed, data: bytes) -> None:
+        if parsed.error is not None:
+            conn.write(parsed.error.reply + b"\r\n")
+            return
+        command = parsed.command
+        assert isinstance(command, (p.Put, p.SyncPut, p.Clone, pj.Fail, pj.SyncFail, pj.SyncDead))
+        command.data = data
+        self.execute(conn, command)
+
+    def execute(self, conn: Connection, command: p.Command) -> None:
+        """Run one command through the command table (COMMANDS, below the class)."""
+        store = self.store
+        first = len(store.records)
+        kind = type(command)
+        if kind is p.Done and not self.offline:  # the hot one without the table's extra call
+            conn.write(responses.done_reply(store.done(command.ids)))  # type: ignore[attr-defined]
+        else:
+            COMMANDS.get(kind, _control)(self, conn, command)
+            if kind in _SYNC_TYPES:
+                first = len(self.store.records)  # a SYNC record is never replicated onward
+        self._after_change(first)
+
+    def _sync(self, conn: Connection, command: replay.SyncCommand) -> None:
+        conn.write(replay.apply(self.store, command, time.time()))
+
+    def _done(self, conn: Connection, command: p.Done) -> None:
+        if self.offline:
+            conn.write(responses.OFFLINE)
+        else:
+            conn.write(responses.done_reply(self.store.done(command.ids)))
+
+    def put_plain(self, conn: Connection, queue: str, priority: int, data: bytes) -> None:
+        """`PUT q p len` without options: the hot path, same effects as `_put`."""
+        if self.offline:
+            conn.write(responses.OFFLINE)
+            return
+        store = self.store
+        first = len(store.records)
+        store.put(queue, priority, data, None, time.time())
+        conn.write(responses.OK)
+        self._after_change(first)
+
+    def _put(self, conn: Connection, command: p.Put) -> None:
+        if self.offline:
+            conn.write(responses.OFFLINE)
+            return
+        store = self.store
+        now = time.time()
+        if command.key is not None:  # a unique job: a live job with this key means no new job
+            existing = store.state_of(command.key)
+            if existing is not None and existing != "dead":
+                conn.write(responses.key_reply(responses.OK, command.key, existing))
+                return
+        item = store.new_item_name() if command.new_item else command.item
+        until = now + command.delay_s if command.delay_s else None
+        ttl_at = None if command.ttl_s is None else (until or now) + command.ttl_s
+        key = store.put(command.queue, command.priority, command.data, item, now, until=until,
+                        key=command.key, ttl_at=ttl_at)
+        if until is None and item is not None:
+            self._deliver_output(command.queue, command.priority, item, now)
+        if command.wait_queue is None:
+            reply = responses.OK if not command.new_item else responses.item_reply(responses.OK, item)  # type: ignore[arg-type]
+            conn.write(responses.key_reply(reply, key) if command.keyed else reply)
+            return
+        assert item is not None
+        reply = responses.WAIT_FOR_OUTPUT
+        if command.new_item:
+            reply = responses.item_reply(reply, item)
+        conn.write(responses.key_reply(reply, key) if command.keyed else reply)
+        waiter = self.waiters.add_output(conn, command.wait_queue, item, command.expire_s, command.then_done)
+        conn.block(waiter)
+
+    def _deliver_output(self, queue: str, priority: int, item: str, now: float) -> None:
+        """A PUT ... WAIT client gets its item's output job before any GET can."""
+        waiter = self.waiters.output_waiter(queue, item)
+        while waiter is not None and waiter.conn.peer_gone():
+            self.waiters.remove(waiter)
+            waiter = self.waiters.output_waiter(queue, item)
+        if waiter is not None:
+            job = self.store.take_last(queue, priority, now, waiter.expire_s, waiter.then_done)
+            self.answer(waiter, responses.job_reply(job))
+
+    def _get(self, conn: Connection, command: p.Get) -> None:
+        if self.offline:
+            conn.write(responses.OFFLINE)
+            return
+        store = self.store
+        jobs = store.take(command.queues, command.count or 1, time.time(), command.expire_s,
+                          command.then_done, command.keys)
+        if jobs:
+            conn.write_parts(responses.job_reply(jobs[0], command.keys) if command.count is None
+                             else responses.batch_reply(jobs, command.keys))
+            return
+        if command.mode is p.GetMode.NOW or (
+            command.mode is p.GetMode.UNTIL_IDLE and not store.has_running(command.queues)
+        ):
+            conn.write(responses.QUEUE_EMPTY)
+            return
+        conn.block(self.waiters.add_get(conn, command))
+
+    def _later(self, conn: Connection, command: p.Later) -> None:
+        if self.offline:
+            conn.write(responses.OFFLINE)
+            return
+        now = time.time()
+        until = now + command.delay_s if command.delay_s is not None else None
+        conn.write(responses.later_reply(self.store.later(command.ids, now, until)))
+
+    # ------------------------------------------------------------ waiters
+
+    def answer(self, waiter: Waiter, reply: list[bytes] | bytes) -> None:
+        self.waiters.remove(waiter)
+        conn: Connection = waiter.conn
+        if isinstance(reply, bytes):
+            conn.write(reply)
+        else:
+            conn.write_parts(reply)
+        conn.unblock()
+
+    def _settle(self) -> None:
+        """Serve blocked clients after jobs became ready or queues stopped running."""
+        store = self.store
+        woken, store.woken = store.woken, []
+        idled, store.idled = store.idled, []
+        if not self.waiters.count:
+            return
+        now = time.time()
+        for state in woken:
+            while state.ready:
+                waiter = self.waiters.first_for_queue(state.name)
+                if waiter is None or waiter.get is None:
+                    break
+                if waiter.conn.peer_gone():
+                    self.waiters.remove(waiter)
+                    continue
+                get = waiter.get
+                jobs = store.take(get.queues, get.count or 1, now, get.expire_s, get.then_done, get.keys)
+                self.answer(waiter, responses.job_reply(jobs[0], get.keys) if get.count is None
+                             else responses.batch_reply(jobs, get.keys))
+        for state in idled:
+            for waiter in self.waiters.until_idle_for(state.name):
+                assert waiter.get is not None
+                if not store.has_running(waiter.get.queues) and not store.has_ready(waiter.get.queues):
+                    self.answer(waiter, responses.QUEUE_EMPTY)
+
+    # ------------------------------------------------------------ replication
+
+    def replace_state(self, blob: bytes) -> bool:
+        """The state becomes the snapshot `blob` (CLONE, a replica's first sync), written
+        as a local snapshot with a new log after it. Raises SnapshotError, changing
+        nothing, for a bad snapshot; False if the log failed (the server stops)."""
+        store = snapshot.decode(
+            blob, time.time(), expire_done_default=self.settings.expire_done_default,
+            lock_timeouts_s=dict(self.settings.lock_timeouts_s), rng=self.store.rng,
+            policies=dict(self.settings.policies),
+        )
+        if not self._flush_records():
+            return False
+        self.store = store
+        self.data_dir.rotate_with_snapshot(store)
+        store.woken.extend(state for state in store.queues.values() if state.ready)
+        return True
+
+    def apply_replicated(self, commands: list[replay.SyncCommand]) -> None:
+        """SYNC records streamed from the primary: applied and logged here, never passed on."""
+        store = self.store
+        now = time.time()
+        for command in commands:
+            replay.apply(store, command, now)
+        self._after_change(len(store.records))
+        self._request_flush()
+
+    def _flush_records(self) -> bool:
+        """Write and sync every pending record; False if the log failed (the server stops)."""
+        if self.log_error is not None:
+            return False
+        try:
+            if self.store.records:
+                self.data_dir.append(b"".join(self.store.records))
+                self.store.records.clear()
+            self.data_dir.fsync_log()
+        except OSError as error:
+            self._log_failed(error)
+            return False
+        return True
+
+
+def _control(server: QueueServer, conn: Connection, command: p.Command) -> None:
+    control.execute(server, conn, command)
+
+
+Handler = Callable[[QueueServer, Connection, Any], None]
+# The command table: a command object's type -> what runs it. Control commands (TOTAL,
+# STATS, AUTH, SNAPSHOT, ...) fall through to control.execute.
+COMMANDS: dict[type, Handler] = {
+    p.Put: QueueServer._put,
+    p.Get: QueueServer._get,
+    p.Done: QueueServer._done,
+    p.Later: QueueServer._later,
+    pj.Fail: job_commands.fail,
+    pj.Touch: job_commands.touch,
+    pj.JobLookup: job_commands.job,
+    pj.JobsList: job_commands.jobs,
+    pj.Retry: job_commands.retry,
+    pj.Delete: job_commands.delete,
+    **{kind: QueueServer._sync for kind in replay.SYNC_TYPES},
+}
+_SYNC_TYPES = frozenset(replay.SYNC_TYPES)

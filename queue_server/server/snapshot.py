@@ -1,0 +1,96 @@
+"""Snapshots: the whole state as SYNC records between a versioned header and a checked trailer.
+
+Format, version 2 (what SNAPSHOT sends, CLONE takes and the data directory keeps):
+
+    SLOTMAP-SNAPSHOT 2\r\n
+    SYNC IDS <next id> <next item number> <next key number>\r\n
+    SYNC PUT <q> <p> <len>[ IS <item>][ UNTIL <unix>] KEY <key>[ ATTEMPTS <n>]
+        [ ERROR <m>[ AT <unix>]][ SOLO][ FAILED]\r\n<data><error>
+                                        (ready jobs, FIFO order; delayed ones with UNTIL)
+    SYNC PUT ...\r\n<data> SYNC GET LAST <q> <id> <p>[ UNTIL <unix> THEN DONE|LATER][ MANAGED]\r\n
+                                        (each running job, its attempts before this run)
+    SYNC DEAD <q> <p> <len> KEY <key> ATTEMPTS <n> DIED <unix>[ IS <item>][ ERROR <m>[ AT <unix>]]
+        \r\n<data><error>               (dead jobs, oldest first per queue)
+    END <records> <crc32 of everything between header and END, 8 hex digits>\r\n
+
+Version 1 (no keys, attempts or dead jobs; IDS without the key counter) is still read:
+its jobs get server keys from the counter, in record order.
+"""
+from __future__ import annotations
+
+import random
+import zlib
+from collections.abc import Iterator, Mapping
+
+from queue_server.server import records, replay
+from queue_server.server.errors import SnapshotError
+from queue_server.server.retry import QueuePolicy
+from queue_server.server.store import Store
+
+HEADER = b"SLOTMAP-SNAPSHOT 2\r\n"
+HEADERS = (HEADER, b"SLOTMAP-SNAPSHOT 1\r\n")
+
+
+def iter_body(store: Store) -> Iterator[bytes]:
+    yield records.ids(store.next_id, store.next_item, store.next_key)
+    for name, state in store.queues.items():
+        for priority in sorted(state.levels, reverse=True):
+            for entry in state.levels[priority]:
+                if id(entry) in state.gone:
+                    continue  # its TTL ran out
+                data, item, _ready_at, key, meta = entry
+                yield records.put(name, priority, data, item, None, key, meta, store.ttl_at(key))
+    for until, _seq, name, priority, data, item, key, meta in store.delayed_jobs():
+        yield records.put(name, priority, data, item, until, key, meta, store.ttl_at(key))
+    for job_id, job in store.running.items():
+        yield records.put(job.queue.name, job.priority, job.data, job.item, None, job.key,
+                          job.meta_back(job.attempts - 1))
+        yield records.get(job.queue.name, job_id, job.priority, True, job.expire_at, job.then_done,
+                          job.managed)
+    for state in store.queues.values():
+        for dead in state.dead.values():
+            yield records.dead(dead)
+
+
+def encode(store: Store) -> bytes:
+    parts = list(iter_body(store))
+    body = b"".join(parts)
+    return HEADER + body + b"END %d %08x\r\n" % (len(parts), zlib.crc32(body))
+
+
+def decode(
+    blob: bytes, now: float, *, expire_done_default: bool = False,
+    lock_timeouts_s: dict[str, float] | None = None, rng: random.Random | None = None,
+    policies: Mapping[str, QueuePolicy] | None = None,
+) -> Store:
+    """A new store from a snapshot; raises SnapshotError (and builds nothing) on any flaw."""
+    header = next((h for h in HEADERS if blob.startswith(h)), None)
+    if header is None:
+        raise SnapshotError("not a slotmap snapshot of version 1 or 2")
+    trailer_start = blob.rfind(b"END ", len(header))
+    if trailer_start < 0 or not blob.endswith(b"\r\n"):
+        raise SnapshotError("snapshot has no END trailer")
+    fields = blob[trailer_start:].split()
+    if len(fields) != 3:
+        raise SnapshotError("snapshot trailer is malformed")
+    body = blob[len(header):trailer_start]
+    try:
+        expected_crc = int(fields[2], 16)
+    except ValueError:
+        raise SnapshotError("snapshot trailer is malformed") from None
+    if zlib.crc32(body) != expected_crc:
+        raise SnapshotError("snapshot checksum mismatch")
+    store = Store(expire_done_default=expire_done_default, lock_timeouts_s=lock_timeouts_s, rng=rng,
+                  policies=policies)
+    count = 0
+    for command in replay.iter_records(body):
+        reply = replay.apply(store, command, now)
+        if not reply.startswith(b"200"):
+            raise SnapshotError(f"snapshot record does not apply: {reply!r}")
+        count += 1
+    if fields[1] != b"%d" % count:
+        raise SnapshotError(f"snapshot announces {fields[1]!r} records, holds {count}")
+    store.records.clear()
+    store.woken.clear()
+    store.idled.clear()
+    return store

@@ -1,0 +1,540 @@
+"""The queue state: jobs by queue and priority, running and delayed jobs, items, keys; no I/O.
+
+Every change appends its SYNC record to `records` (the log and replication form), so a
+store rebuilt by applying those records is the same store. Costs per operation are
+O(log P) for P distinct priorities of a queue and O(log n) for timed jobs; nothing
+scans a queue. Time is always passed in (unix seconds).
+"""
+from __future__ import annotations
+
+import heapq
+import random
+from collections import deque
+from collections.abc import Iterable, Mapping
+
+from queue_server.protocol.keyed import DeadJob, JobMeta, Key, Meta, is_retry_wait
+from queue_server.server import records
+from queue_server.server.retry import DEFAULT_POLICY, QueuePolicy
+from queue_server.server.store_types import (
+    _DONE,
+    NOT_FOUND,
+    Delayed,
+    DoneResult,
+    Entry,
+    Job,
+    QueueState,
+    Totals,
+    TtlMark,
+)
+
+
+class CoreStore:
+    """Queues, priorities, hand-outs, DONE/LATER, delays and the key index; store.py's Store
+    adds failures, dead jobs, TOUCH, RETRY and DELETE."""
+
+    def __init__(
+        self,
+        *,
+        expire_done_default: bool = False,
+        lock_timeouts_s: Mapping[str, float] | None = None,
+        policies: Mapping[str, QueuePolicy] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.expire_done_default = expire_done_default
+        self.lock_timeouts_s = dict(lock_timeouts_s or {})
+        self.policies = dict(policies or {})
+        self.rng = rng or random.Random()
+        self.queues: dict[str, QueueState] = {}
+        self.running: dict[int, Job] = {}
+        self.items: dict[str, int] = {}
+        # Every job's key -> where it is (Place). One namespace over all queues.
+        self.keys: dict[Key, QueueState | Delayed | Job | DeadJob] = {}
+        self.next_id = 1
+        self.next_item = 1
+        self.next_key = 1
+        self._delayed: list[Delayed] = []
+        self._delayed_seq = 0
+        self._expiries: list[tuple[float, int]] = []
+        # PUT ... TTL: (deadline, sequence, key, mark) and key -> its live mark (TtlMark).
+        self._ttl: list[tuple[float, int, Key, TtlMark]] = []
+        self._ttl_seq = 0
+        self._ttl_marks: dict[Key, TtlMark] = {}
+        self._nonempty: list[QueueState] = []  # queues with ready jobs, for O(1) random choice
+        self._nonempty_index: dict[str, int] = {}
+        self._classes = 0  # (queue, priority) pairs holding waiting jobs
+        self._waiting = 0  # ready + delayed jobs
+        self._holding = 0  # queues holding any job
+        self.records: list[bytes] = []
+        # Outboxes drained by the server: queues that got ready jobs / lost their last running one.
+        self.woken: list[QueueState] = []
+        self.idled: list[QueueState] = []
+        # Dead jobs dropped by the bounds, (queue, count, why): the server logs them.
+        self.dropped: list[tuple[str, int, str]] = []
+
+    # ------------------------------------------------------------ lookups
+
+    def queue(self, name: str) -> QueueState:
+        state = self.queues.get(name)
+        if state is None:
+            state = self.queues[name] = QueueState(name, self.lock_timeouts_s.get(name))
+        return state
+
+    def policy(self, name: str) -> QueuePolicy:
+        return self.policies.get(name, DEFAULT_POLICY)
+
+    def totals(self, name: str | None = None) -> Totals:
+        if name is None:
+            return Totals(self._holding, self._classes, self._waiting, len(self.running))
+        state = self.queues.get(name)
+        if state is None:
+            return Totals(0, 0, 0, 0)
+        return Totals(int(state.holds_jobs), len(state.waiting_by_priority),
+                      state.ready + state.delayed, state.running)
+
+    def has_ready(self, names: tuple[str, ...] | None) -> bool:
+        if names is None:
+            return bool(self._nonempty)
+        queues = self.queues
+        return any(name in queues and queues[name].ready for name in names)
+
+    def has_running(self, names: tuple[str, ...] | None) -> bool:
+        if names is None:
+            return bool(self.running)
+        queues = self.queues
+        return any(name in queues and queues[name].running for name in names)
+
+    def next_deadline(self) -> float | None:
+        delayed, expiries, ttl = self._delayed, self._expiries, self._ttl
+        deadline: float | None
+        if delayed:
+            deadline = min(delayed[0][0], expiries[0][0]) if expiries else delayed[0][0]
+        else:
+            deadline = expiries[0][0] if expiries else None
+        if ttl and (deadline is None or ttl[0][0] < deadline):
+            return ttl[0][0]
+        return deadline
+
+    def ttl_at(self, key: Key) -> float | None:
+        """A TTL job's deadline (not handed out yet), else None."""
+        mark = self._ttl_marks.get(key) if self._ttl_marks else None
+        return None if mark is None else mark[0]
+
+    def delayed_jobs(self) -> list[Delayed]:
+        """The live delayed jobs, soonest first."""
+        keys = self.keys
+        return sorted(entry for entry in self._delayed if keys.get(entry[6]) is entry)
+
+    def new_item_name(self) -> str:
+        name = f"_{self.next_item}"
+        self.next_item += 1
+        return name
+
+    def state_of(self, key: Key) -> str | None:
+        """ready, delayed, failed, running or dead; None for an unknown key."""
+        place = self.keys.get(key)
+        if place is None:
+            return None
+        kind = type(place)
+        if kind is QueueState:
+            return "ready"
+        if kind is Job:
+            return "running"
+        if kind is DeadJob:
+            return "dead"
+        return "failed" if is_retry_wait(place[7]) else "delayed"  # type: ignore[index]
+
+    # ------------------------------------------------------------ counters
+
+    def _enter(self, state: QueueState, priority: int) -> None:
+        """A new job joins `state` as waiting (ready or delayed)."""
+        if not (state.ready or state.delayed or state.running):  # holds_jobs without a call: hot
+            self._holding += 1
+        self._count_waiting(state, priority)
+
+    def _count_waiting(self, state: QueueState, priority: int) -> None:
+        by_priority = state.waiting_by_priority
+        count = by_priority.get(priority, 0)
+        if not count:
+            self._classes += 1
+        by_priority[priority] = count + 1
+        self._waiting += 1
+
+    def _leave_waiting(self, state: QueueState, priority: int) -> None:
+        by_priority = state.waiting_by_priority
+        count = by_priority[priority] - 1
+        if count:
+            by_priority[priority] = count
+        else:
+            del by_priority[priority]
+            self._classes -= 1
+        self._waiting -= 1
+
+    def _append_ready(self, state: QueueState, priority: int, entry: Entry) -> None:
+        level = state.levels.get(priority)
+        if level is None:
+            level = CoreStore._new_level(state, priority)
+        level.append(entry)
+        self.keys[entry[3]] = state
+        if not state.ready:
+            self._nonempty_index[state.name] = len(self._nonempty)
+            self._nonempty.append(state)
+            self.woken.append(state)
+        state.ready += 1
+
+    def _drop_ready_count(self, state: QueueState) -> None:
+        state.ready -= 1
+        if not state.ready:
+            index = self._nonempty_index.pop(state.name)
+            last = self._nonempty.pop()
+            if last is not state:
+                self._nonempty[index] = last
+                self._nonempty_index[last.name] = index
+
+    def _forget(self, state: QueueState, item: str | None) -> bool:
+        """A job leaves the waiting and running jobs for good (done, deleted, dead);
+        returns True when its item is finished."""
+        if not (state.ready or state.delayed or state.running):  # holds_jobs without a call: hot
+            self._holding -= 1
+        if item is None:
+            return False
+        left = self.items[item] - 1
+        if left:
+            self.items[item] = left
+            return False
+        del self.items[item]
+        return True
+
+    def _count_item(self, item: str | None) -> None:
+        if item is not None:
+            self.items[item] = self.items.get(item, 0) + 1
+
+    # ------------------------------------------------------------ changes
+
+    def put(
+        self, name: str, priority: int, data: bytes, item: str | None, now: float,
+        *, until: float | None = None, replaying: bool = False, key: Key | None = None,
+        meta: Meta = 0, ttl_at: float | None = None,
+    ) -> Key:
+        """Add a job; with `until` in the future it stays delayed until then. Returns its key.
+
+        Without `key` the job gets the server's next key; the record then leaves it out
+        (a replay makes the same key from the same counter). A producer's key that a dead
+        job holds is taken over (the dead record goes). The caller checks that no live job
+        holds `key` (unique jobs). `ttl_at`: deleted then unless handed out before (TTL).
+        When replaying records, a delayed job waits for its
+        SYNC WAKE record whatever the clock says, so the replay hands jobs out in the
+        original order.
+        """
+        state = self.queues.get(name) or self.queue(name)
+        if key is None:
+            key = self.next_key
+            self.next_key = key + 1
+            record_key: Key | None = None
+        else:
+            record_key = key
+            if type(key) is int and key >= self.next_key:
+                self.next_key = key + 1
+            old = self.keys.get(key)
+            if type(old) is DeadJob:
+                self._unbury(old)  # type: ignore[arg-type]
+        if not (state.ready or state.delayed or state.running):  # _enter without a call: hot
+            self._holding += 1
+        self._count_waiting(state, priority)
+        state.put += 1
+        if item is not None:
+            self.items[item] = self.items.get(item, 0) + 1
+            if item[0] == "_" and item[1:].isdigit():
+                self.next_item = max(self.next_item, int(item[1:]) + 1)
+        if until is not None and (until > now or replaying):
+            self.records.append(records.put(name, priority, data, item, until, record_key, meta, ttl_at))
+            self._delay(state, priority, data, item, until, key, meta)
+            if ttl_at is not None:
+                self._mark_ttl(key, ttl_at, priority, None)
+            return key
+        self.records.append(records.put(name, priority, data, item, None, record_key, meta, ttl_at))
+        entry = (data, item, now, key, meta)
+        self._append_ready(state, priority, entry)
+        if ttl_at is not None:
+            self._mark_ttl(key, ttl_at, priority, entry)
+        return key
+
+    def _mark_ttl(self, key: Key, deadline: float, priority: int, entry: Entry | None) -> None:
+        mark: TtlMark = [deadline, priority, entry]
+        self._ttl_marks[key] = mark
+        self._ttl_seq += 1
+        heapq.heappush(self._ttl, (deadline, self._ttl_seq, key, mark))
+
+    def _delay(self, state: QueueState, priority: int, data: bytes, item: str | None, until: float,
+               key: Key, meta: Meta) -> None:
+        state.delayed += 1
+        if is_retry_wait(meta):
+            state.failed += 1
+        self._delayed_seq += 1
+        entry = (until, self._delayed_seq, state.name, priority, data, item, key, meta)
+        heapq.heappush(self._delayed, entry)
+        self.keys[key] = entry
+
+    @staticmethod
+    def _pop_first(state: QueueState) -> tuple[int, Entry]:
+        heap = state.heap
+        levels = state.levels
+        while True:
+            priority = -heap[0]
+            level = levels.get(priority)
+            if level:
+                entry = level.popleft()
+                if not level:
+                    del levels[priority]
+                if state.gone and id(entry) in state.gone:  # its TTL ran out: skipped
+                    state.gone.discard(id(entry))
+                    continue
+                return priority, entry
+            heapq.heappop(heap)
+            state.in_heap.discard(priority)
+
+    @staticmethod
+    def _push_front(state: QueueState, priority: int, entry: Entry) -> None:
+        """Undo _pop_first (a solo job met inside a batch waits for the next GET)."""
+        level = state.levels.get(priority)
+        if level is None:
+            level = CoreStore._new_level(state, priority)
+        level.appendleft(entry)
+
+    @staticmethod
+    def _new_level(state: QueueState, priority: int) -> deque[Entry]:
+        level: deque[Entry] = deque()
+        state.levels[priority] = level
+        if priority not in state.in_heap:
+            state.in_heap.add(priority)
+            heapq.heappush(state.heap, -priority)
+        return level
+
+    @staticmethod
+    def _pop_at(state: QueueState, priority: int, *, last: bool) -> Entry | None:
+        level = state.levels.get(priority)
+        while level:
+            entry = level.pop() if last else level.popleft()
+            if not level:
+                del state.levels[priority]
+            if state.gone and id(entry) in state.gone:  # its TTL ran out: skipped
+                state.gone.discard(id(entry))
+                continue
+            return entry
+        return None
+
+    def choose_queue(self, names: tuple[str, ...] | None) -> QueueState | None:
+        """Uniformly among non-empty queues (of `names`, or of all queues)."""
+        if names is None:
+            return self.rng.choice(self._nonempty) if self._nonempty else None
+        if len(names) == 1:
+            state = self.queues.get(names[0])
+            return state if state is not None and state.ready else None
+        queues = self.queues
+        candidates = [queues[n] for n in dict.fromkeys(names) if n in queues and queues[n].ready]
+        return self.rng.choice(candidates) if candidates else None
+
+    def take(
+        self, names: tuple[str, ...] | None, count: int, now: float,
+        expire_s: float | None, then_done: bool | None, managed: bool = False,
+    ) -> list[Job]:
+        """Hand out up to `count` jobs: each batch member chosen as a GET would choose.
+
+        A solo job (failed with SOLO) is handed out alone: a batch that reaches it stops
+        before it, or is that job alone.
+        """
+        jobs: list[Job] = []
+        if names is not None and len(names) == 1:  # the slot's case: one queue, one expiry
+            state = self.queues.get(names[0])
+            if state is None:
+                return jobs
+            expire_at, lock_s = self._expiry(state, now, expire_s)
+            for _ in range(min(count, state.ready)):
+                priority, entry = self._pop_first(state)
+                if type(entry[4]) is not int and entry[4].solo and count > 1:  # type: ignore[union-attr]
+                    if jobs:
+                        self._push_front(state, priority, entry)
+                        break
+                    jobs.append(self._hand_out(state, priority, entry, expire_at, lock_s, then_done,
+                                               managed, last=False))
+                    break
+                jobs.append(self._hand_out(state, priority, entry, expire_at, lock_s, then_done,
+                                           managed, last=False))
+            return jobs
+        while len(jobs) < count:
+            state = self.choose_queue(names)
+            if state is None:
+                break
+            priority, entry = self._pop_first(state)
+            solo = type(entry[4]) is not int and entry[4].solo and count > 1  # type: ignore[union-attr]
+            if solo and jobs:
+                self._push_front(state, priority, entry)
+                break
+            expire_at, lock_s = self._expiry(state, now, expire_s)
+            jobs.append(self._hand_out(state, priority, entry, expire_at, lock_s, then_done,
+                                       managed, last=False))
+            if solo:
+                break
+        return jobs
+
+    def take_last(
+        self, name: str, priority: int, now: float, expire_s: float | None, then_done: bool | None,
+    ) -> Job:
+        """Hand out the job just made ready in `name` (it is the last of its priority)."""
+        state = self.queues[name]
+        entry = self._pop_at(state, priority, last=True)
+        assert entry is not None, "take_last: no ready job of that priority"
+        expire_at, lock_s = self._expiry(state, now, expire_s)
+        return self._hand_out(state, priority, entry, expire_at, lock_s, then_done, False, last=True)
+
+    @staticmethod
+    def _expiry(state: QueueState, now: float, expire_s: float | None) -> tuple[float | None, float | None]:
+        if expire_s is None:
+            expire_s = state.lock_timeout_s
+        return (None, None) if expire_s is None else (now + expire_s, expire_s)
+
+    def _hand_out(
+        self, state: QueueState, priority: int, entry: Entry, expire_at: float | None,
+        lock_s: float | None, then_done: bool | None, managed: bool, *, last: bool, job_id: int = 0,
+    ) -> Job:
+        self._drop_ready_count(state)
+        self._leave_waiting(state, priority)
+        state.running += 1
+        if not job_id:
+            job_id = self.next_id
+        if job_id >= self.next_id:  # max() without the call
+            self.next_id = job_id + 1
+        if expire_at is None:
+            then_done = False
+        else:
+            if then_done is None:
+                then_done = self.expire_done_default
+            heapq.heappush(self._expiries, (expire_at, job_id))
+        meta = entry[4]
+        if type(meta) is int:
+            job = Job(state, priority, entry[0], entry[1], job_id, entry[3], meta + 1, None,
+                      expire_at, lock_s, managed, then_done)
+        else:  # a job that failed before: its last error stays with it (solo and retry-wait end)
+            history = None if meta.error is None else JobMeta(meta.attempts, meta.error, meta.failed_at)  # type: ignore[union-attr]
+            job = Job(state, priority, entry[0], entry[1], job_id, entry[3], meta.attempts + 1,  # type: ignore[union-attr]
+                      history, expire_at, lock_s, managed, then_done)
+        self.running[job_id] = job
+        self.keys[entry[3]] = job
+        if self._ttl_marks:  # a TTL holds until the first hand-out only
+            self._ttl_marks.pop(entry[3], None)
+        self.records.append(records.get(state.name, job_id, priority, last, expire_at, then_done,
+                                        managed))
+        return job
+
+    def _stop_running(self, job: Job) -> QueueState:
+        state = job.queue
+        del self.running[job.id]
+        state.running -= 1
+        if not state.running:
+            self.idled.append(state)
+        return state
+
+    def done(self, ids: Iterable[int]) -> list[DoneResult]:
+        results = []
+        found_ids = []
+        keys = self.keys
+        for job_id in ids:
+            job = self.running.get(job_id)
+            if job is None:
+                results.append(NOT_FOUND)
+                continue
+            found_ids.append(job_id)
+            state = self._stop_running(job)
+            del keys[job.key]
+            state.done += 1
+            item_finished = self._forget(state, job.item)
+            results.append(_DONE[not (state.ready or state.delayed or state.running), item_finished])
+        if found_ids:
+            self.records.append(records.done(found_ids))
+        return results
+
+    def later(
+        self, ids: Iterable[int], now: float, until: float | None = None, *, replaying: bool = False,
+    ) -> list[bool]:
+        """LATER: the jobs wait again and their hand-outs are taken back (not a failure)."""
+        results = []
+        found_ids = []
+        delayed = until is not None and (until > now or replaying)
+        for job_id in ids:
+            job = self.running.get(job_id)
+            if job is None:
+                results.append(False)
+                continue
+            found_ids.append(job_id)
+            self._requeue(job, now, until if delayed else None, job.meta_back(job.attempts - 1))
+            job.queue.later += 1
+            results.append(True)
+        if found_ids:
+            self.records.append(records.later(found_ids, until if delayed else None))
+        return results
+
+    def _requeue(self, job: Job, now: float, until: float | None, meta: Meta) -> None:
+        state = self._stop_running(job)
+        self._count_waiting(state, job.priority)
+        if until is not None:
+            self._delay(state, job.priority, job.data, job.item, until, job.key, meta)
+        else:
+            self._append_ready(state, job.priority, (job.data, job.item, now, job.key, meta))
+
+    def _activate_until(self, until: float, now: float) -> None:
+        delayed = self._delayed
+        keys = self.keys
+        while delayed and delayed[0][0] <= until:
+            entry = heapq.heappop(delayed)
+            _until, _seq, name, priority, data, item, key, meta = entry
+            if keys.get(key) is not entry:
+                continue  # taken out by RETRY or DELETE meanwhile
+            state = self.queues[name]
+            state.delayed -= 1
+            if is_retry_wait(meta):
+                state.failed -= 1
+            ready = (data, item, now, key, meta)
+            self._append_ready(state, priority, ready)
+            if self._ttl_marks:
+                mark = self._ttl_marks.get(key)
+                if mark is not None:
+                    mark[2] = ready
+
+    def _unbury(self, dead: DeadJob) -> None:
+        state = self.queues[dead.queue]
+        del state.dead[dead.key]
+        del self.keys[dead.key]
+
+    # ------------------------------------------------------------ replication and recovery
+
+    def sync_get(
+        self, name: str, job_id: int, priority: int, now: float,
+        *, last: bool, until: float | None, then_done: bool | None, managed: bool = False,
+    ) -> bool:
+        """SYNC GET [LAST]: the first (last) ready job of `priority` runs under `job_id`."""
+        state = self.queues.get(name)
+        if state is None or job_id in self.running:
+            return False
+        entry = self._pop_at(state, priority, last=last)
+        if entry is None:
+            return False
+        lock_s = None if until is None else max(0.0, until - now)
+        self._hand_out(state, priority, entry, until, lock_s, then_done, managed, last=last, job_id=job_id)
+        return True
+
+    def wake(self, until: float, now: float) -> None:
+        """Replay of a SYNC WAKE: activate the delayed jobs due at `until`."""
+        self._activate_until(until, now)
+        self.records.append(records.wake(until))
+
+    def set_counters(self, next_id: int, next_item: int, next_key: int = 1) -> None:
+        self.next_id = max(self.next_id, next_id)
+        self.next_item = max(self.next_item, next_item)
+        self.next_key = max(self.next_key, next_key)
+        self.records.append(records.ids(self.next_id, self.next_item, self.next_key))
+
+    def release_all_running(self, now: float) -> int:
+        """After a crash: every job that was handed out is ready again (at least once)."""
+        ids = list(self.running)
+        if ids:
+            self.later(ids, now)
+        return len(ids)

@@ -1,0 +1,135 @@
+"""The store's values: a waiting job's tuple, a running Job, a queue's QueueState, and the
+small results of DONE and TOTAL (no I/O)."""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from queue_server.protocol.keyed import DeadJob, JobMeta, Key, Meta
+
+# A waiting job is a tuple of atomic values, `(data, item, ready_at, key, meta)`: the
+# garbage collector stops tracking such tuples, so a million queued jobs cost it nothing.
+# `key` is an int N for the server's key `_N` (28 bytes, not a 57-byte str), or the
+# producer's str; `meta` is the attempt count (a small int, shared) or a JobMeta once the
+# job has failed. A job becomes a `Job` object only while it runs.
+Entry = tuple[bytes, "str | None", float, Key, Meta]
+# A delayed job: (until, sequence, queue name, priority, data, item, key, meta), atomic as
+# well. It is live while the key index points at this very tuple: RETRY and DELETE take a
+# delayed job out by pointing the index elsewhere, and the heap drops it when it comes up.
+Delayed = tuple[float, int, str, int, bytes, "str | None", Key, Meta]
+# A TTL job's mark, `[deadline, priority, ready entry or None while delayed]`, in its own
+# index by key (plain jobs carry nothing for TTL). Live while that index holds this very list.
+TtlMark = list
+
+
+class Job:
+    """A running job under the id it was handed out with."""
+
+    __slots__ = ("attempts", "data", "expire_at", "history", "id", "item", "key", "lock_s",
+                 "managed", "priority", "queue", "then_done")
+
+    def __init__(self, queue: QueueState, priority: int, data: bytes, item: str | None, job_id: int,
+                 key: Key, attempts: int, history: JobMeta | None, expire_at: float | None,
+                 lock_s: float | None, managed: bool, then_done: bool) -> None:
+        # Every field set once, here (the hand-out is a hot path: no second assignment).
+        self.queue = queue
+        self.priority = priority
+        self.data = data
+        self.item = item
+        self.id = job_id
+        self.key = key
+        self.attempts = attempts  # hand-outs so far, this one included
+        self.history = history  # the last failure, kept for JOB while it runs again
+        self.expire_at = expire_at
+        self.lock_s = lock_s  # the lock length it was handed out with (TOUCH)
+        self.managed = managed  # handed out with KEYS: an expired lock is a failed attempt
+        self.then_done = then_done
+
+    def meta_back(self, attempts: int) -> Meta:
+        """Its meta when it waits again with `attempts` made (solo and retry-wait cleared)."""
+        history = self.history
+        if history is None:
+            return attempts
+        return JobMeta(attempts, history.error, history.failed_at)
+
+
+class QueueState:
+    __slots__ = (
+        "dead",
+        "dead_dropped",
+        "dead_total",
+        "delayed",
+        "deleted",
+        "done",
+        "expired",
+        "failed",
+        "failed_total",
+        "gone",
+        "heap",
+        "in_heap",
+        "later",
+        "levels",
+        "lock_timeout_s",
+        "name",
+        "put",
+        "ready",
+        "retried",
+        "running",
+        "ttl_expired",
+        "waiting_by_priority",
+    )
+
+    def __init__(self, name: str, lock_timeout_s: float | None) -> None:
+        self.name = name
+        self.levels: dict[int, deque[Entry]] = {}
+        self.heap: list[int] = []  # negated priorities; may hold stale entries
+        self.in_heap: set[int] = set()
+        self.ready = 0
+        self.delayed = 0
+        self.running = 0
+        self.waiting_by_priority: dict[int, int] = {}
+        self.put = 0
+        self.done = 0
+        self.later = 0
+        self.expired = 0
+        self.lock_timeout_s = lock_timeout_s
+        self.failed = 0  # delayed jobs waiting for a retry after a failure (also in `delayed`)
+        self.dead: dict[Key, DeadJob] = {}  # oldest first; not counted by TOTAL
+        self.failed_total = 0
+        self.dead_total = 0
+        self.dead_dropped = 0
+        self.retried = 0
+        self.deleted = 0
+        self.ttl_expired = 0
+        # id() of ready entries whose job's TTL ran out while other jobs stood before it in
+        # its level: deleting from a deque's middle is O(n), so they are skipped when popped.
+        self.gone: set[int] = set()
+
+    @property
+    def holds_jobs(self) -> bool:
+        return self.ready + self.delayed + self.running > 0
+
+    def oldest_ready_at(self) -> float | None:
+        if not self.ready:
+            return None
+        heads = [level[0][2] for level in self.levels.values() if level]
+        return min(heads) if heads else None
+
+
+@dataclass(frozen=True, slots=True)
+class DoneResult:
+    found: bool
+    queue_finished: bool = False
+    item_finished: bool = False
+
+
+NOT_FOUND = DoneResult(False)
+_DONE = {(finq, fini): DoneResult(True, finq, fini) for finq in (False, True) for fini in (False, True)}
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    queues: int
+    priorities: int
+    jobs: int
+    running: int
