@@ -1,71 +1,53 @@
-"""Admin actions: write QueueOverride rows (the manager applies them at its next plan) and an Event each."""
+"""Admin actions: an override of a queue (the manager applies it at its next plan) and an event each, through the manager's store."""
 from __future__ import annotations
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from dataclasses import replace
 
 from admin_ui.errors import InvalidLimits, UnknownQueue
-from admin_ui.schemas import ActionResult, LimitsChange, OverrideView
+from admin_ui.schemas import ActionResult, LimitsChange
+from admin_ui.views import override_view
 from config.models import QueueConfig
-from manager.db import Event, QueueOverride, QueueSample
+from manager.store import EventKind, NewEvent, Override, Store
+from manager.store_reads import QueueReading, StoreReads
 
 ACTOR = "admin"
-PAUSE_REQUESTED = "pause_requested"
-RESUME_REQUESTED = "resume_requested"
-LIMITS_CHANGED = "limits_changed"
 
 
-def _latest_sample(session: Session, queue: str) -> QueueSample | None:
-    return session.scalars(
-        select(QueueSample).where(QueueSample.queue == queue)
-        .order_by(QueueSample.at_unix.desc(), QueueSample.id.desc()).limit(1)
-    ).first()
-
-
-def _require_known(session: Session, queue: str, config: QueueConfig | None) -> QueueSample | None:
-    sample = _latest_sample(session, queue)
+def _require_known(reads: StoreReads, queue: str, config: QueueConfig | None) -> QueueReading | None:
+    sample = reads.latest_queue_sample(queue)
     if sample is None and config is None:
         raise UnknownQueue(f"no queue {queue!r} in the config or the manager's samples")
     return sample
 
 
-def _override_row(session: Session, queue: str, now: float) -> QueueOverride:
-    row = session.get(QueueOverride, queue)
-    if row is None:
-        row = QueueOverride(queue=queue, paused=False, min_slots=None, max_slots=None,
-                            updated_at_unix=now)
-        session.add(row)
-    return row
+def _current(reads: StoreReads, queue: str, now: float) -> Override:
+    """The queue's override so far; a queue without one has none of the config's values replaced."""
+    return reads.override(queue) or Override(queue=queue, paused=False, min_slots=None, max_slots=None,
+                                             updated_at_unix=now)
 
 
 def _record(
-    session: Session, row: QueueOverride, *, kind: str, message: str, now: float,
+    store: Store, override: Override, *, kind: EventKind, message: str, now: float,
     detail: dict[str, object],
 ) -> ActionResult:
-    event = Event(at_unix=now, kind=kind, queue=row.queue, host=None, actor=ACTOR,
-                  message=message, detail=detail)
-    session.add(event)
-    session.commit()
-    return ActionResult(
-        queue=row.queue, event_id=event.id, message=message,
-        override=OverrideView(paused=row.paused, min_slots=row.min_slots, max_slots=row.max_slots,
-                              updated_at_unix=row.updated_at_unix),
-    )
+    event = NewEvent(kind=kind, message=message, queue=override.queue, actor=ACTOR, detail=detail)
+    event_id = store.save_override(now, override, event)
+    return ActionResult(queue=override.queue, event_id=event_id, message=message,
+                        override=override_view(override))
 
 
 def set_paused(
-    session: Session, queue: str, *, paused: bool, now: float, config: QueueConfig | None,
-    client: str | None = None,
+    store: Store, reads: StoreReads, queue: str, *, paused: bool, now: float,
+    config: QueueConfig | None, client: str | None = None,
 ) -> ActionResult:
-    """Ask the manager to pause (no slots) or resume `queue`; commits."""
-    _require_known(session, queue, config)
-    row = _override_row(session, queue, now)
-    was = bool(row.paused)
-    row.paused = paused
-    row.updated_at_unix = now
+    """Ask the manager to pause (no slots) or resume `queue`."""
+    _require_known(reads, queue, config)
+    before = _current(reads, queue, now)
+    was = bool(before.paused)
     verb = "pause" if paused else "resume"
     return _record(
-        session, row, kind=PAUSE_REQUESTED if paused else RESUME_REQUESTED,
+        store, replace(before, paused=paused, updated_at_unix=now),
+        kind=EventKind.PAUSE_REQUESTED if paused else EventKind.RESUME_REQUESTED,
         message=f"{verb} of {queue} requested by {ACTOR}"
         + ("" if was != paused else f" (already {'paused' if was else 'running'})"),
         now=now, detail={"paused": paused, "was_paused": was, "client": client},
@@ -73,11 +55,11 @@ def set_paused(
 
 
 def set_limits(
-    session: Session, queue: str, change: LimitsChange, *, now: float, config: QueueConfig | None,
-    client: str | None = None,
+    store: Store, reads: StoreReads, queue: str, change: LimitsChange, *, now: float,
+    config: QueueConfig | None, client: str | None = None,
 ) -> ActionResult:
-    """Override min/max slots of `queue` (None: back to the config value); commits."""
-    sample = _require_known(session, queue, config)
+    """Override min/max slots of `queue` (None: back to the config value)."""
+    sample = _require_known(reads, queue, config)
     if config is not None:
         base_min, base_max = config.min_slots, config.max_slots
     else:
@@ -87,17 +69,14 @@ def set_limits(
     new_max = base_max if change.max_slots is None else change.max_slots
     if new_min > new_max:
         raise InvalidLimits(f"min_slots {new_min} would be above max_slots {new_max}")
-    row = _override_row(session, queue, now)
-    before = {"min_slots": row.min_slots, "max_slots": row.max_slots}
-    row.min_slots = change.min_slots
-    row.max_slots = change.max_slots
-    row.updated_at_unix = now
+    before = _current(reads, queue, now)
     return _record(
-        session, row, kind=LIMITS_CHANGED,
+        store, replace(before, min_slots=change.min_slots, max_slots=change.max_slots, updated_at_unix=now),
+        kind=EventKind.LIMITS_CHANGED,
         message=f"slots of {queue} set to {new_min}..{new_max} by {ACTOR}",
         now=now, detail={
             "min_slots": change.min_slots, "max_slots": change.max_slots,
             "effective_min_slots": new_min, "effective_max_slots": new_max,
-            "previous": before, "client": client,
+            "previous": {"min_slots": before.min_slots, "max_slots": before.max_slots}, "client": client,
         },
     )

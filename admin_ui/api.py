@@ -5,10 +5,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
-from sqlalchemy.engine import Engine
 
 from admin_ui import actions, jobs_api, views
-from admin_ui.deps import ActorDep, SessionDep, SettingsDep, get_engine, readable
+from admin_ui.deps import ActorDep, ReadsDep, SettingsDep, StoreDep, get_store, readable
 from admin_ui.errors import UnknownQueue
 from admin_ui.limiters import queue_limiter, queue_limiters
 from admin_ui.metrics import exposition
@@ -27,6 +26,7 @@ from admin_ui.schemas import (
     SortOrder,
 )
 from config.models import QUEUE_NAME_PATTERN
+from manager.store import Store
 
 router = APIRouter(dependencies=[Depends(readable)])
 router.include_router(jobs_api.router)
@@ -39,28 +39,28 @@ def client_of(request: Request) -> str | None:
 
 
 @router.get("/api/health", tags=["status"])
-def health(session: SessionDep, settings: SettingsDep, engine: Annotated[Engine, Depends(get_engine)]) -> Health:
-    newest = views.queues_view(session, now=settings.clock(), forget_after_s=settings.forget_after_s)
-    return Health(ok=True, database=engine.url.render_as_string(hide_password=True),
+def health(reads: ReadsDep, settings: SettingsDep, store: Annotated[Store, Depends(get_store)]) -> Health:
+    newest = views.queues_view(reads, now=settings.clock(), forget_after_s=settings.forget_after_s)
+    return Health(ok=True, database=store.database,
                   latest_sample_unix=newest.at_unix, read_only=settings.token is None)
 
 
 @router.get("/api/queues", tags=["queues"])
 def queues(
-    session: SessionDep, settings: SettingsDep,
+    reads: ReadsDep, settings: SettingsDep,
     sort: QueueSortKey = "priority", order: SortOrder | None = None,
 ) -> QueuesView:
     """Every queue's newest sample, sorted by `sort` (numbers biggest first unless `order`);
     a rate-limited queue's row carries its limiter as the pulsar reports it."""
     return views.queues_view(
-        session, now=settings.clock(), forget_after_s=settings.forget_after_s,
+        reads, now=settings.clock(), forget_after_s=settings.forget_after_s,
         configured=settings.queues, sort=sort, order=order, limiters=queue_limiters(settings),
     )
 
 
 @router.get("/api/queues/{queue}", tags=["queues"])
-def queue(queue: QueueName, session: SessionDep, settings: SettingsDep) -> QueueDetail:
-    detail = views.queue_detail(session, queue, now=settings.clock(),
+def queue(queue: QueueName, reads: ReadsDep, settings: SettingsDep) -> QueueDetail:
+    detail = views.queue_detail(reads, queue, now=settings.clock(),
                                 config=settings.queues.get(queue), limiter=queue_limiter(settings, queue))
     if detail is None:
         raise UnknownQueue(f"no queue {queue!r} in the config or the manager's samples")
@@ -69,51 +69,51 @@ def queue(queue: QueueName, session: SessionDep, settings: SettingsDep) -> Queue
 
 @router.get("/api/queues/{queue}/history", tags=["queues"])
 def queue_history(
-    queue: QueueName, session: SessionDep, settings: SettingsDep,
+    queue: QueueName, reads: ReadsDep, settings: SettingsDep,
     range_s: Annotated[float, Query(ge=60, le=30 * DAY_S)] = 3600.0,
 ) -> QueueHistory:
     """Averaged samples over the `range_s` seconds before the queue's newest sample."""
-    until = views.latest_queue_at(session, queue)
+    until = reads.latest_queue_at(queue)
     if until is None:
         raise UnknownQueue(f"no samples of queue {queue!r}")
-    return views.queue_history(session, queue, until_unix=until, range_s=range_s,
+    return views.queue_history(reads, queue, until_unix=until, range_s=range_s,
                                min_bucket_s=settings.plan_interval_s)
 
 
 @router.post("/api/queues/{queue}/pause", tags=["actions"])
-def pause(queue: QueueName, request: Request, session: SessionDep, settings: SettingsDep,
-          _: ActorDep) -> ActionResult:
+def pause(queue: QueueName, request: Request, reads: ReadsDep, store: StoreDep,
+          settings: SettingsDep, _: ActorDep) -> ActionResult:
     """Ask the manager to take all slots from the queue at its next plan."""
-    return actions.set_paused(session, queue, paused=True, now=settings.clock(),
+    return actions.set_paused(store, reads, queue, paused=True, now=settings.clock(),
                               config=settings.queues.get(queue), client=client_of(request))
 
 
 @router.post("/api/queues/{queue}/resume", tags=["actions"])
-def resume(queue: QueueName, request: Request, session: SessionDep, settings: SettingsDep,
-           _: ActorDep) -> ActionResult:
-    return actions.set_paused(session, queue, paused=False, now=settings.clock(),
+def resume(queue: QueueName, request: Request, reads: ReadsDep, store: StoreDep,
+           settings: SettingsDep, _: ActorDep) -> ActionResult:
+    return actions.set_paused(store, reads, queue, paused=False, now=settings.clock(),
                               config=settings.queues.get(queue), client=client_of(request))
 
 
 @router.put("/api/queues/{queue}/limits", tags=["actions"])
-def limits(queue: QueueName, change: LimitsChange, request: Request, session: SessionDep,
+def limits(queue: QueueName, change: LimitsChange, request: Request, reads: ReadsDep, store: StoreDep,
            settings: SettingsDep, _: ActorDep) -> ActionResult:
     """Override min/max slots at runtime; null gives the limit back to the config."""
-    return actions.set_limits(session, queue, change, now=settings.clock(),
+    return actions.set_limits(store, reads, queue, change, now=settings.clock(),
                               config=settings.queues.get(queue), client=client_of(request))
 
 
 @router.get("/api/slotmap", tags=["hosts"])
-def slot_map(session: SessionDep, settings: SettingsDep) -> SlotMapView:
+def slot_map(reads: ReadsDep, settings: SettingsDep) -> SlotMapView:
     """Slots per host and queue in the newest plan, with each host's memory and counters."""
-    order = views.queues_view(session, now=settings.clock(), forget_after_s=settings.forget_after_s)
-    return views.slot_map_view(session, now=settings.clock(), forget_after_s=settings.forget_after_s,
+    order = views.queues_view(reads, now=settings.clock(), forget_after_s=settings.forget_after_s)
+    return views.slot_map_view(reads, now=settings.clock(), forget_after_s=settings.forget_after_s,
                                queue_order=[row.queue for row in order.queues])
 
 
 @router.get("/api/events", tags=["events"])
 def events(
-    session: SessionDep,
+    reads: ReadsDep,
     kind: str | None = None, queue: str | None = None, host: str | None = None,
     since_unix: float | None = None, until_unix: float | None = None,
     before_id: int | None = None, limit: Annotated[int, Query(ge=1, le=1000)] = 200,
@@ -124,7 +124,7 @@ def events(
     flt = EventFilter(kind=kind or None, queue=queue or None, host=host or None,
                       since_unix=since_unix, until_unix=until_unix, before_id=before_id, limit=limit,
                       group=group)
-    return views.events_view(session, flt)
+    return views.events_view(reads, flt)
 
 
 @router.get("/metrics", tags=["status"], response_class=Response)

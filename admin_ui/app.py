@@ -1,4 +1,4 @@
-"""create_app(engine, settings): the dashboard's FastAPI application (routes live in pages.py and api.py).
+"""create_app(store, settings): the dashboard's FastAPI application (routes live in pages.py and api.py).
 
 Every request, whatever its route, goes through `guard`: state changes from another site
 are refused, wrong tokens are slowed down per client, and every response carries the
@@ -23,16 +23,16 @@ from fastapi.responses import (
 )
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from sqlalchemy.engine import Engine
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from admin_ui import api, pages
+from admin_ui import api, pages, views
 from admin_ui.auth import REALM, LoginThrottle, access_of, check_settings, token_matches
 from admin_ui.deps import cross_site
 from admin_ui.errors import AdminError, NotAuthenticated
 from admin_ui.format import fmt
 from admin_ui.metrics import make_registry
 from admin_ui.settings import AdminSettings
+from manager.store import Store
 
 log = logging.getLogger("slotmap.admin")
 
@@ -95,6 +95,7 @@ def make_templates() -> Jinja2Templates:
     templates = Jinja2Templates(directory=HERE / "templates")
     templates.env.filters["fmt"] = fmt
     templates.env.globals["quote"] = quote
+    templates.env.globals["jobs_state_of_kind"] = views.JOBS_STATE_OF_KIND
     return templates
 
 
@@ -188,18 +189,18 @@ def _client(request: Request) -> str:
     return request.client.host if request.client is not None else "an unknown client"
 
 
-def create_app(engine: Engine, settings: AdminSettings) -> FastAPI:
+def create_app(store: Store, settings: AdminSettings) -> FastAPI:
     check_settings(settings.token, protect_reads=settings.protect_reads)
     app = FastAPI(title="Slotmap admin", version="1", description=DESCRIPTION,
                   docs_url=None, redoc_url=None)
-    app.state.engine = engine
+    app.state.store = store
     app.state.settings = settings
     app.state.templates = make_templates()
     app.state.login_throttle = LoginThrottle()
     app.middleware("http")(guard)
     # Outermost: nothing below it buffers a body first.
     app.add_middleware(BodyLimit)
-    app.state.registry = make_registry(engine, forget_after_s=settings.forget_after_s,
+    app.state.registry = make_registry(store, forget_after_s=settings.forget_after_s,
                                        clock=settings.clock)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(api.router)

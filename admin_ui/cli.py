@@ -38,8 +38,8 @@ def run(args: argparse.Namespace) -> int:
     from config.errors import ConfigError
     from config.load import load_config
     from config.models import parse_host_port
-    from manager.db import make_engine
     from manager.preflight import check_host_bindable
+    from manager.store import Store
 
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
     config = load_config(args.config)
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         protect_reads=config.admin.protect_reads if args.protect_reads is None else args.protect_reads,
         refresh_s=config.admin.refresh_s if args.refresh_s is None else args.refresh_s,
     )
-    app = create_app(make_engine(database_url), settings)
+    app = create_app(Store.connect(database_url), settings)
     log.info("dashboard on http://%s:%d/ reading %s (%s)", host, port, database_url.split("@")[-1],
              "read-only: no admin token" if token is None else "actions need the admin token")
     # uvicorn stops gracefully on SIGTERM/SIGINT, then re-raises the signal: these handlers

@@ -1,4 +1,4 @@
-"""FastAPI dependencies shared by the page and API routes: settings, access, a ready database session."""
+"""FastAPI dependencies shared by the page and API routes: settings, access, the manager's store once its tables exist."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -6,14 +6,12 @@ from typing import Annotated
 from urllib.parse import parse_qs, urlsplit
 
 from fastapi import Depends, Request
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import OperationalError
-from sqlalchemy.orm import Session
 
-from admin_ui import views
 from admin_ui.auth import Access, access_of, require_act, require_read
 from admin_ui.errors import DatabaseNotReady, NotAuthenticated
 from admin_ui.settings import AdminSettings
+from manager.store import Store
+from manager.store_reads import DatabaseUnreadable, StoreReads, reading
 
 MAX_FORM_BYTES = 16 * 1024
 
@@ -23,9 +21,9 @@ def get_settings(request: Request) -> AdminSettings:
     return settings
 
 
-def get_engine(request: Request) -> Engine:
-    engine: Engine = request.app.state.engine
-    return engine
+def get_store(request: Request) -> Store:
+    store: Store = request.app.state.store
+    return store
 
 
 def get_access(request: Request, settings: Annotated[AdminSettings, Depends(get_settings)]) -> Access:
@@ -43,18 +41,23 @@ def actor(request: Request, access: Annotated[Access, Depends(get_access)]) -> A
     return access
 
 
-def get_session(engine: Annotated[Engine, Depends(get_engine)]) -> Iterator[Session]:
-    """A session on a database where the manager's tables exist (else 503 with the reason)."""
-    with Session(engine) as session:
+def get_reads(store: Annotated[Store, Depends(get_store)]) -> Iterator[StoreReads]:
+    """A read of a database where the manager's tables exist (else 503 with the reason)."""
+    with reading(store) as reads:
         try:
-            missing = views.missing_tables(session)
-        except OperationalError as exc:
-            raise DatabaseNotReady(f"cannot open the database {engine.url!r}: {exc.orig}") from exc
+            missing = reads.missing_tables()
+        except DatabaseUnreadable as exc:
+            raise DatabaseNotReady(f"cannot open the database {store.database}: {exc}") from exc
         if missing:
             raise DatabaseNotReady(
-                f"no data yet: the manager has not created {', '.join(missing)} in {engine.url!r}"
+                f"no data yet: the manager has not created {', '.join(missing)} in {store.database}"
             )
-        yield session
+        yield reads
+
+
+def ready_store(store: Annotated[Store, Depends(get_store)], _: Annotated[StoreReads, Depends(get_reads)]) -> Store:
+    """The store to write an admin's action to, once its tables exist (else 503 like a read)."""
+    return store
 
 
 def cross_site(request: Request) -> str | None:
@@ -91,7 +94,8 @@ async def form_fields(request: Request) -> dict[str, str]:
     return {name: values[0] for name, values in fields.items()}
 
 
-SessionDep = Annotated[Session, Depends(get_session)]
+ReadsDep = Annotated[StoreReads, Depends(get_reads)]
+StoreDep = Annotated[Store, Depends(ready_store)]
 SettingsDep = Annotated[AdminSettings, Depends(get_settings)]
 ReadableDep = Annotated[Access, Depends(readable)]
 ActorDep = Annotated[Access, Depends(actor)]

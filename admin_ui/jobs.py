@@ -8,8 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from sqlalchemy.orm import Session
-
 from admin_ui.errors import (
     InvalidJobsAction,
     JobNotFound,
@@ -19,16 +17,14 @@ from admin_ui.errors import (
 from admin_ui.queue_link import ask
 from admin_ui.schemas import JobCounts, JobsAction, JobsActionResult, JobState, JobsView, JobView
 from admin_ui.settings import AdminSettings
-from manager.db import Event
+from manager.store import EventKind, NewEvent, Store
 from queue_server.client import QueueClient
 from queue_server.client.jobs_cli import error_summary
 from queue_server.protocol.job_info import JobInfo
 
 ACTOR = "admin"
-JOBS_RETRIED = "jobs_retried"
-JOBS_DELETED = "jobs_deleted"
 Verb = Literal["retry", "delete"]
-EVENT_KINDS: dict[Verb, str] = {"retry": JOBS_RETRIED, "delete": JOBS_DELETED}
+EVENT_KINDS: dict[Verb, EventKind] = {"retry": EventKind.JOBS_RETRIED, "delete": EventKind.JOBS_DELETED}
 MAX_LIMIT = 1000
 # Keys kept in an event's detail: a retry of 10,000 jobs names the first ones only.
 EVENT_KEYS = 100
@@ -80,15 +76,6 @@ def _check(action: JobsAction, verb: Verb) -> None:
         raise InvalidJobsAction("delete all works on dead jobs only (delete failed jobs by key)")
 
 
-def _record(session: Session, *, kind: str, queue: str, message: str, now: float,
-            detail: dict[str, object]) -> int:
-    event = Event(at_unix=now, kind=kind, queue=queue, host=None, actor=ACTOR, message=message,
-                  detail=detail)
-    session.add(event)
-    session.commit()
-    return event.id
-
-
 def _by_key(client: QueueClient, verb: Verb, queue: str, keys: Sequence[str]) -> list[str]:
     """Per key: ok, not_found, or (delete) running."""
     if verb == "retry":
@@ -100,7 +87,7 @@ def _all(client: QueueClient, verb: Verb, queue: str, state: str) -> int:
     return client.retry_all(queue, state) if verb == "retry" else client.delete_all_dead(queue)
 
 
-def change_jobs(settings: AdminSettings, session: Session, queue: str, action: JobsAction, verb: Verb, *,
+def change_jobs(settings: AdminSettings, store: Store, queue: str, action: JobsAction, verb: Verb, *,
                 now: float, client_host: str | None = None) -> JobsActionResult:
     """Retry: dead jobs go back to ready with attempts reset, failed ones run now (attempts kept).
     Delete: ready, delayed, failed or dead jobs by key (running ones are refused), or all dead.
@@ -117,8 +104,8 @@ def change_jobs(settings: AdminSettings, session: Session, queue: str, action: J
         count = sum(1 for outcome in outcomes if outcome == "ok")
         what = _what(action.keys, count)
     message = f"{verb} of {what} of {queue} by {ACTOR}"
-    event_id = _record(session, kind=EVENT_KINDS[verb], queue=queue, message=message, now=now,
-                       detail=_detail(action, results, count, client_host))
+    event_id = store.add_event(now, NewEvent(kind=EVENT_KINDS[verb], message=message, queue=queue, actor=ACTOR,
+                                             detail=_detail(action, results, count, client_host)))
     return JobsActionResult(queue=queue, action=verb, results=results, count=count,
                             event_id=event_id, message=message)
 

@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request
 
 from admin_ui import jobs
-from admin_ui.deps import ActorDep, SessionDep, SettingsDep
+from admin_ui.deps import ActorDep, SettingsDep, StoreDep
 from admin_ui.jobs_access import JobsReaderDep
 from admin_ui.schemas import (
     JOB_KEY_PATTERN,
@@ -45,17 +45,17 @@ def job(key: JobKey, settings: SettingsDep, _: JobsReaderDep) -> JobView:
 
 
 @router.post("/api/queues/{queue}/jobs/retry", tags=["actions"])
-def retry(queue: QueueName, action: JobsAction, request: Request, session: SessionDep,
+def retry(queue: QueueName, action: JobsAction, request: Request, store: StoreDep,
           settings: SettingsDep, _: ActorDep) -> JobsActionResult:
     """`{"keys": [...]}`: those jobs run again (dead ones with attempts reset);
     `{"all": "dead"}` or `{"all": "failed"}`: every such job of the queue."""
-    return jobs.change_jobs(settings, session, queue, action, "retry", now=settings.clock(),
+    return jobs.change_jobs(settings, store, queue, action, "retry", now=settings.clock(),
                             client_host=request.client.host if request.client else None)
 
 
 @router.post("/api/queues/{queue}/jobs/delete", tags=["actions"])
-def delete(queue: QueueName, action: JobsAction, request: Request, session: SessionDep,
+def delete(queue: QueueName, action: JobsAction, request: Request, store: StoreDep,
            settings: SettingsDep, _: ActorDep) -> JobsActionResult:
     """`{"keys": [...]}`: delete those jobs (not running ones); `{"all": "dead"}`: every dead job."""
-    return jobs.change_jobs(settings, session, queue, action, "delete", now=settings.clock(),
+    return jobs.change_jobs(settings, store, queue, action, "delete", now=settings.clock(),
                             client_host=request.client.host if request.client else None)

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from admin_ui import jobs
 from admin_ui.auth import Access
-from admin_ui.deps import ActorDep, SessionDep, SettingsDep, same_site
+from admin_ui.deps import ActorDep, SettingsDep, StoreDep, same_site
 from admin_ui.errors import InvalidJobsAction
 from admin_ui.jobs_access import JobsReaderDep
 from admin_ui.schemas import JOB_KEY_PATTERN, JOB_STATES, JobsAction, JobState
@@ -97,11 +97,11 @@ def form_action(fields: dict[str, list[str]]) -> JobsAction:
 
 @router.post("/queues/{queue}/jobs/{action}")
 def jobs_action(
-    queue: QueueName, action: Literal["retry", "delete"], request: Request, session: SessionDep,
+    queue: QueueName, action: Literal["retry", "delete"], request: Request, store: StoreDep,
     settings: SettingsDep, fields: Annotated[dict[str, list[str]], Depends(jobs_form)], _: ActorDep,
 ) -> RedirectResponse:
     change = form_action(fields)
-    result = jobs.change_jobs(settings, session, queue, change, action, now=settings.clock(),
+    result = jobs.change_jobs(settings, store, queue, change, action, now=settings.clock(),
                               client_host=request.client.host if request.client else None)
     state = (fields.get("state") or ["failed"])[0]
     back = (fields.get("next") or [""])[0]

@@ -8,17 +8,12 @@ from collections.abc import Callable, Iterator
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from sqlalchemy import func, select
-from sqlalchemy.engine import Engine
-from sqlalchemy.orm import Session
 
-from admin_ui import views
 from admin_ui.format import LOAD_INFINITE
-from manager.db import Event, QueueSample
-from manager.store import EventKind
+from manager.store import EventKind, Store
+from manager.store_reads import StoreReads, reading
 
-MANAGER_ACTIVE = str(EventKind.MANAGER_ACTIVE)
-# (metric suffix, QueueSample attribute, help)
+# (metric suffix, QueueReading attribute, help)
 QUEUE_GAUGES = (
     ("priority", "priority", "Configured priority of the queue."),
     ("min_slots", "min_slots", "Minimum slots the manager keeps for the queue."),
@@ -75,71 +70,61 @@ class _Totals:
         self.errors: dict[str, float] = {}
         self.events: dict[str, float] = {}
 
-    def _start(self, session: Session) -> None:
+    def _start(self, reads: StoreReads) -> None:
         """Series for the current queues and known kinds, holding the manager's run so far."""
-        for sample in views.latest_queue_samples(session, forget_after_s=self.forget_after_s):
+        for sample in reads.latest_queue_samples(forget_after_s=self.forget_after_s):
             self.jobs_done[sample.queue] = self.errors[sample.queue] = 0.0
-        for kind in session.scalars(select(Event.kind).distinct()):
+        for kind in reads.event_kinds():
             self.events[kind] = 0.0
-        since = session.scalar(select(func.max(Event.at_unix)).where(Event.kind == MANAGER_ACTIVE))
-        newest_sample = int(session.scalar(select(func.max(QueueSample.id))) or 0)
-        newest_event = int(session.scalar(select(func.max(Event.id))) or 0)
-        self._add_samples(session, since_unix=since)
-        self._add_events(session, since_unix=since)
+        since = reads.last_event_at(EventKind.MANAGER_ACTIVE)
+        newest_sample, newest_event = reads.newest_ids()
+        self._add_samples(reads, since_unix=since)
+        self._add_events(reads, since_unix=since)
         # Rows stored before the manager's run stay out later too.
         self.sample_id = max(self.sample_id, newest_sample)
         self.event_id = max(self.event_id, newest_event)
         self.started = True
 
-    def _add_samples(self, session: Session, *, since_unix: float | None = None) -> None:
-        query = (select(QueueSample.queue, func.sum(QueueSample.jobs_done), func.sum(QueueSample.errors),
-                        func.max(QueueSample.id))
-                 .where(QueueSample.id > self.sample_id).group_by(QueueSample.queue))
-        if since_unix is not None:
-            query = query.where(QueueSample.at_unix >= since_unix)
-        for queue, done, errors, last_id in session.execute(query):
-            self.jobs_done[queue] = self.jobs_done.get(queue, 0) + float(done or 0)
-            self.errors[queue] = self.errors.get(queue, 0) + float(errors or 0)
-            self.sample_id = max(self.sample_id, int(last_id))
+    def _add_samples(self, reads: StoreReads, *, since_unix: float | None = None) -> None:
+        for counts in reads.queue_counts(after_id=self.sample_id, since_unix=since_unix):
+            self.jobs_done[counts.queue] = self.jobs_done.get(counts.queue, 0) + counts.jobs_done
+            self.errors[counts.queue] = self.errors.get(counts.queue, 0) + counts.errors
+            self.sample_id = max(self.sample_id, counts.last_id)
 
-    def _add_events(self, session: Session, *, since_unix: float | None = None) -> None:
-        query = (select(Event.kind, func.count(), func.max(Event.id))
-                 .where(Event.id > self.event_id).group_by(Event.kind))
-        if since_unix is not None:
-            query = query.where(Event.at_unix >= since_unix)
-        for kind, count, last_id in session.execute(query):
-            self.events[kind] = self.events.get(kind, 0) + float(count)
-            self.event_id = max(self.event_id, int(last_id))
+    def _add_events(self, reads: StoreReads, *, since_unix: float | None = None) -> None:
+        for counted in reads.kind_counts(after_id=self.event_id, since_unix=since_unix):
+            self.events[counted.kind] = self.events.get(counted.kind, 0) + float(counted.count)
+            self.event_id = max(self.event_id, counted.last_id)
 
-    def advance(self, session: Session) -> None:
+    def advance(self, reads: StoreReads) -> None:
         with self.lock:
             if not self.started:
-                self._start(session)
+                self._start(reads)
                 return
-            self._add_samples(session)
-            self._add_events(session)
+            self._add_samples(reads)
+            self._add_events(reads)
 
 
 class DashboardCollector(Collector):
     """Reads the database at every scrape (one short read transaction)."""
 
-    def __init__(self, engine: Engine, *, forget_after_s: float, clock: Callable[[], float]) -> None:
-        self.engine = engine
+    def __init__(self, store: Store, *, forget_after_s: float, clock: Callable[[], float]) -> None:
+        self.store = store
         self.forget_after_s = forget_after_s
         self.clock = clock
         self.totals = _Totals(forget_after_s=forget_after_s)
 
     def collect(self) -> Iterator[Metric]:
-        with Session(self.engine) as session:
-            if views.missing_tables(session):
+        with reading(self.store) as reads:
+            if reads.missing_tables():
                 return
-            self.totals.advance(session)
-            yield from self._queue_metrics(session)
-            yield from self._host_metrics(session)
+            self.totals.advance(reads)
+            yield from self._queue_metrics(reads)
+            yield from self._host_metrics(reads)
             yield from self._counters()
 
-    def _queue_metrics(self, session: Session) -> Iterator[Metric]:
-        samples = views.latest_queue_samples(session, forget_after_s=self.forget_after_s)
+    def _queue_metrics(self, reads: StoreReads) -> Iterator[Metric]:
+        samples = reads.latest_queue_samples(forget_after_s=self.forget_after_s)
         for suffix, attribute, text in QUEUE_GAUGES:
             family = GaugeMetricFamily(f"slotmap_queue_{suffix}", text, labels=["queue"])
             for sample in samples:
@@ -155,8 +140,8 @@ class DashboardCollector(Collector):
             age.add_metric([], max(0.0, self.clock() - newest))
         yield age
 
-    def _host_metrics(self, session: Session) -> Iterator[Metric]:
-        hosts = views.latest_host_samples(session, forget_after_s=self.forget_after_s)
+    def _host_metrics(self, reads: StoreReads) -> Iterator[Metric]:
+        hosts = reads.latest_host_samples(forget_after_s=self.forget_after_s)
         for suffix, attribute, text in HOST_GAUGES:
             family = GaugeMetricFamily(f"slotmap_host_{suffix}", text, labels=["host"])
             for host in hosts:
@@ -172,7 +157,7 @@ class DashboardCollector(Collector):
             yield counter
         cells = GaugeMetricFamily("slotmap_slot_map_slots", "Slots the current slot map gives a queue on a host.",
                                   labels=["host", "queue"])
-        for row in views.slot_map_rows(session):
+        for row in reads.slot_map():
             cells.add_metric([row.host, row.queue], float(row.slots))
         yield cells
 
@@ -197,10 +182,10 @@ class DashboardCollector(Collector):
         yield from (done, errors, events)
 
 
-def make_registry(engine: Engine, *, forget_after_s: float, clock: Callable[[], float]) -> CollectorRegistry:
+def make_registry(store: Store, *, forget_after_s: float, clock: Callable[[], float]) -> CollectorRegistry:
     """A registry of its own (not the process-global one), so several apps can live in one test run."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(DashboardCollector(engine, forget_after_s=forget_after_s, clock=clock))
+    registry.register(DashboardCollector(store, forget_after_s=forget_after_s, clock=clock))
     return registry
 
 

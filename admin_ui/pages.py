@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from admin_ui import actions, jobs, jobs_pages, views
 from admin_ui.auth import SESSION_COOKIE, Access, session_value
 from admin_ui.charts import QUEUE_CHARTS, queue_chart
-from admin_ui.deps import ActorDep, FormDep, SessionDep, SettingsDep, get_access, readable
+from admin_ui.deps import ActorDep, FormDep, ReadsDep, SettingsDep, StoreDep, get_access, readable
 from admin_ui.errors import AdminError, InvalidLimits, UnknownQueue
 from admin_ui.limiters import queue_limiter, queue_limiters
 from admin_ui.schemas import EventFilter, LimitsChange, QueueSortKey, SortOrder
@@ -43,10 +43,10 @@ def home() -> RedirectResponse:
 
 @router.get("/queues")
 def queues_page(
-    request: Request, session: SessionDep, settings: SettingsDep, access: Annotated[Access, Depends(readable)],
+    request: Request, reads: ReadsDep, settings: SettingsDep, access: Annotated[Access, Depends(readable)],
     sort: QueueSortKey = "priority", order: SortOrder | None = None,
 ) -> HTMLResponse:
-    view = views.queues_view(session, now=settings.clock(), forget_after_s=settings.forget_after_s,
+    view = views.queues_view(reads, now=settings.clock(), forget_after_s=settings.forget_after_s,
                              configured=settings.queues, sort=sort, order=order,
                              limiters=queue_limiters(settings))
     return render(request, "queues.html", access, settings, view=view, nav="queues",
@@ -55,10 +55,10 @@ def queues_page(
 
 @router.get("/queues/{queue}")
 def queue_page(
-    queue: QueueName, request: Request, session: SessionDep, settings: SettingsDep,
+    queue: QueueName, request: Request, reads: ReadsDep, settings: SettingsDep,
     access: Annotated[Access, Depends(readable)], range: RangeName = "1h",
 ) -> HTMLResponse:
-    detail = views.queue_detail(session, queue, now=settings.clock(),
+    detail = views.queue_detail(reads, queue, now=settings.clock(),
                                 config=settings.queues.get(queue), limiter=queue_limiter(settings, queue))
     if detail is None:
         raise UnknownQueue(f"no queue {queue!r} in the config or the manager's samples")
@@ -69,13 +69,13 @@ def queue_page(
 
 @router.get("/queues/{queue}/charts/{chart}.svg")
 def queue_chart_svg(
-    queue: QueueName, chart: str, session: SessionDep, settings: SettingsDep,
+    queue: QueueName, chart: str, reads: ReadsDep, settings: SettingsDep,
     range: RangeName = "1h",
 ) -> Response:
     if chart not in QUEUE_CHARTS:
         raise UnknownQueue(f"no chart {chart!r}; charts: {', '.join(QUEUE_CHARTS)}")
-    until = views.latest_queue_at(session, queue) or settings.clock()
-    history = views.queue_history(session, queue, until_unix=until, range_s=RANGES_S[range],
+    until = reads.latest_queue_at(queue) or settings.clock()
+    history = views.queue_history(reads, queue, until_unix=until, range_s=RANGES_S[range],
                                   min_bucket_s=settings.plan_interval_s)
     svg = queue_chart(history, chart, target_load=settings.target_load)
     return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})
@@ -93,28 +93,28 @@ def _limit_field(fields: dict[str, str], name: str) -> int | None:
 @router.post("/queues/{queue}/{action}")
 def queue_action(
     queue: QueueName, action: Literal["pause", "resume", "limits"], request: Request,
-    session: SessionDep, settings: SettingsDep, fields: FormDep, _: ActorDep,
+    reads: ReadsDep, store: StoreDep, settings: SettingsDep, fields: FormDep, _: ActorDep,
 ) -> RedirectResponse:
     client = request.client.host if request.client else None
     config = settings.queues.get(queue)
     if action == "limits":
         change = LimitsChange(min_slots=_limit_field(fields, "min_slots"),
                               max_slots=_limit_field(fields, "max_slots"))
-        actions.set_limits(session, queue, change, now=settings.clock(), config=config, client=client)
+        actions.set_limits(store, reads, queue, change, now=settings.clock(), config=config, client=client)
     else:
-        actions.set_paused(session, queue, paused=action == "pause", now=settings.clock(),
+        actions.set_paused(store, reads, queue, paused=action == "pause", now=settings.clock(),
                            config=config, client=client)
     return RedirectResponse(f"/queues/{queue}", status_code=303)
 
 
 @router.get("/slotmap")
 def slot_map_page(
-    request: Request, session: SessionDep, settings: SettingsDep,
+    request: Request, reads: ReadsDep, settings: SettingsDep,
     access: Annotated[Access, Depends(readable)],
 ) -> HTMLResponse:
     now = settings.clock()
-    order = views.queues_view(session, now=now, forget_after_s=settings.forget_after_s)
-    view = views.slot_map_view(session, now=now, forget_after_s=settings.forget_after_s,
+    order = views.queues_view(reads, now=now, forget_after_s=settings.forget_after_s)
+    view = views.slot_map_view(reads, now=now, forget_after_s=settings.forget_after_s,
                                queue_order=[row.queue for row in order.queues])
     return render(request, "slotmap.html", access, settings, view=view, nav="slotmap")
 
@@ -132,7 +132,7 @@ def _parse_utc(name: str, raw: str | None) -> float | None:
 
 @router.get("/events")
 def events_page(
-    request: Request, session: SessionDep, settings: SettingsDep,
+    request: Request, reads: ReadsDep, settings: SettingsDep,
     access: Annotated[Access, Depends(readable)],
     kind: str | None = None, queue: str | None = None, host: str | None = None,
     since: str | None = None, until: str | None = None, before_id: int | None = None,
@@ -142,10 +142,10 @@ def events_page(
                       before_id=before_id, group=True)
     now = settings.clock()
     queue_names = [row.queue for row in views.queues_view(
-        session, now=now, forget_after_s=settings.forget_after_s).queues]
+        reads, now=now, forget_after_s=settings.forget_after_s).queues]
     host_names = [row.host for row in views.slot_map_view(
-        session, now=now, forget_after_s=settings.forget_after_s).hosts]
-    view = views.events_view(session, flt, queues=[*queue_names, *settings.queues], hosts=host_names)
+        reads, now=now, forget_after_s=settings.forget_after_s).hosts]
+    view = views.events_view(reads, flt, queues=[*queue_names, *settings.queues], hosts=host_names)
     api_query = {"kind": flt.kind, "queue": flt.queue, "host": flt.host, "since_unix": flt.since_unix,
                  "until_unix": flt.until_unix, "before_id": flt.before_id, "group": "true"}
     page_query = {"kind": flt.kind, "queue": flt.queue, "host": flt.host, "since": since, "until": until,

@@ -1,11 +1,9 @@
-"""Queries over the manager's tables turned into view models; pure over a Session (no clock, no config I/O)."""
+"""The manager's stored history (manager/store_reads.py) turned into view models; no clock, no config I/O."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Literal, TypeVar
-
-from sqlalchemy import Integer, and_, cast, func, inspect, select
-from sqlalchemy.orm import Session
+from dataclasses import asdict
+from typing import Literal
 
 from admin_ui.schemas import (
     EventFilter,
@@ -28,21 +26,17 @@ from admin_ui.schemas import (
     Trend,
 )
 from config.models import QueueConfig
-from manager.db import Event, HostSample, QueueOverride, QueueSample, SlotMapRow
+from manager.store import EventKind, Override
+from manager.store_reads import EventQuery, HostReading, QueueReading, StoredEvent, StoreReads
 
-# The sample tables: one row per queue (host) per report, newest wanted per queue (host).
-Sampled = TypeVar("Sampled", QueueSample, HostSample)
-TABLES = ("queue_samples", "host_samples", "slot_map", "events", "queue_overrides")
 MAX_CHART_POINTS = 240
 # Event kinds that come in storms (manager/failures.py): the events page folds runs of them.
-GROUPED_KINDS = frozenset({"jobs_failed", "jobs_dead", "dead_jobs_dropped", "queue_server_unreachable"})
+GROUPED_KINDS = frozenset({EventKind.JOBS_FAILED, EventKind.JOBS_DEAD, EventKind.DEAD_JOBS_DROPPED,
+                           EventKind.QUEUE_SERVER_UNREACHABLE})
+# The failure events whose row links to the queue's jobs in that state.
+JOBS_STATE_OF_KIND = {EventKind.JOBS_FAILED: "failed", EventKind.JOBS_DEAD: "dead",
+                      EventKind.DEAD_JOBS_DROPPED: "dead"}
 QUEUE_EVENTS_SHOWN = 20
-
-
-def missing_tables(session: Session) -> list[str]:
-    """Tables the manager has not created yet (the dashboard shows a notice instead of data)."""
-    inspector = inspect(session.connection())
-    return [name for name in TABLES if not inspector.has_table(name)]
 
 
 def trend_of(slots_current: int, slots_desired: int) -> Trend:
@@ -58,49 +52,14 @@ def default_order(sort: QueueSortKey) -> SortOrder:
     return "asc" if sort == "queue" else "desc"
 
 
-def overrides(session: Session) -> dict[str, OverrideView]:
-    return {row.queue: _override_view(row) for row in session.scalars(select(QueueOverride))}
-
-
-def _override_view(row: QueueOverride) -> OverrideView:
+def override_view(override: Override) -> OverrideView:
     return OverrideView(
-        paused=row.paused, min_slots=row.min_slots, max_slots=row.max_slots,
-        updated_at_unix=row.updated_at_unix,
+        paused=override.paused, min_slots=override.min_slots, max_slots=override.max_slots,
+        updated_at_unix=override.updated_at_unix,
     )
 
 
-def _latest_at(session: Session, column: object) -> float | None:
-    value = session.scalar(select(func.max(column)))  # type: ignore[call-overload]
-    return None if value is None else float(value)
-
-
-def _latest_per(
-    session: Session, model: type[Sampled], key: str, *, forget_after_s: float
-) -> list[Sampled]:
-    """Each `key`'s newest row of `model`, for keys reported within `forget_after_s` of the newest row."""
-    newest = _latest_at(session, model.at_unix)
-    if newest is None:
-        return []
-    key_column = getattr(model, key)
-    recent = model.at_unix >= newest - forget_after_s
-    last = (
-        select(key_column, func.max(model.at_unix).label("at"))
-        .where(recent).group_by(key_column).subquery()
-    )
-    rows = session.scalars(
-        select(model)
-        .join(last, and_(key_column == last.c[key], model.at_unix == last.c.at))
-        .where(recent).order_by(model.id)
-    )
-    return list({getattr(row, key): row for row in rows}.values())
-
-
-def latest_queue_samples(session: Session, *, forget_after_s: float) -> list[QueueSample]:
-    """Each queue's newest sample, for queues reported within `forget_after_s` of the newest one."""
-    return _latest_per(session, QueueSample, "queue", forget_after_s=forget_after_s)
-
-
-def queue_row(sample: QueueSample, override: OverrideView | None,
+def queue_row(sample: QueueReading, override: OverrideView | None,
               limiter: LimiterStatus | None = None) -> QueueRow:
     return QueueRow(
         queue=sample.queue, at_unix=sample.at_unix, priority=sample.priority,
@@ -134,13 +93,13 @@ def sort_queue_rows(rows: Iterable[QueueRow], sort: QueueSortKey, order: SortOrd
 
 
 def queues_view(
-    session: Session, *, now: float, forget_after_s: float, configured: Iterable[str] = (),
+    reads: StoreReads, *, now: float, forget_after_s: float, configured: Iterable[str] = (),
     sort: QueueSortKey = "priority", order: SortOrder | None = None,
     limiters: Mapping[str, LimiterStatus] | None = None,
 ) -> QueuesView:
     """`limiters`: rate-limited queues' limiters (admin_ui/limiters.py), shown with their rows."""
-    pending = overrides(session)
-    samples = latest_queue_samples(session, forget_after_s=forget_after_s)
+    pending = {queue: override_view(override) for queue, override in reads.overrides().items()}
+    samples = reads.latest_queue_samples(forget_after_s=forget_after_s)
     limiters = limiters or {}
     rows = [queue_row(sample, pending.get(sample.queue), limiters.get(sample.queue)) for sample in samples]
     order = order or default_order(sort)
@@ -165,19 +124,16 @@ def queues_view(
 
 
 def queue_detail(
-    session: Session, queue: str, *, now: float, config: QueueConfig | None,
+    reads: StoreReads, queue: str, *, now: float, config: QueueConfig | None,
     limiter: LimiterStatus | None = None,
 ) -> QueueDetail | None:
     """None when the queue is neither configured nor ever reported."""
-    last = session.scalars(
-        select(QueueSample).where(QueueSample.queue == queue)
-        .order_by(QueueSample.at_unix.desc(), QueueSample.id.desc()).limit(1)
-    ).first()
+    last = reads.latest_queue_sample(queue)
     if last is None and config is None:
         return None
-    override_row = session.get(QueueOverride, queue)
-    override = None if override_row is None else _override_view(override_row)
-    slot_map = slot_map_rows(session)
+    stored = reads.override(queue)
+    override = None if stored is None else override_view(stored)
+    slot_map = reads.slot_map()
     return QueueDetail(
         queue=queue,
         at_unix=None if last is None else last.at_unix,
@@ -195,64 +151,29 @@ def queue_detail(
             for row in sorted(slot_map, key=lambda row: (-row.slots, row.host))
             if row.queue == queue and row.slots > 0
         ],
-        events=find_events(session, EventFilter(queue=queue, limit=QUEUE_EVENTS_SHOWN))[0],
+        events=find_events(reads, EventFilter(queue=queue, limit=QUEUE_EVENTS_SHOWN))[0],
     )
 
 
-_POINT_COLUMNS = (
-    "slots_current", "slots_avg", "slots_desired", "min_slots", "max_slots", "load", "waiting",
-    "running", "delayed", "jobs_per_s", "mean_job_s", "errors",
-)
-
-
 def queue_history(
-    session: Session, queue: str, *, until_unix: float, range_s: float, min_bucket_s: float,
+    reads: StoreReads, queue: str, *, until_unix: float, range_s: float, min_bucket_s: float,
     max_points: int = MAX_CHART_POINTS,
 ) -> QueueHistory:
     """Samples of `queue` in (until - range, until], averaged into at most `max_points` buckets."""
     since = until_unix - range_s
     bucket_s = max(min_bucket_s, range_s / max_points)
-    bucket = cast(QueueSample.at_unix / bucket_s, Integer)
-    columns = [func.avg(getattr(QueueSample, name)) for name in _POINT_COLUMNS]
-    rows = session.execute(
-        select(func.max(QueueSample.at_unix), *columns)
-        .where(QueueSample.queue == queue, QueueSample.at_unix > since,
-               QueueSample.at_unix <= until_unix)
-        .group_by(bucket).order_by(func.max(QueueSample.at_unix))
-    )
-    points = [
-        QueuePoint(at_unix=float(at), **{
-            name: float(value) for name, value in zip(_POINT_COLUMNS, values, strict=True)
-        })
-        for at, *values in rows
-    ]
+    buckets = reads.queue_buckets(queue, since_unix=since, until_unix=until_unix, bucket_s=bucket_s)
+    points = [QueuePoint(**asdict(bucket)) for bucket in buckets]
     return QueueHistory(queue=queue, since_unix=since, until_unix=until_unix, bucket_s=bucket_s,
                         points=points)
 
 
-def latest_queue_at(session: Session, queue: str) -> float | None:
-    value = session.scalar(select(func.max(QueueSample.at_unix)).where(QueueSample.queue == queue))
-    return None if value is None else float(value)
-
-
-def slot_map_rows(session: Session) -> list[SlotMapRow]:
-    """The newest plan's slot map: every row stored with the newest `at_unix`."""
-    newest = _latest_at(session, SlotMapRow.at_unix)
-    if newest is None:
-        return []
-    return list(session.scalars(select(SlotMapRow).where(SlotMapRow.at_unix == newest)))
-
-
-def latest_host_samples(session: Session, *, forget_after_s: float) -> list[HostSample]:
-    return _latest_per(session, HostSample, "host", forget_after_s=forget_after_s)
-
-
 def slot_map_view(
-    session: Session, *, now: float, forget_after_s: float, queue_order: Sequence[str] = (),
+    reads: StoreReads, *, now: float, forget_after_s: float, queue_order: Sequence[str] = (),
 ) -> SlotMapView:
     """Hosts x queues; queues in `queue_order` first (the queues page's order), then by name."""
-    mapped = slot_map_rows(session)
-    samples = {row.host: row for row in latest_host_samples(session, forget_after_s=forget_after_s)}
+    mapped = reads.slot_map()
+    samples = {row.host: row for row in reads.latest_host_samples(forget_after_s=forget_after_s)}
     by_host: dict[str, dict[str, int]] = {}
     for row in mapped:
         if row.slots > 0:
@@ -275,7 +196,7 @@ def slot_map_view(
     )
 
 
-def _host_row(host: str, sample: HostSample | None, cells: Mapping[str, int]) -> HostRow:
+def _host_row(host: str, sample: HostReading | None, cells: Mapping[str, int]) -> HostRow:
     if sample is None:
         return HostRow(
             host=host, at_unix=None, alive=False, reported=False, capacity=0, slots=0,
@@ -293,30 +214,20 @@ def _host_row(host: str, sample: HostSample | None, cells: Mapping[str, int]) ->
     )
 
 
-def event_view(row: Event) -> EventView:
+def event_view(row: StoredEvent) -> EventView:
     return EventView(
         id=row.id, at_unix=row.at_unix, kind=row.kind, queue=row.queue, host=row.host,
         actor=row.actor, message=row.message, detail=row.detail,
     )
 
 
-def find_events(session: Session, flt: EventFilter) -> tuple[list[EventView], bool]:
+def find_events(reads: StoreReads, flt: EventFilter) -> tuple[list[EventView], bool]:
     """Newest first (by id), at most `flt.limit`; True when older ones match too."""
-    stmt = select(Event)
-    if flt.kind:
-        stmt = stmt.where(Event.kind == flt.kind)
-    if flt.queue:
-        stmt = stmt.where(Event.queue == flt.queue)
-    if flt.host:
-        stmt = stmt.where(Event.host == flt.host)
-    if flt.since_unix is not None:
-        stmt = stmt.where(Event.at_unix >= flt.since_unix)
-    if flt.until_unix is not None:
-        stmt = stmt.where(Event.at_unix <= flt.until_unix)
-    if flt.before_id is not None:
-        stmt = stmt.where(Event.id < flt.before_id)
-    rows = list(session.scalars(stmt.order_by(Event.id.desc()).limit(flt.limit + 1)))
-    return [event_view(row) for row in rows[: flt.limit]], len(rows) > flt.limit
+    events, more = reads.events(EventQuery(
+        kind=flt.kind, queue=flt.queue, host=flt.host, since_unix=flt.since_unix,
+        until_unix=flt.until_unix, before_id=flt.before_id, limit=flt.limit,
+    ))
+    return [event_view(event) for event in events], more
 
 
 def _count_of(event: EventView) -> int:
@@ -342,15 +253,15 @@ def group_failures(events: Sequence[EventView]) -> list[EventView]:
 
 
 def events_view(
-    session: Session, flt: EventFilter, *, queues: Iterable[str] = (), hosts: Iterable[str] = (),
+    reads: StoreReads, flt: EventFilter, *, queues: Iterable[str] = (), hosts: Iterable[str] = (),
 ) -> EventsView:
     """Events matching `flt` (failure runs grouped with `flt.group`); `queues` and `hosts` are
     offered as filter choices."""
-    events, more = find_events(session, flt)
+    events, more = find_events(reads, flt)
     oldest_id = events[-1].id if events else None
     if flt.group:
         events = group_failures(events)
-    kinds = sorted(session.scalars(select(Event.kind).distinct()))
+    kinds = sorted(reads.event_kinds())
     return EventsView(
         filter=flt, events=events, kinds=kinds, queues=sorted(set(queues)), hosts=sorted(set(hosts)),
         older_before_id=oldest_id if more else None,

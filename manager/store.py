@@ -34,7 +34,10 @@ SECONDS_PER_DAY = 86400.0
 
 
 class EventKind(StrEnum):
-    """What the dashboard finds in events.kind."""
+    """Every kind written to events.kind, by the manager or by an admin on the dashboard.
+
+    The values are stored: changing one hides its old rows from the dashboard's filters.
+    """
 
     MANAGER_ACTIVE = "manager_active"
     MASTER_JOINED = "master_joined"
@@ -49,6 +52,12 @@ class EventKind(StrEnum):
     JOBS_FAILED = "jobs_failed"
     JOBS_DEAD = "jobs_dead"
     DEAD_JOBS_DROPPED = "dead_jobs_dropped"
+    # An admin's actions on the dashboard (actor admin); the overrides wait in queue_overrides.
+    PAUSE_REQUESTED = "pause_requested"
+    RESUME_REQUESTED = "resume_requested"
+    LIMITS_CHANGED = "limits_changed"
+    JOBS_RETRIED = "jobs_retried"
+    JOBS_DELETED = "jobs_deleted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +232,17 @@ class Store:
             upgrade(engine)
         return cls(engine)
 
+    @classmethod
+    def connect(cls, url: str) -> Store:
+        """The store as the dashboard opens it: no folder is made and nothing is migrated, since
+        the manager alone creates and upgrades its tables."""
+        return cls(make_engine(url))
+
+    @property
+    def database(self) -> str:
+        """The database's URL without its password, to show and log."""
+        return self.engine.url.render_as_string(hide_password=True)
+
     def write(self, rows: Sequence[object]) -> None:
         """Add every row in one transaction."""
         with Session(self.engine) as session, session.begin():
@@ -232,6 +252,27 @@ class Store:
         rows = [event_row(at_unix, event) for event in events]
         if rows:
             self.write(rows)
+
+    def add_event(self, at_unix: float, event: NewEvent) -> int:
+        """Store one event; its id."""
+        with Session(self.engine) as session, session.begin():
+            row = event_row(at_unix, event)
+            session.add(row)
+            session.flush()
+            return row.id
+
+    def save_override(self, at_unix: float, override: Override, event: NewEvent) -> int:
+        """Store an admin's override of a queue (replacing the one before) and its event in one
+        transaction; the event's id."""
+        with Session(self.engine) as session, session.begin():
+            session.merge(QueueOverride(
+                queue=override.queue, paused=override.paused, min_slots=override.min_slots,
+                max_slots=override.max_slots, updated_at_unix=override.updated_at_unix,
+            ))
+            row = event_row(at_unix, event)
+            session.add(row)
+            session.flush()
+            return row.id
 
     def overrides(self) -> dict[str, Override]:
         with Session(self.engine) as session:

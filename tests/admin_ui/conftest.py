@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 
 from admin_ui.app import create_app
 from manager.db import make_engine
+from manager.store import Store
 
 
 @pytest.fixture(scope="session")
@@ -42,7 +43,7 @@ def make_client(engine: Engine) -> Iterator[MakeClient]:
     clients: list[TestClient] = []
 
     def make(**overrides: object) -> TestClient:
-        client = TestClient(create_app(engine, sample_settings(**overrides)))
+        client = TestClient(create_app(Store(engine), sample_settings(**overrides)))
         clients.append(client)
         return client
 

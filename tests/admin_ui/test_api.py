@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from admin_ui.app import create_app
 from admin_ui.settings import AdminSettings
 from manager.db import Base, Event, HostSample, QueueSample, SlotMapRow, make_engine
+from manager.store import Store
 
 SPECS = {spec.name: spec for spec in QUEUES}
 
@@ -191,7 +192,7 @@ def test_events_page_back_with_before_id(client: TestClient) -> None:
 
 def test_a_database_without_the_managers_tables_answers_503_with_the_reason(tmp_path: Path) -> None:
     engine = make_engine(f"sqlite:///{tmp_path / 'empty.db'}")
-    with TestClient(create_app(engine, AdminSettings())) as client:
+    with TestClient(create_app(Store(engine), AdminSettings())) as client:
         response = client.get("/api/queues")
         assert response.status_code == 503
         assert "manager has not created" in response.json()["detail"]
@@ -203,7 +204,7 @@ def test_a_database_without_the_managers_tables_answers_503_with_the_reason(tmp_
 def test_empty_tables_give_empty_views(tmp_path: Path) -> None:
     engine = make_engine(f"sqlite:///{tmp_path / 'fresh.db'}")
     Base.metadata.create_all(engine)
-    with TestClient(create_app(engine, AdminSettings())) as client:
+    with TestClient(create_app(Store(engine), AdminSettings())) as client:
         assert client.get("/api/queues").json()["queues"] == []
         assert client.get("/api/slotmap").json()["hosts"] == []
         assert client.get("/api/events").json()["events"] == []

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from admin_ui.app import create_app
 from admin_ui.settings import AdminSettings
 from manager.db import Event, QueueSample, make_engine
+from manager.store import Store
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -123,12 +124,12 @@ def test_counters_hold_the_managers_run_so_far_and_add_up_the_samples_stored_sin
 
 def test_metrics_of_a_database_the_manager_has_not_created_are_empty_not_an_error(tmp_path: Path) -> None:
     engine = make_engine(f"sqlite:///{tmp_path / 'empty.db'}")
-    with TestClient(create_app(engine, AdminSettings())) as client:
+    with TestClient(create_app(Store(engine), AdminSettings())) as client:
         assert scrape(client) == {}
     engine.dispose()
 
 
 def test_two_apps_in_one_process_keep_their_own_registries(engine: Engine) -> None:
-    first = TestClient(create_app(engine, AdminSettings()))
-    second = TestClient(create_app(engine, AdminSettings()))
+    first = TestClient(create_app(Store(engine), AdminSettings()))
+    second = TestClient(create_app(Store(engine), AdminSettings()))
     assert scrape(first).keys() == scrape(second).keys()

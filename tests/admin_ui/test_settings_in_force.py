@@ -12,7 +12,6 @@ import pytest
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import text
-from sqlalchemy.orm import Session
 
 from admin_ui import views
 from admin_ui.limiters import LimiterReader, Readout, limiter_status, queue_limiters
@@ -24,6 +23,7 @@ from manager.model import Plan, QueuePlan, SlotMap
 from manager.pulsar_service import PulsarService
 from manager.stats import settings_in_force, with_batch_sizes
 from manager.store import MIGRATIONS_DIR, Store, queue_samples
+from manager.store_reads import reading
 from master.report import HostReport, QueueSettingsReport
 from slot.permits import LimiterView, PermitClient
 
@@ -78,10 +78,10 @@ def test_the_dashboard_shows_the_batch_size_the_manager_stored_with_its_source(s
         at_unix=100.0, plan=plan, queues=config, paused=[], window={}, window_s=10.0, interval={},
         interval_s=1.0, server={}, in_force={"thumbs": FIVE, "mail": EIGHT},
     ))
-    with Session(store.engine) as session:
-        rows = {row.queue: row for row in views.queues_view(session, now=101.0, forget_after_s=60.0).queues}
-        thumbs = views.queue_detail(session, "thumbs", now=101.0, config=config["thumbs"])
-        mail = views.queue_detail(session, "mail", now=101.0, config=config["mail"])
+    with reading(store) as reads:
+        rows = {row.queue: row for row in views.queues_view(reads, now=101.0, forget_after_s=60.0).queues}
+        thumbs = views.queue_detail(reads, "thumbs", now=101.0, config=config["thumbs"])
+        mail = views.queue_detail(reads, "mail", now=101.0, config=config["mail"])
     assert (rows["thumbs"].batch_size, rows["thumbs"].batch_size_source) == (5, "handler")
     assert (rows["mail"].batch_size, rows["mail"].batch_size_source) == (8, "config")
     assert (rows["orphan"].batch_size, rows["orphan"].batch_size_source) == (None, None)
@@ -183,8 +183,8 @@ def test_a_database_of_the_first_schema_is_upgraded_with_its_samples_kept(tmp_pa
     engine.dispose()
     upgraded = Store.open(url)
     try:
-        with Session(upgraded.engine) as session:
-            [row] = views.queues_view(session, now=101.0, forget_after_s=60.0).queues
+        with reading(upgraded) as reads:
+            [row] = views.queues_view(reads, now=101.0, forget_after_s=60.0).queues
     finally:
         upgraded.close()
     assert (row.queue, row.waiting, row.batch_size, row.batch_size_source) == ("old", 3, None, None)
