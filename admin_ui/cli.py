@@ -38,8 +38,8 @@ def run(args: argparse.Namespace) -> int:
     from config.errors import ConfigError
     from config.load import load_config
     from config.models import parse_host_port
+    from config.preflight import check_host_bindable
     from manager.db import make_engine
-    from manager.preflight import check_host_bindable
 
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
     config = load_config(args.config)
