@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from config.errors import ConfigError
     from config.load import load_config
     from config.models import parse_host_port
-    from manager.preflight import check_host_bindable
+    from config.preflight import check_host_bindable
     from manager.store import Store
 
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT)

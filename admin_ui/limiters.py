@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 from admin_ui.schemas import LimiterStatus
 from config.curve import ClientCurve
 from config.models import QueueConfig
-from slot.permits import LimiterView, PermitClient, PermitError
+from pulsar.client import PermitClient
+from pulsar.errors import PermitError
+from pulsar.protocol import LimiterView
 
 if TYPE_CHECKING:
     from admin_ui.settings import AdminSettings

@@ -81,8 +81,8 @@ class _StopFlag:
 def run(args: argparse.Namespace) -> int:
     from config.curve import server_keys
     from config.load import load_config
+    from config.preflight import check_bindable
     from manager.leader import wait_for_lease
-    from manager.preflight import check_bindable
 
     if args.new_curve_secret:
         return write_curve_secret(args.new_curve_secret)

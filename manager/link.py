@@ -9,7 +9,7 @@ from typing import Any
 import zmq
 
 from config.curve import CurveKeys
-from manager.curve_server import CurveServer
+from config.curve_server import CurveServer
 from master.manager_frames import (
     DEFAULT_MAX_MESSAGE_BYTES,
     LinkFrameError,

@@ -6,10 +6,9 @@ host report and pydantic, not the master's or the slot's running machinery.
 """
 from __future__ import annotations
 
-from typing import Self
+from pydantic import Field
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
+from config.frames import Frame
 from master.report import HostReport
 
 # The master's reconnect backoff, in heartbeat intervals: the manager uses the maximum to
@@ -24,18 +23,8 @@ class LinkFrameError(ValueError):
     """A manager-link frame that does not decode."""
 
 
-class _Frame(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    def encode(self) -> bytes:
-        return self.model_dump_json().encode()
-
-    @classmethod
-    def decode(cls, frame: bytes) -> Self:
-        try:
-            return cls.model_validate_json(frame)
-        except ValidationError as exc:
-            raise LinkFrameError(f"bad {cls.__name__} ({len(frame)} bytes): {exc}") from exc
+class _Frame(Frame):
+    DECODE_ERROR = LinkFrameError
 
 
 class MasterFrame(_Frame):

@@ -4,8 +4,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
+from config.frames import Frame
 from master.capacity import Capacity
 from master.host import HostFigures
 from master.lifecycle import Counter, Slot, SlotState
@@ -16,8 +17,8 @@ class ReportError(ValueError):
     """A report frame that does not decode."""
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Model(Frame):
+    DECODE_ERROR = ReportError
 
 
 class SlotReport(_Model):
@@ -77,16 +78,6 @@ class HostReport(_Model):
     unhandled_queues: list[str] = Field(default_factory=list)
     # Each queue this host has a handler for -> the settings its slots get.
     queue_settings: dict[str, QueueSettingsReport] = Field(default_factory=dict)
-
-    def encode(self) -> bytes:
-        return self.model_dump_json().encode()
-
-    @classmethod
-    def decode(cls, frame: bytes) -> HostReport:
-        try:
-            return cls.model_validate_json(frame)
-        except ValidationError as exc:
-            raise ReportError(f"bad HostReport ({len(frame)} bytes): {exc}") from exc
 
 
 def slot_report(slot: Slot, now: float) -> SlotReport:

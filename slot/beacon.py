@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum, auto
-from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
+from config.frames import Frame
 from queue_server.server.retry import RetryPolicy
 from slot.errors import MessageError
 
@@ -29,11 +29,8 @@ class SlotPhase(StrEnum):
     EXITING = auto()
 
 
-class _Frame(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    def encode(self) -> bytes:
-        return self.model_dump_json().encode()
+class _Frame(Frame):
+    DECODE_ERROR = MessageError
 
 
 class Beacon(_Frame):
@@ -61,10 +58,6 @@ class Beacon(_Frame):
     private_dirty_bytes: int = Field(default=0, ge=0)
     exit_reason: str | None = None
 
-    @classmethod
-    def decode(cls, frame: bytes) -> Beacon:
-        return _decode(cls, frame)
-
 
 class Assignment(_Frame):
     """The queue a slot works on and its knobs; sent at fork and on every retarget."""
@@ -91,10 +84,6 @@ class Assignment(_Frame):
             retry_max_s=defaults.retry_max_s if self.retry_max_s is None else self.retry_max_s,
         )
 
-    @classmethod
-    def decode(cls, frame: bytes) -> Assignment:
-        return _decode(cls, frame)
-
 
 class LeaseNote(_Frame):
     """The jobs a slot holds, sent to its master before the handler runs (slot/leases.py);
@@ -116,16 +105,3 @@ class LeaseNote(_Frame):
                          for job_id, attempt in jobs)
         return b'{"slot_id":%d,"pid":%d,"lock_s":%r,"jobs":[%s]}' % (slot_id, pid, float(lock_s), held)
 
-    @classmethod
-    def decode(cls, frame: bytes) -> LeaseNote:
-        return _decode(cls, frame)
-
-
-F = TypeVar("F", bound=_Frame)
-
-
-def _decode(cls: type[F], frame: bytes) -> F:
-    try:
-        return cls.model_validate_json(frame)
-    except ValidationError as exc:
-        raise MessageError(f"bad {cls.__name__} frame ({len(frame)} bytes): {exc}") from exc

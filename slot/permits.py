@@ -1,8 +1,6 @@
-"""Permits from the cluster-wide rate limiter (the Pulsar): frames, the blocking client, the
-handler's `self.limiter`, and the before_batch hook that paces a batch job by job.
-
-The slot is the lower layer, so it owns the frames and the feedback vocabulary; the
-manager's limiter (manager/pulsar.py) and service (manager/pulsar_service.py) import them.
+"""Permits in a slot: the handler's `self.limiter`, and the before_batch hook that paces a
+batch job by job. The handler-facing names of the pulsar (pulsar/) are here too, so handler
+code imports only this module.
 
 In a handler of a queue with a `rate_limit`, each job waits for its permit when handle()
 reaches it (iterating or indexing the batch), so calls go out spaced by the rate, never
@@ -23,6 +21,8 @@ A handler that makes its own calls (several per job, or one per batch) sets
 `permits_per_job = False` and calls `self.limiter.acquire()` before each one.
 Lower level, any limiter by name:
 
+    from slot.permits import OK, SLOW_DOWN, PermitClient, pause
+
     permits = PermitClient()                 # SLOTMAP_PULSAR or tcp://127.0.0.1:7510
     permits.acquire("ga")                    # blocks until the cluster may make one more call
     try:
@@ -37,44 +37,26 @@ Lower level, any limiter by name:
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import math
-import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from enum import StrEnum, auto
-from typing import Annotated, Any, ClassVar, Literal, TypeVar, overload
+from typing import overload
 
-import zmq
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
-
-from config.curve import ClientCurve
 from config.models import QueueConfig
+from pulsar.client import PermitClient, Taken
+from pulsar.errors import PermitError, PermitTimeout
+from pulsar.protocol import OK, SLOW_DOWN, Feedback, pause
 from slot.errors import JobResolutionError
 from slot.handler import Outcome, SlotJob, registered_handlers
 
+__all__ = [
+    "OK", "SLOW_DOWN", "PermitClient", "PermitError", "PermitTimeout", "RateLimitHook",
+    "SlotLimiter", "limiter_for", "limiters_of", "pause", "rate_limit_hook",
+]
+
 log = logging.getLogger(__name__)
 
-DEFAULT_ENDPOINT = "tcp://127.0.0.1:7510"
-ENDPOINT_ENV = "SLOTMAP_PULSAR"
-LIMITER_NAME = r"^[A-Za-z0-9_.:-]{1,128}$"
-MAX_PERMITS_PER_REQUEST = 1_000_000
-# A reply larger than this (a state reply of ~16,000 limiters) disconnects whoever sent it:
-# a process squatting the pulsar's port cannot make a slot hold a huge frame.
-MAX_REPLY_BYTES = 4 * 1024 * 1024
-REPLY_TIMEOUT_S = 2.0
-# Even a request with no time left gets this long for its reply.
-MIN_EXCHANGE_S = 0.1
-# A slot waiting for permits looks at its stop flag this often.
-STOP_CHECK_S = 0.2
-# How far ahead a client reserves its next permit: it asks again this long before its
-# turn, so its sleep and the network may be late by as much without losing any rate.
-RESERVE_S = 0.25
-MAX_RESERVE_S = 1.0
-# What a postponed job waits when the pulsar could not be asked.
-UNREACHABLE_DELAY_S = 5.0
 # How long the before_batch hook waits for one job's permit before postponing the rest.
 HOOK_MAX_WAIT_S = 30.0
 # ok() reports at most this often per limiter and slot: the pulsar's climb counts the time
@@ -82,372 +64,9 @@ HOOK_MAX_WAIT_S = 30.0
 OK_REPORT_EVERY_S = 0.2
 
 
-class PermitError(Exception):
-    """The pulsar refused a request (unknown limiter, bad frame) or permits did not come in time."""
-
-
-class PermitFrameError(PermitError):
-    """A frame between a permit client and the pulsar that does not decode; it is dropped."""
-
-
-class PermitTimeout(PermitError):
-    """`acquire` gave up: fewer permits than asked came before its timeout."""
-
-
-# Feedback: what a handler says about the action a permit allowed.
-
-
-class FeedbackKind(StrEnum):
-    OK = auto()
-    # "Too many requests": cut the rate (multiplicative decrease).
-    SLOW_DOWN = auto()
-    # "Stop for a while" (a daily quota): no permits of this limiter for `pause_s`.
-    PAUSE = auto()
-
-
-@dataclass(frozen=True, slots=True)
-class Feedback:
-    kind: FeedbackKind
-    pause_s: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.kind is FeedbackKind.PAUSE:
-            if not (math.isfinite(self.pause_s) and self.pause_s > 0):
-                raise ValueError(f"a pause needs a finite pause_s > 0, got {self.pause_s!r}")
-        elif self.pause_s != 0.0:
-            raise ValueError(f"only a pause has pause_s (got {self.kind} with {self.pause_s!r})")
-
-
-OK = Feedback(FeedbackKind.OK)
-SLOW_DOWN = Feedback(FeedbackKind.SLOW_DOWN)
-
-
-def pause(seconds: float) -> Feedback:
-    """Stop every permit of the limiter for `seconds`."""
-    return Feedback(FeedbackKind.PAUSE, float(seconds))
-
-
-# Frames: compact JSON validated by pydantic, one decode per direction, one error.
-
-
-class _Frame(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    # Fields added after the first release, sent only when they differ from their default,
-    # so a pulsar or a slot of the release before reads every frame it can act on.
-    LATER_FIELDS: ClassVar[frozenset[str]] = frozenset()
-
-    def encode(self) -> bytes:
-        unsent = {name for name in self.LATER_FIELDS
-                  if getattr(self, name) == type(self).model_fields[name].default}
-        return self.model_dump_json(exclude=unsent).encode()
-
-
-class AcquireRequest(_Frame):
-    op: Literal["acquire"] = "acquire"
-    id: int = Field(ge=0)
-    limiter: str = Field(pattern=LIMITER_NAME)
-    n: int = Field(default=1, ge=1, le=MAX_PERMITS_PER_REQUEST)
-    # True when the client comes back at the time it was told: it is served before first tries.
-    retry: bool = False
-    # Permits that accrue within this long may be granted at once, to be used at their time.
-    reserve_s: float = Field(default=0.0, ge=0, le=MAX_RESERVE_S, allow_inf_nan=False)
-    LATER_FIELDS = frozenset({"reserve_s"})
-
-
-class ReportRequest(_Frame):
-    op: Literal["report"] = "report"
-    id: int = Field(ge=0)
-    limiter: str = Field(pattern=LIMITER_NAME)
-    outcome: FeedbackKind
-    pause_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
-
-    @model_validator(mode="after")
-    def _pause_has_seconds(self) -> ReportRequest:
-        self.feedback()
-        return self
-
-    def feedback(self) -> Feedback:
-        return Feedback(self.outcome, self.pause_s)
-
-
-class StateRequest(_Frame):
-    op: Literal["state"] = "state"
-    id: int = Field(ge=0)
-
-
-class GrantReply(_Frame):
-    op: Literal["grant"] = "grant"
-    id: int = Field(ge=0)
-    granted: int = Field(ge=0)
-    # When to ask again for the rest (0 when all were granted).
-    retry_after_s: float = Field(ge=0, allow_inf_nan=False)
-    # The granted permits are reserved: use them no sooner than this.
-    start_after_s: float = Field(default=0.0, ge=0, le=MAX_RESERVE_S, allow_inf_nan=False)
-    LATER_FIELDS = frozenset({"start_after_s"})
-
-
-class AckReply(_Frame):
-    op: Literal["ack"] = "ack"
-    id: int = Field(ge=0)
-
-
-class LimiterView(_Frame):
-    """One limiter as the dashboard shows it."""
-
-    configured_per_s: float
-    current_per_s: float
-    capacity: float
-    tokens: float
-    paused_for_s: float
-    granted_total: int
-    cuts: int
-    pauses: int
-
-
-class StateReply(_Frame):
-    op: Literal["state"] = "state"
-    id: int = Field(ge=0)
-    limiters: dict[str, LimiterView]
-
-
-class ErrorReply(_Frame):
-    op: Literal["error"] = "error"
-    id: int = Field(ge=0)
-    message: str
-
-
-Request = Annotated[AcquireRequest | ReportRequest | StateRequest, Field(discriminator="op")]
-Reply = Annotated[GrantReply | AckReply | StateReply | ErrorReply, Field(discriminator="op")]
-_REQUEST: TypeAdapter[Request] = TypeAdapter(Request)
-_REPLY: TypeAdapter[Reply] = TypeAdapter(Reply)
-T = TypeVar("T")
-
-
-def decode_request(frame: bytes) -> Request:
-    return _decode(_REQUEST, frame, "request")
-
-
-def decode_reply(frame: bytes) -> Reply:
-    return _decode(_REPLY, frame, "reply")
-
-
-def _decode(adapter: TypeAdapter[T], frame: bytes, what: str) -> T:
-    try:
-        return adapter.validate_json(frame)
-    except ValidationError as exc:
-        raise PermitFrameError(f"bad pulsar {what} frame ({len(frame)} bytes): {exc}") from exc
-
-
 def limiters_of(queues: Mapping[str, QueueConfig]) -> dict[str, str]:
     """Queue -> limiter name for every queue with a `rate_limit` (the limiter is named after it)."""
     return {name: name for name, queue in queues.items() if queue.rate_limit is not None}
-
-
-def default_endpoint() -> str:
-    return os.environ.get(ENDPOINT_ENV) or DEFAULT_ENDPOINT
-
-
-# The client
-
-
-@dataclass(frozen=True, slots=True)
-class Taken:
-    granted: int
-    # When more permits may come (0 when all were granted).
-    retry_after_s: float
-    # False when the pulsar did not answer.
-    reachable: bool = True
-
-
-class PermitClient:
-    """Blocking client of the pulsar over a ZeroMQ DEALER, connected on first use (so one
-    built before a fork is used safely by the child). Waits between tries are sleeps of the
-    `retry_after_s` the pulsar names, never a busy poll."""
-
-    def __init__(
-        self,
-        endpoint: str | None = None,
-        *,
-        reply_timeout_s: float = REPLY_TIMEOUT_S,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-        curve: ClientCurve | None = None,
-    ) -> None:
-        self.endpoint = endpoint or default_endpoint()
-        # CURVE keys when the pulsar requires them (config.curve.client_curve).
-        self.curve = curve
-        self.reply_timeout_s = reply_timeout_s
-        self.clock = clock
-        self.sleep = sleep
-        self._ids = itertools.count(1)
-        self._context: zmq.Context[Any] | None = None
-        self._socket: zmq.Socket[bytes] | None = None
-        self._pid = 0
-        self._unreachable = False
-
-    def acquire(self, limiter: str, n: int = 1, *, timeout_s: float | None = None) -> None:
-        """Block until `n` permits of `limiter` are granted; PermitTimeout after `timeout_s`
-        (the permits taken by then are spent)."""
-        wait_s = math.inf if timeout_s is None else timeout_s
-        taken = self.take(limiter, n, wait_s=wait_s)
-        if taken.granted < n:
-            why = "the pulsar did not answer" if not taken.reachable else (
-                f"the next permit comes in {taken.retry_after_s:.2f} s"
-            )
-            raise PermitTimeout(
-                f"{taken.granted} of {n} permits of {limiter!r} within {timeout_s} s ({why}); "
-                f"the {taken.granted} taken are spent"
-            )
-
-    def take(
-        self, limiter: str, n: int, *, wait_s: float, stopping: Callable[[], bool] | None = None,
-    ) -> Taken:
-        """As many of `n` permits as come within `wait_s` (or until `stopping()` says so)."""
-        if not 1 <= n <= MAX_PERMITS_PER_REQUEST:
-            raise ValueError(f"permits per request must be 1..{MAX_PERMITS_PER_REQUEST}, got {n}")
-        deadline = self.clock() + wait_s
-        granted = 0
-        retry = False
-        while True:
-            reserve_s = min(RESERVE_S, max(0.0, deadline - self.clock()))
-            request = AcquireRequest(id=next(self._ids), limiter=limiter, n=n - granted,
-                                     retry=retry, reserve_s=reserve_s)
-            reply = self._ask(request, deadline)
-            if reply is None:
-                return Taken(granted, UNREACHABLE_DELAY_S, reachable=False)
-            grant = _expect(reply, GrantReply, request)
-            if grant.start_after_s and not self._sleep_until(self.clock() + grant.start_after_s,
-                                                             stopping):
-                return Taken(granted, grant.start_after_s)
-            granted += grant.granted
-            if granted >= n:
-                return Taken(n, 0.0)
-            wake_at = self.clock() + grant.retry_after_s
-            if wake_at > deadline or not self._sleep_until(wake_at, stopping):
-                return Taken(granted, max(0.0, wake_at - self.clock()))
-            retry = True
-
-    def report(self, limiter: str, feedback: Feedback) -> bool:
-        """Tell the pulsar how the action went; False (and a warning) when it did not confirm,
-        as a handler must not stall on feedback."""
-        request = ReportRequest(
-            id=next(self._ids), limiter=limiter, outcome=feedback.kind, pause_s=feedback.pause_s,
-        )
-        reply = self._ask(request, self.clock() + self.reply_timeout_s)
-        if reply is None:
-            log.warning("the pulsar at %s did not confirm %s for %s; the limiter misses it",
-                        self.endpoint, feedback.kind, limiter)
-            return False
-        _expect(reply, AckReply, request)
-        return True
-
-    def states(self) -> dict[str, LimiterView]:
-        """Every limiter's state; PermitError when the pulsar does not answer."""
-        request = StateRequest(id=next(self._ids))
-        reply = self._ask(request, self.clock() + self.reply_timeout_s)
-        if reply is None:
-            raise PermitError(f"no reply from the pulsar at {self.endpoint}")
-        return _expect(reply, StateReply, request).limiters
-
-    def close(self) -> None:
-        if self._pid == os.getpid():
-            self._drop_socket()
-            if self._context is not None:
-                self._context.term()
-        self._context = None
-        self._socket = None
-
-    def __enter__(self) -> PermitClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # Exchanges
-
-    def _ask(self, request: Request, deadline: float) -> Reply | None:
-        """Send and wait for the matching reply; after a silent pulsar, a fresh socket (stale
-        requests and replies go with the old one) until the deadline."""
-        while True:
-            wait_s = min(self.reply_timeout_s, max(deadline - self.clock(), MIN_EXCHANGE_S))
-            reply = self._exchange(request, wait_s)
-            if reply is not None:
-                if self._unreachable:
-                    self._unreachable = False
-                    log.info("the pulsar at %s answers again", self.endpoint)
-                return reply
-            self._drop_socket()
-            if not self._unreachable:
-                self._unreachable = True
-                log.warning("no reply from the pulsar at %s within %.1f s; asking again until "
-                            "the deadline", self.endpoint, wait_s)
-            if self.clock() >= deadline:
-                return None
-
-    def _exchange(self, request: Request, wait_s: float) -> Reply | None:
-        socket = self._connected()
-        until = self.clock() + wait_s
-        socket.setsockopt(zmq.SNDTIMEO, max(1, math.ceil(wait_s * 1000)))
-        try:
-            socket.send(request.encode())
-        except zmq.Again:
-            return None
-        while True:
-            left_ms = math.ceil((until - self.clock()) * 1000)
-            if left_ms <= 0 or not socket.poll(left_ms, zmq.POLLIN):
-                return None
-            frame = socket.recv(zmq.NOBLOCK)
-            try:
-                reply = decode_reply(frame)
-            except PermitFrameError as exc:
-                log.warning("dropping a reply from the pulsar: %s", exc)
-                continue
-            if reply.id == request.id:
-                return reply
-            # Otherwise: the late answer to a request given up on; its permits are spent.
-
-    def _connected(self) -> zmq.Socket[bytes]:
-        if self._pid != os.getpid():
-            # Inherited over a fork: ZeroMQ objects are not fork-safe, so leave them be.
-            self._context, self._socket, self._pid = zmq.Context(), None, os.getpid()
-        if self._socket is None:
-            assert self._context is not None
-            socket: zmq.Socket[bytes] = self._context.socket(zmq.DEALER)
-            socket.setsockopt(zmq.LINGER, 0)
-            # Queue requests only on a live connection, so none reach a restarted pulsar late.
-            socket.setsockopt(zmq.IMMEDIATE, 1)
-            socket.setsockopt(zmq.MAXMSGSIZE, MAX_REPLY_BYTES)
-            if self.curve is not None:
-                self.curve.apply(socket)
-            socket.connect(self.endpoint)
-            self._socket = socket
-        return self._socket
-
-    def _drop_socket(self) -> None:
-        if self._socket is not None:
-            self._socket.close(linger=0)
-            self._socket = None
-
-    def _sleep_until(self, wake_at: float, stopping: Callable[[], bool] | None) -> bool:
-        """False when `stopping()` turned true before `wake_at`."""
-        while True:
-            if stopping is not None and stopping():
-                return False
-            left_s = wake_at - self.clock()
-            if left_s <= 0:
-                return True
-            self.sleep(left_s if stopping is None else min(left_s, STOP_CHECK_S))
-
-
-R = TypeVar("R", GrantReply, AckReply, StateReply)
-
-
-def _expect(reply: Reply, kind: type[R], request: Request) -> R:
-    if isinstance(reply, ErrorReply):
-        raise PermitError(f"the pulsar refused {request.op}: {reply.message}")
-    if not isinstance(reply, kind):
-        raise PermitFrameError(f"the pulsar answered {request.op} with {reply.op}")
-    return reply
 
 
 # The handler's limiter

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from config.curve import ClientCurve
+from pulsar.client import PermitClient
 from queue_server.client import QueueClient
 from slot.beacon import Assignment, Beacon
 from slot.exit_codes import SlotExit
@@ -19,7 +20,7 @@ from slot.leases import LeaseReporter
 from slot.link import BeaconLink
 from slot.loop import SlotLoop, SlotStats, StepKind
 from slot.memory import MemoryUsage, MemoryWatch, read_memory
-from slot.permits import PermitClient, RateLimitHook
+from slot.permits import RateLimitHook
 from slot.source import ClientSource
 from slot.wake import Waker
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import os
 import signal
 import subprocess
@@ -23,6 +24,20 @@ from master.report import HostReport
 T = TypeVar("T")
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EXIT_DEADLINE_S = 10.0
+_PROBE = """
+import importlib, json, sys
+importlib.import_module(sys.argv[1])
+print(json.dumps([name for name in sys.argv[2:] if name in sys.modules]))
+"""
+
+
+def modules_loaded_by(module: str, candidates: Sequence[str]) -> list[str]:
+    """Which of `candidates` `import module` loads, in a fresh interpreter."""
+    result = subprocess.run([sys.executable, "-c", _PROBE, module, *candidates], cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    loaded: list[str] = json.loads(result.stdout)
+    return loaded
 
 
 def import_by_path(name: str, path: Path) -> ModuleType:

@@ -20,12 +20,13 @@ from config.load import parse_config
 from config.models import QueueConfig, RateLimitConfig
 from manager.db import make_engine
 from manager.model import Plan, QueuePlan, SlotMap
-from manager.pulsar_service import PulsarService
 from manager.stats import settings_in_force, with_batch_sizes
 from manager.store import MIGRATIONS_DIR, Store, queue_samples
 from manager.store_reads import reading
 from master.report import HostReport, QueueSettingsReport
-from slot.permits import LimiterView, PermitClient
+from pulsar.client import PermitClient
+from pulsar.protocol import LimiterView
+from pulsar.service import PulsarService
 
 FIVE = QueueSettingsReport(batch_size=5, batch_size_source="handler", handler="app.Thumbs")
 EIGHT = QueueSettingsReport(batch_size=8, batch_size_source="config", handler="app.Thumbs")

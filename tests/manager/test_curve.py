@@ -21,7 +21,8 @@ from manager.link import ManagerSocket
 from manager.store import EventKind
 from master.manager_frames import MasterFrame
 from master.manager_link import Heartbeats, ManagerLink
-from slot.permits import PermitClient, PermitError
+from pulsar.client import PermitClient
+from pulsar.errors import PermitError
 
 # The shared fixtures of the master link's tests.
 __all__ = ["context", "endpoint"]

@@ -19,7 +19,9 @@ from test_service_procs import Cluster, Proc, poll_until, server_proc, spawn_slo
 
 from manager.store import EventKind
 from master.manager_frames import MasterFrame
-from slot.permits import OK, PermitClient, PermitError, pause
+from pulsar.client import PermitClient
+from pulsar.errors import PermitError
+from pulsar.protocol import OK, pause
 
 CLAIMED_BYTES = 1_500_000_000
 # Without the bound the whole frame would be taken; this much is enough to see it.

@@ -7,11 +7,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 import pytest
-from test_permits import free_endpoint, pulsar  # noqa: F401 (the pulsar fixture)
 
 from config.models import RateLimitConfig
+from pulsar.client import PermitClient
+from pulsar.errors import PermitTimeout
+from pulsar.protocol import OK
 from slot.handler import Handler, Outcome, SlotJob, handler
-from slot.permits import OK, PermitClient, PermitTimeout, RateLimitHook, SlotLimiter, limiter_for
+from slot.permits import RateLimitHook, SlotLimiter, limiter_for
+from tests.pulsar.served import free_endpoint
 
 
 def jobs(queue: str, count: int) -> list[SlotJob]:
@@ -30,7 +33,7 @@ class OwnPermitsProbe(Handler):
 
 
 def test_a_batch_goes_out_one_permit_per_job_spaced_by_the_rate(
-    pulsar: Callable[[Mapping[str, RateLimitConfig]], str],  # noqa: F811 (the fixture)
+    pulsar: Callable[[Mapping[str, RateLimitConfig]], str],
 ) -> None:
     endpoint = pulsar({"paced_probe": RateLimitConfig(permits=10, period_s=1.0)})
     with PermitClient(endpoint) as client:
@@ -47,7 +50,7 @@ def test_a_batch_goes_out_one_permit_per_job_spaced_by_the_rate(
 
 
 def test_jobs_whose_permit_does_not_come_in_time_are_postponed_and_not_handed_out(
-    pulsar: Callable[[Mapping[str, RateLimitConfig]], str],  # noqa: F811 (the fixture)
+    pulsar: Callable[[Mapping[str, RateLimitConfig]], str],
 ) -> None:
     endpoint = pulsar({"paced_probe": RateLimitConfig(permits=1, period_s=1.0)})
     batch = jobs("paced_probe", 4)
@@ -71,7 +74,7 @@ def test_a_handler_that_takes_its_own_permits_gets_its_batch_unpaced() -> None:
 
 
 def test_the_handlers_limiter_cuts_and_pauses_the_cluster_wide_rate(
-    pulsar: Callable[[Mapping[str, RateLimitConfig]], str],  # noqa: F811 (the fixture)
+    pulsar: Callable[[Mapping[str, RateLimitConfig]], str],
 ) -> None:
     endpoint = pulsar({"paced_probe": RateLimitConfig(permits=10, period_s=1.0)})
     with PermitClient(endpoint) as client:
@@ -89,7 +92,7 @@ def test_the_handlers_limiter_cuts_and_pauses_the_cluster_wide_rate(
 
 
 def test_feedback_on_a_limiter_the_pulsar_does_not_know_is_logged_not_raised(
-    pulsar: Callable[[Mapping[str, RateLimitConfig]], str],  # noqa: F811 (the fixture)
+    pulsar: Callable[[Mapping[str, RateLimitConfig]], str],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     endpoint = pulsar({})
@@ -115,7 +118,7 @@ def test_ok_is_reported_at_most_every_fifth_of_a_second() -> None:
 
 
 def test_a_handler_that_never_goes_through_its_batch_still_pays_a_permit_per_job(
-    pulsar: Callable[[Mapping[str, RateLimitConfig]], str],  # noqa: F811 (the fixture)
+    pulsar: Callable[[Mapping[str, RateLimitConfig]], str],
 ) -> None:
     endpoint = pulsar({"paced_probe": RateLimitConfig(permits=10, period_s=1.0)})
     with PermitClient(endpoint) as client:

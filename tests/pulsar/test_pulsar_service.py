@@ -6,7 +6,6 @@ import json
 import os
 import select
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -19,19 +18,19 @@ import pytest
 import zmq
 
 from config.models import RateLimitConfig
-from manager.pulsar_service import PulsarService, answer, build_limiters, limits_of
-from slot.permits import (
+from pulsar.client import PermitClient
+from pulsar.errors import PermitError, PermitTimeout
+from pulsar.protocol import (
     SLOW_DOWN,
     AcquireRequest,
     ErrorReply,
     GrantReply,
-    PermitClient,
-    PermitError,
-    PermitTimeout,
     StateRequest,
     decode_reply,
     pause,
 )
+from pulsar.service import answer, build_limiters, limits_of
+from tests.pulsar.served import Served, free_endpoint
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
@@ -40,7 +39,7 @@ READY_DEADLINE_S = 15.0
 
 CLIENT_SCRIPT = """
 import json, sys, time
-from slot.permits import PermitClient
+from pulsar.client import PermitClient
 endpoint, limiter, duration_s = sys.argv[1], sys.argv[2], float(sys.argv[3])
 client = PermitClient(endpoint)
 print("ready", flush=True)
@@ -58,58 +57,6 @@ while True:
 client.close()
 print(json.dumps(stamps), flush=True)
 """
-
-
-def free_endpoint() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"tcp://127.0.0.1:{probe.getsockname()[1]}"
-
-
-class Served:
-    """A PulsarService answering from a thread of the test process."""
-
-    def __init__(self, endpoint: str, limits: Mapping[str, RateLimitConfig]) -> None:
-        self.service = PulsarService(endpoint, limits)
-        self.endpoint = endpoint
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self.service.run_until, args=(self._stop.is_set,), kwargs={"tick_ms": 20},
-            daemon=True,
-        )
-        self._thread.start()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(EXIT_DEADLINE_S)
-        assert not self._thread.is_alive(), "the pulsar thread did not stop"
-        self.service.close()
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[Mapping[str, RateLimitConfig]], Served]]:
-    started: list[Served] = []
-
-    def start(limits: Mapping[str, RateLimitConfig]) -> Served:
-        started.append(Served(free_endpoint(), limits))
-        return started[-1]
-
-    yield start
-    for served in started:
-        served.close()
-
-
-@pytest.fixture
-def client() -> Iterator[Callable[..., PermitClient]]:
-    clients: list[PermitClient] = []
-
-    def connect(endpoint: str, **options: float) -> PermitClient:
-        clients.append(PermitClient(endpoint, **options))  # type: ignore[arg-type]
-        return clients[-1]
-
-    yield connect
-    for one in clients:
-        one.close()
 
 
 @pytest.fixture
@@ -321,7 +268,7 @@ def test_the_pulsar_command_serves_the_queues_limits_and_stops_on_sigterm(
     config = tmp_path / "cluster.toml"
     config.write_text("[queues.geocode]\nrate_limit = { permits = 5, period_s = 1.0 }\n")
     endpoint = free_endpoint()
-    proc = spawn(procs, ["-m", "manager.pulsar_cli", "--config", str(config), "--listen", endpoint])
+    proc = spawn(procs, ["-m", "pulsar.cli", "--config", str(config), "--listen", endpoint])
     permits = client(endpoint, reply_timeout_s=0.5)
     permits.acquire("geocode", timeout_s=READY_DEADLINE_S)
     assert permits.states()["geocode"].configured_per_s == 5.0
@@ -336,7 +283,7 @@ def test_the_pulsar_command_says_when_its_endpoint_is_taken(
     serve: Callable[[Mapping[str, RateLimitConfig]], Served], procs: list[subprocess.Popen[str]],
 ) -> None:
     served = serve({})
-    proc = spawn(procs, ["-m", "manager.pulsar_cli", "--listen", served.endpoint])
+    proc = spawn(procs, ["-m", "pulsar.cli", "--listen", served.endpoint])
     assert proc.wait(EXIT_DEADLINE_S) == 1
     assert proc.stderr is not None
     assert f"cannot listen on {served.endpoint}" in proc.stderr.read()

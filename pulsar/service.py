@@ -14,17 +14,17 @@ from typing import Any
 import zmq
 
 from config.curve import CurveKeys
+from config.curve_server import CurveServer
 from config.models import PulsarConfig, QueueConfig, RateLimitConfig
-from manager.curve_server import CurveServer
-from manager.pulsar import DEFAULT_TUNING, Limiter, Tuning
-from slot.permits import (
+from pulsar.errors import PermitFrameError
+from pulsar.limiter import DEFAULT_TUNING, Limiter, Tuning
+from pulsar.protocol import (
     DEFAULT_ENDPOINT,
     AckReply,
     AcquireRequest,
     ErrorReply,
     GrantReply,
     LimiterView,
-    PermitFrameError,
     Reply,
     ReportRequest,
     Request,
