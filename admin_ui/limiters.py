@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 from admin_ui.schemas import LimiterStatus
 from config.curve import ClientCurve
 from config.models import QueueConfig
-from pulsar.client import PermitClient
-from pulsar.errors import PermitError
-from pulsar.protocol import LimiterView
+from slot.pulsar.client import PermitClient
+from slot.pulsar.errors import PermitError
+from slot.pulsar.protocol import LimiterView
 
 if TYPE_CHECKING:
     from admin_ui.settings import AdminSettings

@@ -1,5 +1,5 @@
 """Permits in a slot: the handler's `self.limiter`, and the before_batch hook that paces a
-batch job by job. The handler-facing names of the pulsar (pulsar/) are here too, so handler
+batch job by job. The handler-facing names of the pulsar (slot/pulsar/) are here too, so handler
 code imports only this module.
 
 In a handler of a queue with a `rate_limit`, each job waits for its permit when handle()
@@ -44,9 +44,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import overload
 
 from config.models import QueueConfig
-from pulsar.client import PermitClient, Taken
-from pulsar.errors import PermitError, PermitTimeout
-from pulsar.protocol import OK, SLOW_DOWN, Feedback, pause
+from slot.pulsar.client import PermitClient, Taken
+from slot.pulsar.errors import PermitError, PermitTimeout
+from slot.pulsar.protocol import OK, SLOW_DOWN, Feedback, pause
 from slot.errors import JobResolutionError
 from slot.handler import Outcome, SlotJob, registered_handlers
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from config.curve import ClientCurve
-from pulsar.client import PermitClient
+from slot.pulsar.client import PermitClient
 from queue_server.client import QueueClient
 from slot.beacon import Assignment, Beacon
 from slot.exit_codes import SlotExit

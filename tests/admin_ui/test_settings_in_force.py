@@ -24,9 +24,9 @@ from manager.stats import settings_in_force, with_batch_sizes
 from manager.store import MIGRATIONS_DIR, Store, queue_samples
 from manager.store_reads import reading
 from master.report import HostReport, QueueSettingsReport
-from pulsar.client import PermitClient
-from pulsar.protocol import LimiterView
-from pulsar.service import PulsarService
+from slot.pulsar.client import PermitClient
+from slot.pulsar.protocol import LimiterView
+from slot.pulsar.service import PulsarService
 
 FIVE = QueueSettingsReport(batch_size=5, batch_size_source="handler", handler="app.Thumbs")
 EIGHT = QueueSettingsReport(batch_size=8, batch_size_source="config", handler="app.Thumbs")

@@ -21,8 +21,8 @@ from manager.link import ManagerSocket
 from manager.store import EventKind
 from master.manager_frames import MasterFrame
 from master.manager_link import Heartbeats, ManagerLink
-from pulsar.client import PermitClient
-from pulsar.errors import PermitError
+from slot.pulsar.client import PermitClient
+from slot.pulsar.errors import PermitError
 
 # The shared fixtures of the master link's tests.
 __all__ = ["context", "endpoint"]

@@ -6,9 +6,9 @@ import pytest
 
 from config.endpoints import check_host, check_token, parse_zmq_endpoint
 from manager.heartbeat import Peers
-from pulsar.limiter import Limiter
-from pulsar.protocol import AckReply, ErrorReply, FeedbackKind, ReportRequest
-from pulsar.service import answer
+from slot.pulsar.limiter import Limiter
+from slot.pulsar.protocol import AckReply, ErrorReply, FeedbackKind, ReportRequest
+from slot.pulsar.service import answer
 
 
 def test_a_live_host_is_bound_to_its_connection_until_it_is_lost_or_leaves() -> None:

@@ -19,9 +19,9 @@ from test_service_procs import Cluster, Proc, poll_until, server_proc, spawn_slo
 
 from manager.store import EventKind
 from master.manager_frames import MasterFrame
-from pulsar.client import PermitClient
-from pulsar.errors import PermitError
-from pulsar.protocol import OK, pause
+from slot.pulsar.client import PermitClient
+from slot.pulsar.errors import PermitError
+from slot.pulsar.protocol import OK, pause
 
 CLAIMED_BYTES = 1_500_000_000
 # Without the bound the whole frame would be taken; this much is enough to see it.

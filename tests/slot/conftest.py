@@ -1,4 +1,4 @@
-"""Fixtures of the slot tests: the permit tests ask a real pulsar (tests/pulsar/served.py)."""
-from tests.pulsar.served import client, pulsar, serve
+"""Fixtures of the slot tests: the permit tests ask a real pulsar (tests/slot/pulsar/served.py)."""
+from tests.slot.pulsar.served import client, pulsar, serve
 
 __all__ = ["client", "pulsar", "serve"]

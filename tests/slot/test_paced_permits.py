@@ -9,12 +9,12 @@ from collections.abc import Callable, Mapping, Sequence
 import pytest
 
 from config.models import RateLimitConfig
-from pulsar.client import PermitClient
-from pulsar.errors import PermitTimeout
-from pulsar.protocol import OK
+from slot.pulsar.client import PermitClient
+from slot.pulsar.errors import PermitTimeout
+from slot.pulsar.protocol import OK
 from slot.handler import Handler, Outcome, SlotJob, handler
 from slot.permits import RateLimitHook, SlotLimiter, limiter_for
-from tests.pulsar.served import free_endpoint
+from tests.slot.pulsar.served import free_endpoint
 
 
 def jobs(queue: str, count: int) -> list[SlotJob]:

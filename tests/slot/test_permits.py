@@ -8,10 +8,10 @@ from collections.abc import Callable, Mapping
 import pytest
 
 from config.models import QueueConfig, RateLimitConfig
-from pulsar.client import UNREACHABLE_DELAY_S, PermitClient
+from slot.pulsar.client import UNREACHABLE_DELAY_S, PermitClient
 from slot.handler import Outcome, SlotJob
 from slot.permits import RateLimitHook, limiters_of, rate_limit_hook
-from tests.pulsar.served import free_endpoint
+from tests.slot.pulsar.served import free_endpoint
 
 
 def jobs(queue: str, count: int) -> list[SlotJob]:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from config.models import RateLimitConfig
-from pulsar.service import PulsarService
+from slot.pulsar.service import PulsarService
 from queue_server.client import QueueClient
 from tests.queue_server.server_proc import running_queue_server, slotmap_command
 from tests.queue_server.util import poll_until

@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator, Mapping
 import pytest
 
 from config.models import RateLimitConfig
-from pulsar.client import PermitClient
-from pulsar.service import PulsarService
+from slot.pulsar.client import PermitClient
+from slot.pulsar.service import PulsarService
 
 EXIT_DEADLINE_S = 10.0
 

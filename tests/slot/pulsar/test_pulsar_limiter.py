@@ -7,14 +7,14 @@ import math
 
 import pytest
 
-from pulsar.limiter import Limiter, Tuning
-from pulsar.protocol import OK, SLOW_DOWN, pause
+from slot.pulsar.limiter import Limiter, Tuning
+from slot.pulsar.protocol import OK, SLOW_DOWN, pause
 
 
 def run_clients(
     limiter: Limiter, *, clients: int, n: int = 1, start_s: float = 0.0, duration_s: float,
 ) -> list[tuple[float, int]]:
-    """Greedy clients in virtual time, each as pulsar/client.py behaves: ask for what is
+    """Greedy clients in virtual time, each as slot/pulsar/client.py behaves: ask for what is
     missing, come back (retry=True) after retry_after_s, ask again at once when served.
     Returns (time, granted) for every grant."""
     grants: list[tuple[float, int]] = []

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pulsar.limiter import Limiter
+from slot.pulsar.limiter import Limiter
 
 
 def test_a_client_back_slightly_early_waits_only_for_its_permit_not_behind_the_queue() -> None:

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Mapping
 
-from pulsar.protocol import LimiterView
+from slot.pulsar.protocol import LimiterView
 
 EXIT_NO_PULSAR = 1
 
@@ -37,8 +37,8 @@ def render(limiters: Mapping[str, LimiterView]) -> str:
 def run(args: argparse.Namespace) -> int:
     from config.curve import client_curve
     from config.load import load_config
-    from pulsar.client import PermitClient
-    from pulsar.errors import PermitError
+    from slot.pulsar.client import PermitClient
+    from slot.pulsar.errors import PermitError
 
     config = load_config(args.config)
     with PermitClient(config.pulsar.listen, curve=client_curve(config)) as client:

@@ -18,9 +18,9 @@ import pytest
 import zmq
 
 from config.models import RateLimitConfig
-from pulsar.client import PermitClient
-from pulsar.errors import PermitError, PermitTimeout
-from pulsar.protocol import (
+from slot.pulsar.client import PermitClient
+from slot.pulsar.errors import PermitError, PermitTimeout
+from slot.pulsar.protocol import (
     SLOW_DOWN,
     AcquireRequest,
     ErrorReply,
@@ -29,17 +29,17 @@ from pulsar.protocol import (
     decode_reply,
     pause,
 )
-from pulsar.service import answer, build_limiters, limits_of
-from tests.pulsar.served import Served, free_endpoint
+from slot.pulsar.service import answer, build_limiters, limits_of
+from tests.procs import REPO_ROOT
+from tests.slot.pulsar.served import Served, free_endpoint
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
 EXIT_DEADLINE_S = 10.0
 READY_DEADLINE_S = 15.0
 
 CLIENT_SCRIPT = """
 import json, sys, time
-from pulsar.client import PermitClient
+from slot.pulsar.client import PermitClient
 endpoint, limiter, duration_s = sys.argv[1], sys.argv[2], float(sys.argv[3])
 client = PermitClient(endpoint)
 print("ready", flush=True)
@@ -268,7 +268,7 @@ def test_the_pulsar_command_serves_the_queues_limits_and_stops_on_sigterm(
     config = tmp_path / "cluster.toml"
     config.write_text("[queues.geocode]\nrate_limit = { permits = 5, period_s = 1.0 }\n")
     endpoint = free_endpoint()
-    proc = spawn(procs, ["-m", "pulsar.cli", "--config", str(config), "--listen", endpoint])
+    proc = spawn(procs, ["-m", "slot.pulsar.cli", "--config", str(config), "--listen", endpoint])
     permits = client(endpoint, reply_timeout_s=0.5)
     permits.acquire("geocode", timeout_s=READY_DEADLINE_S)
     assert permits.states()["geocode"].configured_per_s == 5.0
@@ -283,7 +283,7 @@ def test_the_pulsar_command_says_when_its_endpoint_is_taken(
     serve: Callable[[Mapping[str, RateLimitConfig]], Served], procs: list[subprocess.Popen[str]],
 ) -> None:
     served = serve({})
-    proc = spawn(procs, ["-m", "pulsar.cli", "--listen", served.endpoint])
+    proc = spawn(procs, ["-m", "slot.pulsar.cli", "--listen", served.endpoint])
     assert proc.wait(EXIT_DEADLINE_S) == 1
     assert proc.stderr is not None
     assert f"cannot listen on {served.endpoint}" in proc.stderr.read()

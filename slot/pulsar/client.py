@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 import zmq
 
 from config.curve import ClientCurve
-from pulsar.errors import PermitError, PermitFrameError, PermitTimeout
-from pulsar.protocol import (
+from slot.pulsar.errors import PermitError, PermitFrameError, PermitTimeout
+from slot.pulsar.protocol import (
     MAX_PERMITS_PER_REQUEST,
     AckReply,
     AcquireRequest,

@@ -1,8 +1,8 @@
 """`slotmap limiters` prints each limiter's rate in force, permits granted and cuts."""
 from __future__ import annotations
 
-from pulsar.limiters_cli import render
-from pulsar.protocol import LimiterView
+from slot.pulsar.limiters_cli import render
+from slot.pulsar.protocol import LimiterView
 
 
 def test_the_table_shows_the_rate_in_force_next_to_the_configured_one() -> None:

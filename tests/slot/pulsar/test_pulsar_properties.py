@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pulsar.limiter import Limiter
-from pulsar.protocol import OK, SLOW_DOWN, Feedback, pause
+from slot.pulsar.limiter import Limiter
+from slot.pulsar.protocol import OK, SLOW_DOWN, Feedback, pause
 
 SLACK = 1e-6
 

@@ -3,7 +3,7 @@
 Permits come from a token bucket refilled at the current rate and holding at most
 `capacity` (a tenth of a second of permits, at least one), so a limiter of 10 per second
 hands out one permit every 0.1 s instead of 10 at the start of each second. In any window
-of w seconds it grants at most configured_per_s * w + capacity (tests/pulsar/
+of w seconds it grants at most configured_per_s * w + capacity (tests/slot/pulsar/
 test_pulsar_properties.py holds it to that).
 
 A client told to wait gets its own turn (`retry_after_s`): the turns of waiting clients
@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pulsar.protocol import MAX_RESERVE_S, Feedback, FeedbackKind, LimiterView
+from slot.pulsar.protocol import MAX_RESERVE_S, Feedback, FeedbackKind, LimiterView
 
 # Grants count whole permits of a bucket kept in floats.
 EPSILON = 1e-9

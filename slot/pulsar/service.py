@@ -16,9 +16,9 @@ import zmq
 from config.curve import CurveKeys
 from config.curve_server import CurveServer
 from config.models import PulsarConfig, QueueConfig, RateLimitConfig
-from pulsar.errors import PermitFrameError
-from pulsar.limiter import DEFAULT_TUNING, Limiter, Tuning
-from pulsar.protocol import (
+from slot.pulsar.errors import PermitFrameError
+from slot.pulsar.limiter import DEFAULT_TUNING, Limiter, Tuning
+from slot.pulsar.protocol import (
     DEFAULT_ENDPOINT,
     AckReply,
     AcquireRequest,

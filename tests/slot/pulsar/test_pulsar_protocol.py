@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from pulsar.errors import PermitFrameError
-from pulsar.protocol import (
+from slot.pulsar.errors import PermitFrameError
+from slot.pulsar.protocol import (
     OK,
     SLOW_DOWN,
     AcquireRequest,

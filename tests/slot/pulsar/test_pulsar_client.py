@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 import pytest
 
 from config.models import RateLimitConfig
-from pulsar.client import PermitClient, Taken
+from slot.pulsar.client import PermitClient, Taken
 
 
 def test_take_returns_what_came_within_its_wait(

@@ -15,7 +15,7 @@ from typing import Annotated, Literal, TypeVar
 from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
 from config.frames import Frame
-from pulsar.errors import PermitFrameError
+from slot.pulsar.errors import PermitFrameError
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:7510"
 ENDPOINT_ENV = "SLOTMAP_PULSAR"

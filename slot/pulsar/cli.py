@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from types import FrameType
 
-from pulsar.protocol import DEFAULT_ENDPOINT
+from slot.pulsar.protocol import DEFAULT_ENDPOINT
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from config.curve import server_keys
     from config.load import load_config
     from config.preflight import check_bindable
-    from pulsar.service import PulsarService, describe, limits_of
+    from slot.pulsar.service import PulsarService, describe, limits_of
 
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
     config = load_config(args.config)
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m pulsar.cli`: the pulsar alone, without the `slotmap` parser."""
+    """`python -m slot.pulsar.cli`: the pulsar alone, without the `slotmap` parser."""
     parser = argparse.ArgumentParser(prog="slotmap pulsar")
     add_arguments(parser)
     return run(parser.parse_args(argv))

@@ -1,4 +1,0 @@
-"""Fixtures of the pulsar tests: a real pulsar in a thread and clients of it (served.py)."""
-from tests.pulsar.served import client, pulsar, serve
-
-__all__ = ["client", "pulsar", "serve"]
