@@ -44,11 +44,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import overload
 
 from config.models import QueueConfig
+from slot.errors import JobResolutionError
+from slot.handler import Outcome, SlotJob, registered_handlers
 from slot.pulsar.client import PermitClient, Taken
 from slot.pulsar.errors import PermitError, PermitTimeout
 from slot.pulsar.protocol import OK, SLOW_DOWN, Feedback, pause
-from slot.errors import JobResolutionError
-from slot.handler import Outcome, SlotJob, registered_handlers
 
 __all__ = [
     "OK", "SLOW_DOWN", "PermitClient", "PermitError", "PermitTimeout", "RateLimitHook",

@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from config.curve import ClientCurve
-from slot.pulsar.client import PermitClient
 from queue_server.client import QueueClient
 from slot.beacon import Assignment, Beacon
 from slot.exit_codes import SlotExit
@@ -21,6 +20,7 @@ from slot.link import BeaconLink
 from slot.loop import SlotLoop, SlotStats, StepKind
 from slot.memory import MemoryUsage, MemoryWatch, read_memory
 from slot.permits import RateLimitHook
+from slot.pulsar.client import PermitClient
 from slot.source import ClientSource
 from slot.wake import Waker
 

@@ -9,11 +9,11 @@ from collections.abc import Callable, Mapping, Sequence
 import pytest
 
 from config.models import RateLimitConfig
+from slot.handler import Handler, Outcome, SlotJob, handler
+from slot.permits import RateLimitHook, SlotLimiter, limiter_for
 from slot.pulsar.client import PermitClient
 from slot.pulsar.errors import PermitTimeout
 from slot.pulsar.protocol import OK
-from slot.handler import Handler, Outcome, SlotJob, handler
-from slot.permits import RateLimitHook, SlotLimiter, limiter_for
 from tests.slot.pulsar.served import free_endpoint
 
 

@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping
 import pytest
 
 from config.models import QueueConfig, RateLimitConfig
-from slot.pulsar.client import UNREACHABLE_DELAY_S, PermitClient
 from slot.handler import Outcome, SlotJob
 from slot.permits import RateLimitHook, limiters_of, rate_limit_hook
+from slot.pulsar.client import UNREACHABLE_DELAY_S, PermitClient
 from tests.slot.pulsar.served import free_endpoint
 
 

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 from config.models import RateLimitConfig
-from slot.pulsar.service import PulsarService
 from queue_server.client import QueueClient
+from slot.pulsar.service import PulsarService
 from tests.queue_server.server_proc import running_queue_server, slotmap_command
 from tests.queue_server.util import poll_until
 
