@@ -82,12 +82,13 @@ def free_port() -> int:
 
 
 def cluster_config(*, mode: str, batch_size: int, queue_port: int, pulsar_port: int,
-                   data_dir: Path, ipc_dir: Path) -> str:
+                   data_dir: Path, ipc_dir: Path, limit: tuple[int, float] = (RATE_PER_S, 1.0)) -> str:
     queue = QUEUE_OF_MODE[mode]
-    limit = "" if mode == "none" else f"rate_limit = {{ permits = {RATE_PER_S}, period_s = 1.0 }}\n"
+    permits, period_s = limit
+    limit_line = "" if mode == "none" else f"rate_limit = {{ permits = {permits}, period_s = {period_s} }}\n"
     return (
         f'[queue_server]\nlisten = "127.0.0.1:{queue_port}"\ndata_dir = "{data_dir}"\nfsync = "never"\n\n'
-        f"[queues.{queue}]\nbatch_size = {batch_size}\nlock_timeout_s = 60.0\n{limit}\n"
+        f"[queues.{queue}]\nbatch_size = {batch_size}\nlock_timeout_s = 60.0\n{limit_line}\n"
         f'[master]\npython_path = ["{HANDLERS_DIR}"]\nhandler_modules = ["sm_rate_handlers"]\n'
         f'ipc_dir = "{ipc_dir}"\nstatic_slots = {{ {queue} = {SLOTS} }}\nmax_load_per_cpu = 1000.0\n\n'
         f'[pulsar]\nlisten = "tcp://127.0.0.1:{pulsar_port}"\n'
@@ -152,7 +153,7 @@ def _wait_done(client: QueueClient, queue: str, count: int, *, timeout_s: float,
 
 
 def run_once(mode: str, batch_size: int, *, jobs: int, workdir: Path, burst: int = 0,
-             must_finish: bool = True) -> Result:
+             must_finish: bool = True, limit: tuple[int, float] = (RATE_PER_S, 1.0)) -> Result:
     """One cluster, warmed up with two jobs, then `jobs` jobs through the outside API (within
     4x the time they need at the rate plus 30 s; AssertionError past it if `must_finish`)."""
     queue = QUEUE_OF_MODE[mode]
@@ -160,7 +161,8 @@ def run_once(mode: str, batch_size: int, *, jobs: int, workdir: Path, burst: int
     try:
         with OutsideApi(RATE_PER_S, burst=burst) as api:
             text = cluster_config(mode=mode, batch_size=batch_size, queue_port=free_port(),
-                                  pulsar_port=free_port(), data_dir=workdir / "queue", ipc_dir=ipc_dir)
+                                  pulsar_port=free_port(), data_dir=workdir / "queue", ipc_dir=ipc_dir,
+                                  limit=limit)
             with cluster(workdir, text, api_url=api.url) as address, \
                     QueueClient(address, timeout_s=10.0) as client:
                 client.put_many(queue, [b"warm-up"] * SLOTS)
@@ -192,15 +194,19 @@ def main() -> int:
     parser.add_argument("--batch-sizes", default="1,5,20")
     parser.add_argument("--jobs", type=int, default=100)
     parser.add_argument("--burst", type=int, default=0, help="calls the API tolerates over its rate")
+    parser.add_argument("--limit", default=f"{RATE_PER_S}/1",
+                        help="the queue's rate_limit as permits/period_s (e.g. 49/5 for 9.8/s)")
     args = parser.parse_args()
+    permits, _, period = args.limit.partition("/")
+    limit = (int(permits), float(period or 1))
     print(f"outside API: {RATE_PER_S}/s sliding window (burst {args.burst}), {SLOTS} slots, "
-          f"{args.jobs} jobs per run", flush=True)
+          f"{args.jobs} jobs per run, rate_limit {limit[0]}/{limit[1]:g} s", flush=True)
     for mode in args.modes.split(","):
         for size in (int(s) for s in args.batch_sizes.split(",")):
             workdir = Path(tempfile.mkdtemp(prefix=f"sm-rate-{mode}-{size}-"))
             try:
                 result = run_once(mode, size, jobs=args.jobs, workdir=workdir, burst=args.burst,
-                                  must_finish=False)
+                                  must_finish=False, limit=limit)
                 print(result.line(), flush=True)
             finally:
                 shutil.rmtree(workdir, ignore_errors=True)

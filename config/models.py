@@ -83,6 +83,12 @@ class QueueServerConfig(_Strict):
 class RateLimitConfig(_Strict):
     permits: int = Field(ge=1, description="Permits (calls) allowed per period across the whole cluster.")
     period_s: float = Field(default=1.0, gt=0, description="The period the permits are for: permits = 10, period_s = 1 is 10 calls per second.")
+    margin: float = Field(
+        default=0.02, ge=0, lt=0.5,
+        description="Fraction of the rate left unused: permits go out at permits / period_s x "
+                    "(1 - margin), so calls that leave a millisecond off their turn stay under a "
+                    "provider that counts a strict window (at exactly 10/s, a call 0.6 ms early "
+                    "against the one ten before it got a 429). 0 for a provider with slack.")
 
 
 class QueueConfig(_Strict):

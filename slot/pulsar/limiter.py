@@ -64,10 +64,14 @@ class Grant:
 
 
 class Limiter:
-    def __init__(self, permits: int, period_s: float, *, tuning: Tuning = DEFAULT_TUNING) -> None:
+    def __init__(self, permits: int, period_s: float, *, margin: float = 0.0,
+                 tuning: Tuning = DEFAULT_TUNING) -> None:
         if permits < 1 or not (period_s > 0 and math.isfinite(period_s)):
             raise ValueError(f"a limiter needs permits >= 1 and period_s > 0, got {permits}/{period_s}")
-        self.configured_per_s = permits / period_s
+        if not 0 <= margin < 1:
+            raise ValueError(f"a limiter's margin is a fraction in [0, 1), got {margin}")
+        # The rate in force when nothing is cut: the margin is never handed out.
+        self.configured_per_s = permits / period_s * (1 - margin)
         self.tuning = tuning
         self.min_rate_per_s = self.configured_per_s * tuning.min_rate_fraction
         self.rate_per_s = self.configured_per_s

@@ -52,7 +52,7 @@ def limits_of(queues: Mapping[str, QueueConfig]) -> dict[str, RateLimitConfig]:
 def build_limiters(
     limits: Mapping[str, RateLimitConfig], *, tuning: Tuning = DEFAULT_TUNING,
 ) -> dict[str, Limiter]:
-    return {name: Limiter(limit.permits, limit.period_s, tuning=tuning) for name, limit in limits.items()}
+    return {name: Limiter(limit.permits, limit.period_s, margin=limit.margin, tuning=tuning) for name, limit in limits.items()}
 
 
 def answer(

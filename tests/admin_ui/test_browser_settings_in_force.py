@@ -33,7 +33,7 @@ ONE_SLOT = {"min_slots": 1, "max_slots": 1}
 QUEUES = {
     "thumbs": dict(ONE_SLOT),
     "mail": {**ONE_SLOT, "batch_size": 8},
-    "calls": {**ONE_SLOT, "rate_limit": {"permits": RATE_PER_S, "period_s": 1.0}},
+    "calls": {**ONE_SLOT, "rate_limit": {"permits": RATE_PER_S, "period_s": 1.0, "margin": 0}},
 }
 DEADLINE_S = 40.0
 HANDLERS = '''

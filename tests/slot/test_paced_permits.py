@@ -35,7 +35,7 @@ class OwnPermitsProbe(Handler):
 def test_a_batch_goes_out_one_permit_per_job_spaced_by_the_rate(
     pulsar: Callable[[Mapping[str, RateLimitConfig]], str],
 ) -> None:
-    endpoint = pulsar({"paced_probe": RateLimitConfig(permits=10, period_s=1.0)})
+    endpoint = pulsar({"paced_probe": RateLimitConfig(permits=10, period_s=1.0, margin=0)})
     with PermitClient(endpoint) as client:
         paced = RateLimitHook(client, {"paced_probe": "paced_probe"})("paced_probe", jobs("paced_probe", 6))
         assert len(paced) == 6  # no permit taken to count the batch
@@ -52,7 +52,7 @@ def test_a_batch_goes_out_one_permit_per_job_spaced_by_the_rate(
 def test_jobs_whose_permit_does_not_come_in_time_are_postponed_and_not_handed_out(
     pulsar: Callable[[Mapping[str, RateLimitConfig]], str],
 ) -> None:
-    endpoint = pulsar({"paced_probe": RateLimitConfig(permits=1, period_s=1.0)})
+    endpoint = pulsar({"paced_probe": RateLimitConfig(permits=1, period_s=1.0, margin=0)})
     batch = jobs("paced_probe", 4)
     with PermitClient(endpoint) as client:
         paced = RateLimitHook(client, {"paced_probe": "paced_probe"}, max_wait_s=0.2)("paced_probe", batch)
@@ -76,7 +76,7 @@ def test_a_handler_that_takes_its_own_permits_gets_its_batch_unpaced() -> None:
 def test_the_handlers_limiter_cuts_and_pauses_the_cluster_wide_rate(
     pulsar: Callable[[Mapping[str, RateLimitConfig]], str],
 ) -> None:
-    endpoint = pulsar({"paced_probe": RateLimitConfig(permits=10, period_s=1.0)})
+    endpoint = pulsar({"paced_probe": RateLimitConfig(permits=10, period_s=1.0, margin=0)})
     with PermitClient(endpoint) as client:
         RateLimitHook(client, {"paced_probe": "paced_probe"})
         limiter = PacedProbe().limiter
@@ -120,7 +120,7 @@ def test_ok_is_reported_at_most_every_fifth_of_a_second() -> None:
 def test_a_handler_that_never_goes_through_its_batch_still_pays_a_permit_per_job(
     pulsar: Callable[[Mapping[str, RateLimitConfig]], str],
 ) -> None:
-    endpoint = pulsar({"paced_probe": RateLimitConfig(permits=10, period_s=1.0)})
+    endpoint = pulsar({"paced_probe": RateLimitConfig(permits=10, period_s=1.0, margin=0)})
     with PermitClient(endpoint) as client:
         hook = RateLimitHook(client, {"paced_probe": "paced_probe"})
         hook("paced_probe", jobs("paced_probe", 6))  # handled without looking at its jobs

@@ -13,7 +13,7 @@ from slot.pulsar.client import PermitClient, Taken
 def test_take_returns_what_came_within_its_wait(
     pulsar: Callable[[Mapping[str, RateLimitConfig]], str], client: Callable[..., PermitClient],
 ) -> None:
-    permits = client(pulsar({"geo": RateLimitConfig(permits=10), "rare": RateLimitConfig(permits=1)}))
+    permits = client(pulsar({"geo": RateLimitConfig(permits=10, margin=0), "rare": RateLimitConfig(permits=1, margin=0)}))
     # 10/s: four permits come within a second (at 0, 0.1, 0.2 and 0.3 s).
     assert permits.take("geo", 4, wait_s=1.0) == Taken(4, 0.0)
     # 1/s: the first at once, the second a second later, past the half second of wait.
@@ -27,7 +27,7 @@ def test_take_returns_what_came_within_its_wait(
 def test_a_client_made_before_a_fork_asks_from_the_child_on_its_own_socket(
     pulsar: Callable[[Mapping[str, RateLimitConfig]], str], client: Callable[..., PermitClient],
 ) -> None:
-    permits = client(pulsar({"geo": RateLimitConfig(permits=100)}))
+    permits = client(pulsar({"geo": RateLimitConfig(permits=100, margin=0)}))
     permits.acquire("geo")
     pid = os.fork()
     if pid == 0:  # the child: exit code 0 when its permit came

@@ -105,7 +105,7 @@ def acquire_for(client: PermitClient, limiter: str, duration_s: float) -> int:
 def test_four_client_processes_share_one_limit_of_twenty_per_second(
     serve: Callable[[Mapping[str, RateLimitConfig]], Served], procs: list[subprocess.Popen[str]],
 ) -> None:
-    served = serve({"api": RateLimitConfig(permits=20, period_s=1.0)})
+    served = serve({"api": RateLimitConfig(permits=20, period_s=1.0, margin=0)})
     duration_s = 3.0
     clients = [spawn(procs, ["-c", CLIENT_SCRIPT, served.endpoint, "api", str(duration_s)])
                for _ in range(4)]
@@ -128,7 +128,7 @@ def test_four_client_processes_share_one_limit_of_twenty_per_second(
 def test_a_slow_down_report_halves_the_rate_every_client_gets(
     serve: Callable[[Mapping[str, RateLimitConfig]], Served], client: Callable[..., PermitClient],
 ) -> None:
-    served = serve({"api": RateLimitConfig(permits=40, period_s=1.0)})
+    served = serve({"api": RateLimitConfig(permits=40, period_s=1.0, margin=0)})
     worker, reporter = client(served.endpoint), client(served.endpoint)
     before = acquire_for(worker, "api", 1.0)
     assert reporter.report("api", SLOW_DOWN)
@@ -142,7 +142,7 @@ def test_a_slow_down_report_halves_the_rate_every_client_gets(
 def test_a_pause_report_stops_every_permit_for_its_seconds(
     serve: Callable[[Mapping[str, RateLimitConfig]], Served], client: Callable[..., PermitClient],
 ) -> None:
-    served = serve({"api": RateLimitConfig(permits=100, period_s=1.0)})
+    served = serve({"api": RateLimitConfig(permits=100, period_s=1.0, margin=0)})
     permits = client(served.endpoint)
     permits.acquire("api")
     assert permits.report("api", pause(0.6))
@@ -154,7 +154,7 @@ def test_a_pause_report_stops_every_permit_for_its_seconds(
 def test_an_unknown_limiter_is_a_permit_error_naming_the_known_ones(
     serve: Callable[[Mapping[str, RateLimitConfig]], Served], client: Callable[..., PermitClient],
 ) -> None:
-    served = serve({"api": RateLimitConfig(permits=1), "mail": RateLimitConfig(permits=1)})
+    served = serve({"api": RateLimitConfig(permits=1, margin=0), "mail": RateLimitConfig(permits=1, margin=0)})
     with pytest.raises(PermitError, match=r"no limiter 'nope' \(known: api, mail\)"):
         client(served.endpoint).acquire("nope")
 
@@ -162,7 +162,7 @@ def test_an_unknown_limiter_is_a_permit_error_naming_the_known_ones(
 def test_permits_that_come_after_the_timeout_are_not_waited_for(
     serve: Callable[[Mapping[str, RateLimitConfig]], Served], client: Callable[..., PermitClient],
 ) -> None:
-    served = serve({"api": RateLimitConfig(permits=1, period_s=10.0)})
+    served = serve({"api": RateLimitConfig(permits=1, period_s=10.0, margin=0)})
     permits = client(served.endpoint)
     permits.acquire("api")
     started = time.monotonic()
@@ -188,7 +188,7 @@ def test_a_client_waiting_through_a_pulsar_restart_gets_its_permit(
     client: Callable[..., PermitClient],
 ) -> None:
     endpoint = free_endpoint()
-    limits = {"api": RateLimitConfig(permits=50)}
+    limits = {"api": RateLimitConfig(permits=50, margin=0)}
     first = Served(endpoint, limits)
     permits = client(endpoint, reply_timeout_s=0.3)
     try:
@@ -218,7 +218,7 @@ def test_a_client_waiting_through_a_pulsar_restart_gets_its_permit(
 def test_a_bad_frame_gets_an_error_reply_and_the_service_goes_on(
     serve: Callable[[Mapping[str, RateLimitConfig]], Served], client: Callable[..., PermitClient],
 ) -> None:
-    served = serve({"api": RateLimitConfig(permits=10)})
+    served = serve({"api": RateLimitConfig(permits=10, margin=0)})
     context = zmq.Context()
     raw = context.socket(zmq.DEALER)
     raw.setsockopt(zmq.LINGER, 0)
@@ -237,7 +237,7 @@ def test_a_bad_frame_gets_an_error_reply_and_the_service_goes_on(
 def test_state_lists_every_limiter_with_its_rates(
     serve: Callable[[Mapping[str, RateLimitConfig]], Served], client: Callable[..., PermitClient],
 ) -> None:
-    served = serve({"api": RateLimitConfig(permits=30, period_s=60.0), "mail": RateLimitConfig(permits=5)})
+    served = serve({"api": RateLimitConfig(permits=30, period_s=60.0, margin=0), "mail": RateLimitConfig(permits=5, margin=0)})
     permits = client(served.endpoint)
     permits.acquire("mail")
     states = permits.states()
@@ -247,7 +247,7 @@ def test_state_lists_every_limiter_with_its_rates(
 
 
 def test_answers_come_from_the_limiters_without_a_socket() -> None:
-    limiters = build_limiters({"api": RateLimitConfig(permits=10)})
+    limiters = build_limiters({"api": RateLimitConfig(permits=10, margin=0)})
     first = answer(limiters, AcquireRequest(id=7, limiter="api", n=3), 0.0)
     assert isinstance(first, GrantReply)
     assert (first.id, first.granted, first.retry_after_s) == (7, 1, pytest.approx(0.1))
@@ -258,15 +258,15 @@ def test_answers_come_from_the_limiters_without_a_socket() -> None:
 def test_limits_come_from_the_queues_with_a_rate_limit() -> None:
     from config.models import QueueConfig
 
-    queues = {"a": QueueConfig(rate_limit=RateLimitConfig(permits=3, period_s=2)), "b": QueueConfig()}
-    assert limits_of(queues) == {"a": RateLimitConfig(permits=3, period_s=2)}
+    queues = {"a": QueueConfig(rate_limit=RateLimitConfig(permits=3, period_s=2, margin=0)), "b": QueueConfig()}
+    assert limits_of(queues) == {"a": RateLimitConfig(permits=3, period_s=2, margin=0)}
 
 
 def test_the_pulsar_command_serves_the_queues_limits_and_stops_on_sigterm(
     tmp_path: Path, procs: list[subprocess.Popen[str]], client: Callable[..., PermitClient],
 ) -> None:
     config = tmp_path / "cluster.toml"
-    config.write_text("[queues.geocode]\nrate_limit = { permits = 5, period_s = 1.0 }\n")
+    config.write_text("[queues.geocode]\nrate_limit = { permits = 5, period_s = 1.0, margin = 0 }\n")
     endpoint = free_endpoint()
     proc = spawn(procs, ["-m", "slot.pulsar.cli", "--config", str(config), "--listen", endpoint])
     permits = client(endpoint, reply_timeout_s=0.5)
@@ -287,3 +287,10 @@ def test_the_pulsar_command_says_when_its_endpoint_is_taken(
     assert proc.wait(EXIT_DEADLINE_S) == 1
     assert proc.stderr is not None
     assert f"cannot listen on {served.endpoint}" in proc.stderr.read()
+
+
+def test_a_limiters_margin_is_left_unused_by_default() -> None:
+    # The default 2% keeps calls a millisecond off their turns under a strict window.
+    limiters = build_limiters({"api": RateLimitConfig(permits=10), "exact": RateLimitConfig(permits=10, margin=0)})
+    assert limiters["api"].configured_per_s == pytest.approx(9.8)
+    assert limiters["exact"].configured_per_s == pytest.approx(10.0)
