@@ -70,6 +70,13 @@ class Masters:
 
     # Reports in
 
+    def listened(self, now: float) -> None:
+        """The loop has just taken its frames: its own stall is not the masters' silence."""
+        stall_s = self.peers.listened(now)
+        if stall_s >= self.interval_s:
+            log.warning("the manager did not listen to masters for %.1f s more than it meant to; "
+                        "their silence meanwhile is not counted against them", stall_s)
+
     def on_frame(self, received: Received, now: float) -> list[NewEvent]:
         frame = received.frame
         report = frame.report

@@ -100,7 +100,9 @@ class Manager:
             message=f"manager {self.pid} is active ({self.lease.description}), listening on {self.socket.endpoint}",
         ))
         while not self.stopping:
-            for received in self.socket.receive(self.wait_s(self.clock())):
+            frames = self.socket.receive(self.wait_s(self.clock()))
+            self.masters.listened(self.clock())
+            for received in frames:
                 at = self.clock()
                 self.on_master_events(self.masters.on_frame(received, at), at)
             now = self.clock()
