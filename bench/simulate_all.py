@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from manager.simulator.baselines import HpaPolicy, StaticPolicy
+from manager.simulator.policy import PlannerPolicy
 from manager.simulator.report import (
     SimResult,
     format_run,
@@ -25,7 +26,7 @@ from manager.simulator.report import (
     verdict,
 )
 from manager.simulator.scenario import Scenario, load_scenario
-from manager.simulator.simulate import PlannerPolicy, simulate
+from manager.simulator.simulate import simulate
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 

@@ -111,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_active(config: ClusterConfig, flag: _StopFlag, lease: Lease) -> int:
-    from manager.service import Manager, QueueStatsReader
+    from manager.plan_inputs import QueueStatsReader
+    from manager.service import Manager
     from manager.store import Store
     from queue_server.client import QueueClient
 

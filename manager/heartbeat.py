@@ -8,6 +8,12 @@ view of that host from the slots the report lists.
 A host is bound to the connection (ZeroMQ routing id) it reported on: while it is alive,
 a report naming it from another connection is a spoof unless that connection is gone
 (a restarted or reconnected master); `bound_elsewhere` says which case needs that check.
+
+Silence counts only while the manager listens. A manager that stalled (its process frozen
+or starved, a plan that ran long) finds the masters' frames of that time still in the
+kernel, not yet taken by ZeroMQ's I/O thread: counted as silence, every master was lost,
+came back on its stale frames, and was lost again while it reconnected (two `master_lost`
+for one host, and two re-plans). `listened` excuses such a stall.
 """
 from __future__ import annotations
 
@@ -69,6 +75,7 @@ class Peers:
         self.interval_s = interval_s
         self.liveness = liveness
         self._peers: dict[str, Peer] = {}
+        self._listened_at: float | None = None
 
     @property
     def timeout_s(self) -> float:
@@ -106,6 +113,20 @@ class Peers:
         if peer is None or peer.state is MasterState.LOST or peer.routing_id == routing_id:
             return None
         return peer.routing_id
+
+    def listened(self, now: float) -> float:
+        """The manager took its frames at `now`. Time since it last did, beyond one
+        interval (the longest it waits), was its own stall: the alive masters' deadlines
+        move by that much. Returns the stall excused (0.0 for none)."""
+        previous, self._listened_at = self._listened_at, now
+        if previous is None:
+            return 0.0
+        stall_s = now - previous - self.interval_s
+        if stall_s <= 0.0:
+            return 0.0
+        for peer in self.alive():
+            peer.last_heard_at += stall_s
+        return stall_s
 
     def expire(self, now: float) -> list[PeerChange]:
         """Alive masters silent for liveness intervals become lost."""

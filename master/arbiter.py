@@ -7,6 +7,10 @@
         renew leases                    # TOUCH the batches of live slots (lease keeper thread)
         reconcile(now)                  # desired slot map vs running slots; idempotent
         refresh capacity; write report
+
+Beside it: signals (master/signal_queue.py), sizing by PSS (master/sizing.py), what a slot of
+a queue is told (master/assignments.py), slot states (master/lifecycle.py), the wanted map
+(master/reconciler.py), fork and reap (master/supervisor.py).
 """
 from __future__ import annotations
 
@@ -19,17 +23,16 @@ import time
 from collections import Counter as Tally
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from types import FrameType
 
 import zmq
 
 from config.curve import client_curve
 from config.errors import ConfigError
 from config.load import load_config
-from config.models import ClusterConfig, QueueConfig
+from config.models import ClusterConfig
 from master import host
+from master.assignments import assignment_for, queue_settings
 from master.backoff import BootBackoff
-from master.capacity import Capacity, capacity
 from master.lease_keeper import LeaseKeeper
 from master.leases import LeasePipes, Note, renewals
 from master.lifecycle import (
@@ -53,7 +56,9 @@ from master.lifecycle import (
 )
 from master.link import MasterLink
 from master.reconciler import Reconciler, Retarget, SlotAssignment, SlotCounts, Spawn, Stop, changes
-from master.report import HostReport, QueueSettingsReport, build_report
+from master.report import HostReport, build_report
+from master.signal_queue import SignalQueue
+from master.sizing import Sizing
 from master.supervisor import Reaped, reap, send_signal, spawn
 from queue_server.client import QueueClient
 from queue_server.server.tokens import resolve_token
@@ -63,15 +68,12 @@ from slot.exit_codes import SlotExit
 from slot.outcomes import failure, handler_policy
 from slot.permits import limiters_of
 from slot.process import SlotSpec, run_slot
-from slot.queue_settings import batch_size_in_force, batch_size_source
 
 log = logging.getLogger(__name__)
 
 TICK_S = 0.05
-CAPACITY_REFRESH_S = 1.0
 # At exit, how long the lease keeper may take to send the last failures.
 KEEPER_CLOSE_S = 5.0
-HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGHUP)
 
 
 class Master:
@@ -100,10 +102,8 @@ class Master:
         self.stopping = False
         self.loaded = LoadedHandlers(handlers={}, failures={})
         self.reconciler = Reconciler(handled_queues=frozenset())
-        self.capacity = Capacity(0, 0, 0, config.master.max_slots, 1)
-        self.figures = host.HostFigures(0, (), 0, 0.0, 1)
-        self._signals: list[int] = []
-        self._capacity_at = float("-inf")
+        self.sizing = Sizing(config.master)
+        self.signals = SignalQueue()
         self._report_at = float("-inf")
         self._warned_unhandled: set[str] = set()
         # As the other clients find it: $SLOTMAP_QUEUE_TOKEN(_FILE), token_file, token.
@@ -145,32 +145,25 @@ class Master:
             self.preload()
         self.link = MasterLink(self.master_config.ipc_dir,
                                max_beacon_bytes=self.master_config.max_beacon_bytes)
-        wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
-        for signum in HANDLED_SIGNALS:
-            signal.signal(signum, self._enqueue_signal)
         poller = zmq.Poller()
         poller.register(self.link.socket, zmq.POLLIN)
-        poller.register(wake_read, zmq.POLLIN)
+        poller.register(self.signals.install(), zmq.POLLIN)
         log.info("master %d on %s, slot link %s", os.getpid(), self.host, self.link.endpoint)
         self.keeper.start()
         try:
             while not self.stopping or self.slots:
                 poller.poll(int(TICK_S * 1000))
-                _drain_pipe(wake_read)
                 self.tick(time.monotonic())
         finally:
-            signal.set_wakeup_fd(-1)
+            self.signals.close()
             self.keeper.close(KEEPER_CLOSE_S)
             self.leases.close_all()
             self.link.close()
-            os.close(wake_read)
-            os.close(wake_write)
         log.info("master stopped: all slots exited")
         return 0
 
     def tick(self, now: float) -> None:
-        for signum in self._take_signals():
+        for signum in self.signals.take():
             self.dispatch(signum, now)
         for beacon in self.link.receive():
             slot = self.slots.get(beacon.slot_id)
@@ -180,19 +173,12 @@ class Master:
         self.reap(now)
         self.kill_hung(now)
         self.keeper.renew(renewals(self.slots.values(), now))
-        self.refresh_capacity(now)
+        self.sizing.refresh(now, self.slots.values())
         if not self.stopping:
             self.reconcile(now)
         self.maybe_report(now)
 
-    # Signals: the handler only enqueues; dispatch runs in the loop.
-
-    def _enqueue_signal(self, signum: int, frame: FrameType | None) -> None:
-        self._signals.append(signum)
-
-    def _take_signals(self) -> list[int]:
-        taken, self._signals = self._signals, []
-        return taken
+    # Signals: the handler only enqueues (master/signal_queue.py); dispatch runs in the loop.
 
     def dispatch(self, signum: int, now: float) -> None:
         if signum in (signal.SIGTERM, signal.SIGINT):
@@ -279,7 +265,7 @@ class Master:
     def reconcile(self, now: float) -> None:
         serving = {i: s.assignment.queue for i, s in self.slots.items() if s.state in SERVING}
         held = {i for i, s in self.slots.items() if s.state not in SERVING}
-        target = self.reconciler.target(serving, capacity=self.capacity.slots, held_ids=held)
+        target = self.reconciler.target(serving, capacity=self.sizing.capacity.slots, held_ids=held)
         for change in changes(serving, target):
             match change:
                 case Stop(slot_id):
@@ -293,18 +279,7 @@ class Master:
         self._warn_unhandled()
 
     def assignment_for(self, queue: str) -> Assignment:
-        settings = self.config.queues.get(queue, QueueConfig())
-        handler = self.loaded.handlers[queue]
-        return Assignment(
-            queue=queue,
-            batch_size=batch_size_in_force(self.config.queues.get(queue), handler),
-            lock_timeout_s=settings.lock_timeout_s,
-            private_dirty_limit_bytes=settings.private_dirty_limit_bytes,
-            max_attempts=settings.max_attempts,
-            retry_base_s=settings.retry_base_s,
-            retry_max_s=settings.retry_max_s,
-            batch_timeout_s=handler.batch_timeout_s,
-        )
+        return assignment_for(self.config, self.loaded.handlers[queue], queue)
 
     def spawn_slot(self, slot_id: int, queue: str, now: float) -> None:
         lease_fd = self.leases.open(slot_id)
@@ -360,26 +335,7 @@ class Master:
                 log.error("queue %s is in the slot map but no handler serves it%s; it gets no slots",
                           queue, f" (failed: {', '.join(self.loaded.failures)})" if self.loaded.failures else "")
 
-    # Capacity and the report
-
-    def refresh_capacity(self, now: float) -> None:
-        if now - self._capacity_at < CAPACITY_REFRESH_S:
-            return
-        self._capacity_at = now
-        # Slots that have not measured themselves yet would drag the average slot down.
-        figures = self.figures = host.measure(
-            [s.beacon.pss_bytes for s in self.slots.values() if s.beacon and s.beacon.pss_bytes]
-        )
-        self.capacity = capacity(
-            master_pss_bytes=figures.master_pss_bytes,
-            slots_pss_bytes=figures.slots_pss_bytes,
-            mem_available_bytes=figures.mem_available_bytes,
-            reserve_slots=self.master_config.reserve_slots,
-            max_slots=self.master_config.max_slots,
-            load_avg_1m=figures.load_avg_1m,
-            cpus=figures.cpus,
-            max_load_per_cpu=self.master_config.max_load_per_cpu,
-        )
+    # The report
 
     def report(self, now: float) -> HostReport:
         alive = [s for s in self.slots.values() if s.state in ALIVE]
@@ -388,25 +344,14 @@ class Master:
             master_pid=os.getpid(),
             sent_at_unix=time.time(),
             now=now,
-            capacity=self.capacity,
-            figures=self.figures,
+            capacity=self.sizing.capacity,
+            figures=self.sizing.figures,
             slots=alive,
             counters=self.counters,
             handler_failures=self.loaded.failures,
             unhandled_queues=self.reconciler.unhandled_queues(),
-            queue_settings=self.queue_settings(),
+            queue_settings=queue_settings(self.config, self.loaded.handlers),
         )
-
-    def queue_settings(self) -> dict[str, QueueSettingsReport]:
-        """What `assignment_for` gives each handled queue's slots, and where it came from."""
-        return {
-            queue: QueueSettingsReport(
-                batch_size=batch_size_in_force(self.config.queues.get(queue), handler),
-                batch_size_source=batch_size_source(self.config.queues.get(queue)),
-                handler=f"{handler.__module__}.{handler.__qualname__}",
-            )
-            for queue, handler in sorted(self.loaded.handlers.items())
-        }
 
     def maybe_report(self, now: float) -> None:
         if self.report_path is None or now - self._report_at < self.report_interval_s:
@@ -450,12 +395,4 @@ class Master:
     def _queue_client(self) -> QueueClient:
         servers = self.config.queue_server.servers or self.config.queue_server.listen
         return QueueClient(servers, token=self.queue_token)
-
-
-def _drain_pipe(fd: int) -> None:
-    try:
-        while os.read(fd, 512):
-            continue
-    except BlockingIOError:
-        return
 

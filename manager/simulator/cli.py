@@ -6,9 +6,10 @@ import json
 from typing import Any
 
 from manager.simulator.baselines import HpaPolicy, StaticPolicy
+from manager.simulator.policy import PlannerPolicy
 from manager.simulator.report import format_run, summary_header, summary_rows, verdict
 from manager.simulator.scenario import load_scenario
-from manager.simulator.simulate import PlannerPolicy, simulate
+from manager.simulator.simulate import simulate
 
 
 def register(subparsers: Any) -> None:

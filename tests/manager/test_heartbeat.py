@@ -118,3 +118,23 @@ def test_a_master_may_name_the_active_manager_and_its_standby() -> None:
     assert parse_endpoints("tcp://a:7500, tcp://b:7500") == ["tcp://a:7500", "tcp://b:7500"]
     with pytest.raises(ValueError, match="no manager endpoint"):
         parse_endpoints(" , ")
+
+
+def test_a_stall_of_the_manager_is_not_counted_as_the_masters_silence() -> None:
+    peers = Peers(interval_s=1.0, liveness=3)
+    peers.listened(0.0)
+    peers.on_report("a", routing_id=b"r1", master_pid=10, now=0.0)
+    # Frozen from 0.0 to 10.0: the reports of that time are still in the kernel, not lost.
+    assert peers.listened(10.0) == 9.0
+    assert peers.expire(10.0) == []
+    assert peers.next_expiry() == 12.0
+    [lost] = peers.expire(12.0)
+    assert (lost.host, lost.change, lost.silent_s) == ("a", Change.LOST, 3.0)
+
+
+def test_turns_within_one_interval_excuse_nothing() -> None:
+    peers = Peers(interval_s=1.0, liveness=3)
+    peers.on_report("a", routing_id=b"r1", master_pid=10, now=0.0)
+    assert [peers.listened(t / 2) for t in range(9)] == [0.0] * 9
+    [lost] = peers.expire(3.0)
+    assert lost.silent_s == 3.0

@@ -1,6 +1,8 @@
 """The manager and masters end to end: real processes, ZeroMQ, queue server and SQLite."""
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -83,27 +85,65 @@ def test_a_restarted_manager_adopts_the_running_slots_without_restarting_them(
     assert master.log_text().count("forked slot") == 3
 
 
-def test_a_dead_masters_slots_move_to_the_live_master_within_its_liveness(tmp_path: Path) -> None:
-    cluster = Cluster.create(tmp_path, {
-        "demo_noop": {"min_slots": 4, "max_slots": 4},
-        "demo_resize": {"max_slots": 0}, "demo_echo": {"max_slots": 0}, "demo_flaky": {"max_slots": 0},
-    })
+FOUR_NOOP_SLOTS = {
+    "demo_noop": {"min_slots": 4, "max_slots": 4},
+    "demo_resize": {"max_slots": 0}, "demo_echo": {"max_slots": 0}, "demo_flaky": {"max_slots": 0},
+}
+
+
+@pytest.fixture
+def two_masters(tmp_path: Path) -> Iterator[tuple[Cluster, Proc, Proc, Proc]]:
+    """A manager and two masters running 4 slots between them: (cluster, manager, the master
+    with the most slots, the other)."""
+    cluster = Cluster.create(tmp_path, FOUR_NOOP_SLOTS)
     try:
         cluster.start_queue_server()
-        cluster.start_manager()
+        manager = cluster.start_manager()
         masters = [cluster.start_master("alpha"), cluster.start_master("beta")]
         poll_until(lambda: len(cluster.events("master_joined")) == 2
                    and sum(m.running().get("demo_noop", 0) for m in masters) == 4,
                    timeout_s=15.0, what=lambda: f"4 slots on 2 masters\n{cluster.logs()}")
-        # Slots stay where they were planned; kill the master that runs the most of them.
-        doomed, survivor = sorted(masters, key=lambda m: -m.running().get("demo_noop", 0))
-        doomed.kill_group()
-        # Lost after the liveness; then one plan and the forks (a few beacons).
-        wait_running(survivor, cluster, {"demo_noop": 4}, timeout_s=HEARTBEAT_S * LIVENESS + 5.0)
-        lost_hosts = {event.host for event in cluster.events("master_lost")}
-        assert lost_hosts == {doomed.name.removeprefix("master-")}, cluster.logs()
+        # Slots stay where they were planned.
+        busiest, other = sorted(masters, key=lambda m: -m.running().get("demo_noop", 0))
+        yield cluster, manager, busiest, other
     finally:
         cluster.close()
+
+
+def test_a_dead_masters_slots_move_to_the_live_master_within_its_liveness(
+    two_masters: tuple[Cluster, Proc, Proc, Proc],
+) -> None:
+    cluster, _, doomed, survivor = two_masters
+    doomed.kill_group()
+    # Lost after the liveness; then one plan and the forks (a few beacons).
+    wait_running(survivor, cluster, {"demo_noop": 4}, timeout_s=HEARTBEAT_S * LIVENESS + 5.0)
+    lost = [event.host for event in cluster.events("master_lost")]
+    assert lost == [doomed.name.removeprefix("master-")], (
+        [(e.kind, e.host, e.message) for e in cluster.events()], cluster.logs())
+
+
+def test_a_master_that_dies_while_the_manager_is_frozen_is_lost_once(
+    two_masters: tuple[Cluster, Proc, Proc, Proc],
+) -> None:
+    # Frozen, the manager found the masters' reports of that time still in the kernel: it
+    # counted every master lost, took them back on those stale reports, and lost them again
+    # while they reconnected (two master_lost for one host, each followed by a re-plan).
+    cluster, manager, doomed, survivor = two_masters
+    os.kill(manager.pid, signal.SIGSTOP)
+    try:
+        doomed.kill_group()
+        # Twice: the survivor gave up on its first reconnect too (twice the liveness).
+        poll_until(lambda: survivor.log_text().count("manager silent") >= 2,
+                   timeout_s=10 * HEARTBEAT_S * LIVENESS, what="the survivor dropping the frozen manager")
+    finally:
+        os.kill(manager.pid, signal.SIGCONT)
+    wait_running(survivor, cluster, {"demo_noop": 4}, timeout_s=HEARTBEAT_S * LIVENESS + 5.0)
+    lost = [event.host for event in cluster.events("master_lost")]
+    # The survivor may still be lost once (open issue): its forked slots inherited its old
+    # TCP connection and hold it open, so the manager takes its reports on the new one for
+    # spoofs until it expires.
+    assert lost.count(doomed.name.removeprefix("master-")) == 1, cluster.logs()
+    assert len(lost) == len(set(lost)), cluster.logs()
 
 
 def _jobs_recorded(engine: Engine, queue: str) -> int:

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 import pytest
 
 from config.models import QueueConfig
+from manager.event_builders import moves_events, override_events
+from manager.masters import adopt, host_part
 from manager.model import Move, MoveKind, Plan, QueueStats, SlotMap
-from manager.service import adopt, host_part, moves_events, override_events
 from manager.stats import Totals, WorkWindow
 from manager.store import Override, apply_overrides
 from master.lifecycle import SlotState

@@ -11,9 +11,11 @@ from config.errors import ConfigError
 from deploy.cli import main
 from manager.model import HostCapacity, MoveKind, QueueStats, SlotMap
 from manager.simulator.baselines import HpaPolicy, StaticPolicy, fill, static_counts
+from manager.simulator.policy import PlannerPolicy
 from manager.simulator.report import SimResult
 from manager.simulator.scenario import Arrivals, Scenario, load_scenario
-from manager.simulator.simulate import EXPIRE, PlannerPolicy, Simulation, generate_jobs, simulate
+from manager.simulator.simulate import EXPIRE, Simulation, simulate
+from manager.simulator.world import generate_jobs
 
 TINY = """
 name = "tiny"

@@ -1,0 +1,104 @@
+"""What each plan reads besides the masters' reports: the queue server's STATS and the admin's overrides.
+
+Either may be unavailable; the plan then goes on with the last figures, or without
+overrides, and says so once.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from config.models import QueueConfig
+from manager.event_builders import override_events
+from manager.failures import failed_attempts, failure_events
+from manager.store import EventKind, NewEvent, Override, Store
+from queue_server.client import QueueClient
+from queue_server.protocol.client_errors import QueueServerError
+from queue_server.protocol.replies import QueueStats as ServerQueueStats
+
+log = logging.getLogger(__name__)
+
+
+class QueueStatsReader:
+    """STATS from the queue server (TOTAL per queue for a server without STATS)."""
+
+    def __init__(self, client: QueueClient) -> None:
+        self.client = client
+        self.has_stats = True
+
+    def read(self, queues: Mapping[str, QueueConfig]) -> dict[str, ServerQueueStats]:
+        if self.has_stats:
+            try:
+                return self.client.stats()
+            except QueueServerError as exc:
+                if exc.code != 400:
+                    raise
+                log.warning("the queue server refuses STATS (%s); using TOTAL per queue", exc)
+                self.has_stats = False
+        result: dict[str, ServerQueueStats] = {}
+        for name in queues:
+            total = self.client.total(name)
+            result[name] = ServerQueueStats(
+                queue=name, ready=total.jobs, delayed=0, running=total.running, put=0, done=0,
+                later=0, expired=0, by_priority={}, oldest_ready_age_s=None,
+            )
+        return result
+
+
+class ServerFigures:
+    """The queue server's figures at the last plan, and the failures since the plan before."""
+
+    def __init__(self, reader: QueueStatsReader) -> None:
+        self.reader = reader
+        self.stats: dict[str, ServerQueueStats] = {}
+        self.read_once = False
+        # Failed attempts per queue between the last two STATS reads (None: no baseline yet).
+        self.failed_since_plan: dict[str, int] | None = None
+        self.down = False
+
+    def read(self, queues: Mapping[str, QueueConfig]) -> list[NewEvent]:
+        """Read afresh; the events this read means (an outage once, failures per queue)."""
+        # None until a read succeeded: no baseline (an empty dict is a server with no queues yet).
+        previous = self.stats if self.read_once else None
+        try:
+            self.stats = self.reader.read(queues)
+        except QueueServerError as exc:
+            events = []
+            if not self.down:
+                log.warning("queue server stats unavailable (%s); planning on the last figures", exc)
+                events.append(NewEvent(
+                    kind=EventKind.QUEUE_SERVER_UNREACHABLE,
+                    message=f"queue server stats unavailable ({exc}); planning on the last figures",
+                ))
+            self.down = True
+            self.failed_since_plan = None  # unknown: the slots' errors stand in
+            return events
+        self.down = False
+        self.read_once = True
+        self.failed_since_plan = failed_attempts(previous, self.stats)
+        return failure_events(previous, self.stats)
+
+    def waiting(self) -> dict[str, int]:
+        return {name: s.ready for name, s in self.stats.items()}
+
+
+class OverrideReader:
+    """The admin's runtime changes per queue, with an event for each new or changed one."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.seen: dict[str, float] = {}
+
+    def read(self) -> tuple[dict[str, Override], list[NewEvent]]:
+        try:
+            overrides = self.store.overrides()
+        except SQLAlchemyError as exc:
+            log.error("cannot read queue overrides (%s); planning without them", exc)
+            return {}, []
+        events = override_events(self.seen, overrides)
+        for event in events:
+            log.info("%s", event.message)
+        self.seen = {name: o.updated_at_unix for name, o in overrides.items()}
+        return overrides, events

@@ -1,0 +1,42 @@
+"""What a simulated cluster asks each plan interval (a Policy), and the planner as one."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from manager.model import HostCapacity, Move, QueueStats, SlotMap
+from manager.planner import plan
+from manager.simulator.scenario import Scenario
+
+
+class Policy(Protocol):
+    name: str
+
+    def decide(
+        self,
+        now_s: float,
+        current: SlotMap,
+        stats: Mapping[str, QueueStats],
+        hosts: Sequence[HostCapacity],
+    ) -> Sequence[Move]: ...
+
+
+class PlannerPolicy:
+    name = "planner"
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+
+    def decide(
+        self,
+        now_s: float,
+        current: SlotMap,
+        stats: Mapping[str, QueueStats],
+        hosts: Sequence[HostCapacity],
+    ) -> Sequence[Move]:
+        result = plan(
+            current, self.scenario.queues, stats, hosts, target_load=self.scenario.target_load
+        )
+        return result.moves
+
+
