@@ -15,8 +15,11 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/slotmap run
 
+# Two workers: most tests wait on real processes, so two cores run two files at once.
+TEST_WORKERS ?= 2
+
 test: $(STAMP) browser
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 # The dashboard's browser tests drive Debian's Chromium; without it they skip and say why.
 browser:

@@ -414,6 +414,15 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under `make test` (pytest-xdist, `--dist loadgroup`) a file's tests stay on one worker:
+    its module-scoped servers and clusters start once, not once per worker."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.location[0]))
+
+
 @pytest.fixture
 def queue_server(
     request: pytest.FixtureRequest, _warm_pool: _WarmPool, _reused_server: _ReusedServer
