@@ -59,7 +59,7 @@ from master.reconciler import Reconciler, Retarget, SlotAssignment, SlotCounts, 
 from master.report import HostReport, build_report
 from master.signal_queue import SignalQueue
 from master.sizing import Sizing
-from master.supervisor import Reaped, reap, send_signal, spawn
+from master.supervisor import Reaped, open_sockets, reap, send_signal, spawn
 from queue_server.client import QueueClient
 from queue_server.server.tokens import resolve_token
 from slot.beacon import Assignment
@@ -115,6 +115,7 @@ class Master:
         self.leases = LeasePipes()
         self.keeper = LeaseKeeper(self._queue_client)
         self.rng = random.Random()
+        self.slot_sockets = open_sockets()
 
     # Start-up
 
@@ -129,6 +130,8 @@ class Master:
         )
         gc.collect()
         gc.freeze()
+        # Sockets opened from now on are the master's own: no slot keeps them (drop_sockets).
+        self.slot_sockets = open_sockets()
         log.info(
             "preloaded handlers for %s%s",
             ", ".join(sorted(self.loaded.handlers)) or "no queue",
@@ -298,7 +301,7 @@ class Master:
             close_fds=self.leases.inherited_fds(),
         )
         try:
-            pid = spawn(lambda: run_slot(spec))
+            pid = spawn(lambda: run_slot(spec), keep_sockets=self.slot_sockets)
         except OSError as exc:
             log.error("cannot fork slot %d for %s (%s); retrying with backoff", slot_id, queue, exc)
             self.backoff.record_exit(queue, lived_s=0.0, failed=True, boot_failure=True, now=now)

@@ -164,6 +164,8 @@ class ManagerLink:
 
     def _connect(self) -> None:
         self.close()
+        # The log says when a manager answers each new connection, not only a new manager.
+        self.manager_pid = None
         socket = self._context.socket(zmq.DEALER)
         socket.setsockopt(zmq.LINGER, 0)
         # Queue nothing for a manager that is not there: stale reports are worse than none.

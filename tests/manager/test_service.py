@@ -1,11 +1,13 @@
 """The manager and masters end to end: real processes, ZeroMQ, queue server and SQLite."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
@@ -139,11 +141,57 @@ def test_a_master_that_dies_while_the_manager_is_frozen_is_lost_once(
         os.kill(manager.pid, signal.SIGCONT)
     wait_running(survivor, cluster, {"demo_noop": 4}, timeout_s=HEARTBEAT_S * LIVENESS + 5.0)
     lost = [event.host for event in cluster.events("master_lost")]
-    # The survivor may still be lost once (open issue): its forked slots inherited its old
-    # TCP connection and hold it open, so the manager takes its reports on the new one for
-    # spoofs until it expires.
-    assert lost.count(doomed.name.removeprefix("master-")) == 1, cluster.logs()
-    assert len(lost) == len(set(lost)), cluster.logs()
+    # The survivor is never lost: its slots do not hold its old connection open (before, the
+    # manager took its reports on the new one for spoofs until the old one expired).
+    assert lost == [doomed.name.removeprefix("master-")], cluster.logs()
+
+
+def test_no_slot_holds_its_masters_manager_connection_and_a_reconnected_master_stays_accepted(
+    cluster: Cluster,
+) -> None:
+    manager = cluster.start_manager()
+    master = cluster.start_master("alpha")
+    wait_running(master, cluster, {"demo_noop": 2, "demo_resize": 1})
+    slots = list(master.slot_pids().values())
+    first = poll_until(lambda: _manager_connections(cluster, [master.pid]),
+                       what="the master's connection to the manager")
+    assert not _manager_connections(cluster, slots), cluster.logs()
+    for slot in slots:
+        assert not _socket_inodes(slot) & _socket_inodes(master.pid), f"slot {slot}\n{cluster.logs()}"
+    # Frozen for more than the master's liveness: the master drops the link and reconnects.
+    os.kill(manager.pid, signal.SIGSTOP)
+    try:
+        poll_until(lambda: "manager silent" in master.log_text(), timeout_s=5 * HEARTBEAT_S * LIVENESS,
+                   what="the master dropping the frozen manager")
+    finally:
+        os.kill(manager.pid, signal.SIGCONT)
+    poll_until(lambda: master.log_text().count(f"manager pid {manager.pid} answers") == 2,
+               timeout_s=10 * HEARTBEAT_S * LIVENESS, what=lambda: f"the manager answering again\n{cluster.logs()}")
+    # The old connection is closed by everyone: nothing of the master's session holds it.
+    assert not _manager_connections(cluster, [master.pid, *slots]) & first, cluster.logs()
+    assert sorted(master.slot_pids().values()) == sorted(slots), master.log_text()
+    assert cluster.events("master_lost") == [], cluster.logs()
+    assert "refused" not in manager.log_text(), manager.log_text()
+
+
+def _manager_connections(cluster: Cluster, pids: list[int]) -> set[tuple[tuple[str, int], tuple[str, int]]]:
+    """The (local, remote) addresses of the TCP connections to the manager these processes hold."""
+    found = set()
+    for pid in pids:
+        for conn in psutil.Process(pid).net_connections(kind="tcp"):
+            if conn.raddr and conn.raddr.port == cluster.manager_port:
+                found.add((tuple(conn.laddr), tuple(conn.raddr)))
+    return found
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    held = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith("socket:"):
+                held.add(target)
+    return held
 
 
 def _jobs_recorded(engine: Engine, queue: str) -> int:

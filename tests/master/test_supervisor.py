@@ -1,0 +1,93 @@
+"""A forked slot drops the master's sockets (supervisor.spawn): real forks, sockets and /proc."""
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from master.supervisor import open_sockets, reap, spawn
+
+
+def _inodes(pid: int) -> set[int]:
+    inodes: set[int] = set()
+    for name in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{name}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(int(target[len("socket:["):-1]))
+    return inodes
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        yield server
+
+
+def _connect(listener: socket.socket) -> tuple[socket.socket, socket.socket]:
+    client = socket.create_connection(listener.getsockname())
+    accepted, _ = listener.accept()
+    return client, accepted
+
+
+def test_a_slot_keeps_the_sockets_of_before_the_snapshot_and_drops_the_masters_later_ones(
+    listener: socket.socket,
+) -> None:
+    handler_socket, handler_peer = _connect(listener)
+    kept = open_sockets()
+    master_socket, master_peer = _connect(listener)
+    ready_r, ready_w = os.pipe()
+    release_r, release_w = os.pipe()
+
+    def body() -> int:
+        os.write(ready_w, b"x")
+        os.read(release_r, 1)
+        return 0
+
+    pid = spawn(body, keep_sockets=kept)
+    try:
+        assert os.read(ready_r, 1) == b"x"
+        held = _inodes(pid)
+        assert os.fstat(handler_socket.fileno()).st_ino in held
+        assert os.fstat(master_socket.fileno()).st_ino not in held
+        # The symptom: the master closes its connection and its peer sees the close at once,
+        # although the slot (forked while the connection was open) still runs.
+        master_socket.close()
+        master_peer.settimeout(5.0)
+        assert master_peer.recv(1) == b""
+    finally:
+        os.write(release_w, b"x")
+        _, status = os.waitpid(pid, 0)
+        for fd in (ready_r, ready_w, release_r, release_w):
+            os.close(fd)
+        for sock in (handler_socket, handler_peer, master_peer):
+            sock.close()
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert reap() == []
+
+
+def test_a_dropped_sockets_number_stays_taken_in_the_slot(listener: socket.socket) -> None:
+    master_socket, master_peer = _connect(listener)
+    fd = master_socket.fileno()
+    result_r, result_w = os.pipe()
+
+    def body() -> int:
+        # A new socket in the slot must not get the number the master's object still names.
+        with socket.socket() as fresh:
+            os.write(result_w, b"%d %d" % (fresh.fileno(), os.path.samestat(os.fstat(fd), os.stat(os.devnull))))
+        return 0
+
+    pid = spawn(body, keep_sockets=open_sockets() - {(fd, os.fstat(fd).st_ino)})
+    try:
+        fresh_fd, is_null = map(int, os.read(result_r, 64).split())
+    finally:
+        os.waitpid(pid, 0)
+        for pipe_fd in (result_r, result_w):
+            os.close(pipe_fd)
+        master_socket.close()
+        master_peer.close()
+    assert fresh_fd != fd and is_null == 1
