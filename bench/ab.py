@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import peers  # noqa: E402
-import rawclient as rc  # noqa: E402
+import peers
+import rawclient as rc
 
 REPO = Path(__file__).resolve().parent.parent
 
