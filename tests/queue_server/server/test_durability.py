@@ -4,7 +4,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from util import drain, get, get_job, poll_until, put_ok, read_batch, runlist, total
+from tests.queue_server.util import (
+    drain,
+    get,
+    get_job,
+    poll_until,
+    put_ok,
+    read_batch,
+    runlist,
+    total,
+)
 
 ALWAYS = ("--fsync", "always")
 RECOVERY_WORDS = re.compile(

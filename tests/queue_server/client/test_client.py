@@ -6,14 +6,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from server_proc import (
-    ServerProc,
-    raw_command,
-    refused_address,
-    running_queue_server,
-    start_queue_server,
-)
-from util import poll_until
 
 from queue_server.client import QueueClient
 from queue_server.protocol.client_errors import (
@@ -25,6 +17,14 @@ from queue_server.protocol.client_errors import (
     ServerUnreachable,
 )
 from queue_server.protocol.replies import DoneResult, Job, Total
+from tests.queue_server.server_proc import (
+    ServerProc,
+    raw_command,
+    refused_address,
+    running_queue_server,
+    start_queue_server,
+)
+from tests.queue_server.util import poll_until
 
 FAST = ("--fsync", "never")
 RESULT_DEADLINE_S = 10.0

@@ -7,9 +7,9 @@ import json
 import time
 
 from hostile import RSS_MARGIN_BYTES, rss_bytes, served, silent_socket
-from util import poll_until
 
 from tests.conftest import QueueServer, RawClient
+from tests.queue_server.util import poll_until
 
 QUEUES = 1000
 PIPELINED_STATS = 5000

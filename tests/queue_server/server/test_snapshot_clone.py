@@ -5,7 +5,8 @@ import json
 import re
 
 import pytest
-from util import barrier, drain, get, get_job, put_ok, read_job, runlist, total
+
+from tests.queue_server.util import barrier, drain, get, get_job, put_ok, read_job, runlist, total
 
 
 def _snapshot(client) -> bytes:

@@ -7,9 +7,9 @@ import time
 
 import pytest
 from hostile import RSS_MARGIN_BYTES, rss_bytes, served
-from util import poll_until, put_ok, total
 
 from tests.conftest import HOST
+from tests.queue_server.util import poll_until, put_ok, total
 
 TOKEN = "door_T0ken"
 TOKEN_CONFIG = f'[queue_server]\ntoken = "{TOKEN}"\n'

@@ -8,11 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from server_proc import ServerProc, raw_command, running_queue_server
 
 from queue_server.client import QueueClient
 from queue_server.client.aio import AsyncQueueClient
 from queue_server.protocol.client_errors import OfflineError
+from tests.queue_server.server_proc import ServerProc, raw_command, running_queue_server
 
 FAST = ("--fsync", "never")
 

@@ -6,7 +6,6 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
-from server_proc import ServerProc, refused_address, running_queue_server
 
 from queue_server.client.aio import AsyncQueueClient
 from queue_server.protocol.client_errors import (
@@ -17,6 +16,7 @@ from queue_server.protocol.client_errors import (
     ServerUnreachable,
 )
 from queue_server.protocol.replies import DoneResult, Job, QueueStats, Total
+from tests.queue_server.server_proc import ServerProc, refused_address, running_queue_server
 
 FAST = ("--fsync", "never")
 RESULT_DEADLINE_S = 10.0

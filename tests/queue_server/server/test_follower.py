@@ -5,11 +5,10 @@ from __future__ import annotations
 import socket
 import threading
 
-from util import get_job, poll_until, put_ok, runlist, total
-
 from queue_server.client import QueueClient
 from queue_server.server.join import ask_id
 from tests.conftest import free_port
+from tests.queue_server.util import get_job, poll_until, put_ok, runlist, total
 
 OFFLINE = b"500 Offline Mode"
 

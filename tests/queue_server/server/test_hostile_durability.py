@@ -14,9 +14,9 @@ from pathlib import Path
 
 import psutil
 from hostile import served
-from util import poll_until, total
 
 from tests.conftest import HOST, QueueServer, RawClient, free_port, slotmap_command
+from tests.queue_server.util import poll_until, total
 
 CONFIG = "[queue_server]\nsnapshot_log_bytes = 4096\nfsync = \"everysec\"\n"
 IDLE_CONNECTIONS = 100

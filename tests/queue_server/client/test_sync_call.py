@@ -10,8 +10,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from server_proc import ServerProc, running_queue_server
-from util import poll_until
 
 from queue_server.client import QueueClient
 from queue_server.client.aio import AsyncQueueClient
@@ -21,6 +19,8 @@ from queue_server.protocol.replies import Job
 from slot.handler import Handler
 from slot.source import ClientSource
 from slot.wake import Waker
+from tests.queue_server.server_proc import ServerProc, running_queue_server
+from tests.queue_server.util import poll_until
 
 RESULT_DEADLINE_S = 10.0
 

@@ -7,16 +7,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from server_proc import (
+
+from queue_server.client import QueueClient
+from queue_server.protocol.replies import Total
+from tests.queue_server.server_proc import (
     REPO_ROOT,
     ServerProc,
     refused_address,
     running_queue_server,
     slotmap_command,
 )
-
-from queue_server.client import QueueClient
-from queue_server.protocol.replies import Total
 
 COMMAND_DEADLINE_S = 30.0
 

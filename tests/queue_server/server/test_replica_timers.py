@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import time
 
-from util import poll_until
-
 from queue_server.client import QueueClient
 from queue_server.protocol.client_errors import OfflineError
+from tests.queue_server.util import poll_until
 
 # A long retry base: the jitter (0-25% of 30 s) would show any retry time of the replica's own.
 SLOW_RETRY = """

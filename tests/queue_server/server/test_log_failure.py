@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from util import poll_until, total
 
 from tests.conftest import HOST, RawClient, free_port, slotmap_command
+from tests.queue_server.util import poll_until, total
 
 FILE_SIZE_LIMIT = 384 * 1024
 BLOCK = b"j" * 32 * 1024

@@ -1,7 +1,7 @@
 """QUIT, SHUTDOWN and SIGTERM: replies, disconnects, exit code 0 and data kept."""
 from __future__ import annotations
 
-from util import barrier, drain, get_job, put_ok, total
+from tests.queue_server.util import barrier, drain, get_job, put_ok, total
 
 
 def test_quit_replies_221_goodbye_then_closes_only_that_connection(queue_server):

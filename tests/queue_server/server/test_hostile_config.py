@@ -11,9 +11,9 @@ from pathlib import Path
 
 import psutil
 import pytest
-from util import poll_until
 
 from tests.conftest import HOST, RawClient, free_port, slotmap_command
+from tests.queue_server.util import poll_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "Env_T0ken-from.file"
