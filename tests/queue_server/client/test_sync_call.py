@@ -142,7 +142,7 @@ def test_a_reply_to_a_caller_that_gave_up_and_exited_is_deleted_after_its_ttl(
          "    client.call('emails', b'gone', timeout_s=0.2)\n"
          "except ReplyTimeout:\n"
          "    print('gave up')\n"],
-        capture_output=True, timeout=RESULT_DEADLINE_S * 3, cwd=Path(__file__).resolve().parents[2],
+        capture_output=True, timeout=RESULT_DEADLINE_S * 3, cwd=Path(__file__).resolve().parents[3],
     )
     assert caller.stdout.strip() == b"gave up", caller.stderr
     with QueueClient(server.address, timeout_s=5.0) as client:

@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import HOST, RawClient, free_port, slotmap_command
 from tests.queue_server.util import poll_until
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 TOKEN = "Env_T0ken-from.file"
 RUN_S = 30.0
 

@@ -91,7 +91,7 @@ def test_out_of_descriptors_at_snapshot_time_logs_retries_and_loses_nothing(star
 def _start_limited(tmp_path: Path, nofile: int) -> tuple[subprocess.Popen[bytes], int, Path]:
     port = free_port()
     log_path = tmp_path / "limited.log"
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[3]))
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             [*slotmap_command(), "queue-server", "--listen", f"{HOST}:{port}",
