@@ -105,7 +105,7 @@ def _start_limited(tmp_path: Path, nofile: int) -> tuple[subprocess.Popen[bytes]
 def test_under_a_low_open_file_limit_max_clients_shrinks_to_fit_and_extra_clients_are_refused(tmp_path):
     process, port, log_path = _start_limited(tmp_path, 64)
     try:
-        server = QueueServer(HOST, port, tmp_path / "data", process, log_path, log_path)
+        server = QueueServer(HOST, port, process, tmp_path / "data", log_path)
         poll_until(lambda: "listening on" in log_path.read_text() or process.poll() is not None,
                    timeout_s=15.0, what="the server up")
         assert process.poll() is None
