@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import subprocess
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -13,15 +12,14 @@ from pathlib import Path
 
 import pytest
 
-# The launcher helpers server_proc.py keeps for every server the tests start (no pytest there).
+# The one launcher of queue servers, server_proc.py (no pytest there), for every server the tests start.
+from tests.queue_server import server_proc
+from tests.queue_server.server_proc import EXIT_DEADLINE_S, ServerProc
+from tests.queue_server.server_proc import HOST as HOST
 from tests.queue_server.server_proc import free_port as free_port
 from tests.queue_server.server_proc import slotmap_command as slotmap_command
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-HOST = "127.0.0.1"
-STARTUP_DEADLINE_S = 15.0
 REPLY_TIMEOUT_S = 5.0
-EXIT_DEADLINE_S = 10.0
 
 
 class RawClient:
@@ -142,16 +140,14 @@ class RawClient:
 
 
 @dataclass
-class QueueServer:
-    """A running `slotmap queue-server` subprocess."""
+class QueueServer(ServerProc):
+    """A running `slotmap queue-server` (server_proc.py starts it) and the raw connections to it."""
 
-    host: str
-    port: int
-    data_dir: Path
-    process: subprocess.Popen[bytes]
-    stdout_path: Path
-    stderr_path: Path
     clients: list[RawClient] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, server: ServerProc) -> QueueServer:
+        return cls(server.host, server.port, server.process, server.data_dir, server.log_path)
 
     def connect(self, *, timeout_s: float = REPLY_TIMEOUT_S) -> RawClient:
         client = RawClient(self.host, self.port, timeout_s=timeout_s)
@@ -159,19 +155,15 @@ class QueueServer:
         return client
 
     def output_text(self) -> str:
-        """stdout and stderr so far (the server's log goes to one of them)."""
-        return (
-            self.stdout_path.read_text(errors="replace") + self.stderr_path.read_text(errors="replace")
-        )
+        """The server's output so far (stdout and stderr in one log)."""
+        return self.log_text()
 
     def is_running(self) -> bool:
         return self.process.poll() is None
 
     def kill(self) -> None:
-        """kill -9 and reap."""
-        if self.is_running():
-            self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=EXIT_DEADLINE_S)
+        """kill -9, reap, and close the connections."""
+        super().kill()
         self.close_clients()
 
     def terminate(self) -> None:
@@ -189,70 +181,6 @@ class QueueServer:
 StartServer = Callable[..., QueueServer]
 
 
-@dataclass
-class _Launch:
-    """A server process that may not accept connections yet."""
-
-    server: QueueServer
-    command: list[str]
-
-
-def _launch(directory: Path, args: list[str], log_dir: Path, name: str) -> _Launch:
-    directory.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
-    port = free_port()
-    stdout_path = log_dir / f"{name}.stdout"
-    stderr_path = log_dir / f"{name}.stderr"
-    command = [
-        *slotmap_command(), "queue-server", "--listen", f"{HOST}:{port}", "--data-dir", str(directory), *args,
-    ]
-    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        process = subprocess.Popen(command, stdout=out, stderr=err, cwd=log_dir, env=env)
-    return _Launch(QueueServer(HOST, port, directory, process, stdout_path, stderr_path), command)
-
-
-def _wait_until_accepting(launch: _Launch) -> bool:
-    """True once the port accepts connections; False if the process exits first."""
-    process, port = launch.server.process, launch.server.port
-    deadline = time.monotonic() + STARTUP_DEADLINE_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            return False
-        try:
-            with socket.create_connection((HOST, port), timeout=0.2):
-                return True
-        except OSError:
-            time.sleep(0.01)
-    raise AssertionError(f"queue server did not accept connections on port {port} within {STARTUP_DEADLINE_S}s")
-
-
-def _start(directory: Path, args: list[str], log_dir: Path, name: str) -> tuple[QueueServer, list[QueueServer]]:
-    """Start and wait; retry on a new port if the chosen one was taken meanwhile."""
-    tried: list[QueueServer] = []
-    for attempt in range(3):
-        launch = _launch(directory, args, log_dir, f"{name}.{attempt}")
-        tried.append(launch.server)
-        if _wait_until_accepting(launch):
-            return launch.server, tried
-        _fail_unless_port_taken(launch)
-    raise AssertionError("queue server could not bind a free port in 3 attempts")
-
-
-def _fail_unless_port_taken(launch: _Launch) -> None:
-    stderr = launch.server.stderr_path.read_text(errors="replace")
-    if "in use" not in stderr.lower():
-        raise AssertionError(
-            f"queue server exited with {launch.server.process.returncode} at start: {launch.command}\n{stderr}"
-        )
-
-
-def _stop(server: QueueServer) -> None:
-    server.close_clients()
-    if server.is_running():
-        server.process.send_signal(signal.SIGKILL)
-    server.process.wait(timeout=EXIT_DEADLINE_S)
-
-
 class _WarmPool:
     """Default-configured servers started ahead of time: start-up overlaps the previous test."""
 
@@ -260,29 +188,30 @@ class _WarmPool:
         self.root = root
         self.size = size
         self.counter = 0
-        self.launches: list[_Launch] = []
+        self.launches: list[ServerProc] = []
+
+    def _data_dir(self) -> Path:
+        self.counter += 1
+        return self.root / f"data{self.counter}"
 
     def _refill(self) -> None:
         while len(self.launches) < self.size:
-            self.counter += 1
-            self.launches.append(_launch(
-                self.root / f"data{self.counter}", [], self.root, f"pooled{self.counter}",
-            ))
+            self.launches.append(server_proc.launch_queue_server(
+                self.root, data_dir=self._data_dir(), name=f"pooled{self.counter}"))
 
     def take(self) -> QueueServer:
         self._refill()
         launch = self.launches.pop(0)
         self._refill()
-        if _wait_until_accepting(launch):
-            return launch.server
-        _fail_unless_port_taken(launch)
-        self.counter += 1
-        server, _ = _start(self.root / f"data{self.counter}", [], self.root, f"pooled{self.counter}")
-        return server
+        if server_proc.wait_listening(launch):
+            return QueueServer.of(launch)
+        if not server_proc.port_was_taken(launch):
+            raise AssertionError(f"pooled queue server exited at start:\n{launch.log_text()}")
+        return QueueServer.of(server_proc.start_queue_server(self.root, data_dir=self._data_dir()))
 
     def close(self) -> None:
         for launch in self.launches:
-            _stop(launch.server)
+            launch.kill()
 
 
 @pytest.fixture(scope="session")
@@ -306,13 +235,13 @@ def start_queue_server(tmp_path: Path) -> Iterator[StartServer]:
             config_path = tmp_path / f"server{number}.toml"
             config_path.write_text(config)
             args += ["--config", str(config_path)]
-        server, tried = _start(directory, args, tmp_path, f"server{number}")
-        started.extend(tried)
+        server = QueueServer.of(server_proc.start_queue_server(tmp_path, *args, data_dir=directory))
+        started.append(server)
         return server
 
     yield start
     for server in started:
-        _stop(server)
+        server.kill()
 
 
 @pytest.fixture(scope="module")
@@ -329,13 +258,13 @@ def start_module_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[St
             config_path = root / f"server{number}.toml"
             config_path.write_text(config)
             args += ["--config", str(config_path)]
-        server, tried = _start(root / f"data{number}", args, root, f"server{number}")
-        started.extend(tried)
+        server = QueueServer.of(server_proc.start_queue_server(root, *args, data_dir=root / f"data{number}"))
+        started.append(server)
         return server
 
     yield start
     for server in started:
-        _stop(server)
+        server.kill()
 
 
 def _snapshot_of(server: QueueServer) -> bytes:
@@ -385,7 +314,7 @@ class _ReusedServer:
             if problem is None:
                 return self.server
             warnings.warn(f"reused queue server dropped: {problem}", stacklevel=2)
-            _stop(self.server)
+            self.server.kill()
         self.server = self.pool.take()
         self.empty_snapshot = _snapshot_of(self.server)
         return self.server
@@ -393,12 +322,12 @@ class _ReusedServer:
     def release(self, server: QueueServer) -> None:
         server.close_clients()
         if not server.is_running():
-            _stop(server)
+            server.kill()
             self.server = None
 
     def close(self) -> None:
         if self.server is not None:
-            _stop(self.server)
+            self.server.kill()
 
 
 @pytest.fixture(scope="session")
@@ -431,7 +360,7 @@ def queue_server(
     if request.node.get_closest_marker("fresh_server") or os.environ.get("SLOTMAP_TEST_FRESH_SERVERS"):
         server = _warm_pool.take()
         yield server
-        _stop(server)
+        server.kill()
         return
     server = _reused_server.acquire()
     yield server

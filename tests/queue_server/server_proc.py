@@ -90,8 +90,10 @@ def listens_on(process: subprocess.Popen[bytes], port: int) -> bool:
     return any(s.status == psutil.CONN_LISTEN and s.laddr.port == port for s in sockets)
 
 
-def _wait_until_listening(process: subprocess.Popen[bytes], port: int) -> bool:
-    """True once the process listens on the port; False when it exits first; RuntimeError at the deadline."""
+def wait_listening(server: ServerProc) -> bool:
+    """True once the server listens on its port; False when it exits first; RuntimeError at the
+    deadline (the process killed)."""
+    process, port = server.process, server.port
     deadline = time.monotonic() + STARTUP_DEADLINE_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -99,9 +101,30 @@ def _wait_until_listening(process: subprocess.Popen[bytes], port: int) -> bool:
         if listens_on(process, port):
             return True
         time.sleep(POLL_INTERVAL_S)
-    process.kill()
-    process.wait(timeout=EXIT_DEADLINE_S)
+    server.kill()
     raise RuntimeError(f"queue server did not listen on port {port} within {STARTUP_DEADLINE_S}s")
+
+
+def launch_queue_server(
+    log_dir: Path, *extra_args: str, data_dir: Path, port: int | None = None, name: str = "queue-server"
+) -> ServerProc:
+    """Spawn a server on `port` (a free one when None) without waiting for it: wait_listening."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
+    listen_port = port or free_port()
+    log_path = log_dir / f"{name}-{listen_port}.log"
+    command = [
+        *slotmap_command(), "queue-server",
+        "--listen", f"{HOST}:{listen_port}", "--data-dir", str(data_dir), *extra_args,
+    ]
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=log_dir, env=env)
+    return ServerProc(HOST, listen_port, process, data_dir, log_path)
+
+
+def port_was_taken(server: ServerProc) -> bool:
+    """The server exited because another process took its port first (free_port's race)."""
+    return "in use" in server.log_text().lower()
 
 
 def start_queue_server(
@@ -113,24 +136,15 @@ def start_queue_server(
     otherwise a free port is picked, and picked again if another process took it first.
     """
     directory = data_dir or Path(tempfile.mkdtemp(prefix="queue-data-", dir=tmp_path))
-    directory.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
-    for attempt in range(BIND_ATTEMPTS):
-        listen_port = port or free_port()
-        log_path = tmp_path / f"queue-server-{listen_port}.{attempt}.log"
-        command = [
-            *slotmap_command(), "queue-server",
-            "--listen", f"{HOST}:{listen_port}", "--data-dir", str(directory), *extra_args,
-        ]
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path, env=env
+    for _ in range(BIND_ATTEMPTS):
+        server = launch_queue_server(tmp_path, *extra_args, data_dir=directory, port=port)
+        if wait_listening(server):
+            return server
+        if port is not None or not port_was_taken(server):
+            raise RuntimeError(
+                f"queue server exited with {server.process.returncode}: {server.process.args!r}\n"
+                f"{server.log_text()}"
             )
-        if _wait_until_listening(process, listen_port):
-            return ServerProc(HOST, listen_port, process, directory, log_path)
-        output = log_path.read_text(errors="replace")
-        if port is not None or "in use" not in output.lower():
-            raise RuntimeError(f"queue server exited with {process.returncode}: {command}\n{output}")
     raise RuntimeError(f"queue server found no free port in {BIND_ATTEMPTS} attempts")
 
 

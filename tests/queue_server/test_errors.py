@@ -1,9 +1,8 @@
-"""Error rules: unknown commands, bad arguments, the 64 KiB line limit, 413, broken clients."""
+"""Error rules beyond the case files (cases/errors/): the 64 KiB line limit, 413, broken clients."""
 from __future__ import annotations
 
 import threading
 
-import pytest
 from util import assert_bad_request, barrier, get_job, put_ok, total
 
 LINE_LIMIT = 65536
@@ -20,114 +19,6 @@ def _send_until_closed(client, data: bytes) -> None:
 def _assert_still_usable(client) -> None:
     client.send(b"PING\r\n")
     client.expect(b"200 PONG\r\n")
-
-
-@pytest.mark.parametrize("request_line", [b"FOO", b"PINGX", b"\x00\xff\xfe", b"GETX q", b"X" * 100])
-def test_unknown_command_word_replies_400_unknown_command(queue_server, request_line):
-    client = queue_server.connect()
-    client.send(request_line + b"\r\n")
-    client.expect(b"400 Unknown Command\r\n")
-    _assert_still_usable(client)
-
-
-@pytest.mark.parametrize("request_line", [
-    b"PUT",
-    b"PUT q",
-    b"PUT q 0",
-    b"GET bad-name",
-    b"GET q BOGUS",
-    b"GET q r",
-    b"GET q EXPIRE",
-    b"GET q EXPIRE -1",
-    b"GET q EXPIRE abc",
-    b"GET q EXPIRE nan",
-    b"GET q EXPIRE 1 THEN MAYBE",
-    b"GET q EXPIRE 1 THEN",
-    b"GET q THEN DONE",
-    b"GET q COUNT 0",
-    b"GET q COUNT -2",
-    b"GET q COUNT x",
-    b"GET q COUNT 1.5",
-    b"GET q COUNT",
-    b"GETB q EXPIRE -0.5",
-    b"GETBE q COUNT 0",
-    b"DONE",
-    b"DONE abc",
-    b"LATER",
-    b"LATER 1.5",
-    b"TOTAL bad.name",
-    b"STATS bad.name",
-    b"RUNLIST NODATA",
-    b"GET a|b-c",
-    b"SNAPSHOT 2",
-    b"SNAPSHOT x 127.0.0.1 7400",
-    b"INTERCONNECT 2",
-    b"CLONE",
-])
-def test_bad_arguments_to_a_known_command_reply_400_bad_request_with_a_reason(
-    queue_server, request_line
-):
-    client = queue_server.connect()
-    before = total(client)
-    reply = client.request(request_line)
-    assert_bad_request(reply)
-    _assert_still_usable(client)
-    assert total(client) == before
-
-
-@pytest.mark.parametrize("request_line", [b"GET a||b", b"GET |a", b"GET a|", b"GETB a||b", b"GETBE |"])
-def test_empty_name_in_a_get_list_is_a_bad_request(queue_server, request_line):
-    client = queue_server.connect()
-    put_ok(client, "a", 0, b"x")
-    before = total(client)
-    assert_bad_request(client.request(request_line))
-    assert total(client) == before
-
-
-@pytest.mark.parametrize("line", [
-    b"PUT bad-name 0 3",
-    b"PUT q\xc3\xa9 0 3",
-    b"PUT " + b"n" * 129 + b" 0 3",
-    b"PUT q x 3",
-    b"PUT q 1.5 3",
-    b"PUT q 9223372036854775808 3",
-    b"PUT q 0 3 FOO",
-    b"PUT q 0 3 IS",
-    b"PUT q 0 3 IS bad-item",
-    b"PUT q 0 3 WAIT out",
-    b"PUT q 0 3 IS it WAIT",
-    b"PUT q 0 3 IS it WAIT bad-q",
-    b"PUT q 0 3 IS it WAIT out EXPIRE -1",
-    b"PUT q 0 3 IS it WAIT out EXPIRE 1 THEN NEVER",
-    b"PUT q 0 3 DELAY -1",
-    b"PUT q 0 3 DELAY soon",
-    b"PUT q 0 3 DELAY",
-])
-def test_bad_put_with_a_valid_length_consumes_its_data_block(queue_server, line):
-    client = queue_server.connect()
-    before = total(client)
-    client.send(line + b"\r\nABC")
-    assert_bad_request(client.line())
-    _assert_still_usable(client)
-    assert total(client) == before
-
-
-@pytest.mark.parametrize("length", [b"-1", b"abc", b"1.5", b"0x10", b""])
-def test_bad_length_consumes_nothing(queue_server, length):
-    client = queue_server.connect()
-    before = total(client)
-    client.send(b"PUT q 0 " + length + b"\r\nPING\r\n")
-    assert_bad_request(client.line())
-    client.expect(b"200 PONG\r\n")
-    assert total(client) == before
-
-
-def test_later_with_a_negative_delay_is_a_bad_request_and_the_job_stays_running(queue_server):
-    client = queue_server.connect()
-    put_ok(client, "q", 0, b"x")
-    job = get_job(client, "GET q")
-    assert_bad_request(client.request(b"LATER %d DELAY -3" % job.id))
-    assert total(client, "q") == (1, 0, 0, 1)
 
 
 def test_line_of_exactly_64_kib_is_not_too_long(queue_server):
@@ -234,19 +125,6 @@ def test_disconnect_in_the_middle_of_a_data_block_drops_only_the_partial_job(que
     barrier(observer)
     assert total(observer) == (1, 1, 1, 0)
     assert get_job(observer, "GET q").data == b"kept"
-
-
-def test_bad_requests_from_one_client_do_not_touch_another(queue_server):
-    bad, good = queue_server.connect(), queue_server.connect()
-    good.send(b"PUT q 0 3\r\nab")  # half a request in flight on the good client
-    # "!" is the 1-byte data block of the bad PUT: it must be consumed.
-    bad.send(b"FOO\r\nPUT q x 1\r\n!GET a||b\r\n")
-    bad.expect(b"400 Unknown Command\r\n")
-    assert_bad_request(bad.line())
-    assert_bad_request(bad.line())
-    good.send(b"c")
-    good.expect(b"200 OK\r\n")
-    assert get_job(good, "GET q").data == b"abc"
 
 
 def test_token_configured_gives_401_auth_required_before_auth(start_queue_server):

@@ -1,84 +1,10 @@
-"""Framing: CRLF and bare LF lines, empty lines, unterminated data blocks, pipelining, split writes."""
+"""Framing beyond the case files (cases/framing/): pipelining, split writes, bursts, slow readers."""
 from __future__ import annotations
 
 import re
 import threading
 
 from util import barrier, get_job, put_ok, total
-
-
-def test_request_ending_in_crlf_gets_a_crlf_reply(queue_server):
-    client = queue_server.connect()
-    client.send(b"PING\r\n")
-    client.expect(b"200 PONG\r\n")
-
-
-def test_request_ending_in_bare_lf_is_accepted_and_the_reply_still_ends_in_crlf(queue_server):
-    client = queue_server.connect()
-    client.send(b"PING\n")
-    client.expect(b"200 PONG\r\n")
-    client.send(b"PUT q 0 3\nabcGET q\n")
-    client.expect(b"200 OK\r\n")
-    line = client.line()
-    assert re.fullmatch(rb"200 OK q [0-9]+ 0 3", line), line
-    client.expect(b"abc")
-
-
-def test_empty_lines_get_no_reply(queue_server):
-    client = queue_server.connect()
-    client.send(b"\r\n\n\r\n\nPING\r\n\r\n")
-    client.expect(b"200 PONG\r\n")
-    client.send(b"TOTAL\r\n")
-    client.expect(b"200 OK 0 0 0 0\r\n")
-
-
-def test_data_block_has_no_terminator_and_the_next_request_follows_at_once(queue_server):
-    client = queue_server.connect()
-    client.send(b"PUT q 0 5\r\nhelloPING\r\n")
-    client.expect(b"200 OK\r\n200 PONG\r\n")
-
-
-def test_crlf_written_after_a_data_block_is_an_ignored_empty_line(queue_server):
-    client = queue_server.connect()
-    client.send(b"PUT q 0 5\r\nhello\r\nPING\r\n")
-    client.expect(b"200 OK\r\n200 PONG\r\n")
-    job = get_job(client, "GET q")
-    assert job.data == b"hello"
-
-
-def test_data_block_may_hold_line_breaks_and_command_words_verbatim(queue_server):
-    client = queue_server.connect()
-    payload = b"PING\r\nQUIT\r\n\nSHUTDOWN\n\r"
-    client.send(b"PUT q 0 %d\r\n" % len(payload) + payload + b"PING\r\n")
-    client.expect(b"200 OK\r\n200 PONG\r\n")
-    job = get_job(client, "GET q")
-    assert job.data == payload
-
-
-def test_every_byte_value_round_trips_in_a_data_block(queue_server):
-    client = queue_server.connect()
-    payload = bytes(range(256)) * 4
-    put_ok(client, "q", 0, payload)
-    assert get_job(client, "GET q").data == payload
-
-
-def test_reply_data_block_has_no_terminator(queue_server):
-    client = queue_server.connect()
-    put_ok(client, "q", 7, b"hello")
-    client.send(b"GET q\r\nPING\r\n")
-    line = client.line()
-    assert re.fullmatch(rb"200 OK q [0-9]+ 7 5", line), line
-    client.expect(b"hello200 PONG\r\n")
-
-
-def test_empty_data_block_is_a_valid_job(queue_server):
-    client = queue_server.connect()
-    client.send(b"PUT q 0 0\r\nPING\r\n")
-    client.expect(b"200 OK\r\n200 PONG\r\n")
-    client.send(b"GET q\r\nPING\r\n")
-    line = client.line()
-    assert re.fullmatch(rb"200 OK q [0-9]+ 0 0", line), line
-    client.expect(b"200 PONG\r\n")
 
 
 def test_pipelined_requests_in_one_write_are_answered_in_order(queue_server):
@@ -106,17 +32,6 @@ def test_request_written_one_byte_at_a_time_is_parsed_like_one_write(queue_serve
     line = client.line()
     assert re.fullmatch(rb"200 OK q [0-9]+ 3 5 IS it", line), line
     client.expect(b"he\nlo200 PONG\r\n")
-
-
-def test_crlf_split_between_two_writes_ends_one_line(queue_server):
-    client = queue_server.connect()
-    observer = queue_server.connect()
-    client.send(b"PING\r")
-    barrier(observer)
-    client.send(b"\n")
-    client.expect(b"200 PONG\r\n")
-    client.send(b"PING\r\n")
-    client.expect(b"200 PONG\r\n")
 
 
 def test_data_block_split_across_many_writes_is_reassembled(queue_server):

@@ -1,0 +1,81 @@
+"""A following replica fires no timer of its own (issue 9, replica drift): a managed lease's
+expiry on the replica is the primary's SYNC FAIL (same retry time, same attempts), a lock
+the primary renews stays running there, and once promoted the replica fires the deadlines
+it inherited. Real primary and replica processes."""
+from __future__ import annotations
+
+import time
+
+from queue_server.client import QueueClient
+from queue_server.protocol.client_errors import OfflineError
+from tests.queue_server.util import poll_until
+
+# A long retry base: the jitter (0-25% of 30 s) would show any retry time of the replica's own.
+SLOW_RETRY = """
+[queues.q]
+max_attempts = 5
+retry_base_s = 30
+retry_max_s = 60
+"""
+
+
+def _client(server) -> QueueClient:  # type: ignore[no-untyped-def]
+    return QueueClient(f"127.0.0.1:{server.port}")
+
+
+def _online(client: QueueClient) -> bool:
+    try:
+        client.put("probe", b"p")
+    except OfflineError:
+        return False  # 500 Offline Mode: still following
+    return True
+
+
+def test_a_replica_mirrors_the_primarys_expiries_and_fires_its_own_once_promoted(
+    start_queue_server,  # type: ignore[no-untyped-def]
+) -> None:
+    primary = start_queue_server("--fsync", "never", config=SLOW_RETRY)
+    replica = start_queue_server("--fsync", "never", "--replica-of", f"127.0.0.1:{primary.port}",
+                                 "--server-id", "2", "--promote-after", "8", config=SLOW_RETRY)
+    with _client(primary) as client, _client(replica) as follower:
+        client.put("q", b"short", key="short")
+        poll_until(lambda: follower.job("short") is not None, timeout_s=10)
+
+        # 1. The primary expires a managed lease: the replica shows exactly its outcome.
+        assert len(client.get("q", keys=True, expire_s=0.5)) == 1
+        expired = poll_until(lambda: (i := client.job("short")) is not None and i.state == "failed" and i,
+                             timeout_s=10, what="the primary expiring the lease")
+        assert expired.attempts == 1 and expired.error == "lock expired after 0.5 s"
+        poll_until(lambda: follower.job("short") == expired, timeout_s=10,
+                   what="the replica showing the primary's expiry")
+        assert expired.next_run_at is not None and expired.next_run_at > time.time() + 15
+
+        # 2. A lock the primary keeps renewing past its first expiry stays running there.
+        client.put("q", b"kept", key="kept")
+        [kept] = client.get("q", keys=True, expire_s=1)
+        first_lock_end = time.time() + 1
+        while time.time() < first_lock_end + 2:
+            assert client.touch(kept.id, expire_s=1) == [True]
+            poll_until(lambda: (i := follower.job("kept")) is not None and i.state == "running",
+                       timeout_s=10)
+            time.sleep(0.25)  # the renewal cadence, well inside the 1 s lock
+        assert follower.job("kept").lease_id == kept.id  # type: ignore[union-attr]
+
+        # 3. The primary dies with the lock held: nothing expires while the replica follows,
+        # and once promoted it fires the expiry itself.
+        assert client.touch(kept.id, expire_s=1) == [True]
+        lock_end = time.time() + 1
+        poll_until(lambda: follower.job("kept") is not None
+                   and follower.job("kept").state == "running", timeout_s=10)  # type: ignore[union-attr]
+        primary.kill()
+        poll_until(lambda: time.time() > lock_end + 1.0, timeout_s=5, what="the lock passing")
+        still = follower.job("kept")
+        promoted_already = _online(follower)
+        assert not promoted_already, "promoted within about 2 s of an 8 s promote_after: test inconclusive"
+        assert still is not None and still.state == "running"  # a follower expires nothing
+        poll_until(lambda: _online(follower), timeout_s=20, what="promotion")
+        fired = poll_until(lambda: (i := follower.job("kept")) is not None and i.state == "failed" and i,
+                           timeout_s=10, what="the promoted replica expiring the lease")
+        # (the replica knows the lock's end, not its length: the text says about 1 s)
+        assert fired.attempts == 1 and fired.error.startswith("lock expired after")  # type: ignore[union-attr]
+        assert follower.job("short") == expired  # the inherited retry time is kept
