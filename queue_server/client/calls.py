@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Final, Generic, TypeVar
 
 from queue_server.protocol import requests as req
-from queue_server.protocol.requests import Then
+from queue_server.protocol.client_errors import ReplyTimeout
+from queue_server.protocol.requests import Address, Then
 
 REPLY_SUFFIX: Final = "_reply"
 # How long a connection whose caller gave up keeps waiting for the late reply.
@@ -52,6 +53,13 @@ def call_request(
         wait_queue=output_queue if output_queue is not None else reply_queue(queue),
         expire_s=expire_s, then=then,
     )
+
+
+def reply_timeout(address: Address, timeout_s: float | None, late_reply_s: float) -> ReplyTimeout:
+    """What a caller that gave up is told."""
+    server = req.format_address(address)
+    return ReplyTimeout(f"no reply to PUT ... WAIT from {server} within {timeout_s} s; "
+                        f"a reply within {late_reply_s:.0f} s more is deleted")
 
 
 @dataclass(frozen=True, slots=True)

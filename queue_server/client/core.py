@@ -1,22 +1,49 @@
-"""What QueueClient and AsyncQueueClient share without I/O: settings, failure rules, failover choice.
+"""What QueueClient and AsyncQueueClient share without I/O: settings, the connection in
+use, failover down the server list, retries; each client only performs the effects.
 
-The reconnect rule itself is written out in queue_server/client/sync.py; each client
-keeps only the sends, reads, connects and sleeps, and asks this module what they mean.
+Reconnect rule (both clients):
+- Before each request the client checks that the server has not closed the
+  connection meanwhile (it was killed, restarted, shut down). A closed or
+  never-opened connection is replaced first: nothing of the request was sent,
+  so any request goes on transparently to the primary found then.
+- Connecting tries every server of the list; reachable ones are sent
+  `AUTH <token>` (when a token is set) and asked INTERCONNECT for their id; the
+  lowest id wins (list order breaks ties, a server without an id ranks last).
+  With a single server no INTERCONNECT is sent. Unreachable servers are
+  skipped; with none reachable it retries the list
+  `reconnect_attempts` more times, then raises ServerUnreachable.
+- Read-only requests (PING, TOTAL, STATS, RUNLIST, JOB, JOBS, INTERCONNECT) that
+  lose the connection mid-way are repeated on a fresh connection.
+- Requests that change state (PUT, GET*, DONE, LATER, FAIL, call) that lose the
+  connection after sending raise ConnectionLost: the server may have acted on
+  them. The next call reconnects.
+- A reply that does not come within `timeout_s` (or `call`'s own timeout)
+  closes the connection and raises ReplyTimeout: a late reply would otherwise
+  be read as the answer to the next request. Blocking GETs wait without limit.
+- An error reply (QueueServerError) keeps the connection, except 413 and
+  `400 Line Too Long`, after which the server closes it.
+- With `offline_wait_s` > 0, a request refused with `500 Offline Mode` (not carried
+  out) is tried again, the server list asked afresh each time, for up to that long:
+  a replica that is not promoted yet, or a primary in maintenance, is waited out.
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Final, Generic, NoReturn, Protocol, TypeVar
 
+from queue_server.client.effects import Op, Open, Read, Send, Sleep
 from queue_server.protocol import requests as req
 from queue_server.protocol.client_errors import (
     BadReply,
     OfflineError,
     QueueServerError,
     ServerUnreachable,
+    WaitWoken,
     closes_connection,
     connection_failure,
 )
+from queue_server.protocol.replies import Parser, parse_ok, parse_server_id
 from queue_server.protocol.requests import Address
 
 RECV_BYTES: Final = 256 * 1024
@@ -25,6 +52,7 @@ RECV_BYTES: Final = 256 * 1024
 PUT_MANY_CHUNK: Final = 1000
 # A read's timeout_s: the client's own timeout_s (None waits without limit).
 CLIENT_TIMEOUT: Final = -1.0
+T = TypeVar("T")
 # Between two tries of a request refused with `500 Offline Mode` (offline_wait_s).
 OFFLINE_RETRY_S: Final = 0.2
 
@@ -91,6 +119,8 @@ class Connection(Protocol):
     address: Address
     server_id: int | None
 
+    def unusable(self) -> bool: ...
+
     def close(self) -> None: ...
 
 
@@ -98,7 +128,8 @@ C = TypeVar("C", bound=Connection)
 
 
 class ClientCore(Generic[C]):
-    """Settings, the connection in use and the failure rules of a queue client; no I/O but close()."""
+    """Settings, the connection in use and the failure rules of a queue client; its
+    operations yield effects (queue_server/client/effects.py) that the client performs."""
 
     def __init__(
         self,
@@ -127,6 +158,100 @@ class ClientCore(Generic[C]):
     def server_id(self) -> int | None:
         """The id (INTERCONNECT) of the server in use; None with a single server or not connected."""
         return None if self._conn is None else self._conn.server_id
+
+    def _request(
+        self,
+        request: bytes,
+        parse: Parser[T],
+        timeout_s: float | None = CLIENT_TIMEOUT,
+        *,
+        read_only: bool = False,
+        wake_fd: int | None = None,
+    ) -> Op[T]:
+        """Send `request` and read its reply, on the primary, by the reconnect rule."""
+        conn = yield from self._ready()
+        retries = self.reconnect_attempts if read_only else 0
+        offline_since: float | None = None
+        while True:
+            try:
+                yield Send(conn, request)
+                return (yield Read(conn, parse, timeout_s, wake_fd))
+            except WaitWoken:
+                self._drop()  # the server drops the waiter with the connection
+                raise
+            except BaseException as exc:  # interrupted: a late reply would answer the next request
+                pause, offline_since = self._offline_pause(exc, offline_since, time.monotonic())
+                if pause is None:
+                    self._retry_or_raise(conn, req.verb_of(request), exc, retries_left=retries)
+                    retries -= 1
+                else:
+                    yield Sleep(pause)
+            conn = yield from self._ready()
+
+    def _ready(self) -> Op[C]:
+        """The connection to use now: the current one if the server has not closed it."""
+        conn = self._conn
+        if conn is not None and not conn.unusable():
+            return conn
+        self._drop()
+        self._conn = conn = yield from self._connect()
+        return conn
+
+    def _connect(self) -> Op[C]:
+        errors: dict[Address, str] = {}
+        for attempt in range(self.reconnect_attempts + 1):
+            if attempt:
+                yield Sleep(backoff_s(attempt))
+            conn = yield from self._open_primary(errors)
+            if conn is not None:
+                return conn
+        self._raise_unreachable(errors)
+
+    def _open_primary(self, errors: dict[Address, str]) -> Op[C | None]:
+        """Connect to every server, keep the one with the lowest id."""
+        if len(self.addresses) == 1:
+            return (yield from self._open(self.addresses[0], errors, ask_id=False))
+        reachable: list[C] = []
+        try:
+            for address in self.addresses:
+                conn = yield from self._open(address, errors, ask_id=True)
+                if conn is not None:
+                    reachable.append(conn)
+        except BaseException:
+            self._close_all(reachable)
+            raise
+        return self._keep_primary(reachable)
+
+    def _open(self, address: Address, errors: dict[Address, str], *, ask_id: bool) -> Op[C | None]:
+        """A connected, authenticated connection; None (reason in `errors`) when unreachable."""
+        try:
+            conn: C = yield Open(address)
+        except OSError as exc:  # TimeoutError included
+            errors[address] = unreachable_reason(exc)
+            return None
+        try:
+            if self._auth is not None:
+                yield Send(conn, self._auth)
+                yield Read(conn, parse_ok, CLIENT_TIMEOUT)
+            if ask_id:
+                yield Send(conn, req.INTERCONNECT)
+                conn.server_id = yield Read(conn, parse_server_id, CLIENT_TIMEOUT)
+        except (OSError, EOFError) as exc:
+            conn.close()
+            errors[address] = lost_while_connecting(exc)
+            return None
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _close_answered_waits(self) -> None:
+        """Before a call: close the given-up waits whose late reply came (calls.py)."""
+
+    def _keep_for_late_reply(self, conn: C, late_reply_s: float) -> None:
+        """Keep a call's connection open, unread, for `late_reply_s` (calls.py); each
+        client waits its own way."""
+        raise NotImplementedError
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
