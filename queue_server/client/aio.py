@@ -18,7 +18,8 @@ from typing import Any, Concatenate, Final, ParamSpec, Self, TypeVar
 from queue_server.client import operations as ops
 from queue_server.client.core import CLIENT_TIMEOUT, RECV_BYTES, ClientCore
 from queue_server.client.effects import Effect, Op, Open, Read, Send, Sleep, Stepper
-from queue_server.protocol.replies import NEED_MORE, Job, Parser, ReplyBuffer
+from queue_server.protocol.replies import Job
+from queue_server.protocol.reply_reading import NEED_MORE, Parser, ReplyBuffer
 from queue_server.protocol.requests import Address, Block, Then
 
 T = TypeVar("T")

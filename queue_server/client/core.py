@@ -43,7 +43,8 @@ from queue_server.protocol.client_errors import (
     closes_connection,
     connection_failure,
 )
-from queue_server.protocol.replies import Parser, parse_ok, parse_server_id
+from queue_server.protocol.reply_parsers import parse_ok, parse_server_id
+from queue_server.protocol.reply_reading import Parser
 from queue_server.protocol.requests import Address
 
 RECV_BYTES: Final = 256 * 1024

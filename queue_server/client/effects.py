@@ -11,7 +11,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
-from queue_server.protocol.replies import Parser
+from queue_server.protocol.reply_reading import Parser
 from queue_server.protocol.requests import Address
 
 T = TypeVar("T")

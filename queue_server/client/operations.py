@@ -28,12 +28,8 @@ from queue_server.protocol.job_replies import (
     parse_jobs,
     parse_put_keyed,
 )
-from queue_server.protocol.replies import (
-    DoneResult,
-    Job,
-    QueueStats,
-    RunningJob,
-    Total,
+from queue_server.protocol.replies import DoneResult, Job, QueueStats, RunningJob, Total
+from queue_server.protocol.reply_parsers import (
     done_parser,
     later_parser,
     parse_get,

@@ -1,5 +1,5 @@
 """Pure parsing of the keyed-job replies (PROTOCOL.md Part B): PUT ... KEY, FAIL, TOUCH,
-JOB, JOBS, RETRY, DELETE. Same parser shape as queue_server/protocol/replies.py."""
+JOB, JOBS, RETRY, DELETE. Same parser shape as queue_server/protocol/reply_parsers.py."""
 from __future__ import annotations
 
 import json
@@ -8,33 +8,28 @@ from typing import Final, cast
 from pydantic import ValidationError
 
 from queue_server.protocol.client_errors import BadReply
+from queue_server.protocol.framing import FrameReader
 from queue_server.protocol.job_info import ExistingState, FailResult, JobInfo, PutResult
-from queue_server.protocol.replies import (
-    Buffer,
-    ErrorReply,
-    Parsed,
+from queue_server.protocol.reply_parsers import later_parser
+from queue_server.protocol.reply_reading import (
+    JOB_NOT_FOUND,
     Parser,
-    _fail,
-    _ok_fields,
-    _ok_text,
-    _per_id_lines,
-    _sized_block,
-    _take_ok,
-    later_parser,
-    take_line,
+    error_for,
+    need_line,
+    need_ok,
+    ok_fields,
+    ok_text,
+    per_id_lines,
+    sized_block,
 )
 
 _EXISTING: Final = frozenset(("ready", "delayed", "failed", "running"))
-_JOB_NOT_FOUND: Final = b"404 Job Not Found"
-_DELETE_LINES: Final = {b"200 OK": "ok", _JOB_NOT_FOUND: "not_found", b"409 Job Running": "running"}
+_DELETE_LINES: Final = {b"200 OK": "ok", JOB_NOT_FOUND: "not_found", b"409 Job Running": "running"}
 
 
-def parse_put_keyed(buf: Buffer, pos: int) -> Parsed[PutResult]:
+def parse_put_keyed(reader: FrameReader) -> PutResult:
     """`200 OK[ IS <item>] KEY <key>[ EXISTS <state>]`."""
-    got = _take_ok(buf, pos)
-    if got is None:
-        return None
-    line, rest, end = got
+    line, rest = need_ok(reader)
     fields = rest.split(b" ")
     item = None
     if fields[:1] == [b"IS"] and len(fields) >= 2:
@@ -47,19 +42,16 @@ def parse_put_keyed(buf: Buffer, pos: int) -> Parsed[PutResult]:
         existing = cast(ExistingState, fields[3].decode("ascii"))
     elif len(fields) != 2:
         raise BadReply(f"unexpected reply to PUT ... KEY: {line!r}")
-    return PutResult(fields[1].decode("ascii"), item, existing), end
+    return PutResult(fields[1].decode("ascii"), item, existing)
 
 
-def parse_fail(buf: Buffer, pos: int) -> Parsed[FailResult]:
+def parse_fail(reader: FrameReader) -> FailResult:
     """`200 OK DEAD` or `200 OK RETRY <unix time>`."""
-    got = _take_ok(buf, pos)
-    if got is None:
-        return None
-    line, rest, end = got
+    line, rest = need_ok(reader)
     if rest == b"DEAD":
-        return FailResult(dead=True), end
+        return FailResult(dead=True)
     if rest.startswith(b"RETRY "):
-        return FailResult(dead=False, next_run_at=float(rest[6:])), end
+        return FailResult(dead=False, next_run_at=float(rest[6:]))
     raise BadReply(f"unexpected reply to FAIL: {line!r}")
 
 
@@ -70,19 +62,16 @@ found_parser = later_parser
 def delete_parser(count: int) -> Parser[list[str]]:
     """One line per key: "ok", "not_found" or "running" (`409 Job Running`)."""
 
-    def parse_delete(buf: Buffer, pos: int) -> Parsed[list[str]]:
-        return _per_id_lines(count, _DELETE_LINES.get, buf, pos)
+    def parse_delete(reader: FrameReader) -> list[str]:
+        return per_id_lines(reader, count, _DELETE_LINES.get)
 
     return parse_delete
 
 
-def parse_count(buf: Buffer, pos: int) -> Parsed[int]:
+def parse_count(reader: FrameReader) -> int:
     """`200 OK <n>` (RETRY ... ALL, DELETE ... ALL DEAD)."""
-    got = _ok_fields(buf, pos, "RETRY/DELETE ALL", count=1, of="one count")
-    if got is None:
-        return None
-    fields, end = got
-    return int(fields[0]), end
+    [count] = ok_fields(reader, "RETRY/DELETE ALL", count=1, of="one count")
+    return int(count)
 
 
 def _job_info(entry: object) -> JobInfo:
@@ -92,36 +81,28 @@ def _job_info(entry: object) -> JobInfo:
         raise BadReply(f"bad job JSON: {exc}") from exc
 
 
-def parse_job_info(buf: Buffer, pos: int) -> Parsed[JobInfo | None]:
+def parse_job_info(reader: FrameReader) -> JobInfo | None:
     """`200 OK <len>` CRLF `<json object>`; None on `404 Job Not Found`."""
-    got = take_line(buf, pos)
-    if got is None:
+    start = reader.position
+    line = need_line(reader)
+    if line == JOB_NOT_FOUND:
         return None
-    line, end = got
-    if line == _JOB_NOT_FOUND:
-        return None, end
-    if _ok_text(line) is None:
-        raise _fail(line, end)
-    block = _sized_block(buf, pos, "JOB")
-    if block is None:
-        return None
-    data, end = block
-    return _job_info(json.loads(data)), end
+    if ok_text(line) is None:
+        raise error_for(line)
+    reader.position = start  # the `200 OK <len>` line again, as sized_block reads it
+    return _job_info(json.loads(sized_block(reader, "JOB")))
 
 
-def parse_jobs(buf: Buffer, pos: int) -> Parsed[list[JobInfo]]:
+def parse_jobs(reader: FrameReader) -> list[JobInfo]:
     """`200 OK <len>` CRLF `<json array>`."""
-    block = _sized_block(buf, pos, "JOBS")
-    if block is None:
-        return None
-    data, end = block
+    data = sized_block(reader, "JOBS")
     document = json.loads(data)
     if not isinstance(document, list):
         raise BadReply(f"JOBS JSON is not an array: {data[:200]!r}")
-    return [_job_info(entry) for entry in document], end
+    return [_job_info(entry) for entry in document]
 
 
 __all__ = [
-    "ErrorReply", "delete_parser", "found_parser", "parse_count", "parse_fail",
+    "delete_parser", "found_parser", "parse_count", "parse_fail",
     "parse_job_info", "parse_jobs", "parse_put_keyed",
 ]

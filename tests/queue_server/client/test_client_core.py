@@ -5,7 +5,8 @@ import pytest
 
 from queue_server.client import core as client_core
 from queue_server.protocol.client_errors import BadReply, OfflineError, QueueServerError
-from queue_server.protocol.replies import ReplyBuffer, parse_put_outcome, parse_server_id
+from queue_server.protocol.reply_parsers import parse_put_outcome, parse_server_id
+from queue_server.protocol.reply_reading import ReplyBuffer
 
 
 def test_put_many_sends_each_chunk_before_reading_the_replies_of_the_one_before(
@@ -42,9 +43,11 @@ def test_a_refused_put_is_a_value_and_the_buffer_moves_past_it() -> None:
 
 
 def test_a_server_without_an_id_answers_none_but_garbage_is_a_bad_reply() -> None:
-    assert parse_server_id(b"200 OK 7\r\n", 0) == (7, 10)
-    assert parse_server_id(b"400 Unknown Command\r\n", 0) == (None, 21)
     replies = ReplyBuffer()
+    replies.feed(b"200 OK 7\r\n400 Unknown Command\r\n")
+    assert replies.take(parse_server_id) == 7
+    assert replies.take(parse_server_id) is None
+    assert replies.pending == 0
     replies.feed(b"hello\r\n")
     with pytest.raises(BadReply):
         replies.take(parse_server_id)

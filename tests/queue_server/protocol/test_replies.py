@@ -7,15 +7,9 @@ from typing import TypeVar
 import pytest
 
 from queue_server.protocol.client_errors import AuthError, BadReply, OfflineError, QueueServerError
-from queue_server.protocol.replies import (
-    NEED_MORE,
-    DoneResult,
-    Job,
-    ReplyBuffer,
-    RunningJob,
-    Total,
+from queue_server.protocol.replies import DoneResult, Job, RunningJob, Total
+from queue_server.protocol.reply_parsers import (
     done_parser,
-    error_for,
     later_parser,
     parse_get,
     parse_interconnect,
@@ -26,8 +20,8 @@ from queue_server.protocol.replies import (
     parse_total,
     parse_wait_ack,
     runlist_parser,
-    take_line,
 )
+from queue_server.protocol.reply_reading import NEED_MORE, NeedMore, Parser, ReplyBuffer, error_for
 
 T = TypeVar("T")
 
@@ -37,32 +31,45 @@ STATS_BODY = json.dumps({
 }).encode()
 
 
-def complete(got: tuple[T, int] | None) -> tuple[T, int]:
-    assert got is not None, "the parser wants more bytes"
-    return got
+def parsed(parse: Parser[T], data: bytes) -> tuple[T | NeedMore, int]:
+    """The reply at the start of `data` (NEED_MORE while incomplete) and how many bytes it took."""
+    replies = ReplyBuffer()
+    replies.feed(data)
+    value = replies.take(parse)
+    return value, len(data) - replies.pending
 
 
-def test_take_line_strips_crlf_or_bare_lf_and_returns_the_position_after_it() -> None:
-    buf = b"200 OK\r\n404 Queue Empty\nrest"
-    assert take_line(buf, 0) == (b"200 OK", 8)
-    assert take_line(buf, 8) == (b"404 Queue Empty", 24)
-    assert take_line(buf, 24) is None
+def complete(got: tuple[T | NeedMore, int]) -> tuple[T, int]:
+    value, end = got
+    assert not isinstance(value, NeedMore), "the parser wants more bytes"
+    return value, end
+
+
+def test_lines_end_with_crlf_or_a_bare_lf() -> None:
+    replies = ReplyBuffer()
+    replies.feed(b"200 OK\r\n404 Queue Empty\nrest")
+    assert replies.take(parse_put) is None
+    assert replies.take(parse_get) == []
+    assert replies.take(parse_get) is NEED_MORE
+    assert replies.pending == 4
 
 
 def test_a_run_of_bytes_longer_than_any_line_without_lf_is_a_bad_reply() -> None:
+    replies = ReplyBuffer()
+    replies.feed(b"x" * 70_000)
     with pytest.raises(BadReply):
-        take_line(b"x" * 70_000, 0)
+        replies.take(parse_ok)
 
 
 def test_put_reply_is_none_for_plain_ok_and_the_item_for_new() -> None:
-    assert parse_put(b"200 OK\r\n", 0) == (None, 8)
-    assert parse_put(b"200 OK IS _17\r\n", 0) == ("_17", 15)
-    assert parse_put(b"200 O", 0) is None
+    assert parsed(parse_put, b"200 OK\r\n") == (None, 8)
+    assert parsed(parse_put, b"200 OK IS _17\r\n") == ("_17", 15)
+    assert parsed(parse_put, b"200 O")[0] is NEED_MORE
 
 
 def test_get_reply_gives_the_job_with_its_item_and_data_that_contains_crlf() -> None:
     reply = b"200 OK q 7 -3 6 IS it\r\na\r\nb\r\nNEXT"
-    jobs, end = complete(parse_get(reply, 0))
+    jobs, end = complete(parsed(parse_get, reply))
     assert jobs == [Job("q", 7, -3, b"a\r\nb\r\n", "it")]
     assert reply[end:] == b"NEXT"
 
@@ -70,24 +77,24 @@ def test_get_reply_gives_the_job_with_its_item_and_data_that_contains_crlf() -> 
 def test_get_reply_waits_for_the_whole_data_block() -> None:
     reply = b"200 OK q 1 0 5\r\nhello"
     for cut in range(len(reply)):
-        assert parse_get(reply[:cut], 0) is None
-    assert parse_get(reply, 0) == ([Job("q", 1, 0, b"hello")], len(reply))
+        assert parsed(parse_get, reply[:cut])[0] is NEED_MORE
+    assert parsed(parse_get, reply) == ([Job("q", 1, 0, b"hello")], len(reply))
 
 
 def test_queue_empty_is_an_empty_list() -> None:
-    assert parse_get(b"404 Queue Empty\r\n", 0) == ([], 17)
+    assert parsed(parse_get, b"404 Queue Empty\r\n") == ([], 17)
 
 
 def test_batch_reply_gives_every_job_in_order() -> None:
     reply = b"200 OK 3 JOBS\r\na 1 5 2\r\nxyb 2 0 0 IS i1\r\nc 3 -1 1\r\nz"
-    jobs, end = complete(parse_get(reply, 0))
+    jobs, end = complete(parsed(parse_get, reply))
     assert jobs == [Job("a", 1, 5, b"xy"), Job("b", 2, 0, b"", "i1"), Job("c", 3, -1, b"z")]
     assert end == len(reply)
 
 
 def test_batch_reply_cut_anywhere_is_incomplete() -> None:
     reply = b"200 OK 2 JOBS\r\na 1 5 2\r\nxyb 2 0 3\r\nabc"
-    assert all(parse_get(reply[:cut], 0) is None for cut in range(len(reply)))
+    assert all(parsed(parse_get, reply[:cut])[0] is NEED_MORE for cut in range(len(reply)))
 
 
 def test_offline_status_raises_offline_error_after_skipping_its_line() -> None:
@@ -113,7 +120,7 @@ def test_status_lines_map_to_the_error_classes() -> None:
 
 def test_done_reply_has_one_result_per_id_with_finq_and_fini() -> None:
     reply = b"200 OK\r\n200 OK FINQ\r\n404 Job Not Found\r\n200 OK FINQ FINI\r\n200 OK FINI\r\n"
-    results, end = complete(done_parser(5)(reply, 0))
+    results, end = complete(parsed(done_parser(5), reply))
     assert results == [
         DoneResult(True, False, False),
         DoneResult(True, True, False),
@@ -125,7 +132,7 @@ def test_done_reply_has_one_result_per_id_with_finq_and_fini() -> None:
 
 
 def test_done_reply_waits_for_every_line() -> None:
-    assert done_parser(2)(b"200 OK\r\n", 0) is None
+    assert parsed(done_parser(2), b"200 OK\r\n")[0] is NEED_MORE
 
 
 def test_one_error_line_refuses_a_whole_multi_id_done() -> None:
@@ -138,15 +145,15 @@ def test_one_error_line_refuses_a_whole_multi_id_done() -> None:
 
 def test_an_error_line_after_per_id_lines_is_a_bad_reply() -> None:
     with pytest.raises(BadReply):
-        done_parser(2)(b"200 OK\r\n400 Bad Request: x\r\n", 0)
+        parsed(done_parser(2), b"200 OK\r\n400 Bad Request: x\r\n")
 
 
 def test_later_reply_says_per_id_whether_the_job_was_running() -> None:
-    assert later_parser(2)(b"200 OK\r\n404 Job Not Found\r\n", 0) == ([True, False], 27)
+    assert parsed(later_parser(2), b"200 OK\r\n404 Job Not Found\r\n") == ([True, False], 27)
 
 
 def test_total_reply_gives_the_four_counts() -> None:
-    assert parse_total(b"200 OK 2 3 10 4\r\n", 0) == (Total(2, 3, 10, 4), 17)
+    assert parsed(parse_total, b"200 OK 2 3 10 4\r\n") == (Total(2, 3, 10, 4), 17)
 
 
 def test_total_with_a_missing_count_is_a_bad_reply() -> None:
@@ -158,14 +165,14 @@ def test_total_with_a_missing_count_is_a_bad_reply() -> None:
 
 def test_stats_reply_gives_typed_per_queue_counters_and_ignores_unknown_keys() -> None:
     reply = b"200 OK %d\r\n" % len(STATS_BODY) + STATS_BODY
-    stats, end = complete(parse_stats(reply, 0))
+    stats, end = complete(parsed(parse_stats, reply))
     q = stats["q"]
     assert (q.queue, q.ready, q.delayed, q.running, q.put, q.done, q.later, q.expired) == (
         "q", 3, 1, 2, 9, 4, 1, 0)
     assert q.by_priority == {5: 1, 0: 3}
     assert q.oldest_ready_age_s == 1.5
     assert end == len(reply)
-    assert parse_stats(reply[:-1], 0) is None
+    assert parsed(parse_stats, reply[:-1])[0] is NEED_MORE
 
 
 def test_stats_entry_without_a_counter_is_a_bad_reply() -> None:
@@ -177,26 +184,28 @@ def test_stats_entry_without_a_counter_is_a_bad_reply() -> None:
 
 
 def test_interconnect_reply_gives_the_server_id() -> None:
-    assert parse_interconnect(b"200 OK 3\r\n", 0) == (3, 10)
+    assert parsed(parse_interconnect, b"200 OK 3\r\n") == (3, 10)
 
 
 def test_wait_ack_gives_the_new_item_then_the_output_job_follows() -> None:
     reply = b"206 Wait for output IS _4\r\n200 OK out 9 0 2 IS _4\r\nok"
-    item, end = complete(parse_wait_ack(reply, 0))
-    assert item == "_4"
-    assert parse_job(reply, end) == (Job("out", 9, 0, b"ok", "_4"), len(reply))
-    assert parse_wait_ack(b"206 Wait for output\r\n", 0) == (None, 21)
+    replies = ReplyBuffer()
+    replies.feed(reply)
+    assert replies.take(parse_wait_ack) == "_4"
+    assert replies.take(parse_job) == Job("out", 9, 0, b"ok", "_4")
+    assert replies.pending == 0
+    assert parsed(parse_wait_ack, b"206 Wait for output\r\n") == (None, 21)
 
 
 def test_runlist_reply_gives_lengths_expiry_and_data_blocks_in_order() -> None:
     reply = b"200 OK 2\r\n5 q 0 3 EXPIRE 1700000000.25\r\n6 r -2 1\r\nabcZ"
-    jobs, end = complete(runlist_parser(with_data=True)(reply, 0))
+    jobs, end = complete(parsed(runlist_parser(with_data=True), reply))
     assert jobs == [
         RunningJob(5, "q", 0, 3, 1700000000.25, b"abc"),
         RunningJob(6, "r", -2, 1, None, b"Z"),
     ]
     assert end == len(reply)
-    plain, _ = complete(runlist_parser(with_data=False)(b"200 OK 1\r\n5 q 0 EXPIRE 12\r\n", 0))
+    plain, _ = complete(parsed(runlist_parser(with_data=False), b"200 OK 1\r\n5 q 0 EXPIRE 12\r\n"))
     assert plain == [RunningJob(5, "q", 0, None, 12.0, None)]
 
 
