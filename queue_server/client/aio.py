@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import select
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from functools import cached_property
 from types import TracebackType
-from typing import Any, Concatenate, Final, ParamSpec, Self, TypeVar
+from typing import Any, Concatenate, Final, ParamSpec, Self, TypeVar, cast
 
 from queue_server.client import operations as ops
 from queue_server.client.core import CLIENT_TIMEOUT, RECV_BYTES, ClientCore
-from queue_server.client.effects import Effect, Op, Open, Read, Send, Sleep, Stepper
+from queue_server.client.effects import Effect, Op, Open, Read, Request, Send, Sleep
 from queue_server.protocol.replies import Job
 from queue_server.protocol.reply_reading import NEED_MORE, Parser, ReplyBuffer
 from queue_server.protocol.requests import Address, Block, Then
@@ -65,6 +65,10 @@ class _Connection:
         self.writer.write(data)
         if self.writer.transport.get_write_buffer_size():
             await self.writer.drain()
+
+    async def request(self, data: bytes, parse: Parser[T], timeout_s: float | None) -> T:
+        await self.send(data)
+        return await self.read(parse, timeout_s)
 
     async def read(self, parse: Parser[T], timeout_s: float | None = _DEFAULT) -> T:
         """The next reply; `timeout_s` None waits forever, default is the client's timeout."""
@@ -126,25 +130,32 @@ class AsyncQueueClient(ClientCore[_Connection]):
                 return  # already reset by the server: closed either way
 
     async def _run(self, op: Op[T]) -> T:
+        """effects.drive's loop, awaiting each effect."""
+        send, throw = op.send, op.throw
         async with self._lock:
-            step = Stepper(op)
-            while (effect := step.effect) is not None:
-                try:
-                    value = await self._perform(effect)
-                except BaseException as exc:  # cancelled too: the operation drops the connection
-                    step.fail(exc)
-                else:
-                    step.resume(value)
-            return step.value()
+            try:
+                effect = send(None)
+                while True:
+                    try:
+                        value = await self._perform(effect)
+                    except BaseException as exc:  # cancelled too: the operation drops the connection
+                        effect = throw(exc)
+                    else:
+                        effect = send(value)
+            except StopIteration as stop:
+                return cast(T, stop.value)
 
-    async def _perform(self, effect: Effect) -> Any:
+    def _perform(self, effect: Effect) -> Awaitable[Any]:
+        """What to await for `effect` (not a coroutine itself: one frame less per request)."""
+        if isinstance(effect, Request):
+            return effect.conn.request(effect.data, effect.parse, effect.timeout_s)
         if isinstance(effect, Read):
-            return await effect.conn.read(effect.parse, effect.timeout_s)
+            return effect.conn.read(effect.parse, effect.timeout_s)
         if isinstance(effect, Send):
-            return await effect.conn.send(effect.data)
+            return effect.conn.send(effect.data)
         if isinstance(effect, Sleep):
-            return await asyncio.sleep(effect.seconds)
-        return await self._open_stream(effect)
+            return asyncio.sleep(effect.seconds)
+        return self._open_stream(effect)
 
     async def _open_stream(self, effect: Open) -> _Connection:
         async with asyncio.timeout(self.connect_timeout_s):

@@ -32,7 +32,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Final, Generic, NoReturn, Protocol, TypeVar
 
-from queue_server.client.effects import Op, Open, Read, Send, Sleep
+from queue_server.client.effects import Op, Open, Request, Sleep
 from queue_server.protocol import requests as req
 from queue_server.protocol.client_errors import (
     BadReply,
@@ -170,13 +170,14 @@ class ClientCore(Generic[C]):
         wake_fd: int | None = None,
     ) -> Op[T]:
         """Send `request` and read its reply, on the primary, by the reconnect rule."""
-        conn = yield from self._ready()
+        conn = self._conn
+        if conn is None or conn.unusable():
+            conn = yield from self._ready()
         retries = self.reconnect_attempts if read_only else 0
         offline_since: float | None = None
         while True:
             try:
-                yield Send(conn, request)
-                return (yield Read(conn, parse, timeout_s, wake_fd))
+                return (yield Request(conn, request, parse, timeout_s, wake_fd))
             except WaitWoken:
                 self._drop()  # the server drops the waiter with the connection
                 raise
@@ -232,11 +233,9 @@ class ClientCore(Generic[C]):
             return None
         try:
             if self._auth is not None:
-                yield Send(conn, self._auth)
-                yield Read(conn, parse_ok, CLIENT_TIMEOUT)
+                yield Request(conn, self._auth, parse_ok, CLIENT_TIMEOUT)
             if ask_id:
-                yield Send(conn, req.INTERCONNECT)
-                conn.server_id = yield Read(conn, parse_server_id, CLIENT_TIMEOUT)
+                conn.server_id = yield Request(conn, req.INTERCONNECT, parse_server_id, CLIENT_TIMEOUT)
         except (OSError, EOFError) as exc:
             conn.close()
             errors[address] = lost_while_connecting(exc)

@@ -1,7 +1,7 @@
 """What a client operation asks its face to do, and the stepper both faces drive it with.
 
 An operation (queue_server/client/operations.py) is a generator: it yields an effect
-(send these bytes, read a reply, sleep, open a connection), and gets back the result,
+(send these bytes, read a reply, both, sleep, open a connection), and gets back the result,
 or the exception the face met, thrown in at the yield. QueueClient performs effects by
 blocking, AsyncQueueClient by awaiting; every decision stays in the operation.
 """
@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from queue_server.protocol.reply_reading import Parser
 from queue_server.protocol.requests import Address
 
 T = TypeVar("T")
+# Effects are slots dataclasses, not frozen ones: one is made per request, and a frozen
+# dataclass's __init__ takes three times as long (0.56 against 0.18 us).
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Send:
     """Write all of `data` on the connection; the result is None."""
 
@@ -25,7 +27,7 @@ class Send:
     data: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Read:
     """The next reply on the connection, parsed by `parse`.
 
@@ -39,47 +41,46 @@ class Read:
     wake_fd: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
+class Request:
+    """Send and Read in one effect: a request's bytes, then its reply (the common case,
+    one step of the operation instead of two)."""
+
+    conn: Any
+    data: bytes
+    parse: Parser[Any]
+    timeout_s: float | None
+    wake_fd: int | None = None
+
+
+@dataclass(slots=True)
 class Sleep:
     seconds: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Open:
     """A new connection to `address` within connect_timeout_s; OSError when unreachable."""
 
     address: Address
 
 
-Effect = Send | Read | Sleep | Open
+Effect = Request | Send | Read | Sleep | Open
 Op = Generator[Effect, Any, T]
 
 
-class Stepper(Generic[T]):
-    """An operation on its way: the effect it waits on (None once it returned `result`)."""
-
-    __slots__ = ("_op", "effect", "result")
-
-    def __init__(self, op: Op[T]) -> None:
-        self._op = op
-        self.result: T | None = None
-        self.effect: Effect | None = self._step(op.send, None)
-
-    def value(self) -> T:
-        """What the operation returned (once `effect` is None)."""
-        return cast(T, self.result)
-
-    def resume(self, value: object) -> None:
-        """The effect's result goes back into the operation."""
-        self.effect = self._step(self._op.send, value)
-
-    def fail(self, exc: BaseException) -> None:
-        """The effect failed: the operation sees `exc` raised where it yielded."""
-        self.effect = self._step(self._op.throw, exc)
-
-    def _step(self, step: Callable[[Any], Effect], value: Any) -> Effect | None:
-        try:
-            return step(value)
-        except StopIteration as stop:
-            self.result = stop.value
-            return None
+def drive(op: Op[T], perform: Callable[[Effect], Any]) -> T:
+    """Run `op` to its end, each effect performed by `perform`, blocking (the asyncio client
+    has the same loop with an await, which a plain function cannot hold)."""
+    send, throw = op.send, op.throw
+    try:
+        effect = send(None)
+        while True:
+            try:
+                value = perform(effect)
+            except BaseException as exc:  # the operation decides what the failure means
+                effect = throw(exc)
+            else:
+                effect = send(value)
+    except StopIteration as stop:
+        return cast(T, stop.value)

@@ -14,7 +14,7 @@ from typing import Any, Final, TypeAlias, TypeVar
 
 from queue_server.client import calls
 from queue_server.client.core import CLIENT_TIMEOUT, ClientCore, PutMany
-from queue_server.client.effects import Op, Read, Send
+from queue_server.client.effects import Op, Read, Request, Send
 from queue_server.protocol import job_requests as jreq
 from queue_server.protocol import requests as req
 from queue_server.protocol.client_errors import BadReply, QueueServerError
@@ -181,8 +181,7 @@ def call(
     client._close_answered_waits()
     conn = yield from client._ready()
     try:
-        yield Send(conn, request)
-        yield Read(conn, parse_wait_ack, CLIENT_TIMEOUT)
+        yield Request(conn, request, parse_wait_ack, CLIENT_TIMEOUT)
     except BaseException as exc:
         client._raise_failed(conn, "PUT ... WAIT", exc)
     try:

@@ -17,7 +17,7 @@ from typing import Any, Concatenate, Final, ParamSpec, Self, TypeVar
 from queue_server.client import calls
 from queue_server.client import operations as ops
 from queue_server.client.core import CLIENT_TIMEOUT, RECV_BYTES, ClientCore
-from queue_server.client.effects import Effect, Op, Open, Read, Send, Sleep, Stepper
+from queue_server.client.effects import Effect, Op, Open, Read, Request, Send, Sleep, drive
 from queue_server.protocol.client_errors import WaitWoken
 from queue_server.protocol.reply_reading import NEED_MORE, Parser, ReplyBuffer
 from queue_server.protocol.requests import Address
@@ -159,17 +159,12 @@ class QueueClient(ClientCore[_Connection]):
             conn.close()
 
     def _run(self, op: Op[T]) -> T:
-        step = Stepper(op)
-        while (effect := step.effect) is not None:
-            try:
-                value = self._perform(effect)
-            except BaseException as exc:
-                step.fail(exc)
-            else:
-                step.resume(value)
-        return step.value()
+        return drive(op, self._perform)
 
     def _perform(self, effect: Effect) -> Any:
+        if isinstance(effect, Request):
+            effect.conn.sock.sendall(effect.data)
+            return effect.conn.read(effect.parse, effect.timeout_s, effect.wake_fd)
         if isinstance(effect, Read):
             return effect.conn.read(effect.parse, effect.timeout_s, effect.wake_fd)
         if isinstance(effect, Send):
