@@ -1,6 +1,6 @@
-"""The queue server's client library: QueueClient (blocking) and AsyncQueueClient (asyncio)
-over one sans-I/O core (core.py), with the errors they raise. The wire format itself is
-queue_server.protocol; nothing here imports the server."""
+"""The queue server's client library: QueueClient (blocking) and AsyncQueueClient (asyncio),
+two faces of one sans-I/O API (operations.py over core.py), with the errors they raise.
+The wire format itself is queue_server.protocol; nothing here imports the server."""
 from __future__ import annotations
 
 from queue_server.client.aio import AsyncQueueClient
