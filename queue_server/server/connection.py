@@ -18,6 +18,7 @@ from queue_server.protocol.commands import (
     parse_line,
 )
 from queue_server.protocol.errors import ProtocolError
+from queue_server.protocol.framing import FrameReader, LineTooLong
 from queue_server.server import guard, responses
 from queue_server.server.waiters import Waiter
 
@@ -41,7 +42,7 @@ class Connection(asyncio.Protocol):
     def __init__(self, server: QueueServer) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
-        self.buffer = bytearray()
+        self.reader = FrameReader(MAX_LINE_BYTES)
         self.pending: Parsed | None = None  # a request waiting for its data block
         self.out: list[bytes] = []
         self.dirty = False  # has replies waiting for the turn's flush
@@ -94,19 +95,19 @@ class Connection(asyncio.Protocol):
             self.server.waiters.remove(self.waiter)  # the job stays queued for the next one
             self.waiter = None
         self.pending = None
-        self.buffer.clear()
+        self.reader.clear()
 
     def data_received(self, data: bytes) -> None:
         if self.closing:
             return  # draining after a fatal error: the stream is no longer trusted
-        self.buffer += data
+        self.reader.feed(data)
         self.active = True
         cohort = self.server.cohort
         if cohort is not None and not self.requested:
             cohort.arrived(self, time.perf_counter())
         if self.waiter is None and self.hold is None and not self._writing_paused:
             self.server.process_and_answer(self)
-        if self._reading_paused or self._writing_paused or len(self.buffer) > INPUT_HIGH_WATER:
+        if self._reading_paused or self._writing_paused or self.reader.unread() > INPUT_HIGH_WATER:
             self._apply_flow_control()
 
     def pause_writing(self) -> None:
@@ -123,52 +124,40 @@ class Connection(asyncio.Protocol):
         """Execute every complete request in the buffer (stops while blocked)."""
         server = self.server
         server.fire_timers_if_due()
-        buffer = self.buffer
-        position = 0
-        size = len(buffer)
-        while self.waiter is None and not self.closing:
-            pending = self.pending
-            if pending is not None:
-                end = position + pending.data_len
-                if end > size:
+        reader = self.reader
+        take_line = reader.line
+        take_block = reader.block
+        try:
+            while self.waiter is None and not self.closing:
+                pending = self.pending
+                if pending is not None:
+                    data = take_block(pending.data_len)
+                    if data is None:
+                        break
+                    self.pending = None
+                    server.execute_with_data(self, pending, data)
+                    continue
+                line = take_line()
+                if line is None:
                     break
-                data = bytes(buffer[position:end])
-                position = end
-                self.pending = None
-                server.execute_with_data(self, pending, data)
-                continue
-            newline = buffer.find(b"\n", position)
-            if newline < 0:
-                unterminated = size - position
-                # One byte past the limit may still be the CR of a CRLF; two may not.
-                if unterminated > MAX_LINE_BYTES + 1 or (
-                    unterminated == MAX_LINE_BYTES + 1 and buffer[size - 1] != 13
-                ):
-                    self.fail(responses.LINE_TOO_LONG)
-                break
-            end = newline - 1 if newline > position and buffer[newline - 1] == 13 else newline
-            if end - position > MAX_LINE_BYTES:
-                self.fail(responses.LINE_TOO_LONG)
-                break
-            line = bytes(buffer[position:end])
-            position = newline + 1
-            if line[:4] == b"PUT " and self.authenticated:
-                # Fast path for the plain `PUT q p len` whose block is already here.
-                match = SIMPLE_PUT(line)
-                if match is not None:
-                    queue, raw_priority, raw_len = match.groups()
-                    data_len = int(raw_len)
-                    priority = int(raw_priority)
-                    if (position + data_len <= size and data_len <= server.settings.max_job_bytes
-                            and INT64_MIN <= priority <= INT64_MAX):
-                        data = bytes(buffer[position:position + data_len])
-                        position += data_len
-                        server.put_plain(self, queue.decode(), priority, data)
-                        continue
-            if line and not line.isspace() and self._execute_line(line):
-                break
-        if position:
-            del buffer[:position]
+                if line[:4] == b"PUT " and self.authenticated:
+                    # Fast path for the plain `PUT q p len` whose block is already here.
+                    match = SIMPLE_PUT(line)
+                    if match is not None:
+                        queue, raw_priority, raw_len = match.groups()
+                        data_len = int(raw_len)
+                        priority = int(raw_priority)
+                        if (data_len <= server.settings.max_job_bytes
+                                and INT64_MIN <= priority <= INT64_MAX):
+                            data = take_block(data_len)
+                            if data is not None:
+                                server.put_plain(self, queue.decode(), priority, data)
+                                continue
+                if line and not line.isspace() and self._execute_line(line):
+                    break
+        except LineTooLong:
+            self.fail(responses.LINE_TOO_LONG)
+        reader.compact()
 
     def _execute_line(self, line: bytes) -> bool:
         """Run one request line; True when no more requests may be read for now."""
@@ -391,7 +380,7 @@ class Connection(asyncio.Protocol):
 
     def resume(self) -> None:
         if (self.waiter is None and self.hold is None and not self.closing
-                and not self._writing_paused and self.buffer):
+                and not self._writing_paused and self.reader.unread()):
             self.process()
         self._apply_flow_control()
 
@@ -400,7 +389,7 @@ class Connection(asyncio.Protocol):
         if transport is None or transport.is_closing():
             return
         should_pause = self._writing_paused or self.hold is not None or (
-            len(self.buffer) > INPUT_HIGH_WATER and (self.waiter is not None or self.pending is None)
+            self.reader.unread() > INPUT_HIGH_WATER and (self.waiter is not None or self.pending is None)
         )
         if should_pause and not self._reading_paused:
             transport.pause_reading()

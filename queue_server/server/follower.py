@@ -21,6 +21,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, cast
 
+from queue_server.protocol.framing import FrameReader
 from queue_server.server import replay
 from queue_server.server.errors import SnapshotError
 
@@ -47,7 +48,7 @@ class FollowLink(asyncio.Protocol):
         self.server = server
         self.state = LinkState.AUTHENTICATING
         self.transport: asyncio.Transport | None = None
-        self.buffer = bytearray()
+        self.reader = FrameReader(None)  # the primary is trusted: no line limit, as before
         self.snapshot_len = -1
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -68,9 +69,10 @@ class FollowLink(asyncio.Protocol):
             self.closed.set_result(None)
 
     def data_received(self, data: bytes) -> None:
-        self.buffer += data
+        self.reader.feed(data)
         try:
             self._advance()
+            self.reader.compact()
         except (SnapshotError, ValueError) as exc:
             log.error("replication from the primary broken (%s): reconnecting for a new snapshot",
                       exc)
@@ -98,28 +100,22 @@ class FollowLink(asyncio.Protocol):
                 if len(head) != 3 or head[:2] != [b"200", b"OK"] or not head[2].isdigit():
                     raise ValueError(f"unexpected reply to SNAPSHOT: {line[:200]!r}")
                 self.snapshot_len = int(head[2])
-            if len(self.buffer) < self.snapshot_len:
+            blob = self.reader.block(self.snapshot_len)
+            if blob is None:
                 return
-            blob = bytes(self.buffer[:self.snapshot_len])
-            del self.buffer[:self.snapshot_len]
             if not self.server.replace_state(blob):
                 self._close()  # the local log failed: the server is stopping
                 return
             log.info("replica of the primary: snapshot of %d bytes applied, streaming", len(blob))
             self.state = LinkState.STREAMING
-        if self.state is LinkState.STREAMING and self.buffer:
-            commands, used = replay.parse_records(bytes(self.buffer))
-            del self.buffer[:used]
+        if self.state is LinkState.STREAMING:
+            commands = replay.take_records(self.reader)
             if commands:
                 self.server.apply_replicated(commands)
 
     def _line(self) -> bytes | None:
-        end = self.buffer.find(b"\n")
-        if end < 0:
-            return None
-        line = bytes(self.buffer[:end]).rstrip(b"\r")
-        del self.buffer[:end + 1]
-        return line
+        line = self.reader.line()
+        return None if line is None else line.rstrip(b"\r")
 
     def _close(self) -> None:
         if self.transport is not None:

@@ -7,6 +7,7 @@ from typing import Any
 from queue_server.protocol import commands as protocol
 from queue_server.protocol import jobs as pj
 from queue_server.protocol.errors import ProtocolError
+from queue_server.protocol.framing import FrameReader
 from queue_server.protocol.keyed import JobMeta, Meta
 from queue_server.server.errors import SnapshotError
 from queue_server.server.responses import OK, done_reply, item_reply, later_reply
@@ -26,15 +27,14 @@ _NOT_FOUND = b"404 Job Not Found\r\n"
 
 def iter_records(buffer: bytes | memoryview) -> Iterator[SyncCommand]:
     """Every SYNC record in `buffer`; raises SnapshotError at the first bad byte."""
-    view = bytes(buffer)
-    position = 0
-    while position < len(view):
-        command, next_position = _parse_record(view, position)
-        if next_position == position:
-            if view.find(b"\n", position) < 0:
+    reader = FrameReader(None, bytes(buffer))
+    while reader.unread():
+        position = reader.position
+        command = _take_record(reader)
+        if reader.position == position:
+            if reader.buffer.find(b"\n", position) < 0:
                 raise SnapshotError(f"record at byte {position} has no line end")
             raise SnapshotError(f"record data cut short at byte {position}")
-        position = next_position
         if command is not None:
             yield command
 
@@ -42,27 +42,36 @@ def iter_records(buffer: bytes | memoryview) -> Iterator[SyncCommand]:
 def parse_records(view: bytes, position: int = 0) -> tuple[list[SyncCommand], int]:
     """The complete SYNC records from `position` on, and where the first incomplete one
     starts (a stream: the rest comes later). Raises SnapshotError at a bad record."""
+    reader = FrameReader(None, view)
+    reader.position = position
+    return take_records(reader), reader.position
+
+
+def take_records(reader: FrameReader) -> list[SyncCommand]:
+    """The complete SYNC records the reader holds; it is left at the first incomplete one.
+    Raises SnapshotError at a bad record."""
     commands: list[SyncCommand] = []
-    while position < len(view):
-        command, next_position = _parse_record(view, position)
-        if next_position == position:
+    while reader.unread():
+        position = reader.position
+        command = _take_record(reader)
+        if reader.position == position:
             break
-        position = next_position
         if command is not None:
             commands.append(command)
-    return commands, position
+    return commands
 
 
-def _parse_record(view: bytes, position: int) -> tuple[SyncCommand | None, int]:
-    """The record at `position` and the position after it; (None, position) when it is
-    not complete yet, (None, after) for an empty line."""
-    newline = view.find(b"\n", position)
-    if newline < 0:
-        return None, position
-    line = view[position:newline].rstrip(b"\r")
-    after = newline + 1
+def _take_record(reader: FrameReader) -> SyncCommand | None:
+    """The next record; None with the reader unmoved when it is not complete yet, None
+    past it for an empty line."""
+    position = reader.position
+    line = reader.line()
+    if line is None:
+        return None
+    line = line.rstrip(b"\r")  # a record written by hand may end in several CRs
+    after = reader.position
     if not line:
-        return None, after
+        return None
     try:
         parsed = protocol.parse_line(line)
     except ProtocolError as error:
@@ -71,12 +80,13 @@ def _parse_record(view: bytes, position: int) -> tuple[SyncCommand | None, int]:
     if parsed.error is not None or not isinstance(command, SYNC_TYPES):
         raise SnapshotError(f"not a SYNC record before byte {after}: {line[:60]!r}")
     if parsed.data_len >= 0:
-        if after + parsed.data_len > len(view):
-            return None, position
+        data = reader.block(parsed.data_len)
+        if data is None:
+            reader.position = position
+            return None
         assert isinstance(command, (protocol.SyncPut, pj.SyncFail, pj.SyncDead))
-        command.data = view[after:after + parsed.data_len]
-        after += parsed.data_len
-    return command, after
+        command.data = data
+    return command
 
 
 def _split_error(data: bytes, error_len: int) -> tuple[bytes, str | None]:
