@@ -68,6 +68,7 @@ class Connection(asyncio.Protocol):
         self._reading_paused = False
         self._writing_paused = False
         # group commit's cohort (queue_server/server/cohort.py)
+        self.cohort = server.journal.cohort
         self.fd = -1
         self.requested = False
         self.quick = True
@@ -90,7 +91,7 @@ class Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
         self.server.connections.discard(self)
-        self.server.links.discard(self)
+        self.server.journal.links.discard(self)
         if self.waiter is not None:
             self.server.waiters.remove(self.waiter)  # the job stays queued for the next one
             self.waiter = None
@@ -100,14 +101,15 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.closing:
             return  # draining after a fatal error: the stream is no longer trusted
-        self.reader.feed(data)
+        self.reader.buffer += data  # feed() without its call: this is the hot path
         self.active = True
-        cohort = self.server.cohort
+        cohort = self.cohort
         if cohort is not None and not self.requested:
             cohort.arrived(self, time.perf_counter())
         if self.waiter is None and self.hold is None and not self._writing_paused:
             self.server.process_and_answer(self)
-        if self._reading_paused or self._writing_paused or self.reader.unread() > INPUT_HIGH_WATER:
+        # process() compacts the reader: all of its buffer is unread here.
+        if self._reading_paused or self._writing_paused or len(self.reader.buffer) > INPUT_HIGH_WATER:
             self._apply_flow_control()
 
     def pause_writing(self) -> None:
@@ -127,6 +129,7 @@ class Connection(asyncio.Protocol):
         reader = self.reader
         take_line = reader.line
         take_block = reader.block
+        size = len(reader.buffer)
         try:
             while self.waiter is None and not self.closing:
                 pending = self.pending
@@ -137,6 +140,8 @@ class Connection(asyncio.Protocol):
                     self.pending = None
                     server.execute_with_data(self, pending, data)
                     continue
+                if reader.position == size:
+                    break  # all read (the usual end): no call to find no line
                 line = take_line()
                 if line is None:
                     break

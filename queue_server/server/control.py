@@ -77,7 +77,7 @@ def _link(server: QueueServer, conn: Connection, command: p.Link) -> None:
         conn.write(b"200 OK %d\r\n" % server.settings.server_id)
     if command.peer is not None:
         conn.is_replication_link = True
-        server.links.add(conn)
+        server.journal.links.add(conn)
         log.info("replication link to server %d at %s:%d", *command.peer)
 
 

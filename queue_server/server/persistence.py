@@ -61,12 +61,10 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
         view = view[written:]
 
 
-def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
-    written = os.pwrite(fd, data, offset)
-    if written == len(data):
-        return
-    view = memoryview(data)[written:]
-    offset += written
+def _pwrite_rest(fd: int, data: bytes, offset: int) -> None:
+    """The rest of `data` after a short pwrite at `offset` (the whole of it written again:
+    pwrite at an offset is idempotent)."""
+    view = memoryview(data)
     while view:
         written = os.pwrite(fd, view, offset)
         view = view[written:]
@@ -99,7 +97,7 @@ class DataDir:
         self.seq = 0
         self._lock_fd = -1
         self._log_fd = -1
-        self._log_bytes = 0  # written so far: the next frame goes here
+        self.log_bytes = 0  # written so far: the next frame goes here (read-only outside)
         self._log_allocated = 0  # bytes reserved with fallocate (-1: the file just grows)
         # A log is snapshotted away near snapshot_log_bytes: never reserve more than that.
         self._preallocate_bytes = min(LOG_PREALLOCATE_BYTES, snapshot_log_bytes)
@@ -161,9 +159,9 @@ class DataDir:
                 if later:
                     report.problems.append(f"logs after a corrupt one are not replayed: {later}")
                 break
-        store.records.clear()
+        store.drain_changes()  # rebuilt, not changed: nothing to log
         report.released_running = store.release_all_running(now)
-        store.records.clear()
+        store.drain_changes()  # rebuilt, not changed: nothing to log
         store.woken.clear()
         store.idled.clear()
         self.seq = max([*snapshots, *logs, 0])
@@ -230,7 +228,7 @@ class DataDir:
 
     def _use_log(self, fd: int) -> None:
         self._log_fd = fd
-        self._log_bytes = os.fstat(fd).st_size
+        self.log_bytes = os.fstat(fd).st_size
         self._log_allocated = 0
         self._reserve(self._preallocate_bytes)
 
@@ -262,11 +260,12 @@ class DataDir:
     def append(self, chunk: bytes) -> None:
         """Write one group-commit frame (to the OS); `fsync_log` makes it durable."""
         frame = b"#%d %08x\n" % (len(chunk), zlib.crc32(chunk)) + chunk
-        end = self._log_bytes + len(frame)
+        end = self.log_bytes + len(frame)
         if 0 <= self._log_allocated < end:
             self._reserve(max(self._preallocate_bytes, end - self._log_allocated))
-        _pwrite_all(self._log_fd, frame, self._log_bytes)
-        self._log_bytes = end
+        if os.pwrite(self._log_fd, frame, self.log_bytes) != len(frame):  # rare: a short write
+            _pwrite_rest(self._log_fd, frame, self.log_bytes)
+        self.log_bytes = end
         if self._everysec:
             self._keep_sync_schedule()
         self._unsynced = True
@@ -290,7 +289,7 @@ class DataDir:
     def _close_log(self) -> None:
         """Sync, give back the unused preallocated tail, close."""
         os.fdatasync(self._log_fd)
-        os.ftruncate(self._log_fd, self._log_bytes)
+        os.ftruncate(self._log_fd, self.log_bytes)
         os.close(self._log_fd)
         self._log_fd = -1
 
@@ -303,7 +302,7 @@ class DataDir:
         return False
 
     def wants_snapshot(self) -> bool:
-        return (self._log_bytes >= self.snapshot_log_bytes and self._snapshot_child is None
+        return (self.log_bytes >= self.snapshot_log_bytes and self._snapshot_child is None
                 and time.monotonic() >= self._snapshot_retry_at)
 
     def snapshot_in_background(self, store: Store) -> bool:

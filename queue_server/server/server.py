@@ -13,9 +13,9 @@ from typing import Any
 from queue_server.protocol import commands as p
 from queue_server.protocol import jobs as pj
 from queue_server.server import control, job_commands, replay, responses, snapshot
-from queue_server.server.cohort import Cohort
 from queue_server.server.connection import Connection
 from queue_server.server.follower import Follower
+from queue_server.server.journal import Journal
 from queue_server.server.persistence import DataDir, FsyncPolicy
 from queue_server.server.retry import QueuePolicy
 from queue_server.server.store import Store
@@ -61,20 +61,19 @@ class QueueServer:
         self.token = settings.token.encode() if settings.token else None
         self.data_dir = DataDir(settings.data_dir, fsync=settings.fsync,
                                 snapshot_log_bytes=settings.snapshot_log_bytes)
+        self.journal = Journal(self.data_dir, fsync=settings.fsync,
+                               replica_backlog_bytes=settings.replica_backlog_bytes)
         self.store = self._new_store()
         self.waiters = Waiters()
         self.connections: set[Connection] = set()
-        self.links: set[Connection] = set()  # replication links: SYNC records streamed to them
         self.offline = False
         # A following replica fires no timer of its own: the primary's SYNC records are its
         # only changes (its jittered retries, renewed locks), so the two never drift apart.
         self.following = False
         self._dirty: list[Connection] = []
-        self._durable_replies = settings.fsync == "always"
-        self.cohort = Cohort() if self._durable_replies else None
+        self._durable_replies = self.journal.durable_replies
         self.log_error: OSError | None = None  # the log failed: stopping, nothing more answered
         self._flush_scheduled = False
-        self._replicated: list[bytes] = []
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
         self._stopped: asyncio.Future[None] | None = None
@@ -172,7 +171,8 @@ class QueueServer:
                          "their unsent replies; stopping", error, len(self.connections))
             self.log_error = error
         self._dirty.clear()
-        self.store.records.clear()
+        self.journal.discard()
+        self.store.drain_changes()
         for conn in list(self.connections):
             conn.abort()
         self.shutdown()
@@ -212,7 +212,7 @@ class QueueServer:
 
     def _sync_everysec(self) -> None:
         try:
-            self.data_dir.sync_if_needed()
+            self.journal.sync_everysec()
         except OSError as error:
             self._log_failed(error)
 
@@ -226,7 +226,7 @@ class QueueServer:
         process, memory or descriptor to spare) is logged by the data directory and tried
         again later; a log that cannot be synced or closed stops the server."""
         try:
-            self.data_dir.snapshot_in_background(self.store)
+            self.journal.snapshot_in_background(self.store)
         except OSError as error:
             self._log_failed(error)
 
@@ -267,7 +267,7 @@ class QueueServer:
         try:
             conn.process()
         finally:  # even after a failure, flushing must not stay switched off
-            if self._dirty or self.store.records:
+            if self._dirty or self.store.changes or self.journal.pending:
                 self._flush()  # a flush scheduled before still runs and finds nothing to do
             else:
                 self._flush_scheduled = already_scheduled
@@ -278,7 +278,7 @@ class QueueServer:
             asyncio.get_running_loop().call_soon(self._flush)
 
     def _flush(self) -> None:
-        """Once per loop turn: write the turn's records, then send the replies.
+        """Once per loop turn: commit the turn's records (journal.py), then send the replies.
 
         With fsync "always" no reply leaves before the fsync that covers its records.
         """
@@ -286,25 +286,11 @@ class QueueServer:
         if self.log_error is not None:  # stopping: a request read since gets no reply
             self._log_failed(self.log_error)
             return
-        records = self.store.records
-        cohort = self.cohort
-        if records and cohort is not None and cohort.wait():
-            self._request_flush()  # a request of the cohort is in: read it, then sync
-            return
+        journal = self.journal
         try:
-            if records:
-                chunk = b"".join(records)
-                records.clear()
-                self.data_dir.append(chunk)
-                if self.links and self._replicated:
-                    self._stream_to_links(b"".join(self._replicated))
-            self._replicated.clear()
-            if cohort is not None:
-                # Group commit: one fsync covers every record of this loop turn, and
-                # requests that arrive meanwhile form the next group.
-                started = time.perf_counter()
-                if self.data_dir.sync_if_needed():
-                    cohort.synced(time.perf_counter() - started)
+            if not journal.commit(self.store.drain_changes()):
+                self._request_flush()  # a request of the cohort is in: read it, then sync
+                return
         except OSError as error:
             self._log_failed(error)
             return
@@ -312,38 +298,28 @@ class QueueServer:
             dirty, self._dirty = self._dirty, []
             for conn in dirty:
                 conn.flush()
-            if cohort is not None:
-                cohort.answered(dirty, time.perf_counter())
-        if self.data_dir.wants_snapshot():
-            self.start_snapshot()
+            if self._durable_replies:
+                journal.answered(dirty)
+        data_dir = self.data_dir
+        if data_dir.log_bytes >= data_dir.snapshot_log_bytes and data_dir.wants_snapshot():
+            self.start_snapshot()  # (the first test saves wants_snapshot's call per turn)
         self._arm_timer()
 
-    def _stream_to_links(self, stream: bytes) -> None:
-        """Send records to the replicas. One that lets replica_backlog_bytes pile up unread
-        is cut off (as Redis's replica output buffer limit does): it reconnects and starts
-        again from a snapshot, instead of this server buffering without bound."""
-        for link in list(self.links):
-            transport = link.transport
-            if transport is None or transport.is_closing():
-                continue
-            if transport.get_write_buffer_size() > self.settings.replica_backlog_bytes:
-                log.warning("replication link %s is %d bytes behind: cut off, it must resync",
-                            transport.get_extra_info("peername"), transport.get_write_buffer_size())
-                self.links.discard(link)
-                link.abort()
-                continue
-            transport.write(stream)
-
-    def _after_change(self, first_record: int) -> None:
-        """After any change of the store: answer waiters it woke, then stream its records
-        (from `first_record` on) to the replication links."""
+    def _after_change(self) -> None:
+        """After any change of the store: answer waiters it woke; with replicas linked, hand
+        its records to the journal now (else they go at the commit: journal.py)."""
         store = self.store
         if store.woken or store.idled:
             self._settle()
         if store.dropped:
             self._log_dropped()
-        if self.links:
-            self._replicated.extend(store.records[first_record:])
+        if self.journal.links:
+            self.journal.record(store.drain_changes(), replicate=True)
+
+    def _record_unreplicated(self) -> None:
+        """The store's records so far go to the log only: a SYNC record (from a primary or
+        a peer) is never passed on to this server's replicas."""
+        self.journal.record(self.store.drain_changes(), replicate=False)
 
     def _log_dropped(self) -> None:
         dropped, self.store.dropped = self.store.dropped, []
@@ -383,9 +359,8 @@ class QueueServer:
             return
         deadline = self.store.next_deadline()
         if deadline is not None and deadline <= time.time():
-            first = len(self.store.records)
             self.store.fire_due(time.time())
-            self._after_change(first)
+            self._after_change()
             self._request_flush()
 
     # ------------------------------------------------------------ dispatch
@@ -404,16 +379,14 @@ class QueueServer:
 
     def execute(self, conn: Connection, command: p.Command) -> None:
         """Run one command through the command table (COMMANDS, below the class)."""
-        store = self.store
-        first = len(store.records)
         kind = type(command)
         if kind is p.Done and not self.offline:  # the hot one without the table's extra call
-            conn.write(responses.done_reply(store.done(command.ids)))  # type: ignore[attr-defined]
+            conn.write(responses.done_reply(self.store.done(command.ids)))  # type: ignore[attr-defined]
         else:
             COMMANDS.get(kind, _control)(self, conn, command)
             if kind in _SYNC_TYPES:
-                first = len(self.store.records)  # a SYNC record is never replicated onward
-        self._after_change(first)
+                self._record_unreplicated()
+        self._after_change()
 
     def _sync(self, conn: Connection, command: replay.SyncCommand) -> None:
         conn.write(replay.apply(self.store, command, time.time()))
@@ -429,11 +402,9 @@ class QueueServer:
         if self.offline:
             conn.write(responses.OFFLINE)
             return
-        store = self.store
-        first = len(store.records)
-        store.put(queue, priority, data, None, time.time())
+        self.store.put(queue, priority, data, None, time.time())
         conn.write(responses.OK)
-        self._after_change(first)
+        self._after_change()
 
     def _put(self, conn: Connection, command: p.Put) -> None:
         if self.offline:
@@ -562,7 +533,8 @@ class QueueServer:
         now = time.time()
         for command in commands:
             replay.apply(store, command, now)
-        self._after_change(len(store.records))
+        self._record_unreplicated()
+        self._after_change()
         self._request_flush()
 
     def _flush_records(self) -> bool:
@@ -570,10 +542,7 @@ class QueueServer:
         if self.log_error is not None:
             return False
         try:
-            if self.store.records:
-                self.data_dir.append(b"".join(self.store.records))
-                self.store.records.clear()
-            self.data_dir.fsync_log()
+            self.journal.write_and_sync(self.store.drain_changes())
         except OSError as error:
             self._log_failed(error)
             return False

@@ -90,7 +90,7 @@ def decode(
         count += 1
     if fields[1] != b"%d" % count:
         raise SnapshotError(f"snapshot announces {fields[1]!r} records, holds {count}")
-    store.records.clear()
+    store.drain_changes()  # rebuilt, not changed: nothing to log
     store.woken.clear()
     store.idled.clear()
     return store

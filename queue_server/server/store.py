@@ -27,7 +27,7 @@ class Store(CoreStore):
         """Activate delayed jobs and expire running jobs whose time has come."""
         if self._delayed and self._delayed[0][0] <= now:
             self._activate_until(now, now)
-            self.records.append(records.wake(now))
+            self.changes.append(records.wake(now))
         expiries = self._expiries
         while expiries and expiries[0][0] <= now:
             expire_at, job_id = heapq.heappop(expiries)
@@ -42,10 +42,10 @@ class Store(CoreStore):
                 state = self._stop_running(expired)
                 del self.keys[expired.key]
                 self._forget(state, expired.item)
-                self.records.append(records.done((job_id,)))
+                self.changes.append(records.done((job_id,)))
             else:
                 self._requeue(expired, now, None, expired.meta_back(expired.attempts - 1))
-                self.records.append(records.later((job_id,), None))
+                self.changes.append(records.later((job_id,), None))
         if self._ttl and self._ttl[0][0] <= now:
             self._expire_ttls(now)
         if self.dead_queues_due(now):
@@ -123,10 +123,10 @@ class Store(CoreStore):
             elif not policy.is_exhausted(job.attempts):
                 until = now + policy.delay_s(job.attempts, self.rng)
         if until is None or dead:
-            self.records.append(records.fail(job_id, now, None, solo, text))
+            self.changes.append(records.fail(job_id, now, None, solo, text))
             self._bury(job, text, now, replaying=replaying)
             return None
-        self.records.append(records.fail(job_id, now, until, solo, text))
+        self.changes.append(records.fail(job_id, now, until, solo, text))
         # A replay passes the record's own time as `now`, so `until > now` is the primary's
         # decision again (a FAIL with DELAY 0 made the job ready at once).
         meta = JobMeta(job.attempts, text, now, solo, retry_wait=until > now)
@@ -190,7 +190,7 @@ class Store(CoreStore):
                 state.dead_dropped += 1
                 dropped.append(key)
         if dropped:
-            self.records.append(records.keyed(b"DROP", name, dropped))
+            self.changes.append(records.keyed(b"DROP", name, dropped))
 
     def touch(self, ids: Iterable[int], now: float, expire_s: float | None = None) -> list[bool]:
         """Renew the locks of running jobs: now + `expire_s`, or the lock they were handed
@@ -208,7 +208,7 @@ class Store(CoreStore):
                 self._relock(job, now + lock_s)
                 if expire_s is not None:
                     job.lock_s = expire_s
-                self.records.append(records.touch(job_id, now + lock_s))
+                self.changes.append(records.touch(job_id, now + lock_s))
             results.append(True)
         return results
 
@@ -223,7 +223,7 @@ class Store(CoreStore):
         if job is None:
             return False
         self._relock(job, until)
-        self.records.append(records.touch(job_id, until))
+        self.changes.append(records.touch(job_id, until))
         return True
 
     def retry(self, name: str, keys: Iterable[Key], now: float) -> list[bool]:
@@ -335,7 +335,7 @@ class Store(CoreStore):
 
     def _record_keyed(self, verb: bytes, name: str, keys: list[Key]) -> None:
         for start in range(0, len(keys), records.KEYS_PER_RECORD):
-            self.records.append(records.keyed(verb, name, keys[start:start + records.KEYS_PER_RECORD]))
+            self.changes.append(records.keyed(verb, name, keys[start:start + records.KEYS_PER_RECORD]))
 
     def bury_record(self, name: str, priority: int, data: bytes, item: str | None, key: Key,
                     attempts: int, error: str | None, failed_at: float | None, died_at: float) -> None:
@@ -346,4 +346,4 @@ class Store(CoreStore):
         dead = DeadJob(key, name, priority, data, item, attempts, error, failed_at, died_at)
         state.dead[key] = dead
         self.keys[key] = dead
-        self.records.append(records.dead(dead))
+        self.changes.append(records.dead(dead))

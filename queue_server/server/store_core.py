@@ -1,7 +1,7 @@
 """The queue state: jobs by queue and priority, running and delayed jobs, items, keys; no I/O.
 
-Every change appends its SYNC record to `records` (the log and replication form), so a
-store rebuilt by applying those records is the same store. Costs per operation are
+Every change appends its SYNC record to the changes it hands out (`drain_changes`: the log
+and replication form), so a store rebuilt by applying those records is the same store. Costs per operation are
 O(log P) for P distinct priorities of a queue and O(log n) for timed jobs; nothing
 scans a queue. Time is always passed in (unix seconds).
 """
@@ -64,12 +64,20 @@ class CoreStore:
         self._classes = 0  # (queue, priority) pairs holding waiting jobs
         self._waiting = 0  # ready + delayed jobs
         self._holding = 0  # queues holding any job
-        self.records: list[bytes] = []
+        # SYNC records of the changes not drained yet: read-only outside (drain_changes).
+        self.changes: list[bytes] = []
         # Outboxes drained by the server: queues that got ready jobs / lost their last running one.
         self.woken: list[QueueState] = []
         self.idled: list[QueueState] = []
         # Dead jobs dropped by the bounds, (queue, count, why): the server logs them.
         self.dropped: list[tuple[str, int, str]] = []
+
+    def drain_changes(self) -> list[bytes]:
+        """The SYNC records of every change since the last drain, oldest first; the list is
+        the caller's (the store starts a new one)."""
+        changes = self.changes
+        self.changes = []
+        return changes
 
     # ------------------------------------------------------------ lookups
 
@@ -246,12 +254,12 @@ class CoreStore:
             if item[0] == "_" and item[1:].isdigit():
                 self.next_item = max(self.next_item, int(item[1:]) + 1)
         if until is not None and (until > now or replaying):
-            self.records.append(records.put(name, priority, data, item, until, record_key, meta, ttl_at))
+            self.changes.append(records.put(name, priority, data, item, until, record_key, meta, ttl_at))
             self._delay(state, priority, data, item, until, key, meta)
             if ttl_at is not None:
                 self._mark_ttl(key, ttl_at, priority, None)
             return key
-        self.records.append(records.put(name, priority, data, item, None, record_key, meta, ttl_at))
+        self.changes.append(records.put(name, priority, data, item, None, record_key, meta, ttl_at))
         entry = (data, item, now, key, meta)
         self._append_ready(state, priority, entry)
         if ttl_at is not None:
@@ -421,7 +429,7 @@ class CoreStore:
         self.keys[entry[3]] = job
         if self._ttl_marks:  # a TTL holds until the first hand-out only
             self._ttl_marks.pop(entry[3], None)
-        self.records.append(records.get(state.name, job_id, priority, last, expire_at, then_done,
+        self.changes.append(records.get(state.name, job_id, priority, last, expire_at, then_done,
                                         managed))
         return job
 
@@ -449,7 +457,7 @@ class CoreStore:
             item_finished = self._forget(state, job.item)
             results.append(_DONE[not (state.ready or state.delayed or state.running), item_finished])
         if found_ids:
-            self.records.append(records.done(found_ids))
+            self.changes.append(records.done(found_ids))
         return results
 
     def later(
@@ -469,7 +477,7 @@ class CoreStore:
             job.queue.later += 1
             results.append(True)
         if found_ids:
-            self.records.append(records.later(found_ids, until if delayed else None))
+            self.changes.append(records.later(found_ids, until if delayed else None))
         return results
 
     def _requeue(self, job: Job, now: float, until: float | None, meta: Meta) -> None:
@@ -524,13 +532,13 @@ class CoreStore:
     def wake(self, until: float, now: float) -> None:
         """Replay of a SYNC WAKE: activate the delayed jobs due at `until`."""
         self._activate_until(until, now)
-        self.records.append(records.wake(until))
+        self.changes.append(records.wake(until))
 
     def set_counters(self, next_id: int, next_item: int, next_key: int = 1) -> None:
         self.next_id = max(self.next_id, next_id)
         self.next_item = max(self.next_item, next_item)
         self.next_key = max(self.next_key, next_key)
-        self.records.append(records.ids(self.next_id, self.next_item, self.next_key))
+        self.changes.append(records.ids(self.next_id, self.next_item, self.next_key))
 
     def release_all_running(self, now: float) -> int:
         """After a crash: every job that was handed out is ready again (at least once)."""

@@ -63,8 +63,7 @@ class StoreMachine(RuleBasedStateMachine):
         self.serial = 0
 
     def _collect(self) -> None:
-        self.log.extend(self.store.records)
-        self.store.records.clear()
+        self.log.extend(self.store.drain_changes())
         self.store.woken.clear()
         self.store.idled.clear()
 

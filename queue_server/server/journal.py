@@ -1,0 +1,113 @@
+"""The journal: the store's changes (SYNC records) to the log, under the fsync policy, and to the replicas.
+
+The server commits once per loop turn with the store's changes (`commit`): the turn's
+records become one log frame, one fsync covers them all with fsync "always" (group
+commit; replies leave only after it, held by the server), and the replicas get the same
+records in the same order. While replicas are linked the server hands over each
+operation's changes at once (`record`), so that records that must not be passed on (a
+primary's, a peer's SYNC) are told apart; without replicas the changes wait in the store
+until the commit, which keeps the hot path to one hand-over per loop turn. Errors from the log are OSError: the
+server stops on them (server.py `_log_failed`), since a reply must never acknowledge
+what the log may not hold.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from queue_server.server.cohort import Cohort
+from queue_server.server.persistence import DataDir, FsyncPolicy
+from queue_server.server.store import Store
+
+if TYPE_CHECKING:
+    from queue_server.server.connection import Connection
+
+log = logging.getLogger("slotmap.queue_server")
+
+
+class Journal:
+    def __init__(self, data_dir: DataDir, *, fsync: FsyncPolicy, replica_backlog_bytes: int) -> None:
+        self.data_dir = data_dir
+        self.fsync = fsync
+        # fsync "always": no reply leaves before the fsync that covers its records.
+        self.durable_replies = fsync == "always"
+        self.cohort = Cohort() if self.durable_replies else None
+        self.replica_backlog_bytes = replica_backlog_bytes
+        self.links: set[Connection] = set()  # replication links: the records streamed to them
+        self.pending: list[bytes] = []  # recorded, not written yet (read-only outside)
+        self._replicated: list[bytes] = []
+
+    def record(self, changes: list[bytes], *, replicate: bool) -> None:
+        """Take one operation's records; `replicate=False` for records that came from a
+        primary or a peer's SYNC, which are never passed on."""
+        self.pending += changes
+        if replicate and self.links:
+            self._replicated += changes
+
+    def commit(self, changes: list[bytes]) -> bool:
+        """The turn's records (those recorded, then `changes`) as one frame, streamed to
+        the replicas, and with fsync "always" one fsync over all of them (requests arriving
+        meanwhile form the next group). False, with nothing written, while a request of
+        the cohort may still come in this turn (queue_server/server/cohort.py): commit
+        again once it is read. Raises OSError from the log."""
+        pending = self.pending
+        pending += changes
+        cohort = self.cohort
+        if pending and cohort is not None and cohort.wait():
+            return False
+        if pending:
+            chunk = b"".join(pending)
+            pending.clear()
+            self.data_dir.append(chunk)
+            if self.links and self._replicated:
+                self._stream_to_links(b"".join(self._replicated))
+        self._replicated.clear()
+        if cohort is not None:
+            started = time.perf_counter()
+            if self.data_dir.sync_if_needed():
+                cohort.synced(time.perf_counter() - started)
+        return True
+
+    def answered(self, conns: list[Connection]) -> None:
+        if self.cohort is not None:
+            self.cohort.answered(conns, time.perf_counter())
+
+    def write_and_sync(self, changes: list[bytes]) -> None:
+        """Every record (those recorded, then `changes`) written and synced, whatever the
+        policy (before a snapshot, a state replaced, shutdown); the replicas get them at
+        the next commit. Raises OSError from the log."""
+        self.pending += changes
+        if self.pending:
+            self.data_dir.append(b"".join(self.pending))
+            self.pending.clear()
+        self.data_dir.fsync_log()
+
+    def sync_everysec(self) -> None:
+        """fsync "everysec": called about once a second. Raises OSError from the log."""
+        self.data_dir.sync_if_needed()
+
+    def discard(self) -> None:
+        """The log failed: what is pending is never written (the server stops)."""
+        self.pending.clear()
+
+    def snapshot_in_background(self, store: Store) -> None:
+        """Fork a snapshot; the log goes on in a new file (persistence.py). Raises OSError
+        when the log cannot be synced or closed."""
+        self.data_dir.snapshot_in_background(store)
+
+    def _stream_to_links(self, stream: bytes) -> None:
+        """Send records to the replicas. One that lets replica_backlog_bytes pile up unread
+        is cut off (as Redis's replica output buffer limit does): it reconnects and starts
+        again from a snapshot, instead of this server buffering without bound."""
+        for link in list(self.links):
+            transport = link.transport
+            if transport is None or transport.is_closing():
+                continue
+            if transport.get_write_buffer_size() > self.replica_backlog_bytes:
+                log.warning("replication link %s is %d bytes behind: cut off, it must resync",
+                            transport.get_extra_info("peername"), transport.get_write_buffer_size())
+                self.links.discard(link)
+                link.abort()
+                continue
+            transport.write(stream)
