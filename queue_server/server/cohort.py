@@ -32,10 +32,12 @@ QUICK_FSYNCS = 2.0
 
 class Member(Protocol):
     fd: int
-    closing: bool
     requested: bool  # sent something since it was answered
     quick: bool  # came back within QUICK_FSYNCS fsync times last time
     answered_at: float
+
+    @property
+    def closing(self) -> bool: ...  # reads no more requests
 
 
 @dataclass

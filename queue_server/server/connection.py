@@ -20,6 +20,7 @@ from queue_server.protocol.commands import (
 from queue_server.protocol.errors import ProtocolError
 from queue_server.protocol.framing import FrameReader, LineTooLong
 from queue_server.server import guard, responses
+from queue_server.server.conn_state import ConnState, check_move
 from queue_server.server.waiters import Waiter
 
 if TYPE_CHECKING:
@@ -33,6 +34,8 @@ TOO_MANY_CLIENTS = b"503 Too Many Clients\r\n"
 # Why a connection's requests are not read for now (besides a blocked wait):
 HOLD_OUTPUT = "output"  # its unsent replies passed output_soft_limit_bytes: until they are flushed
 HOLD_AUTH = "auth"  # a wrong AUTH: until its delayed 401 is sent (queue_server/server/guard.py)
+
+_OPEN = ConnState.OPEN  # a module global: one lookup on the hot path
 
 log = logging.getLogger("slotmap.queue_server")
 _refused_over_max = 0  # connections refused for max_clients since start (the log is sampled)
@@ -61,10 +64,8 @@ class Connection(asyncio.Protocol):
         self.hard_limit_bytes = server.settings.output_hard_limit_bytes
         self.hold: str | None = None
         self.waiter: Waiter | None = None
-        self.closing = False  # no more requests are read
-        self.close_after_flush = False
-        self.graceful_close_after_flush = False
-        self.is_replication_link = False
+        self.state = ConnState.OPEN  # moved only by move() (conn_state.py)
+        self.is_replication_link = False  # set by start_replication()
         self._reading_paused = False
         self._writing_paused = False
         # group commit's cohort (queue_server/server/cohort.py)
@@ -88,8 +89,32 @@ class Connection(asyncio.Protocol):
         self.may_send_states = server.token is None and guard.is_loopback(self.peer)
         server.connections.add(self)
 
+    @property
+    def closing(self) -> bool:
+        """No more requests are read."""
+        return self.state is not _OPEN
+
+    def move(self, state: ConnState) -> None:
+        self.state = check_move(self.peer, self.state, state)
+
+    def quit(self) -> None:
+        """QUIT, SHUTDOWN: read nothing more; close once the replies written are sent."""
+        self.move(ConnState.QUITTING)
+
+    def start_replication(self) -> None:
+        """This connection is a replica's link now (SNAPSHOT, INTERCONNECT from a peer):
+        the journal streams the records to it, and its output is never cut at the limit."""
+        self.is_replication_link = True
+        self.server.journal.links.add(self)
+
+    def close(self) -> None:
+        """Close now; replies already handed to the transport still go out."""
+        self.move(ConnState.CLOSED)
+        if self.transport is not None:
+            self.transport.close()
+
     def connection_lost(self, exc: Exception | None) -> None:
-        self.closing = True
+        self.move(ConnState.CLOSED)
         self.server.connections.discard(self)
         self.server.journal.links.discard(self)
         if self.waiter is not None:
@@ -99,8 +124,8 @@ class Connection(asyncio.Protocol):
         self.reader.clear()
 
     def data_received(self, data: bytes) -> None:
-        if self.closing:
-            return  # draining after a fatal error: the stream is no longer trusted
+        if self.state is not _OPEN:
+            return  # quitting, or draining after a fatal error: the stream is no longer trusted
         self.reader.buffer += data  # feed() without its call: this is the hot path
         self.active = True
         cohort = self.cohort
@@ -131,7 +156,7 @@ class Connection(asyncio.Protocol):
         take_block = reader.block
         size = len(reader.buffer)
         try:
-            while self.waiter is None and not self.closing:
+            while self.waiter is None and self.state is _OPEN:
                 pending = self.pending
                 if pending is not None:
                     data = take_block(pending.data_len)
@@ -245,7 +270,7 @@ class Connection(asyncio.Protocol):
         return True
 
     def _auth_penalty_served(self, close: bool) -> None:
-        if self.closing or self.transport is None or self.transport.is_closing():
+        if self.state is not _OPEN or self.transport is None or self.transport.is_closing():
             return
         self.hold = None
         if close:
@@ -260,12 +285,11 @@ class Connection(asyncio.Protocol):
         log.warning("connection from %s sent %s: possible cross-protocol attack (a web page "
                     "posting to this port?); closed before any later request of it runs",
                     self.peer, kind)
-        self.closing = True
         self.pending = None
         if self.dirty:
-            self.close_after_flush = True  # earlier replies still go out first
-        elif self.transport is not None:
-            self.transport.close()
+            self.move(ConnState.QUITTING)  # earlier replies still go out first
+        else:
+            self.close()
         return True
 
     def _over_soft_limit(self) -> bool:
@@ -292,11 +316,10 @@ class Connection(asyncio.Protocol):
             log.warning("connection from %s refused: max_clients (%d) connections are open "
                         "(%d refused so far)", self.peer, self.server.settings.max_clients,
                         _refused_over_max)
-        self.closing = True
         transport = self.transport
         assert transport is not None
         transport.write(TOO_MANY_CLIENTS)
-        transport.close()
+        self.close()
 
     # ------------------------------------------------------------ writing replies
 
@@ -330,18 +353,18 @@ class Connection(asyncio.Protocol):
                 self._cut_over_hard_limit(len(data))
                 return
             transport.write(data)
-        if self.graceful_close_after_flush:
-            self.graceful_close_after_flush = False
+        if self.state is ConnState.FAILING:
+            self.move(ConnState.DRAINING)
             if transport.can_write_eof():
                 transport.write_eof()
             asyncio.get_running_loop().call_later(GRACEFUL_CLOSE_S, transport.close)
-        elif self.close_after_flush:
-            transport.close()
+        elif self.state is ConnState.QUITTING:
+            self.close()
 
     def abort(self) -> None:
         """Cut the connection at once, replies unsent."""
         self.out.clear()
-        self.closing = True
+        self.move(ConnState.CLOSED)
         self.pending = None
         if self.transport is not None:
             self.transport.abort()
@@ -349,9 +372,8 @@ class Connection(asyncio.Protocol):
     def fail(self, reply: bytes) -> None:
         """Send a fatal error, shut down writing, drain input briefly, then close."""
         self.write(reply)
-        self.closing = True
+        self.move(ConnState.FAILING)
         self.pending = None
-        self.graceful_close_after_flush = True
 
     # ------------------------------------------------------------ blocking and flow control
 
@@ -384,7 +406,7 @@ class Connection(asyncio.Protocol):
         asyncio.get_running_loop().call_soon(self.resume)
 
     def resume(self) -> None:
-        if (self.waiter is None and self.hold is None and not self.closing
+        if (self.waiter is None and self.hold is None and self.state is _OPEN
                 and not self._writing_paused and self.reader.unread()):
             self.process()
         self._apply_flow_control()

@@ -31,8 +31,7 @@ def execute(server: QueueServer, conn: Connection, command: p.Command) -> None:
     elif isinstance(command, p.Auth):
         expected = server.token
         if expected is None or hmac.compare_digest(command.token, expected):
-            conn.authenticated = True
-            conn.write(responses.OK)
+            conn.write(responses.OK)  # only an authenticated connection gets here
         else:
             conn.write(responses.UNAUTHORIZED)
     else:
@@ -60,12 +59,10 @@ def _simple(server: QueueServer, conn: Connection, command: p.Simple) -> None:
         conn.write(responses.SWITCHED_ONLINE)
     elif name == b"QUIT":
         conn.write(responses.GOODBYE)
-        conn.closing = True
-        conn.close_after_flush = True
+        conn.quit()
     elif name == b"SHUTDOWN":
         conn.write(responses.SHUTTING_DOWN)
-        conn.closing = True
-        conn.close_after_flush = True
+        conn.quit()
         asyncio.get_running_loop().call_soon(server.shutdown)
 
 
@@ -76,8 +73,7 @@ def _link(server: QueueServer, conn: Connection, command: p.Link) -> None:
     else:
         conn.write(b"200 OK %d\r\n" % server.settings.server_id)
     if command.peer is not None:
-        conn.is_replication_link = True
-        server.journal.links.add(conn)
+        conn.start_replication()
         log.info("replication link to server %d at %s:%d", *command.peer)
 
 

@@ -241,8 +241,7 @@ class QueueServer:
                 conn.active = False
                 conn.idle_since = now
             elif now - conn.idle_since >= timeout_s and conn.transport is not None:
-                conn.closing = True
-                conn.transport.close()
+                conn.close()
                 closed += 1
         if closed:
             log.info("closed %d connection(s) that sent nothing for %.1f s (idle_timeout_s)",
