@@ -25,8 +25,6 @@ from __future__ import annotations
 
 __all__ = ["FrameReader", "LineTooLong"]
 
-_CR = 13
-
 
 class LineTooLong(Exception):
     """A line (without its CR/LF) is longer than the reader's `max_line_bytes`."""
@@ -58,15 +56,15 @@ class FrameReader:
         buffer = self.buffer
         position = self.position
         newline = buffer.find(b"\n", position)
-        limit = self.max_line_bytes
+        limit = self.max_line_bytes  # (13 below is CR: a literal costs less than a name)
         if newline < 0:
             if limit is not None:
                 unterminated = len(buffer) - position
                 if unterminated > limit + 1 or (
-                        unterminated == limit + 1 and buffer[-1] != _CR):
+                        unterminated == limit + 1 and buffer[-1] != 13):
                     raise LineTooLong(unterminated, limit)
             return None
-        end = newline - 1 if newline > position and buffer[newline - 1] == _CR else newline
+        end = newline - 1 if newline > position and buffer[newline - 1] == 13 else newline
         if limit is not None and end - position > limit:
             raise LineTooLong(end - position, limit)
         self.position = newline + 1

@@ -35,7 +35,8 @@ TOO_MANY_CLIENTS = b"503 Too Many Clients\r\n"
 HOLD_OUTPUT = "output"  # its unsent replies passed output_soft_limit_bytes: until they are flushed
 HOLD_AUTH = "auth"  # a wrong AUTH: until its delayed 401 is sent (queue_server/server/guard.py)
 
-_OPEN = ConnState.OPEN  # a module global: one lookup on the hot path
+# Module globals: `ConnState.X` costs an enum class lookup per test (bench: +4% of a PUT).
+_OPEN, _QUITTING, _FAILING = ConnState.OPEN, ConnState.QUITTING, ConnState.FAILING
 
 log = logging.getLogger("slotmap.queue_server")
 _refused_over_max = 0  # connections refused for max_clients since start (the log is sampled)
@@ -177,12 +178,15 @@ class Connection(asyncio.Protocol):
                         queue, raw_priority, raw_len = match.groups()
                         data_len = int(raw_len)
                         priority = int(raw_priority)
-                        if (data_len <= server.settings.max_job_bytes
+                        position = reader.position
+                        end = position + data_len
+                        if (end <= size and data_len <= server.settings.max_job_bytes
                                 and INT64_MIN <= priority <= INT64_MAX):
-                            data = take_block(data_len)
-                            if data is not None:
-                                server.put_plain(self, queue.decode(), priority, data)
-                                continue
+                            # reader.block() without its call (1.5% of a pipelined PUT)
+                            reader.position = end
+                            data = bytes(reader.buffer[position:end])
+                            server.put_plain(self, queue.decode(), priority, data)
+                            continue
                 if line and not line.isspace() and self._execute_line(line):
                     break
         except LineTooLong:
@@ -353,12 +357,13 @@ class Connection(asyncio.Protocol):
                 self._cut_over_hard_limit(len(data))
                 return
             transport.write(data)
-        if self.state is ConnState.FAILING:
+        state = self.state
+        if state is _FAILING:
             self.move(ConnState.DRAINING)
             if transport.can_write_eof():
                 transport.write_eof()
             asyncio.get_running_loop().call_later(GRACEFUL_CLOSE_S, transport.close)
-        elif self.state is ConnState.QUITTING:
+        elif state is _QUITTING:
             self.close()
 
     def abort(self) -> None:
