@@ -7,7 +7,7 @@ records in the same order. While replicas are linked the server hands over each
 operation's changes at once (`record`), so that records that must not be passed on (a
 primary's, a peer's SYNC) are told apart; without replicas the changes wait in the store
 until the commit, which keeps the hot path to one hand-over per loop turn. Errors from the log are OSError: the
-server stops on them (server.py `_log_failed`), since a reply must never acknowledge
+server stops on them (server.py `log_failed`), since a reply must never acknowledge
 what the log may not hold.
 """
 from __future__ import annotations

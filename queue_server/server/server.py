@@ -6,17 +6,18 @@ import logging
 import signal
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from queue_server.protocol import commands as p
 from queue_server.protocol import jobs as pj
-from queue_server.server import control, job_commands, replay, responses, snapshot
+from queue_server.server import queue_commands, replay, responses, snapshot
 from queue_server.server.connection import Connection
 from queue_server.server.follower import Follower
+from queue_server.server.housekeeping import Housekeeping
 from queue_server.server.journal import Journal
 from queue_server.server.persistence import DataDir, FsyncPolicy
+from queue_server.server.queue_commands import COMMANDS, CONTROL, SYNC_TYPES
 from queue_server.server.retry import QueuePolicy
 from queue_server.server.store import Store
 from queue_server.server.waiters import Waiter, Waiters
@@ -26,7 +27,6 @@ log = logging.getLogger("slotmap.queue_server")
 # CLONE carries a whole state, not a job: its block is bounded separately.
 MAX_CLONE_BYTES = 64 * 1024 * 1024 * 1024
 EVERYSEC_S = 1.0
-HOUSEKEEPING_S = 0.5
 TIMER_RETRY_S = 1.0  # an expiry timer that failed fires again after this
 
 
@@ -78,6 +78,7 @@ class QueueServer:
         self._timer_at: float | None = None
         self._stopped: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.housekeeping = Housekeeping(self)
 
     def _new_store(self) -> Store:
         return Store(expire_done_default=self.settings.expire_done_default,
@@ -115,7 +116,7 @@ class QueueServer:
             )]
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.shutdown)
-        self._schedule_housekeeping()
+        self.housekeeping.schedule()
         log.info("queue server %d listening on %s:%d (fsync %s)", self.settings.server_id,
                  self.settings.host, self.settings.port, self.settings.fsync)
         following = None
@@ -155,13 +156,13 @@ class QueueServer:
 
     def _final_flush(self) -> None:
         """On the way out: everything written and synced, every held reply sent."""
-        if not self._flush_records():
+        if not self.flush_records():
             return
         held, self._dirty = self._dirty, []
         for conn in held:
             conn.flush()
 
-    def _log_failed(self, error: OSError) -> None:
+    def log_failed(self, error: OSError) -> None:
         """The log could not be written or synced: what it should hold may be lost (after
         a failed fsync the kernel may drop the dirty pages, and the next fsync "succeeds"),
         so no reply that acknowledges it may leave. Every connection is cut without its
@@ -177,50 +178,6 @@ class QueueServer:
             conn.abort()
         self.shutdown()
 
-    def _schedule_housekeeping(self) -> None:
-        assert self._loop is not None
-        self._loop.call_later(HOUSEKEEPING_S, self._housekeeping)
-
-    def _housekeeping(self) -> None:
-        """Every HOUSEKEEPING_S: the everysec sync, reaping the snapshot child, a snapshot the
-        log has outgrown, idle clients. It always comes back: a failing step is logged with
-        its traceback and tried again next time, so durability cannot switch itself off
-        (the log failing stops the server, as in _flush)."""
-        if self.log_error is not None:
-            return
-        try:
-            for step in self._housekeeping_steps():
-                if self.log_error is not None:
-                    return
-                try:
-                    step()
-                except Exception:
-                    log.exception("housekeeping: %s failed; tried again in %.1f s",
-                                  step.__name__.strip("_"), HOUSEKEEPING_S)
-        finally:
-            if self.log_error is None:
-                self._schedule_housekeeping()
-
-    def _housekeeping_steps(self) -> list[Callable[[], None]]:
-        steps: list[Callable[[], None]] = []
-        if self.settings.fsync == "everysec":
-            steps.append(self._sync_everysec)
-        steps += [self.data_dir.reap_snapshot, self._snapshot_if_due]
-        if self.settings.idle_timeout_s:
-            steps.append(self._close_idle)
-        return steps
-
-    def _sync_everysec(self) -> None:
-        try:
-            self.journal.sync_everysec()
-        except OSError as error:
-            self._log_failed(error)
-
-    def _snapshot_if_due(self) -> None:
-        if self.data_dir.wants_snapshot():  # the log outgrew its bound while a snapshot ran
-            if self._flush_records():
-                self.start_snapshot()
-
     def start_snapshot(self) -> None:
         """Fork a snapshot; the log goes on in a new file. One that cannot start (no
         process, memory or descriptor to spare) is logged by the data directory and tried
@@ -228,24 +185,7 @@ class QueueServer:
         try:
             self.journal.snapshot_in_background(self.store)
         except OSError as error:
-            self._log_failed(error)
-
-    def _close_idle(self) -> None:
-        """Close connections that sent nothing for idle_timeout_s (to within HOUSEKEEPING_S).
-        A client blocked in a wait and a replication link are never idle."""
-        now = time.monotonic()
-        timeout_s = self.settings.idle_timeout_s
-        closed = 0
-        for conn in list(self.connections):
-            if conn.active or conn.waiter is not None or conn.is_replication_link:
-                conn.active = False
-                conn.idle_since = now
-            elif now - conn.idle_since >= timeout_s and conn.transport is not None:
-                conn.close()
-                closed += 1
-        if closed:
-            log.info("closed %d connection(s) that sent nothing for %.1f s (idle_timeout_s)",
-                     closed, timeout_s)
+            self.log_failed(error)
 
     # ------------------------------------------------------------ output and group commit
 
@@ -283,7 +223,7 @@ class QueueServer:
         """
         self._flush_scheduled = False
         if self.log_error is not None:  # stopping: a request read since gets no reply
-            self._log_failed(self.log_error)
+            self.log_failed(self.log_error)
             return
         journal = self.journal
         try:
@@ -291,7 +231,7 @@ class QueueServer:
                 self._request_flush()  # a request of the cohort is in: read it, then sync
                 return
         except OSError as error:
-            self._log_failed(error)
+            self.log_failed(error)
             return
         if self._dirty:
             dirty, self._dirty = self._dirty, []
@@ -309,7 +249,7 @@ class QueueServer:
         its records to the journal now (else they go at the commit: journal.py)."""
         store = self.store
         if store.woken or store.idled:
-            self._settle()
+            queue_commands.settle(self)
         if store.dropped:
             self._log_dropped()
         if self.journal.links:
@@ -377,24 +317,15 @@ class QueueServer:
         self.execute(conn, command)
 
     def execute(self, conn: Connection, command: p.Command) -> None:
-        """Run one command through the command table (COMMANDS, below the class)."""
+        """Run one command through the command table (queue_commands.py COMMANDS)."""
         kind = type(command)
         if kind is p.Done and not self.offline:  # the hot one without the table's extra call
-            conn.write(responses.done_reply(self.store.done(command.ids)))  # type: ignore[attr-defined]
+            conn.write(responses.done_reply(self.store.done(command.ids)))  # type: ignore[union-attr]
         else:
-            COMMANDS.get(kind, _control)(self, conn, command)
-            if kind in _SYNC_TYPES:
+            COMMANDS.get(kind, CONTROL)(self, conn, command)
+            if kind in SYNC_TYPES:
                 self._record_unreplicated()
         self._after_change()
-
-    def _sync(self, conn: Connection, command: replay.SyncCommand) -> None:
-        conn.write(replay.apply(self.store, command, time.time()))
-
-    def _done(self, conn: Connection, command: p.Done) -> None:
-        if self.offline:
-            conn.write(responses.OFFLINE)
-        else:
-            conn.write(responses.done_reply(self.store.done(command.ids)))
 
     def put_plain(self, conn: Connection, queue: str, priority: int, data: bytes) -> None:
         """`PUT q p len` without options: the hot path, same effects as `_put`."""
@@ -404,72 +335,6 @@ class QueueServer:
         self.store.put(queue, priority, data, None, time.time())
         conn.write(responses.OK)
         self._after_change()
-
-    def _put(self, conn: Connection, command: p.Put) -> None:
-        if self.offline:
-            conn.write(responses.OFFLINE)
-            return
-        store = self.store
-        now = time.time()
-        if command.key is not None:  # a unique job: a live job with this key means no new job
-            existing = store.state_of(command.key)
-            if existing is not None and existing != "dead":
-                conn.write(responses.key_reply(responses.OK, command.key, existing))
-                return
-        item = store.new_item_name() if command.new_item else command.item
-        until = now + command.delay_s if command.delay_s else None
-        ttl_at = None if command.ttl_s is None else (until or now) + command.ttl_s
-        key = store.put(command.queue, command.priority, command.data, item, now, until=until,
-                        key=command.key, ttl_at=ttl_at)
-        if until is None and item is not None:
-            self._deliver_output(command.queue, command.priority, item, now)
-        if command.wait_queue is None:
-            reply = responses.OK if not command.new_item else responses.item_reply(responses.OK, item)  # type: ignore[arg-type]
-            conn.write(responses.key_reply(reply, key) if command.keyed else reply)
-            return
-        assert item is not None
-        reply = responses.WAIT_FOR_OUTPUT
-        if command.new_item:
-            reply = responses.item_reply(reply, item)
-        conn.write(responses.key_reply(reply, key) if command.keyed else reply)
-        waiter = self.waiters.add_output(conn, command.wait_queue, item, command.expire_s, command.then_done)
-        conn.block(waiter)
-
-    def _deliver_output(self, queue: str, priority: int, item: str, now: float) -> None:
-        """A PUT ... WAIT client gets its item's output job before any GET can."""
-        waiter = self.waiters.output_waiter(queue, item)
-        while waiter is not None and waiter.conn.peer_gone():
-            self.waiters.remove(waiter)
-            waiter = self.waiters.output_waiter(queue, item)
-        if waiter is not None:
-            job = self.store.take_last(queue, priority, now, waiter.expire_s, waiter.then_done)
-            self.answer(waiter, responses.job_reply(job))
-
-    def _get(self, conn: Connection, command: p.Get) -> None:
-        if self.offline:
-            conn.write(responses.OFFLINE)
-            return
-        store = self.store
-        jobs = store.take(command.queues, command.count or 1, time.time(), command.expire_s,
-                          command.then_done, command.keys)
-        if jobs:
-            conn.write_parts(responses.job_reply(jobs[0], command.keys) if command.count is None
-                             else responses.batch_reply(jobs, command.keys))
-            return
-        if command.mode is p.GetMode.NOW or (
-            command.mode is p.GetMode.UNTIL_IDLE and not store.has_running(command.queues)
-        ):
-            conn.write(responses.QUEUE_EMPTY)
-            return
-        conn.block(self.waiters.add_get(conn, command))
-
-    def _later(self, conn: Connection, command: p.Later) -> None:
-        if self.offline:
-            conn.write(responses.OFFLINE)
-            return
-        now = time.time()
-        until = now + command.delay_s if command.delay_s is not None else None
-        conn.write(responses.later_reply(self.store.later(command.ids, now, until)))
 
     # ------------------------------------------------------------ waiters
 
@@ -482,32 +347,6 @@ class QueueServer:
             conn.write_parts(reply)
         conn.unblock()
 
-    def _settle(self) -> None:
-        """Serve blocked clients after jobs became ready or queues stopped running."""
-        store = self.store
-        woken, store.woken = store.woken, []
-        idled, store.idled = store.idled, []
-        if not self.waiters.count:
-            return
-        now = time.time()
-        for state in woken:
-            while state.ready:
-                waiter = self.waiters.first_for_queue(state.name)
-                if waiter is None or waiter.get is None:
-                    break
-                if waiter.conn.peer_gone():
-                    self.waiters.remove(waiter)
-                    continue
-                get = waiter.get
-                jobs = store.take(get.queues, get.count or 1, now, get.expire_s, get.then_done, get.keys)
-                self.answer(waiter, responses.job_reply(jobs[0], get.keys) if get.count is None
-                             else responses.batch_reply(jobs, get.keys))
-        for state in idled:
-            for waiter in self.waiters.until_idle_for(state.name):
-                assert waiter.get is not None
-                if not store.has_running(waiter.get.queues) and not store.has_ready(waiter.get.queues):
-                    self.answer(waiter, responses.QUEUE_EMPTY)
-
     # ------------------------------------------------------------ replication
 
     def replace_state(self, blob: bytes) -> bool:
@@ -519,7 +358,7 @@ class QueueServer:
             lock_timeouts_s=dict(self.settings.lock_timeouts_s), rng=self.store.rng,
             policies=dict(self.settings.policies),
         )
-        if not self._flush_records():
+        if not self.flush_records():
             return False
         self.store = store
         self.data_dir.rotate_with_snapshot(store)
@@ -536,36 +375,14 @@ class QueueServer:
         self._after_change()
         self._request_flush()
 
-    def _flush_records(self) -> bool:
+    def flush_records(self) -> bool:
         """Write and sync every pending record; False if the log failed (the server stops)."""
         if self.log_error is not None:
             return False
         try:
             self.journal.write_and_sync(self.store.drain_changes())
         except OSError as error:
-            self._log_failed(error)
+            self.log_failed(error)
             return False
         return True
 
-
-def _control(server: QueueServer, conn: Connection, command: p.Command) -> None:
-    control.execute(server, conn, command)
-
-
-Handler = Callable[[QueueServer, Connection, Any], None]
-# The command table: a command object's type -> what runs it. Control commands (TOTAL,
-# STATS, AUTH, SNAPSHOT, ...) fall through to control.execute.
-COMMANDS: dict[type, Handler] = {
-    p.Put: QueueServer._put,
-    p.Get: QueueServer._get,
-    p.Done: QueueServer._done,
-    p.Later: QueueServer._later,
-    pj.Fail: job_commands.fail,
-    pj.Touch: job_commands.touch,
-    pj.JobLookup: job_commands.job,
-    pj.JobsList: job_commands.jobs,
-    pj.Retry: job_commands.retry,
-    pj.Delete: job_commands.delete,
-    **{kind: QueueServer._sync for kind in replay.SYNC_TYPES},
-}
-_SYNC_TYPES = frozenset(replay.SYNC_TYPES)

@@ -1,0 +1,84 @@
+"""The server's periodic chores: the everysec sync, the snapshot child, a snapshot the log
+has outgrown, idle clients."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from queue_server.server.server import QueueServer
+
+log = logging.getLogger("slotmap.queue_server")
+
+HOUSEKEEPING_S = 0.5
+
+
+class Housekeeping:
+    def __init__(self, server: QueueServer) -> None:
+        self.server = server
+
+    def schedule(self) -> None:
+        asyncio.get_running_loop().call_later(HOUSEKEEPING_S, self.run)
+
+    def run(self) -> None:
+        """Every HOUSEKEEPING_S: the everysec sync, reaping the snapshot child, a snapshot the
+        log has outgrown, idle clients. It always comes back: a failing step is logged with
+        its traceback and tried again next time, so durability cannot switch itself off
+        (the log failing stops the server, as in server.py `_flush`)."""
+        server = self.server
+        if server.log_error is not None:
+            return
+        try:
+            for step in self.steps():
+                if server.log_error is not None:
+                    return
+                try:
+                    step()
+                except Exception:
+                    log.exception("housekeeping: %s failed; tried again in %.1f s",
+                                  step.__name__.strip("_"), HOUSEKEEPING_S)
+        finally:
+            if server.log_error is None:
+                self.schedule()
+
+    def steps(self) -> list[Callable[[], None]]:
+        settings = self.server.settings
+        steps: list[Callable[[], None]] = []
+        if settings.fsync == "everysec":
+            steps.append(self.sync_everysec)
+        steps += [self.server.data_dir.reap_snapshot, self.snapshot_if_due]
+        if settings.idle_timeout_s:
+            steps.append(self.close_idle)
+        return steps
+
+    def sync_everysec(self) -> None:
+        try:
+            self.server.journal.sync_everysec()
+        except OSError as error:
+            self.server.log_failed(error)
+
+    def snapshot_if_due(self) -> None:
+        server = self.server
+        if server.data_dir.wants_snapshot():  # the log outgrew its bound while a snapshot ran
+            if server.flush_records():
+                server.start_snapshot()
+
+    def close_idle(self) -> None:
+        """Close connections that sent nothing for idle_timeout_s (to within HOUSEKEEPING_S).
+        A client blocked in a wait and a replication link are never idle."""
+        now = time.monotonic()
+        timeout_s = self.server.settings.idle_timeout_s
+        closed = 0
+        for conn in list(self.server.connections):
+            if conn.active or conn.waiter is not None or conn.is_replication_link:
+                conn.active = False
+                conn.idle_since = now
+            elif now - conn.idle_since >= timeout_s and conn.transport is not None:
+                conn.close()
+                closed += 1
+        if closed:
+            log.info("closed %d connection(s) that sent nothing for %.1f s (idle_timeout_s)",
+                     closed, timeout_s)
