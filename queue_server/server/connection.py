@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import re
 import socket
@@ -13,13 +12,12 @@ from queue_server.protocol.commands import (
     INT64_MAX,
     INT64_MIN,
     MAX_LINE_BYTES,
-    Auth,
     Parsed,
     parse_line,
 )
 from queue_server.protocol.errors import ProtocolError
 from queue_server.protocol.framing import FrameReader, LineTooLong
-from queue_server.server import guard, responses
+from queue_server.server import auth, guard, responses
 from queue_server.server.conn_state import ConnState, check_move
 from queue_server.server.waiters import Waiter
 
@@ -33,7 +31,7 @@ SIMPLE_PUT = re.compile(rb"PUT ([A-Za-z0-9_]{1,128}) (-?[0-9]{1,19}) ([0-9]{1,10
 TOO_MANY_CLIENTS = b"503 Too Many Clients\r\n"
 # Why a connection's requests are not read for now (besides a blocked wait):
 HOLD_OUTPUT = "output"  # its unsent replies passed output_soft_limit_bytes: until they are flushed
-HOLD_AUTH = "auth"  # a wrong AUTH: until its delayed 401 is sent (queue_server/server/guard.py)
+# (and auth.HOLD_AUTH: a wrong AUTH, until its delayed 401 is sent)
 
 # Module globals: `ConnState.X` costs an enum class lookup per test (bench: +4% of a PUT).
 _OPEN, _QUITTING, _FAILING = ConnState.OPEN, ConnState.QUITTING, ConnState.FAILING
@@ -197,14 +195,14 @@ class Connection(asyncio.Protocol):
         """Run one request line; True when no more requests may be read for now."""
         server = self.server
         if not self.authenticated:
-            return self._before_auth(line)
+            return auth.before_auth(self, line)
         try:
             parsed = parse_line(line)
         except ProtocolError as error:
             # Every HTTP request line or header fails to parse: checked only here, off the hot path.
             kind = guard.cross_protocol(line)
             if kind is not None:
-                return self._refuse_cross_protocol(kind)
+                return self.refuse_cross_protocol(kind)
             self.write(error.reply + b"\r\n")
             return False
         if parsed.data_len >= 0:
@@ -232,58 +230,16 @@ class Connection(asyncio.Protocol):
                 return self._over_soft_limit()
         return False
 
-    def _before_auth(self, line: bytes) -> bool:
-        """A token is set and this connection has not sent it: only AUTH runs. A data block
-        is swallowed to keep the stream in step, but never one over max_job_bytes."""
-        kind = guard.cross_protocol(line)
-        if kind is not None:
-            return self._refuse_cross_protocol(kind)
-        try:
-            parsed = parse_line(line)
-        except ProtocolError as error:
-            self.write(error.reply + b"\r\n" if line.split(None, 1)[0] == b"AUTH"
-                       else responses.AUTH_REQUIRED)
-            return False
-        if isinstance(parsed.command, Auth):
-            return self._authenticate(parsed.command)
-        if parsed.data_len > self.server.settings.max_job_bytes:
-            self.fail(responses.JOB_TOO_LARGE)
-            return True
-        if parsed.data_len >= 0:
-            self.pending = Parsed(None, parsed.data_len, ProtocolError(responses.AUTH_REQUIRED[:-2]))
-        else:
-            self.write(responses.AUTH_REQUIRED)
-        return False
-
-    def _authenticate(self, command: Auth) -> bool:
-        token = self.server.token
-        assert token is not None  # without a token every connection starts authenticated
-        if hmac.compare_digest(command.token, token):
-            self.authenticated = self.may_send_states = True
-            self.write(responses.OK)
-            return False
-        self.auth_failures += 1
-        last = self.auth_failures >= guard.MAX_AUTH_FAILURES
-        delay_s = guard.auth_delay_s(self.auth_failures)
-        log.warning("wrong AUTH from %s (failure %d of %d on this connection): the 401 is held "
-                    "back %.1f s%s", self.peer, self.auth_failures, guard.MAX_AUTH_FAILURES,
-                    delay_s, ", then the connection is closed" if last else "")
-        self.hold = HOLD_AUTH
+    def hold_reading(self, reason: str) -> None:
+        """Read no requests until `release_hold` (HOLD_OUTPUT, HOLD_AUTH)."""
+        self.hold = reason
         self._apply_flow_control()
-        asyncio.get_running_loop().call_later(delay_s, self._auth_penalty_served, last)
-        return True
 
-    def _auth_penalty_served(self, close: bool) -> None:
-        if self.state is not _OPEN or self.transport is None or self.transport.is_closing():
-            return
+    def release_hold(self) -> None:
         self.hold = None
-        if close:
-            self.fail(responses.UNAUTHORIZED)
-            return
-        self.write(responses.UNAUTHORIZED)
         self.resume()
 
-    def _refuse_cross_protocol(self, kind: str) -> bool:
+    def refuse_cross_protocol(self, kind: str) -> bool:
         """Redis's answer to cross-protocol scripting: a browser made to post to this port
         sends a request line and headers first; close before its body can run as commands."""
         log.warning("connection from %s sent %s: possible cross-protocol attack (a web page "
@@ -304,8 +260,7 @@ class Connection(asyncio.Protocol):
         if unsent > self.hard_limit_bytes and not self.is_replication_link:
             self._cut_over_hard_limit(unsent)
             return True
-        self.hold = HOLD_OUTPUT
-        self._apply_flow_control()
+        self.hold_reading(HOLD_OUTPUT)
         return True
 
     def _cut_over_hard_limit(self, unsent_bytes: int) -> None:
