@@ -6,11 +6,13 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from queue_server.protocol import jobs as pj
+from queue_server.protocol import sync_records as sr
 from queue_server.protocol.errors import UNKNOWN_COMMAND, ProtocolError, bad_request
 from queue_server.protocol.fields import (
     _UINT,
     INT64_MAX,
     INT64_MIN,
+    keyword_values,
     parse_id,
     parse_ids,
     parse_length,
@@ -19,7 +21,6 @@ from queue_server.protocol.fields import (
     parse_queue_list,
     parse_seconds,
     parse_then,
-    parse_uint,
     parse_unix_time,
 )
 from queue_server.protocol.keyed import Key
@@ -29,7 +30,6 @@ __all__ = ["INT64_MAX", "INT64_MIN", "MAX_LINE_BYTES", "parse_line"]
 MAX_LINE_BYTES = 65536
 _KEYWORDS = frozenset((b"EXPIRE", b"THEN", b"COUNT", b"KEYS"))
 KEYS_FLAG = b"KEYS"
-NEW_KEYWORD = b"NEW"
 
 
 class GetMode(IntEnum):
@@ -102,62 +102,9 @@ class Auth:
     token: bytes
 
 
-# SYNC commands: the replication and log form (times are absolute unix seconds).
-@dataclass(slots=True)
-class SyncPut:
-    queue: str
-    priority: int
-    item: str | None
-    until: float | None
-    delay_s: float | None = None  # relative, from a primary that sent DELAY
-    new_item: bool = False
-    key: Key | None = None  # None: the next server key
-    attempts: int = 0
-    error_len: int = -1  # >= 0: the block ends with this many bytes of the last error
-    failed_at: float | None = None
-    solo: bool = False
-    retry_wait: bool = False  # FAILED: delayed by a failure
-    data: bytes = b""
-    ttl_at: float | None = None  # TTL <unix>: deleted then unless handed out before
-
-
-@dataclass(slots=True)
-class SyncGet:
-    queue: str
-    job_id: int
-    priority: int
-    last: bool
-    until: float | None
-    then_done: bool | None
-    managed: bool = False
-
-
-@dataclass(slots=True)
-class SyncDone:
-    ids: tuple[int, ...]
-
-
-@dataclass(slots=True)
-class SyncLater:
-    ids: tuple[int, ...]
-    until: float | None
-
-
-@dataclass(slots=True)
-class SyncWake:
-    until: float
-
-
-@dataclass(slots=True)
-class SyncIds:
-    next_id: int
-    next_item: int
-    next_key: int = 1
-
-
 Command = (
     Get | Put | Done | Later | Simple | Link | Clone | Auth
-    | SyncPut | SyncGet | SyncDone | SyncLater | SyncWake | SyncIds
+    | sr.SyncPut | sr.SyncGet | sr.SyncDone | sr.SyncLater | sr.SyncWake | sr.SyncIds
     | pj.Fail | pj.Touch | pj.JobLookup | pj.JobsList | pj.Retry | pj.Delete
     | pj.SyncFail | pj.SyncTouch | pj.SyncKeyed | pj.SyncDead
 )
@@ -176,21 +123,6 @@ class Parsed:
     error: ProtocolError | None = None
 
 
-def _keyword_values(args: list[bytes], allowed: frozenset[bytes]) -> dict[bytes, bytes]:
-    """Pairs `KEY value` in any order; each key at most once."""
-    if len(args) % 2:
-        raise bad_request(f"{args[-1].decode('ascii', 'replace')} needs a value")
-    found: dict[bytes, bytes] = {}
-    for index in range(0, len(args), 2):
-        key = args[index]
-        if key not in allowed:
-            raise bad_request(f"unexpected {key.decode('ascii', 'replace')}")
-        if key in found:
-            raise bad_request(f"{key.decode('ascii', 'replace')} given twice")
-        found[key] = args[index + 1]
-    return found
-
-
 # ---------------------------------------------------------------- commands
 
 
@@ -204,7 +136,7 @@ def _parse_get(mode: GetMode, args: list[bytes]) -> Get:
         if args.count(KEYS_FLAG) > 1:
             raise bad_request("KEYS given twice")
         args = [arg for arg in args if arg != KEYS_FLAG]
-    values = _keyword_values(args, _KEYWORDS)
+    values = keyword_values(args, _KEYWORDS)
     expire_s = parse_seconds(values[b"EXPIRE"], "EXPIRE") if b"EXPIRE" in values else None
     then_done = None
     if b"THEN" in values:
@@ -336,23 +268,23 @@ def _parse_sync(args: list[bytes]) -> Parsed:
             raise bad_request("SYNC PUT <q> <p> <len> expected")
         data_len = parse_length(rest[2])
         try:
-            return Parsed(_parse_sync_put(rest, data_len), data_len)
+            return Parsed(sr.parse_sync_put(rest, data_len), data_len)
         except ProtocolError as error:
             return Parsed(None, data_len, error)
     if verb == b"GET":
-        return Parsed(_parse_sync_get(rest))
+        return Parsed(sr.parse_sync_get(rest))
     if verb == b"DONE":
-        return Parsed(SyncDone(parse_ids(rest)))
+        return Parsed(sr.SyncDone(parse_ids(rest)))
     if verb == b"LATER":
         until = None
         if len(rest) >= 2 and rest[-2] == b"UNTIL":
             until = parse_unix_time(rest[-1])
             rest = rest[:-2]
-        return Parsed(SyncLater(parse_ids(rest), until))
+        return Parsed(sr.SyncLater(parse_ids(rest), until))
     if verb == b"WAKE" and len(rest) == 1:
-        return Parsed(SyncWake(parse_unix_time(rest[0])))
+        return Parsed(sr.SyncWake(parse_unix_time(rest[0])))
     if verb == b"IDS" and len(rest) in (2, 3):
-        return Parsed(SyncIds(*(parse_id(raw) for raw in rest)))
+        return Parsed(sr.SyncIds(*(parse_id(raw) for raw in rest)))
     if verb == b"FAIL":
         return _with_block(pj.parse_sync_fail, rest)
     if verb == b"TOUCH":
@@ -362,53 +294,6 @@ def _parse_sync(args: list[bytes]) -> Parsed:
     if verb == b"DEAD":
         return _with_block(pj.parse_sync_dead, rest)
     raise bad_request("unknown SYNC command")
-
-
-_SYNC_PUT_FLAGS = frozenset((NEW_KEYWORD, b"SOLO", b"FAILED"))
-_SYNC_PUT_VALUES = frozenset((b"IS", b"UNTIL", b"DELAY", b"KEY", b"ATTEMPTS", b"ERROR", b"AT", b"TTL"))
-
-
-def _parse_sync_put(rest: list[bytes], data_len: int) -> SyncPut:
-    """As PUT (IS / NEW / DELAY), plus UNTIL <unix time>, KEY, ATTEMPTS, ERROR <len> [AT <t>],
-    SOLO, FAILED; a replica never waits (no WAIT)."""
-    options = [arg for arg in rest[3:] if arg not in _SYNC_PUT_FLAGS]
-    flags = [arg for arg in rest[3:] if arg in _SYNC_PUT_FLAGS]
-    if len(set(flags)) != len(flags):
-        raise bad_request("a flag given twice")
-    new_item = NEW_KEYWORD in flags
-    values = _keyword_values(options, _SYNC_PUT_VALUES)
-    item = parse_name(values[b"IS"], "item name") if b"IS" in values else None
-    if item is not None and new_item:
-        raise bad_request("IS and NEW together")
-    until = parse_unix_time(values[b"UNTIL"]) if b"UNTIL" in values else None
-    delay_s = parse_seconds(values[b"DELAY"], "DELAY") if b"DELAY" in values else None
-    error_len = parse_length(values[b"ERROR"]) if b"ERROR" in values else -1
-    if error_len > data_len:
-        raise bad_request("ERROR longer than the block")
-    return SyncPut(
-        parse_name(rest[0]), parse_priority(rest[1]), item, until, delay_s, new_item,
-        pj.parse_job_key(values[b"KEY"]) if b"KEY" in values else None,
-        parse_uint(values[b"ATTEMPTS"], "ATTEMPTS") if b"ATTEMPTS" in values else 0,
-        error_len, parse_unix_time(values[b"AT"]) if b"AT" in values else None,
-        b"SOLO" in flags, b"FAILED" in flags,
-        ttl_at=parse_unix_time(values[b"TTL"]) if b"TTL" in values else None,
-    )
-
-
-def _parse_sync_get(rest: list[bytes]) -> SyncGet:
-    last = bool(rest) and rest[0] == b"LAST"
-    if last:
-        rest = rest[1:]
-    managed = rest[-1:] == [b"MANAGED"]
-    if managed:
-        rest = rest[:-1]
-    if len(rest) < 3:
-        raise bad_request("SYNC GET [LAST] <q> <id> <p> expected")
-    values = _keyword_values(rest[3:], frozenset((b"UNTIL", b"THEN")))
-    until = parse_unix_time(values[b"UNTIL"]) if b"UNTIL" in values else None
-    then_done = parse_then(values[b"THEN"]) if b"THEN" in values else None
-    return SyncGet(parse_name(rest[0]), parse_id(rest[1]), parse_priority(rest[2]), last, until,
-                   then_done, managed)
 
 
 def _parse_fail(args: list[bytes]) -> Parsed:

@@ -8,6 +8,7 @@ from queue_server.protocol.errors import bad_request
 _NAME = re.compile(rb"[A-Za-z0-9_]{1,128}")
 _INT = re.compile(rb"-?[0-9]+")
 _UINT = re.compile(rb"[0-9]+")
+NEW_KEYWORD = b"NEW"  # PUT ... NEW and SYNC PUT ... NEW: the server names the item
 _SECONDS = re.compile(rb"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -80,3 +81,18 @@ def parse_uint(raw: bytes, what: str) -> int:
     if _UINT.fullmatch(raw) is None:
         raise bad_request(f"bad {what}")
     return int(raw)
+
+
+def keyword_values(args: list[bytes], allowed: frozenset[bytes]) -> dict[bytes, bytes]:
+    """Pairs `KEY value` in any order; each key at most once."""
+    if len(args) % 2:
+        raise bad_request(f"{args[-1].decode('ascii', 'replace')} needs a value")
+    found: dict[bytes, bytes] = {}
+    for index in range(0, len(args), 2):
+        key = args[index]
+        if key not in allowed:
+            raise bad_request(f"unexpected {key.decode('ascii', 'replace')}")
+        if key in found:
+            raise bad_request(f"{key.decode('ascii', 'replace')} given twice")
+        found[key] = args[index + 1]
+    return found

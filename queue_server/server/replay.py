@@ -6,6 +6,7 @@ from typing import Any
 
 from queue_server.protocol import commands as protocol
 from queue_server.protocol import jobs as pj
+from queue_server.protocol import sync_records as sr
 from queue_server.protocol.errors import ProtocolError
 from queue_server.protocol.framing import FrameReader
 from queue_server.protocol.keyed import JobMeta, Meta
@@ -14,13 +15,13 @@ from queue_server.server.responses import OK, done_reply, item_reply, later_repl
 from queue_server.server.store import Store
 
 SyncCommand = (
-    protocol.SyncPut | protocol.SyncGet | protocol.SyncDone | protocol.SyncLater
-    | protocol.SyncWake | protocol.SyncIds
+    sr.SyncPut | sr.SyncGet | sr.SyncDone | sr.SyncLater
+    | sr.SyncWake | sr.SyncIds
     | pj.SyncFail | pj.SyncTouch | pj.SyncKeyed | pj.SyncDead
 )
 SYNC_TYPES = (
-    protocol.SyncPut, protocol.SyncGet, protocol.SyncDone, protocol.SyncLater,
-    protocol.SyncWake, protocol.SyncIds, pj.SyncFail, pj.SyncTouch, pj.SyncKeyed, pj.SyncDead,
+    sr.SyncPut, sr.SyncGet, sr.SyncDone, sr.SyncLater,
+    sr.SyncWake, sr.SyncIds, pj.SyncFail, pj.SyncTouch, pj.SyncKeyed, pj.SyncDead,
 )
 _NOT_FOUND = b"404 Job Not Found\r\n"
 
@@ -84,7 +85,7 @@ def _take_record(reader: FrameReader) -> SyncCommand | None:
         if data is None:
             reader.position = position
             return None
-        assert isinstance(command, (protocol.SyncPut, pj.SyncFail, pj.SyncDead))
+        assert isinstance(command, (sr.SyncPut, pj.SyncFail, pj.SyncDead))
         command.data = data
     return command
 
@@ -97,7 +98,7 @@ def _split_error(data: bytes, error_len: int) -> tuple[bytes, str | None]:
     return data[:cut], data[cut:].decode("utf-8", "replace")
 
 
-def _put(store: Store, command: protocol.SyncPut, now: float) -> bytes:
+def _put(store: Store, command: sr.SyncPut, now: float) -> bytes:
     data, error = _split_error(command.data, command.error_len)
     meta: Meta = command.attempts
     if error is not None or command.solo or command.retry_wait:
@@ -126,26 +127,26 @@ def _keyed(store: Store, command: pj.SyncKeyed, now: float) -> bytes:
     return OK
 
 
-def _get(store: Store, command: protocol.SyncGet, now: float) -> bytes:
+def _get(store: Store, command: sr.SyncGet, now: float) -> bytes:
     found = store.sync_get(command.queue, command.job_id, command.priority, now, last=command.last,
                            until=command.until, then_done=command.then_done, managed=command.managed)
     return OK if found else b"404 Queue Empty\r\n"
 
 
-def _done(store: Store, command: protocol.SyncDone, now: float) -> bytes:
+def _done(store: Store, command: sr.SyncDone, now: float) -> bytes:
     return done_reply(store.done(command.ids))
 
 
-def _later(store: Store, command: protocol.SyncLater, now: float) -> bytes:
+def _later(store: Store, command: sr.SyncLater, now: float) -> bytes:
     return later_reply(store.later(command.ids, now, command.until, replaying=True))
 
 
-def _wake(store: Store, command: protocol.SyncWake, now: float) -> bytes:
+def _wake(store: Store, command: sr.SyncWake, now: float) -> bytes:
     store.wake(command.until, now)
     return OK
 
 
-def _ids(store: Store, command: protocol.SyncIds, now: float) -> bytes:
+def _ids(store: Store, command: sr.SyncIds, now: float) -> bytes:
     store.set_counters(command.next_id, command.next_item, command.next_key)
     return OK
 
@@ -169,8 +170,8 @@ def _dead(store: Store, command: pj.SyncDead, now: float) -> bytes:
 
 # A SYNC record's type -> how it applies to a store (the log, snapshots, replicas).
 _APPLY: dict[type, Callable[[Store, Any, float], bytes]] = {
-    protocol.SyncPut: _put, protocol.SyncGet: _get, protocol.SyncDone: _done,
-    protocol.SyncLater: _later, protocol.SyncWake: _wake, protocol.SyncIds: _ids,
+    sr.SyncPut: _put, sr.SyncGet: _get, sr.SyncDone: _done,
+    sr.SyncLater: _later, sr.SyncWake: _wake, sr.SyncIds: _ids,
     pj.SyncFail: _fail, pj.SyncTouch: _touch, pj.SyncKeyed: _keyed, pj.SyncDead: _dead,
 }
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from queue_server.protocol import commands as p
 from queue_server.protocol import jobs as pj
+from queue_server.protocol import sync_records as sr
 from queue_server.server import queue_commands, replay, responses, snapshot
 from queue_server.server.connection import Connection
 from queue_server.server.follower import Follower
@@ -312,7 +313,7 @@ class QueueServer:
             conn.write(parsed.error.reply + b"\r\n")
             return
         command = parsed.command
-        assert isinstance(command, (p.Put, p.SyncPut, p.Clone, pj.Fail, pj.SyncFail, pj.SyncDead))
+        assert isinstance(command, (p.Put, sr.SyncPut, p.Clone, pj.Fail, pj.SyncFail, pj.SyncDead))
         command.data = data
         self.execute(conn, command)
 

@@ -8,9 +8,10 @@ from hypothesis import strategies as st
 from queue_server.protocol import job_requests as jreq
 from queue_server.protocol import jobs as pj
 from queue_server.protocol import requests as req
-from queue_server.protocol.commands import Get, Put, SyncPut, parse_line
+from queue_server.protocol.commands import Get, Put, parse_line
 from queue_server.protocol.errors import ProtocolError
 from queue_server.protocol.keyed import DeadJob, JobMeta, parse_key
+from queue_server.protocol.sync_records import SyncPut
 from queue_server.server import records
 
 names = st.text("abcXYZ019_", min_size=1, max_size=12)
