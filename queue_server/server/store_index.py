@@ -1,0 +1,259 @@
+"""The store's indexes and counters: where each job is, what waits in which queue at which
+priority, the aggregate counts TOTAL reports, and the lookups over them; no I/O.
+
+store_core.py's CoreStore changes them (PUT, GET, DONE, LATER, ...), always through the
+counting helpers here, so that the totals stay O(1).
+"""
+from __future__ import annotations
+
+import heapq
+import random
+from collections import deque
+from collections.abc import Mapping
+
+from queue_server.protocol.keyed import DeadJob, Key, is_retry_wait
+from queue_server.server.retry import DEFAULT_POLICY, QueuePolicy
+from queue_server.server.store_types import (
+    Delayed,
+    Entry,
+    Job,
+    QueueState,
+    Totals,
+    TtlMark,
+)
+
+
+class StoreIndex:
+    def __init__(
+        self,
+        *,
+        expire_done_default: bool = False,
+        lock_timeouts_s: Mapping[str, float] | None = None,
+        policies: Mapping[str, QueuePolicy] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.expire_done_default = expire_done_default
+        self.lock_timeouts_s = dict(lock_timeouts_s or {})
+        self.policies = dict(policies or {})
+        self.rng = rng or random.Random()
+        self.queues: dict[str, QueueState] = {}
+        self.running: dict[int, Job] = {}
+        self.items: dict[str, int] = {}
+        # Every job's key -> where it is (Place). One namespace over all queues.
+        self.keys: dict[Key, QueueState | Delayed | Job | DeadJob] = {}
+        self.next_id = 1
+        self.next_item = 1
+        self.next_key = 1
+        self._delayed: list[Delayed] = []
+        self._delayed_seq = 0
+        self._expiries: list[tuple[float, int]] = []
+        # PUT ... TTL: (deadline, sequence, key, mark) and key -> its live mark (TtlMark).
+        self._ttl: list[tuple[float, int, Key, TtlMark]] = []
+        self._ttl_seq = 0
+        self._ttl_marks: dict[Key, TtlMark] = {}
+        self._nonempty: list[QueueState] = []  # queues with ready jobs, for O(1) random choice
+        self._nonempty_index: dict[str, int] = {}
+        self._classes = 0  # (queue, priority) pairs holding waiting jobs
+        self._waiting = 0  # ready + delayed jobs
+        self._holding = 0  # queues holding any job
+        # SYNC records of the changes not drained yet: read-only outside (drain_changes).
+        self.changes: list[bytes] = []
+        # Outboxes drained by the server: queues that got ready jobs / lost their last running one.
+        self.woken: list[QueueState] = []
+        self.idled: list[QueueState] = []
+        # Dead jobs dropped by the bounds, (queue, count, why): the server logs them.
+        self.dropped: list[tuple[str, int, str]] = []
+
+    def drain_changes(self) -> list[bytes]:
+        """The SYNC records of every change since the last drain, oldest first; the list is
+        the caller's (the store starts a new one)."""
+        changes = self.changes
+        self.changes = []
+        return changes
+
+    # ------------------------------------------------------------ lookups
+
+    def queue(self, name: str) -> QueueState:
+        state = self.queues.get(name)
+        if state is None:
+            state = self.queues[name] = QueueState(name, self.lock_timeouts_s.get(name))
+        return state
+
+    def policy(self, name: str) -> QueuePolicy:
+        return self.policies.get(name, DEFAULT_POLICY)
+
+    def totals(self, name: str | None = None) -> Totals:
+        if name is None:
+            return Totals(self._holding, self._classes, self._waiting, len(self.running))
+        state = self.queues.get(name)
+        if state is None:
+            return Totals(0, 0, 0, 0)
+        return Totals(int(state.holds_jobs), len(state.waiting_by_priority),
+                      state.ready + state.delayed, state.running)
+
+    def has_ready(self, names: tuple[str, ...] | None) -> bool:
+        if names is None:
+            return bool(self._nonempty)
+        queues = self.queues
+        return any(name in queues and queues[name].ready for name in names)
+
+    def has_running(self, names: tuple[str, ...] | None) -> bool:
+        if names is None:
+            return bool(self.running)
+        queues = self.queues
+        return any(name in queues and queues[name].running for name in names)
+
+    def next_deadline(self) -> float | None:
+        delayed, expiries, ttl = self._delayed, self._expiries, self._ttl
+        deadline: float | None
+        if delayed:
+            deadline = min(delayed[0][0], expiries[0][0]) if expiries else delayed[0][0]
+        else:
+            deadline = expiries[0][0] if expiries else None
+        if ttl and (deadline is None or ttl[0][0] < deadline):
+            return ttl[0][0]
+        return deadline
+
+    def ttl_at(self, key: Key) -> float | None:
+        """A TTL job's deadline (not handed out yet), else None."""
+        mark = self._ttl_marks.get(key) if self._ttl_marks else None
+        return None if mark is None else mark[0]
+
+    def delayed_jobs(self) -> list[Delayed]:
+        """The live delayed jobs, soonest first."""
+        keys = self.keys
+        return sorted(entry for entry in self._delayed if keys.get(entry[6]) is entry)
+
+    def new_item_name(self) -> str:
+        name = f"_{self.next_item}"
+        self.next_item += 1
+        return name
+
+    def state_of(self, key: Key) -> str | None:
+        """ready, delayed, failed, running or dead; None for an unknown key."""
+        place = self.keys.get(key)
+        if place is None:
+            return None
+        kind = type(place)
+        if kind is QueueState:
+            return "ready"
+        if kind is Job:
+            return "running"
+        if kind is DeadJob:
+            return "dead"
+        return "failed" if is_retry_wait(place[7]) else "delayed"  # type: ignore[index]
+
+    # ------------------------------------------------------------ counters
+
+    def _enter(self, state: QueueState, priority: int) -> None:
+        """A new job joins `state` as waiting (ready or delayed)."""
+        if not (state.ready or state.delayed or state.running):  # holds_jobs without a call: hot
+            self._holding += 1
+        self._count_waiting(state, priority)
+
+    def _count_waiting(self, state: QueueState, priority: int) -> None:
+        by_priority = state.waiting_by_priority
+        count = by_priority.get(priority, 0)
+        if not count:
+            self._classes += 1
+        by_priority[priority] = count + 1
+        self._waiting += 1
+
+    def _leave_waiting(self, state: QueueState, priority: int) -> None:
+        by_priority = state.waiting_by_priority
+        count = by_priority[priority] - 1
+        if count:
+            by_priority[priority] = count
+        else:
+            del by_priority[priority]
+            self._classes -= 1
+        self._waiting -= 1
+
+    def _append_ready(self, state: QueueState, priority: int, entry: Entry) -> None:
+        level = state.levels.get(priority)
+        if level is None:
+            level = StoreIndex._new_level(state, priority)
+        level.append(entry)
+        self.keys[entry[3]] = state
+        if not state.ready:
+            self._nonempty_index[state.name] = len(self._nonempty)
+            self._nonempty.append(state)
+            self.woken.append(state)
+        state.ready += 1
+
+    def _drop_ready_count(self, state: QueueState) -> None:
+        state.ready -= 1
+        if not state.ready:
+            index = self._nonempty_index.pop(state.name)
+            last = self._nonempty.pop()
+            if last is not state:
+                self._nonempty[index] = last
+                self._nonempty_index[last.name] = index
+
+    def _forget(self, state: QueueState, item: str | None) -> bool:
+        """A job leaves the waiting and running jobs for good (done, deleted, dead);
+        returns True when its item is finished."""
+        if not (state.ready or state.delayed or state.running):  # holds_jobs without a call: hot
+            self._holding -= 1
+        if item is None:
+            return False
+        left = self.items[item] - 1
+        if left:
+            self.items[item] = left
+            return False
+        del self.items[item]
+        return True
+
+    def _count_item(self, item: str | None) -> None:
+        if item is not None:
+            self.items[item] = self.items.get(item, 0) + 1
+
+    # ------------------------------------------------------------ a queue's priority levels
+
+    @staticmethod
+    def _pop_first(state: QueueState) -> tuple[int, Entry]:
+        heap = state.heap
+        levels = state.levels
+        while True:
+            priority = -heap[0]
+            level = levels.get(priority)
+            if level:
+                entry = level.popleft()
+                if not level:
+                    del levels[priority]
+                if state.gone and id(entry) in state.gone:  # its TTL ran out: skipped
+                    state.gone.discard(id(entry))
+                    continue
+                return priority, entry
+            heapq.heappop(heap)
+            state.in_heap.discard(priority)
+
+    @staticmethod
+    def _push_front(state: QueueState, priority: int, entry: Entry) -> None:
+        """Undo _pop_first (a solo job met inside a batch waits for the next GET)."""
+        level = state.levels.get(priority)
+        if level is None:
+            level = StoreIndex._new_level(state, priority)
+        level.appendleft(entry)
+
+    @staticmethod
+    def _new_level(state: QueueState, priority: int) -> deque[Entry]:
+        level: deque[Entry] = deque()
+        state.levels[priority] = level
+        if priority not in state.in_heap:
+            state.in_heap.add(priority)
+            heapq.heappush(state.heap, -priority)
+        return level
+
+    @staticmethod
+    def _pop_at(state: QueueState, priority: int, *, last: bool) -> Entry | None:
+        level = state.levels.get(priority)
+        while level:
+            entry = level.pop() if last else level.popleft()
+            if not level:
+                del state.levels[priority]
+            if state.gone and id(entry) in state.gone:  # its TTL ran out: skipped
+                state.gone.discard(id(entry))
+                continue
+            return entry
+        return None
