@@ -104,7 +104,7 @@ class Connection(asyncio.Protocol):
         """This connection is a replica's link now (SNAPSHOT, INTERCONNECT from a peer):
         the journal streams the records to it, and its output is never cut at the limit."""
         self.is_replication_link = True
-        self.server.journal.links.add(self)
+        self.server.link_replica(self)
 
     def close(self) -> None:
         """Close now; replies already handed to the transport still go out."""

@@ -256,6 +256,13 @@ class QueueServer:
         if self.journal.links:
             self.journal.record(store.drain_changes(), replicate=True)
 
+    def link_replica(self, conn: Connection) -> None:
+        """Stream the records to `conn` from now on. Records still waiting in the store (no
+        replica was linked when they were made) are in the snapshot just sent, or came
+        before the link: they go to the log only, never down the new link."""
+        self._record_unreplicated()
+        self.journal.links.add(conn)
+
     def _record_unreplicated(self) -> None:
         """The store's records so far go to the log only: a SYNC record (from a primary or
         a peer) is never passed on to this server's replicas."""
