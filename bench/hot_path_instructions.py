@@ -27,8 +27,12 @@ LABELS = {"put": "PUT, one request per read", "pipe": "PUT pipelined 1000 per re
 
 WORKLOAD = '''
 import asyncio, sys, tempfile
-from queue_server.server.server import QueueServer, ServerSettings
-from queue_server.server.connection import Connection
+try:
+    from queue_server.server.server import QueueServer, ServerSettings
+    from queue_server.server.connection import Connection
+except ImportError:  # a base commit from before queue_server/ had subpackages
+    from queue_server.server import QueueServer, ServerSettings
+    from queue_server.connection import Connection
 
 class Transport:
     def __init__(self): self.out = []
