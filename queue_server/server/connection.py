@@ -115,7 +115,7 @@ class Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.move(ConnState.CLOSED)
         self.server.connections.discard(self)
-        self.server.journal.links.discard(self)
+        self.server.journal.unlink(self)
         if self.waiter is not None:
             self.server.waiters.remove(self.waiter)  # the job stays queued for the next one
             self.waiter = None

@@ -9,6 +9,12 @@ primary's, a peer's SYNC) are told apart; without replicas the changes wait in t
 until the commit, which keeps the hot path to one hand-over per loop turn. Errors from the log are OSError: the
 server stops on them (server.py `log_failed`), since a reply must never acknowledge
 what the log may not hold.
+
+Each record reaches a replica exactly once, in order: in the snapshot it was sent when it
+linked, or in the stream after it. As a Redis full resync cuts its RDB at the replication
+offset the replica's buffer starts from, a link's stream starts at the point of this
+turn's records where its snapshot was taken (`link`), and goes out behind its SNAPSHOT
+reply; whatever writes records to the log streams them at the same moment.
 """
 from __future__ import annotations
 
@@ -36,7 +42,20 @@ class Journal:
         self.replica_backlog_bytes = replica_backlog_bytes
         self.links: set[Connection] = set()  # replication links: the records streamed to them
         self.pending: list[bytes] = []  # recorded, not written yet (read-only outside)
-        self._replicated: list[bytes] = []
+        self._replicated: list[bytes] = []  # this turn's records for the links
+        # Links added this turn after some of its records: where their stream starts.
+        self._stream_from: dict[Connection, int] = {}
+
+    def link(self, conn: Connection) -> None:
+        """Stream the records to `conn` from now on: those recorded before are in the
+        snapshot it was just sent."""
+        if self._replicated:
+            self._stream_from[conn] = len(self._replicated)
+        self.links.add(conn)
+
+    def unlink(self, conn: Connection) -> None:
+        self.links.discard(conn)
+        self._stream_from.pop(conn, None)
 
     def record(self, changes: list[bytes], *, replicate: bool) -> None:
         """Take one operation's records; `replicate=False` for records that came from a
@@ -60,9 +79,8 @@ class Journal:
             chunk = b"".join(pending)
             pending.clear()
             self.data_dir.append(chunk)
-            if self.links and self._replicated:
-                self._stream_to_links(b"".join(self._replicated))
-        self._replicated.clear()
+        if self._replicated:  # even with nothing pending: write_and_sync may have written it
+            self._stream()
         if cohort is not None:
             started = time.perf_counter()
             if self.data_dir.sync_if_needed():
@@ -74,13 +92,16 @@ class Journal:
             self.cohort.answered(conns, time.perf_counter())
 
     def write_and_sync(self, changes: list[bytes]) -> None:
-        """Every record (those recorded, then `changes`) written and synced, whatever the
-        policy (before a snapshot, a state replaced, shutdown); the replicas get them at
-        the next commit. Raises OSError from the log."""
+        """Every record (those recorded, then `changes`) written, streamed and synced,
+        whatever the policy (before a snapshot, a state replaced, shutdown): the turn's
+        commit may find nothing left to write, and there may be no commit after shutdown.
+        Raises OSError from the log."""
         self.pending += changes
         if self.pending:
             self.data_dir.append(b"".join(self.pending))
             self.pending.clear()
+        if self._replicated:
+            self._stream()
         self.data_dir.fsync_log()
 
     def sync_everysec(self) -> None:
@@ -90,16 +111,21 @@ class Journal:
     def discard(self) -> None:
         """The log failed: what is pending is never written (the server stops)."""
         self.pending.clear()
+        self._replicated.clear()
+        self._stream_from.clear()
 
     def snapshot_in_background(self, store: Store) -> None:
         """Fork a snapshot; the log goes on in a new file (persistence.py). Raises OSError
         when the log cannot be synced or closed."""
         self.data_dir.snapshot_in_background(store)
 
-    def _stream_to_links(self, stream: bytes) -> None:
-        """Send records to the replicas. One that lets replica_backlog_bytes pile up unread
-        is cut off (as Redis's replica output buffer limit does): it reconnects and starts
-        again from a snapshot, instead of this server buffering without bound."""
+    def _stream(self) -> None:
+        """Send the records recorded for the replicas, each link from where its stream
+        starts. One that lets replica_backlog_bytes pile up unread is cut off (as Redis's
+        replica output buffer limit does): it reconnects and starts again from a snapshot,
+        instead of this server buffering without bound."""
+        replicated, stream_from = self._replicated, self._stream_from
+        stream = b"".join(replicated)
         for link in list(self.links):
             transport = link.transport
             if transport is None or transport.is_closing():
@@ -107,7 +133,16 @@ class Journal:
             if transport.get_write_buffer_size() > self.replica_backlog_bytes:
                 log.warning("replication link %s is %d bytes behind: cut off, it must resync",
                             transport.get_extra_info("peername"), transport.get_write_buffer_size())
-                self.links.discard(link)
+                self.unlink(link)
                 link.abort()
                 continue
-            transport.write(stream)
+            start = stream_from.get(link)
+            records = stream if start is None else b"".join(replicated[start:])
+            if not records:
+                continue
+            if link.out:  # its SNAPSHOT reply, held for the turn's fsync: the stream follows it
+                link.out.append(records)
+            else:
+                transport.write(records)
+        replicated.clear()
+        stream_from.clear()

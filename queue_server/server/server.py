@@ -259,9 +259,10 @@ class QueueServer:
     def link_replica(self, conn: Connection) -> None:
         """Stream the records to `conn` from now on. Records still waiting in the store (no
         replica was linked when they were made) are in the snapshot just sent, or came
-        before the link: they go to the log only, never down the new link."""
+        before the link: they go to the log only, never down the new link; the journal
+        starts the link's stream after this turn's records so far (journal.py `link`)."""
         self._record_unreplicated()
-        self.journal.links.add(conn)
+        self.journal.link(conn)
 
     def _record_unreplicated(self) -> None:
         """The store's records so far go to the log only: a SYNC record (from a primary or

@@ -4,7 +4,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
+from queue_server.server import snapshot
 from queue_server.server.connection import Connection
+from queue_server.server.follower import FollowLink, LinkState
 from queue_server.server.server import QueueServer, ServerSettings
 
 
@@ -52,9 +56,123 @@ def test_a_put_in_the_same_loop_turn_as_a_snapshot_reaches_the_new_replica_only_
         return b"".join(stream.out)
 
     received = asyncio.run(scenario())
-    # Each job once: "first" in the snapshot, "second" down the stream, never both. (The
-    # stream of a turn is written before that turn's replies, the snapshot among them, as
-    # it always was: the order is not what this test checks.)
+    # Each job once: "first" in the snapshot, "second" down the stream, never both (the
+    # order is checked below, by a follower fed what its link received).
     assert received.count(b"first") == 1, "a record already in the snapshot was streamed too"
     assert received.count(b"second") == 1
     assert b"SYNC PUT q 0 6" in received
+
+
+# ------------------------------------------------------------ a replica following the stream
+#
+# Every record must be in exactly one of (the snapshot the replica received, the stream
+# after it), in order: a follower fed what its link received then holds the primary's state.
+
+
+class FollowTransport(Transport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+async def _follow(received: bytes, data_dir: Path) -> tuple[LinkState, bytes]:
+    """A replica server fed `received` as its link from the primary: the link's state after
+    it, and the replica's whole state (a snapshot of it)."""
+    replica = QueueServer(ServerSettings(data_dir=str(data_dir), fsync="never", server_id=2))
+    replica.open()
+    link = FollowLink(replica)
+    link.transport = FollowTransport()  # type: ignore[assignment]
+    link.state = LinkState.AWAITING_SNAPSHOT  # no token: SNAPSHOT was the request
+    link.data_received(received)
+    await asyncio.sleep(0)
+    state = replica.store
+    replica.data_dir.close()
+    return link.state, snapshot.encode(state)
+
+
+def test_a_replica_linking_mid_turn_gets_its_snapshot_reply_before_that_turns_records(
+        tmp_path: Path) -> None:
+    async def scenario() -> tuple[bytes, bytes]:
+        server = QueueServer(ServerSettings(data_dir=str(tmp_path / "d"), fsync="always"))
+        server.open()
+        producer, _ = _connect(server)
+        replica, stream = _connect(server)
+        replica.data_received(b"SNAPSHOT 2 127.0.0.1 7401\r\n")  # held until the turn's fsync
+        producer.data_received(b"PUT q 0 5\r\nafter")
+        await asyncio.sleep(0.05)
+        server.data_dir.close()
+        return b"".join(stream.out), snapshot.encode(server.store)
+
+    received, primary = asyncio.run(scenario())
+    assert received.startswith(b"200 OK "), "the turn's records went out ahead of the SNAPSHOT reply"
+    state, replica = asyncio.run(_follow(received, tmp_path / "r"))
+    assert state is LinkState.STREAMING
+    assert replica == primary
+
+
+def test_a_second_replica_linking_mid_turn_gets_no_record_of_that_turn_twice(tmp_path: Path) -> None:
+    async def scenario() -> tuple[bytes, bytes, bytes]:
+        server = QueueServer(ServerSettings(data_dir=str(tmp_path / "d"), fsync="always"))
+        server.open()
+        producer, _ = _connect(server)
+        first, first_stream = _connect(server)
+        first.data_received(b"SNAPSHOT 2 127.0.0.1 7401\r\n")
+        await asyncio.sleep(0.05)  # the first replica is linked and synced
+        # One loop turn: records already streamed to the first link, then a second link.
+        producer.data_received(b"PUT q 0 6\r\nbefore")
+        second, second_stream = _connect(server)
+        second.data_received(b"SNAPSHOT 3 127.0.0.1 7402\r\n")
+        producer.data_received(b"PUT q 0 5\r\nafter")
+        await asyncio.sleep(0.05)
+        server.data_dir.close()
+        return b"".join(first_stream.out), b"".join(second_stream.out), snapshot.encode(server.store)
+
+    first, second, primary = asyncio.run(scenario())
+    assert second.count(b"before") == 1, "a record in the second replica's snapshot was streamed too"
+    for n, received in enumerate((first, second)):
+        state, replica = asyncio.run(_follow(received, tmp_path / f"r{n}"))
+        assert state is LinkState.STREAMING
+        assert replica == primary
+
+
+@pytest.mark.parametrize("early_write", ["housekeeping snapshot", "final flush"])
+def test_records_written_before_the_turns_commit_still_reach_the_replicas(
+        tmp_path: Path, early_write: str) -> None:
+    async def scenario() -> tuple[bytes, bytes]:
+        server = QueueServer(ServerSettings(data_dir=str(tmp_path / "d"), fsync="always"))
+        server.open()
+        producer, _ = _connect(server)
+        replica, stream = _connect(server)
+        replica.data_received(b"SNAPSHOT 2 127.0.0.1 7401\r\n")
+        await asyncio.sleep(0.05)
+        producer.data_received(b"PUT q 0 7\r\nwritten")
+        # Before the turn's flush, something else writes the pending records to the log.
+        if early_write == "housekeeping snapshot":
+            server.data_dir.log_bytes = server.data_dir.snapshot_log_bytes  # the log outgrew it
+            server.housekeeping.snapshot_if_due()
+            await _reaped(server)
+        else:
+            server.flush_records()  # as the way out does (server.py _final_flush)
+        await asyncio.sleep(0.05)
+        server.data_dir.close()
+        return b"".join(stream.out), snapshot.encode(server.store)
+
+    received, primary = asyncio.run(scenario())
+    assert b"written" in received, "a record written to the log early never reached the replica"
+    state, replica = asyncio.run(_follow(received, tmp_path / "r"))
+    assert state is LinkState.STREAMING
+    assert replica == primary
+
+
+async def _reaped(server: QueueServer) -> None:
+    """Wait for the snapshot child (a fork writing the state) to finish."""
+    data_dir = server.data_dir
+    for _ in range(500):
+        data_dir.reap_snapshot()
+        if data_dir._snapshot_child is None:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the snapshot child did not finish")
