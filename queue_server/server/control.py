@@ -85,4 +85,5 @@ def _clone(server: QueueServer, conn: Connection, command: p.Clone) -> None:
         log.warning("CLONE refused, state unchanged: %s", exc)
         conn.write(responses.INVALID_SNAPSHOT)
         return
+    server.journal.cut_links("CLONE replaced the state")
     conn.write(responses.OK)

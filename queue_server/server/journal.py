@@ -57,6 +57,15 @@ class Journal:
         self.links.discard(conn)
         self._stream_from.pop(conn, None)
 
+    def cut_links(self, why: str) -> None:
+        """Close every replication link: each replica reconnects and starts again from a
+        snapshot of the state as it is now (after CLONE, no record could bring it there)."""
+        for link in list(self.links):
+            peer = link.transport.get_extra_info("peername") if link.transport else None
+            log.warning("replication link %s cut (%s): it must resync", peer, why)
+            self.unlink(link)
+            link.abort()
+
     def record(self, changes: list[bytes], *, replicate: bool) -> None:
         """Take one operation's records; `replicate=False` for records that came from a
         primary or a peer's SYNC, which are never passed on."""

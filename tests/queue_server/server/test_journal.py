@@ -176,3 +176,39 @@ async def _reaped(server: QueueServer) -> None:
             return
         await asyncio.sleep(0.01)
     raise AssertionError("the snapshot child did not finish")
+
+
+class ClosableTransport(Transport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.aborted = False
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+def test_clone_on_a_primary_cuts_its_replicas_so_they_resync_from_the_new_state(tmp_path: Path) -> None:
+    async def scenario() -> tuple[bool, bytes, set[Connection]]:
+        server = QueueServer(ServerSettings(data_dir=str(tmp_path / "d"), fsync="never"))
+        server.open()
+        replica, stream = Connection(server), ClosableTransport()
+        replica.connection_made(stream)  # type: ignore[arg-type]
+        replica.data_received(b"SNAPSHOT 2 127.0.0.1 7401\r\n")
+        await asyncio.sleep(0.05)
+        other = QueueServer(ServerSettings(data_dir=str(tmp_path / "other"), fsync="never"))
+        other.open()
+        donor, donor_out = _connect(other)
+        donor.data_received(b"PUT cloned 0 4\r\ndata")
+        await asyncio.sleep(0.05)
+        blob = snapshot.encode(other.store)
+        admin, admin_out = _connect(server)
+        admin.data_received(b"CLONE %d\r\n" % len(blob) + blob)
+        await asyncio.sleep(0.05)
+        server.data_dir.close()
+        other.data_dir.close()
+        return stream.aborted, b"".join(admin_out.out), set(server.journal.links)
+
+    aborted, reply, links = asyncio.run(scenario())
+    assert reply == b"200 OK\r\n"
+    # No record could take the replica from the old state to the cloned one.
+    assert aborted and links == set()
