@@ -151,7 +151,7 @@ def test_a_managed_lease_that_expires_counts_as_a_failed_attempt(start_queue_ser
     server = start_queue_server("--fsync", "never", config=FAST)
     with _client(server) as client:
         key = client.put("q", b"slow")
-        [job] = client.get("q", expire_s=0.2, keys=True)
+        [_job] = client.get("q", expire_s=0.2, keys=True)
         info = poll_until(lambda: (i := client.job(key)) is not None and i.state != "running" and i, timeout_s=10)
         assert info.error == "lock expired after 0.2 s"
         assert info.state in ("failed", "ready")

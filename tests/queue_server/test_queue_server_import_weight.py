@@ -31,7 +31,7 @@ print(json.dumps(sorted(name for name in sys.modules
 def modules_of(package: object) -> list[str]:
     name = package.__name__  # type: ignore[attr-defined]
     path = package.__path__  # type: ignore[attr-defined]
-    return [name] + sorted(info.name for info in pkgutil.walk_packages(path, name + "."))
+    return [name, *sorted(info.name for info in pkgutil.walk_packages(path, name + "."))]
 
 
 def loaded_by(module: str) -> set[str]:

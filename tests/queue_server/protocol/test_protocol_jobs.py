@@ -39,7 +39,7 @@ def _parse(request: bytes) -> tuple[object, bytes]:
 def test_fail_requests_parse_back(job_id: int, error: bytes, delay_s: float | None, dead: bool, solo: bool) -> None:
     if delay_s is not None and dead:
         dead = False
-    command, block = _parse(jreq.fail_request(job_id, error, delay_s=delay_s, dead=dead, solo=solo))
+    command, _block = _parse(jreq.fail_request(job_id, error, delay_s=delay_s, dead=dead, solo=solo))
     assert isinstance(command, pj.Fail)
     assert (command.job_id, command.dead, command.solo, command.data) == (job_id, dead, solo, error)
     assert command.delay_s == (None if delay_s is None else float(req.seconds(delay_s, what="d")))

@@ -197,7 +197,7 @@ def test_clone_on_a_primary_cuts_its_replicas_so_they_resync_from_the_new_state(
         await asyncio.sleep(0.05)
         other = QueueServer(ServerSettings(data_dir=str(tmp_path / "other"), fsync="never"))
         other.open()
-        donor, donor_out = _connect(other)
+        donor, _ = _connect(other)
         donor.data_received(b"PUT cloned 0 4\r\ndata")
         await asyncio.sleep(0.05)
         blob = snapshot.encode(other.store)
