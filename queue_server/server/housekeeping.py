@@ -1,5 +1,5 @@
 """The server's periodic chores: the everysec sync, the snapshot child, a snapshot the log
-has outgrown, idle clients."""
+has outgrown, dead jobs past their age, idle clients."""
 from __future__ import annotations
 
 import asyncio
@@ -49,7 +49,7 @@ class Housekeeping:
         steps: list[Callable[[], None]] = []
         if settings.fsync == "everysec":
             steps.append(self.sync_everysec)
-        steps += [self.server.data_dir.reap_snapshot, self.snapshot_if_due]
+        steps += [self.server.data_dir.reap_snapshot, self.snapshot_if_due, self.drop_aged_dead_jobs]
         if settings.idle_timeout_s:
             steps.append(self.close_idle)
         return steps
@@ -59,6 +59,9 @@ class Housekeeping:
             self.server.journal.sync_everysec()
         except OSError as error:
             self.server.log_failed(error)
+
+    def drop_aged_dead_jobs(self) -> None:
+        self.server.fire_timers_if_due(dead_ages=True)
 
     def snapshot_if_due(self) -> None:
         server = self.server

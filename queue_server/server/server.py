@@ -302,12 +302,15 @@ class QueueServer:
             self._timer = loop.call_later(TIMER_RETRY_S, self._on_timer)
         self._request_flush()
 
-    def fire_timers_if_due(self) -> None:
+    def fire_timers_if_due(self, *, dead_ages: bool = False) -> None:
+        """Before every request, and from housekeeping with `dead_ages`: dead jobs past
+        dead_max_age_s are no deadline, and looking at every queue is no per-request cost."""
         if self.following:
             return
+        now = time.time()
         deadline = self.store.next_deadline()
-        if deadline is not None and deadline <= time.time():
-            self.store.fire_due(time.time())
+        if (deadline is not None and deadline <= now) or (dead_ages and self.store.dead_queues_due(now)):
+            self.store.fire_due(now)
             self._after_change()
             self._request_flush()
 
