@@ -257,6 +257,7 @@ class JobView(_View):
     next_run_at: float | None = Field(description="delayed and failed jobs: when they are ready again")
     died_at: float | None
     lease_id: int | None = Field(description="running jobs: the sockPQd job id of this hand-out")
+    expires_at: float | None = Field(default=None, description="a job put with a TTL and not taken yet: when it is deleted")
     item: str | None
     data_len: int
     data: str = Field(description="UTF-8 text, invalid bytes replaced; lists cut it at 1 KiB")

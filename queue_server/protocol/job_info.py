@@ -32,6 +32,7 @@ class JobInfo(BaseModel):
     next_run_at: float | None = None  # unix time: delayed and failed jobs
     died_at: float | None = None  # unix time: dead jobs
     lease_id: int | None = None  # the running id: running jobs
+    expires_at: float | None = None  # unix time: a job put with a TTL, deleted then unless taken
     item: str | None = None
     data_len: int
     data: str  # UTF-8, invalid bytes replaced; JOBS cuts it at 1 KiB

@@ -34,7 +34,7 @@ def _view(key: Key, queue: str, state: str, priority: int, attempts: int, data: 
         "key": key_text(key), "queue": queue, "state": state, "priority": priority,
         "attempts": attempts, "error": error, "failed_at": failed_at,
         "next_run_at": next_run_at, "died_at": died_at, "lease_id": lease_id,
-        "item": item, "data_len": len(data), "data": text,
+        "expires_at": None, "item": item, "data_len": len(data), "data": text,
     }
     if limit is not None:
         view["data_truncated"] = cut
@@ -74,6 +74,13 @@ def _dead(dead: DeadJob, limit: int | None) -> dict[str, Any]:
 
 def job_view(store: Store, key: Key) -> dict[str, Any] | None:
     """The whole job (its data uncut), or None for an unknown key."""
+    view = _whole_job(store, key)
+    if view is not None:
+        view["expires_at"] = store.ttl_at(key)
+    return view
+
+
+def _whole_job(store: Store, key: Key) -> dict[str, Any] | None:
     place = store.keys.get(key)
     if place is None:
         return None
@@ -140,6 +147,7 @@ def jobs_view(store: Store, queue: str, state_name: str, limit: int, after: Key 
             found.append(_running(thing, PREVIEW_BYTES))
         else:
             found.append(_dead(thing, PREVIEW_BYTES))
+        found[-1]["expires_at"] = store.ttl_at(key)
         if len(found) >= limit:
             break
     return found

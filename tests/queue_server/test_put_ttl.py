@@ -25,8 +25,14 @@ def test_a_job_not_taken_within_its_ttl_is_deleted_and_one_taken_is_not(start_qu
     raw.send(b"PUT q 0 4 TTL 0.5 KEY late\r\nlate")
     assert raw.line() == b"200 OK KEY late"
     with _client(server) as client:
+        put_at = time.time()
         taken_key = client.put("q", b"taken", key="taken", ttl_s=0.5, priority=1)
         plain_key = client.put("q", b"plain")
+        # JOB and JOBS say when a TTL job goes, and that a plain one never does.
+        info = client.job(taken_key)
+        assert info is not None and info.expires_at is not None
+        assert put_at < info.expires_at <= time.time() + 0.5
+        assert [j.expires_at is None for j in client.jobs("q", "ready")] == [False, False, True]
         [taken] = client.get("q", keys=True)  # the higher priority: handed out in time
         assert taken.key == taken_key
         poll_until(lambda: client.job("late") is None, timeout_s=10, what="the TTL deleting the job")
