@@ -37,7 +37,9 @@ class Store(CoreStore):
             expired.queue.expired += 1
             if expired.managed:  # a managed lease: its expiry is a failed attempt
                 lock = expired.lock_s if expired.lock_s is not None else 0.0
-                self.fail(job_id, b"lock expired after %g s" % lock, now)
+                # Rounded: a promoted replica knows the lock as a deadline less its record's
+                # time, so a 1 s lock read "0.999557 s".
+                self.fail(job_id, b"lock expired after %g s" % round(lock, 2), now)
             elif expired.then_done:
                 state = self._stop_running(expired)
                 del self.keys[expired.key]
