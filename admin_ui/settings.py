@@ -9,7 +9,7 @@ from admin_ui.limiters import LimiterReader
 from config.curve import client_curve
 from config.errors import ConfigError
 from config.models import ClusterConfig, QueueConfig
-from queue_server.server.tokens import resolve_token
+from config.tokens import resolve_token
 
 
 @dataclass(frozen=True, slots=True)

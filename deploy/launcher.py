@@ -34,7 +34,7 @@ DEFAULT_CONFIG = Path(__file__).resolve().with_name("default_cluster.toml")
 LOG_DIR = Path("var/log")
 RUN_DIR = Path("var/run")
 MASTER_REPORT = RUN_DIR / "master.report.json"
-# queue_server/server/tokens.py reads the queue server token from here.
+# config/tokens.py reads the queue server token from here.
 QUEUE_TOKEN_ENV = "SLOTMAP_QUEUE_TOKEN"
 READY_DEADLINE_S = 20.0
 STOP_DEADLINE_S = 10.0
@@ -69,7 +69,7 @@ def child_specs(
     producer_scale: float = 1.0, queue_token: str | None = None,
 ) -> list[ChildSpec]:
     """The children in start order (pure). `queue_token` is the queue server's token as
-    resolved from the environment, a token file or the config (queue_server/server/tokens.py)."""
+    resolved from the environment, a token file or the config (config/tokens.py)."""
     servers = ",".join(config.queue_server.servers) or config.queue_server.listen
     cfg = ("--config", str(config_path))
     specs = [
@@ -318,7 +318,7 @@ def _describe_exit(code: int) -> str:
 def run(args: argparse.Namespace) -> int:
     from config.errors import ConfigError
     from config.load import load_config
-    from queue_server.server.tokens import resolve_token
+    from config.tokens import resolve_token
 
     config_path = Path(args.config) if args.config else DEFAULT_CONFIG
     config = load_config(config_path)

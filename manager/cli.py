@@ -144,7 +144,7 @@ def _run_active(config: ClusterConfig, flag: _StopFlag, lease: Lease) -> int:
 def queue_token(config: ClusterConfig) -> str | None:
     """The queue server token as the queue server itself resolves it (env, token file, config)."""
     from config.errors import ConfigError
-    from queue_server.server.tokens import resolve_token
+    from config.tokens import resolve_token
 
     try:
         return resolve_token(config_token=config.queue_server.token,

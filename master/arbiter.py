@@ -30,6 +30,7 @@ from config.curve import client_curve
 from config.errors import ConfigError
 from config.load import load_config
 from config.models import ClusterConfig
+from config.tokens import resolve_token
 from master import host
 from master.assignments import assignment_for, queue_settings
 from master.backoff import BootBackoff
@@ -61,7 +62,6 @@ from master.signal_queue import SignalQueue
 from master.sizing import Sizing
 from master.supervisor import Reaped, open_sockets, reap, send_signal, spawn
 from queue_server.client import QueueClient
-from queue_server.server.tokens import resolve_token
 from slot.beacon import Assignment
 from slot.discovery import LoadedHandlers, load_handlers
 from slot.exit_codes import SlotExit

@@ -12,7 +12,7 @@ from enum import StrEnum, auto
 from pydantic import Field
 
 from config.frames import Frame
-from queue_server.server.retry import RetryPolicy
+from queue_server.protocol.retry import RetryPolicy
 from slot.errors import MessageError
 
 

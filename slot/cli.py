@@ -7,7 +7,7 @@ import os
 
 from slot.demo_producer import ProducerSettings, produce
 
-# The queue server token, as `slotmap run` passes it (queue_server/server/tokens.py reads the same).
+# The queue server token, as `slotmap run` passes it (config/tokens.py reads the same).
 TOKEN_ENV = "SLOTMAP_QUEUE_TOKEN"
 
 

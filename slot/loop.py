@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum, auto
 from typing import Protocol
 
-from queue_server.server.retry import RetryPolicy
+from queue_server.protocol.retry import RetryPolicy
 from slot.beacon import Assignment, SlotPhase
 from slot.exit_codes import SlotExit
 from slot.handler import Handler, QueueJob, SlotJob

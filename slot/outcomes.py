@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from queue_server.server.retry import RetryPolicy
+from queue_server.protocol.retry import RetryPolicy
 from slot.handler import Handler, Outcome, SlotJob
 
 

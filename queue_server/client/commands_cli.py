@@ -6,11 +6,11 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TextIO
 
+from config.tokens import TOKEN_ENV, TOKEN_FILE_ENV, resolve_token
 from queue_server.client import QueueClient
 from queue_server.protocol.client_errors import ConnectionLost, QueueServerError
 from queue_server.protocol.replies import Job, QueueStats
 from queue_server.protocol.requests import DEFAULT_SERVER
-from queue_server.server.tokens import TOKEN_ENV, TOKEN_FILE_ENV, resolve_token
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the server could not be reached or refused the request

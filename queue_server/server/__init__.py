@@ -1,2 +1,1 @@
-"""The queue daemon: event loop, connections, store, log and snapshots, replication.
-Empty on purpose, so `queue_server.server.retry` or `.tokens` can be imported alone."""
+"""The queue daemon: event loop, connections, store, log and snapshots, replication."""

@@ -11,12 +11,12 @@ import sys
 from config.errors import ConfigError
 from config.load import load_config
 from config.models import parse_host_port
+from config.tokens import TOKEN_ENV, TOKEN_FILE_ENV, resolve_token
+from queue_server.protocol.retry import queue_policy
 from queue_server.server.errors import DataDirLocked
 from queue_server.server.join import join
 from queue_server.server.listen import ListenError, bind_listeners, fit_open_files
-from queue_server.server.retry import queue_policy
 from queue_server.server.server import QueueServer, ServerSettings
-from queue_server.server.tokens import TOKEN_ENV, TOKEN_FILE_ENV, resolve_token
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

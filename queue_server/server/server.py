@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from queue_server.protocol import commands as p
 from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
+from queue_server.protocol.retry import QueuePolicy
 from queue_server.server import queue_commands, replay, responses, snapshot
 from queue_server.server.connection import Connection
 from queue_server.server.follower import Follower
@@ -19,7 +20,6 @@ from queue_server.server.housekeeping import Housekeeping
 from queue_server.server.journal import Journal
 from queue_server.server.persistence import DataDir, FsyncPolicy
 from queue_server.server.queue_commands import COMMANDS, CONTROL, SYNC_TYPES
-from queue_server.server.retry import QueuePolicy
 from queue_server.server.store import Store
 from queue_server.server.waiters import Waiter, Waiters
 

@@ -22,9 +22,9 @@ import random
 import zlib
 from collections.abc import Iterator, Mapping
 
+from queue_server.protocol.retry import QueuePolicy
 from queue_server.server import records, replay
 from queue_server.server.errors import SnapshotError
-from queue_server.server.retry import QueuePolicy
 from queue_server.server.store import Store
 
 HEADER = b"SLOTMAP-SNAPSHOT 2\r\n"

@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Mapping
 
 from queue_server.protocol.keyed import DeadJob, Key, is_retry_wait
-from queue_server.server.retry import DEFAULT_POLICY, QueuePolicy
+from queue_server.protocol.retry import DEFAULT_POLICY, QueuePolicy
 from queue_server.server.store_types import (
     Delayed,
     Entry,

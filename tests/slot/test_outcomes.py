@@ -6,7 +6,7 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from queue_server.server.retry import RetryPolicy
+from queue_server.protocol.retry import RetryPolicy
 from slot.handler import Handler, SlotJob
 from slot.outcomes import acknowledgement, fail_unresolved, failure, handler_policy
 

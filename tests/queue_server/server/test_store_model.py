@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from queue_server.protocol.keyed import is_retry_wait
+from queue_server.protocol.retry import QueuePolicy, RetryPolicy
 from queue_server.server import replay, snapshot
-from queue_server.server.retry import QueuePolicy, RetryPolicy
 from queue_server.server.store import Store
 
 QUEUES = ("a", "b", "c")
