@@ -7,6 +7,9 @@ Times are unix seconds (float) so SQLite and PostgreSQL store them alike.
 """
 from __future__ import annotations
 
+import sqlite3
+import time
+
 from sqlalchemy import JSON, BigInteger, Boolean, Float, Index, Integer, String, Text, create_engine
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -103,6 +106,10 @@ class QueueOverride(Base):
     updated_at_unix: Mapped[float] = mapped_column(Float)
 
 
+WAL_SWITCH_DEADLINE_S = 30.0
+WAL_SWITCH_RETRY_S = 0.05
+
+
 def make_engine(url: str) -> Engine:
     """An engine for `url`; SQLite gets WAL so the dashboard reads while the manager writes."""
     if url.startswith("sqlite"):
@@ -113,9 +120,25 @@ def make_engine(url: str) -> Engine:
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_connection, _record):  # type: ignore[no-untyped-def]
             cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
+            _use_wal(cursor)
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.close()
 
         return engine
     return create_engine(url, pool_pre_ping=True)
+
+
+def _use_wal(cursor: sqlite3.Cursor) -> None:
+    """WAL mode, kept in the file once set. Switching waits for no busy timeout: a manager
+    starting while a reader had the new file open failed with "database is locked"; so
+    it is switched only when not yet WAL, and tried again while the file is locked."""
+    deadline = time.monotonic() + WAL_SWITCH_DEADLINE_S
+    while True:
+        try:
+            if cursor.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(WAL_SWITCH_RETRY_S)
