@@ -4,19 +4,18 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import zmq
 
 from config.curve import CurveKeys
-from config.curve_server import CurveServer
+from config.curve_server import RouterServer
 from master.manager_frames import (
     DEFAULT_MAX_MESSAGE_BYTES,
     LinkFrameError,
     ManagerFrame,
     MasterFrame,
 )
-from master.zmq_router import drain_frames, limit_inbound, send_to
+from master.zmq_router import drain_frames, send_to
 
 log = logging.getLogger(__name__)
 
@@ -43,21 +42,11 @@ class ManagerSocket:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         self.endpoint = endpoint
-        self._context: zmq.Context[Any] = zmq.Context()
-        self._curve: CurveServer | None = None
-        self.socket: zmq.Socket[bytes] = self._context.socket(zmq.ROUTER)
-        self.socket.setsockopt(zmq.LINGER, 0)
-        # A master that is gone raises EHOSTUNREACH instead of queueing its heartbeats.
-        self.socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        limit_inbound(self.socket, max_message_bytes=max_message_bytes, queued_messages=QUEUED_REPORTS)
-        try:
-            if curve is not None:
-                self._curve = CurveServer(self._context, curve, authorized_keys_dir)
-                self._curve.serve_on(self.socket)
-            self.socket.bind(endpoint)
-        except Exception:
-            self.close()
-            raise
+        self._server = RouterServer(endpoint, max_message_bytes=max_message_bytes,
+                                    queued_messages=QUEUED_REPORTS, curve=curve,
+                                    authorized_keys_dir=authorized_keys_dir, mandatory=True)
+        self.socket = self._server.socket
+        self._curve = self._server.curve
 
     def receive(self, timeout_s: float) -> list[Received]:
         """Wait up to timeout_s for a frame, then take the frames waiting (a bounded number)."""
@@ -79,7 +68,4 @@ class ManagerSocket:
         return send_to(self.socket, routing_id, frame.encode())
 
     def close(self) -> None:
-        self.socket.close(linger=0)
-        if self._curve is not None:
-            self._curve.stop()
-        self._context.term()
+        self._server.close()

@@ -9,12 +9,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import zmq
 
 from config.curve import CurveKeys
-from config.curve_server import CurveServer
+from config.curve_server import RouterServer
 from config.models import PulsarConfig, QueueConfig, RateLimitConfig
 from slot.pulsar.errors import PermitFrameError
 from slot.pulsar.limiter import DEFAULT_TUNING, Limiter, Tuning
@@ -117,21 +116,10 @@ class PulsarService:
         self.clock = clock
         self.max_pause_s = max_pause_s
         self.limiters = build_limiters(limits or {}, tuning=tuning)
-        self._context: zmq.Context[Any] = zmq.Context()
-        self._curve: CurveServer | None = None
-        self.socket: zmq.Socket[bytes] = self._context.socket(zmq.ROUTER)
-        self.socket.setsockopt(zmq.LINGER, 0)
-        # A frame over the bound disconnects its sender before its body is read.
-        self.socket.setsockopt(zmq.MAXMSGSIZE, max_message_bytes)
-        self.socket.setsockopt(zmq.RCVHWM, QUEUED_REQUESTS)
-        try:
-            if curve is not None:
-                self._curve = CurveServer(self._context, curve, authorized_keys_dir)
-                self._curve.serve_on(self.socket)
-            self.socket.bind(endpoint)
-        except Exception:
-            self.close()
-            raise
+        self._server = RouterServer(endpoint, max_message_bytes=max_message_bytes,
+                                    queued_messages=QUEUED_REQUESTS, curve=curve,
+                                    authorized_keys_dir=authorized_keys_dir)
+        self.socket = self._server.socket
 
     @classmethod
     def from_config(
@@ -175,10 +163,7 @@ class PulsarService:
             self.poll(tick_ms)
 
     def close(self) -> None:
-        self.socket.close(linger=0)
-        if self._curve is not None:
-            self._curve.stop()
-        self._context.term()
+        self._server.close()
 
 
 def describe(limits: Mapping[str, RateLimitConfig]) -> str:
