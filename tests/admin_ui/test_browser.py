@@ -15,28 +15,23 @@ import admin_sample
 import pytest
 from admin_proc import AdminProc, start_admin
 from admin_testing import FORMAT_CASES, poll_until
+from browser_chromium import CHROMIUM, launched_browser, needs_chromium
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from admin_ui.format import fmt
 from manager.db import QueueSample, make_engine
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 TOKEN = "browser-token"
 REFRESH_S = 0.5
 RED = "rgb(207, 34, 46)"
 BLUE = "rgb(9, 105, 218)"
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="browser tests need Debian's chromium at /usr/bin/chromium: apt-get install -y chromium",
-)
+pytestmark = needs_chromium
 
 if CHROMIUM.exists():
-    from playwright.sync_api import Browser, Page, sync_playwright
+    from playwright.sync_api import Browser, Page
 
 
 @pytest.fixture(scope="module")
@@ -58,10 +53,8 @@ def admin(sample_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with launched_browser() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture

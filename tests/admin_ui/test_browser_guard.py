@@ -10,22 +10,17 @@ from pathlib import Path
 import admin_sample
 import pytest
 from admin_proc import AdminProc, start_admin
+from browser_chromium import CHROMIUM, launched_browser, needs_chromium
 from sqlalchemy.orm import Session
 
 from manager.db import QueueOverride, make_engine
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 TOKEN = "browser-guard-token"
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="browser tests need Debian's chromium at /usr/bin/chromium: apt-get install -y chromium",
-)
+pytestmark = needs_chromium
 
 if CHROMIUM.exists():
-    from playwright.sync_api import Browser, BrowserContext, sync_playwright
+    from playwright.sync_api import Browser, BrowserContext
 
 
 @pytest.fixture
@@ -39,10 +34,8 @@ def admin(database_url: str, tmp_path: Path) -> Iterator[AdminProc]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with launched_browser() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture

@@ -9,21 +9,16 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from browser_chromium import CHROMIUM, launched_browser, needs_chromium
 from jobs_cluster import JobsCluster, jobs_cluster, make_dead
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 TOKEN = "browser-jobs-token"
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="browser tests need Debian's chromium at /usr/bin/chromium: apt-get install -y chromium",
-)
+pytestmark = needs_chromium
 
 if CHROMIUM.exists():
-    from playwright.sync_api import Browser, Page, sync_playwright
+    from playwright.sync_api import Browser, Page
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +29,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JobsCluster]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with launched_browser() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture

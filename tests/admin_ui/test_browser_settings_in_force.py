@@ -19,14 +19,12 @@ from typing import Any
 import pytest
 from admin_proc import AdminProc, cluster_admin
 from admin_testing import poll_until
+from browser_chromium import launched_browser, needs_chromium
 from procs import import_by_path
 
 from queue_server.client import QueueClient
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 RATE_PER_S = 20
 ONE_SLOT = {"min_slots": 1, "max_slots": 1}
@@ -73,13 +71,8 @@ class Calls(Handler):
             self.limiter.slow_down()
 '''
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="browser tests need Debian's chromium at /usr/bin/chromium: apt-get install -y chromium",
-)
+pytestmark = needs_chromium
 
-if CHROMIUM.exists():
-    from playwright.sync_api import sync_playwright
 
 procs = import_by_path("test_service_procs", REPO_ROOT / "tests" / "manager" / "test_service_procs.py")
 
@@ -176,45 +169,41 @@ def test_the_dashboard_and_api_show_the_batch_size_the_slots_use_and_the_limiter
     assert limiter["cuts"] == 1 and limiter["current_per_s"] < RATE_PER_S
     assert limiter["pauses"] == 0
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1440, "height": 900})
-            page.set_default_timeout(10_000)
-            page.goto(f"{admin.url}/queues/thumbs")
-            assert " ".join((page.text_content("#batch-size") or "").split()).startswith("5 (handler class)")
-            assert page.query_selector("#limiter") is None
-            page.goto(f"{admin.url}/queues/mail")
-            assert " ".join((page.text_content("#batch-size") or "").split()).startswith("8 (config)")
-            page.goto(f"{admin.url}/queues/calls")
-            shown = " ".join((page.text_content("#limiter") or "").split())
-            assert shown.startswith(f"calls: configured {RATE_PER_S}.00/s, in force ")
-            granted = page.get_attribute("#limiter [data-field=granted_total]", "data-value")
-            assert granted is not None and int(granted) >= 10
-            assert page.text_content("#limiter [data-field=cuts]") == "1"
-            assert page.query_selector("#limiter-error") is None
-            ARTIFACTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / "queue-limiter.png"), full_page=True)
-            page.goto(f"{admin.url}/queues")
-            assert page.text_content("#queues tr[data-key=thumbs] [data-batch-source]") == "5 (h)"
-            assert page.text_content("#queues tr[data-key=mail] [data-batch-source]") == "8 (c)"
-            rate = " ".join((page.text_content("#queues tr[data-key=calls] [data-limiter]") or "").split())
-            assert rate.endswith(f"/ {RATE_PER_S}.0") and not rate.startswith("\u2013"), rate
-            assert page.text_content("#queues tr[data-key=thumbs] [data-limiter]") == "\u2013"
+    with launched_browser() as browser:
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.set_default_timeout(10_000)
+        page.goto(f"{admin.url}/queues/thumbs")
+        assert " ".join((page.text_content("#batch-size") or "").split()).startswith("5 (handler class)")
+        assert page.query_selector("#limiter") is None
+        page.goto(f"{admin.url}/queues/mail")
+        assert " ".join((page.text_content("#batch-size") or "").split()).startswith("8 (config)")
+        page.goto(f"{admin.url}/queues/calls")
+        shown = " ".join((page.text_content("#limiter") or "").split())
+        assert shown.startswith(f"calls: configured {RATE_PER_S}.00/s, in force ")
+        granted = page.get_attribute("#limiter [data-field=granted_total]", "data-value")
+        assert granted is not None and int(granted) >= 10
+        assert page.text_content("#limiter [data-field=cuts]") == "1"
+        assert page.query_selector("#limiter-error") is None
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "queue-limiter.png"), full_page=True)
+        page.goto(f"{admin.url}/queues")
+        assert page.text_content("#queues tr[data-key=thumbs] [data-batch-source]") == "5 (h)"
+        assert page.text_content("#queues tr[data-key=mail] [data-batch-source]") == "8 (c)"
+        rate = " ".join((page.text_content("#queues tr[data-key=calls] [data-limiter]") or "").split())
+        assert rate.endswith(f"/ {RATE_PER_S}.0") and not rate.startswith("\u2013"), rate
+        assert page.text_content("#queues tr[data-key=thumbs] [data-limiter]") == "\u2013"
 
-            # The pulsar goes away: the page and the API say so, without hanging.
-            pulsar = next(proc for proc in cluster.procs if proc.name == "pulsar")
-            pulsar.kill_group()
-            started = time.monotonic()
-            down = queue_api(admin, "calls")["limiter"]
-            assert time.monotonic() - started < 3.0
-            assert not down["reachable"] and down["granted_total"] is None
-            assert "did not answer" in down["error"]
-            page.goto(f"{admin.url}/queues/calls")
-            assert "the pulsar did not answer" in (page.text_content("#limiter-error") or "")
-            page.goto(f"{admin.url}/queues")
-            assert "no pulsar" in (page.text_content("#queues tr[data-key=calls] [data-limiter]") or "")
-            page.goto(f"{admin.url}/queues/calls")
-            page.screenshot(path=str(ARTIFACTS / "queue-limiter-no-pulsar.png"), full_page=True)
-        finally:
-            browser.close()
+        # The pulsar goes away: the page and the API say so, without hanging.
+        pulsar = next(proc for proc in cluster.procs if proc.name == "pulsar")
+        pulsar.kill_group()
+        started = time.monotonic()
+        down = queue_api(admin, "calls")["limiter"]
+        assert time.monotonic() - started < 3.0
+        assert not down["reachable"] and down["granted_total"] is None
+        assert "did not answer" in down["error"]
+        page.goto(f"{admin.url}/queues/calls")
+        assert "the pulsar did not answer" in (page.text_content("#limiter-error") or "")
+        page.goto(f"{admin.url}/queues")
+        assert "no pulsar" in (page.text_content("#queues tr[data-key=calls] [data-limiter]") or "")
+        page.goto(f"{admin.url}/queues/calls")
+        page.screenshot(path=str(ARTIFACTS / "queue-limiter-no-pulsar.png"), full_page=True)
