@@ -7,23 +7,16 @@ Needs Debian's chromium at /usr/bin/chromium (as tests/admin_ui/test_browser.py)
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from tests.admin_ui.browser_chromium import CHROMIUM, launched_browser, needs_chromium
 from tests.queue_server.util import poll_until, total
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="browser tests need Debian's chromium at /usr/bin/chromium: apt-get install -y chromium",
-)
+pytestmark = needs_chromium
 
 if CHROMIUM.exists():
-    from playwright.sync_api import Browser, sync_playwright
+    from playwright.sync_api import Browser
 
 
 def attack_page(port: int) -> str:
@@ -41,10 +34,8 @@ xSHUTDOWN
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with launched_browser() as launched:
         yield launched
-        launched.close()
 
 
 def test_a_form_post_from_a_web_page_neither_stops_nor_changes_the_server(queue_server, browser):
