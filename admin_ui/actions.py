@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from admin_ui.errors import InvalidLimits, UnknownQueue
+from admin_ui.errors import InvalidLimits, PulsarUnavailable, UnknownQueue
+from admin_ui.limiters import LimiterReader
 from admin_ui.schemas import ActionResult, LimitsChange
 from admin_ui.views import override_view
 from config.models import QueueConfig
@@ -80,3 +81,23 @@ def set_limits(
             "previous": {"min_slots": before.min_slots, "max_slots": before.max_slots}, "client": client,
         },
     )
+
+
+def resume_limiter(
+    store: Store, reads: StoreReads, queue: str, *, limiters: LimiterReader | None, now: float,
+    config: QueueConfig | None, client: str | None = None,
+) -> ActionResult:
+    """Lift the pause of the queue's rate limiter at the pulsar (at once: no plan involved)."""
+    if config is None or config.rate_limit is None:
+        raise UnknownQueue(f"queue {queue!r} has no rate_limit, so no limiter to resume")
+    if limiters is None:
+        raise PulsarUnavailable("no pulsar is configured for the dashboard")
+    refused = limiters.resume(queue)
+    if refused is not None:
+        raise PulsarUnavailable(f"the pulsar did not lift the pause of {queue!r}: {refused}")
+    message = f"pause of the rate limiter {queue} lifted by {ACTOR}"
+    event_id = store.add_event(now, NewEvent(kind=EventKind.LIMITER_RESUMED, message=message, queue=queue,
+                                             actor=ACTOR, detail={"client": client}))
+    stored = reads.override(queue)
+    return ActionResult(queue=queue, event_id=event_id, message=message,
+                        override=None if stored is None else override_view(stored))

@@ -95,6 +95,14 @@ def resume(queue: QueueName, request: Request, reads: ReadsDep, store: StoreDep,
                               config=settings.queues.get(queue), client=client_of(request))
 
 
+@router.post("/api/queues/{queue}/limiter/resume", tags=["actions"])
+def resume_limiter(queue: QueueName, request: Request, reads: ReadsDep, store: StoreDep,
+                   settings: SettingsDep, _: ActorDep) -> ActionResult:
+    """Lift the pause of the queue's rate limiter at the pulsar, at once."""
+    return actions.resume_limiter(store, reads, queue, limiters=settings.limiters, now=settings.clock(),
+                                  config=settings.queues.get(queue), client=client_of(request))
+
+
 @router.put("/api/queues/{queue}/limits", tags=["actions"])
 def limits(queue: QueueName, change: LimitsChange, request: Request, reads: ReadsDep, store: StoreDep,
            settings: SettingsDep, _: ActorDep) -> ActionResult:

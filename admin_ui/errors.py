@@ -58,3 +58,9 @@ class InvalidJobsAction(AdminError):
     """A retry/delete that names no job, or both keys and all, or deletes all but dead jobs."""
 
     status_code = 422
+
+
+class PulsarUnavailable(AdminError):
+    """No pulsar is configured for the dashboard, or it did not take the request."""
+
+    status_code = 503

@@ -50,6 +50,15 @@ class LimiterReader:
             except PermitError as exc:
                 return Readout({}, f"the pulsar did not answer within {self.reply_timeout_s:g} s ({exc})")
 
+    def resume(self, limiter: str) -> str | None:
+        """Lift the limiter's pause; why not (None when the pulsar took it)."""
+        with self._lock:
+            try:
+                self._client.resume(limiter)
+            except PermitError as exc:
+                return str(exc)
+            return None
+
     def close(self) -> None:
         with self._lock:
             self._client.close()

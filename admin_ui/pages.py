@@ -92,7 +92,7 @@ def _limit_field(fields: dict[str, str], name: str) -> int | None:
 
 @router.post("/queues/{queue}/{action}")
 def queue_action(
-    queue: QueueName, action: Literal["pause", "resume", "limits"], request: Request,
+    queue: QueueName, action: Literal["pause", "resume", "limits", "resume-limiter"], request: Request,
     reads: ReadsDep, store: StoreDep, settings: SettingsDep, fields: FormDep, _: ActorDep,
 ) -> RedirectResponse:
     client = request.client.host if request.client else None
@@ -101,6 +101,9 @@ def queue_action(
         change = LimitsChange(min_slots=_limit_field(fields, "min_slots"),
                               max_slots=_limit_field(fields, "max_slots"))
         actions.set_limits(store, reads, queue, change, now=settings.clock(), config=config, client=client)
+    elif action == "resume-limiter":
+        actions.resume_limiter(store, reads, queue, limiters=settings.limiters, now=settings.clock(),
+                               config=config, client=client)
     else:
         actions.set_paused(store, reads, queue, paused=action == "pause", now=settings.clock(),
                            config=config, client=client)

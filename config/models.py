@@ -216,9 +216,12 @@ class PulsarConfig(_Strict):
                     "dropped with its connection. Real requests are under 400 bytes.",
     )
     max_pause_s: float = Field(
-        default=86400.0, gt=0, allow_inf_nan=False,
-        description="The longest pause a handler may ask of a limiter; a longer pause_s is refused "
-                    "with a logged warning (and an error reply), the limiter runs on.",
+        default=300.0, gt=0, le=86400.0, allow_inf_nan=False,
+        description="The longest pause a handler may ask of a limiter: a longer pause_s is cut to "
+                    "this, logged and counted (`capped_pauses`), so that one careless handler cannot "
+                    "stop a limiter for a day. A handler that still meets its provider's refusal "
+                    "pauses again. An admin lifts a pause with `slotmap limiters resume NAME` or "
+                    "the queue's dashboard page.",
     )
 
     _listen_is_endpoint = field_validator("listen")(_zmq_endpoint)

@@ -58,6 +58,7 @@ class EventKind(StrEnum):
     LIMITS_CHANGED = "limits_changed"
     JOBS_RETRIED = "jobs_retried"
     JOBS_DELETED = "jobs_deleted"
+    LIMITER_RESUMED = "limiter_resumed"
 
 
 @dataclass(frozen=True, slots=True)

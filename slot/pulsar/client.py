@@ -32,6 +32,7 @@ from slot.pulsar.protocol import (
     Reply,
     ReportRequest,
     Request,
+    ResumeRequest,
     StateReply,
     StateRequest,
     decode_reply,
@@ -145,6 +146,15 @@ class PermitClient:
             return False
         _expect(reply, AckReply, request)
         return True
+
+    def resume(self, limiter: str) -> None:
+        """Lift the limiter's pause (an admin's word); PermitError when the pulsar does not answer
+        or has no such limiter."""
+        request = ResumeRequest(id=next(self._ids), limiter=limiter)
+        reply = self._ask(request, self.clock() + self.reply_timeout_s)
+        if reply is None:
+            raise PermitError(f"no reply from the pulsar at {self.endpoint}")
+        _expect(reply, AckReply, request)
 
     def states(self) -> dict[str, LimiterView]:
         """Every limiter's state; PermitError when the pulsar does not answer."""

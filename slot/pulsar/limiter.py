@@ -26,9 +26,11 @@ rate (additive increase while successes keep coming) up to the configured rate.
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 from slot.pulsar.protocol import MAX_RESERVE_S, Feedback, FeedbackKind, LimiterView
+from slot.pulsar.waiting_line import WaitingLine
 
 # Grants count whole permits of a bucket kept in floats.
 EPSILON = 1e-9
@@ -47,6 +49,9 @@ class Tuning:
     max_reserve_s: float = MAX_RESERVE_S
     # Successes bring the rate from zero to the configured rate in this long.
     recovery_s: float = 20.0
+    # A client holding a place that asks this much before its turn (less the reserve it
+    # may ask for) is not back at its turn: it gets its turn again, and nothing moves.
+    early_return_s: float = 0.25
     # A gap between successes counts for the climb up to this long.
     max_climb_gap_s: float = 1.0
 
@@ -80,9 +85,10 @@ class Limiter:
         self.granted_total = 0
         self.cuts = 0
         self.pauses = 0
+        self.capped_pauses = 0
         self._refilled_at: float | None = None
-        # The turn given to the last client told to wait: production up to it is spoken for.
-        self._promised_until = -math.inf
+        # The clients told to wait, and the last turn given out: production up to it is spoken for.
+        self.line = WaitingLine()
         self._cut_at = -math.inf
         self._climbed_at = -math.inf
 
@@ -90,15 +96,27 @@ class Limiter:
     def capacity(self) -> float:
         return max(1.0, self.rate_per_s * self.tuning.smoothing_s)
 
-    def try_acquire(self, now: float, n: int = 1, *, retry: bool = False, reserve_s: float = 0.0) -> Grant:
+    def try_acquire(self, now: float, n: int = 1, *, retry: bool = False, reserve_s: float = 0.0,
+                    client: Hashable | None = None) -> Grant:
         """Grant up to `n` permits now, or reserve the rest when they accrue within `reserve_s`;
-        for what is left, the time to come back (`reserve_s` before this client's turn)."""
+        for what is left, the time to come back (`reserve_s` before this client's turn).
+
+        `client` (the pulsar passes the sender's identity) holds one place in the line at a time:
+        its `retry` counts only when it holds a place whose turn has come, and asking again
+        before that gives the same turn. Without `client` the flag is taken as said."""
         if n < 1:
             raise ValueError(f"ask for at least one permit, got {n}")
         reserve_s = min(max(0.0, reserve_s), self.tuning.max_reserve_s)
         self._refill(now)
+        self.line.drop_lapsed(now)
+        if client is not None:
+            place = self.line.place_of(client)
+            if place is not None and now < place.turn - self.tuning.max_reserve_s - self.tuning.early_return_s:
+                return Grant(0, max(0.0, place.turn - now - reserve_s))
+            retry = place is not None
+            self.line.leave(client)
         paused = now < self.paused_until
-        queued = self._promised_until >= now
+        queued = self.line.end >= now
         served = retry or not queued
         granted = 0
         if not paused and served:
@@ -114,7 +132,7 @@ class Limiter:
         # the network are not exact) waits for that permit only; sent behind the queue it
         # lost a whole turn each time: two slots got 6.8 permits/s of 10 (bench/rate_limit.py).
         if not served:
-            turn = max(turn, self._promised_until + chunk / self.rate_per_s)
+            turn = max(turn, self.line.end + chunk / self.rate_per_s)
         # One more chunk completes the request: it can be reserved, now or when the client
         # comes back `reserve_s` before its turn.
         last_chunk = granted + chunk == n
@@ -124,18 +142,39 @@ class Limiter:
             self.tokens -= chunk
             self.granted_total += chunk
             return Grant(n, 0.0, start_after_s=turn - now)
-        self._promised_until = max(self._promised_until, turn)
+        if client is None:
+            self.line.promise(turn)
+        elif not self.line.join(client, turn):
+            # The line is full (a flood of new identities): no place, nothing promised; come
+            # back when the line as it stands has been served.
+            return Grant(granted, max(self.tuning.early_return_s, self.line.end - now))
         early_s = reserve_s if last_chunk else 0.0
         return Grant(granted, max(0.0, turn - now - early_s))
 
-    def report(self, now: float, feedback: Feedback) -> None:
+    def resume(self, now: float) -> bool:
+        """Lift a pause (an admin's word); False when the limiter was not paused."""
+        self._refill(now)
+        if now >= self.paused_until:
+            return False
+        self.paused_until = now
+        self._refilled_at = now
+        # Clients told to come back when the pause ends come back later, whenever that is.
+        self.line.forget_promises(now)
+        return True
+
+    def report(self, now: float, feedback: Feedback, *, max_pause_s: float = math.inf) -> bool:
+        """Apply a handler's feedback; False when a pause was cut to `max_pause_s`."""
         self._refill(now)
         if feedback.kind is FeedbackKind.OK:
             self._climb(now)
         elif feedback.kind is FeedbackKind.SLOW_DOWN:
             self._cut(now)
         else:
-            self._pause(now, feedback.pause_s)
+            self._pause(now, min(feedback.pause_s, max_pause_s))
+            if feedback.pause_s > max_pause_s:
+                self.capped_pauses += 1
+                return False
+        return True
 
     def state(self, now: float) -> LimiterView:
         self._refill(now)
@@ -148,6 +187,10 @@ class Limiter:
             granted_total=self.granted_total,
             cuts=self.cuts,
             pauses=self.pauses,
+            waiting=len(self.line),
+            lapsed_places=self.line.lapsed_total,
+            refused_places=self.line.refused_total,
+            capped_pauses=self.capped_pauses,
         )
 
     def _refill(self, now: float) -> None:

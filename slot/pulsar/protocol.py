@@ -97,6 +97,14 @@ class ReportRequest(_Frame):
         return Feedback(self.outcome, self.pause_s)
 
 
+class ResumeRequest(_Frame):
+    """An admin lifts a limiter's pause (`slotmap limiters resume`, the dashboard)."""
+
+    op: Literal["resume"] = "resume"
+    id: int = Field(ge=0)
+    limiter: str = Field(pattern=LIMITER_NAME)
+
+
 class StateRequest(_Frame):
     op: Literal["state"] = "state"
     id: int = Field(ge=0)
@@ -129,6 +137,13 @@ class LimiterView(_Frame):
     granted_total: int
     cuts: int
     pauses: int
+    # Clients waiting for a turn; places given up by clients that did not come back; clients
+    # refused a place because the line was full (a flood); pauses cut to max_pause_s.
+    waiting: int = 0
+    lapsed_places: int = 0
+    refused_places: int = 0
+    capped_pauses: int = 0
+    LATER_FIELDS = frozenset({"waiting", "lapsed_places", "refused_places", "capped_pauses"})
 
 
 class StateReply(_Frame):
@@ -143,7 +158,7 @@ class ErrorReply(_Frame):
     message: str
 
 
-Request = Annotated[AcquireRequest | ReportRequest | StateRequest, Field(discriminator="op")]
+Request = Annotated[AcquireRequest | ReportRequest | ResumeRequest | StateRequest, Field(discriminator="op")]
 Reply = Annotated[GrantReply | AckReply | StateReply | ErrorReply, Field(discriminator="op")]
 _REQUEST: TypeAdapter[Request] = TypeAdapter(Request)
 _REPLY: TypeAdapter[Reply] = TypeAdapter(Reply)

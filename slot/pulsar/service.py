@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 
 import zmq
 
@@ -25,8 +25,8 @@ from slot.pulsar.protocol import (
     GrantReply,
     LimiterView,
     Reply,
-    ReportRequest,
     Request,
+    ResumeRequest,
     StateReply,
     StateRequest,
     decode_request,
@@ -56,9 +56,9 @@ def build_limiters(
 
 def answer(
     limiters: Mapping[str, Limiter], request: Request, now: float, *,
-    max_pause_s: float = DEFAULT_MAX_PAUSE_S,
+    max_pause_s: float = DEFAULT_MAX_PAUSE_S, client: Hashable | None = None,
 ) -> Reply:
-    """The reply to one request (pure: the limiters change, nothing else)."""
+    """The reply to one request from `client` (pure: the limiters change, nothing else)."""
     if isinstance(request, StateRequest):
         return StateReply(
             id=request.id, limiters={name: lim.state(now) for name, lim in limiters.items()},
@@ -68,25 +68,29 @@ def answer(
         known = ", ".join(sorted(limiters)) or "none"
         return ErrorReply(id=request.id, message=f"no limiter {request.limiter!r} (known: {known})")
     if isinstance(request, AcquireRequest):
-        grant = limiter.try_acquire(now, request.n, retry=request.retry, reserve_s=request.reserve_s)
+        refused_before = limiter.line.refused_total
+        grant = limiter.try_acquire(now, request.n, retry=request.retry, reserve_s=request.reserve_s,
+                                    client=client)
+        if limiter.line.refused_total > refused_before and _is_power_of_two(limiter.line.refused_total):
+            log.warning("limiter %s: its line is full (%d clients waiting), %d requests refused a place "
+                        "so far: a flood of new clients? Logged at every power of two",
+                        request.limiter, len(limiter.line), limiter.line.refused_total)
         return GrantReply(id=request.id, granted=grant.granted, retry_after_s=grant.retry_after_s,
                           start_after_s=grant.start_after_s)
-    refused = _refusal(request, max_pause_s)
-    if refused is not None:
-        log.warning("refused a report for limiter %s: %s", request.limiter, refused)
-        return ErrorReply(id=request.id, message=refused)
+    if isinstance(request, ResumeRequest):
+        if limiter.resume(now):
+            log.warning("limiter %s: pause lifted by an admin", request.limiter)
+        return AckReply(id=request.id)
     before = limiter.state(now)
-    limiter.report(now, request.feedback())
+    if not limiter.report(now, request.feedback(), max_pause_s=max_pause_s):
+        log.warning("limiter %s: a pause of %g s was cut to [pulsar] max_pause_s %g s (%d cut so far)",
+                    request.limiter, request.pause_s, max_pause_s, limiter.capped_pauses)
     _log_change(request.limiter, before, limiter.state(now))
     return AckReply(id=request.id)
 
 
-def _refusal(request: ReportRequest, max_pause_s: float) -> str | None:
-    """Why a report asks more than the config allows (None when it does not)."""
-    if request.pause_s > max_pause_s:
-        return (f"pause_s {request.pause_s:g} is over [pulsar] max_pause_s {max_pause_s:g}; "
-                "the limiter is not paused")
-    return None
+def _is_power_of_two(count: int) -> bool:
+    return count & (count - 1) == 0
 
 
 def _log_change(name: str, before: LimiterView, after: LimiterView) -> None:
@@ -149,7 +153,7 @@ class PulsarService:
             routing_id, frame = parts
             try:
                 reply: Reply = answer(self.limiters, decode_request(frame), self.clock(),
-                                      max_pause_s=self.max_pause_s)
+                                      max_pause_s=self.max_pause_s, client=routing_id)
             except PermitFrameError as exc:
                 log.warning("dropping a frame from %r: %s", routing_id, exc)
                 reply = ErrorReply(id=0, message=str(exc))

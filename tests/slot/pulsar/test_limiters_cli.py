@@ -11,7 +11,7 @@ def test_the_table_shows_the_rate_in_force_next_to_the_configured_one() -> None:
     text = render({"emails": view})
     header, line = text.splitlines()
     assert header.split()[:2] == ["limiter", "rate"]
-    assert line.split() == ["emails", "5/s", "10/s", "1234", "2", "1", "-"]
+    assert line.split() == ["emails", "5/s", "10/s", "1234", "2", "1", "0", "0", "-"]
 
 
 def test_no_limiter_says_so() -> None:
