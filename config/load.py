@@ -1,6 +1,7 @@
 """Load a cluster config file (TOML) into models; errors name the file and the key."""
 from __future__ import annotations
 
+import logging
 import tomllib
 from pathlib import Path
 
@@ -8,6 +9,8 @@ from pydantic import ValidationError
 
 from config.errors import ConfigError
 from config.models import ClusterConfig
+
+log = logging.getLogger(__name__)
 
 
 def load_config(path: str | Path | None) -> ClusterConfig:
@@ -24,6 +27,9 @@ def load_config(path: str | Path | None) -> ClusterConfig:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from exc
     config = parse_config(raw, source=str(file))
+    for name in config.schedules_without_queue_config():
+        log.warning("%s: schedules.%s puts into queue %r, which no [queues.*] table names "
+                    "(a typo? it fires there anyway)", file, name, config.schedules[name].queue)
     return with_paths_from(config, file.resolve().parent)
 
 

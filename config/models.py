@@ -6,6 +6,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from config.endpoints import check_host, check_token, parse_zmq_endpoint
+from config.schedules import SCHEDULE_NAME_PATTERN, ScheduleConfig
 
 QUEUE_NAME_PATTERN = r"^[A-Za-z0-9_]{1,128}$"
 
@@ -234,6 +235,11 @@ class ClusterConfig(_Strict):
     manager: ManagerConfig = Field(default_factory=ManagerConfig, description="The cluster's manager (slotmap manager): planning, heartbeats, history.")
     admin: AdminConfig = Field(default_factory=AdminConfig, description="The dashboard and JSON API (slotmap admin).")
     pulsar: PulsarConfig = Field(default_factory=PulsarConfig, description="The cluster-wide rate limiter (slotmap pulsar).")
+    schedules: dict[str, ScheduleConfig] = Field(
+        default_factory=dict,
+        description="One [schedules.<name>] table per periodic job: the active manager puts one job "
+                    "per tick, keyed <name>@<tick time, ISO 8601 UTC>, exactly once across manager "
+                    "failovers (docs/GUIDE.md, Periodic jobs).")
     curve_secret_file: str | None = Field(
         default=None,
         description="This process's CURVE secret key (z85, or a zmq certificate `*.key_secret`): turns "
@@ -262,6 +268,22 @@ class ClusterConfig(_Strict):
             if not re.match(QUEUE_NAME_PATTERN, name):
                 raise ValueError(f"queue name {name!r} must match [A-Za-z0-9_]{{1,128}}")
         return value
+
+    @field_validator("schedules")
+    @classmethod
+    def _schedule_names_fit_a_key(cls, value: dict[str, ScheduleConfig]) -> dict[str, ScheduleConfig]:
+        import re
+
+        for name in value:
+            if not re.match(SCHEDULE_NAME_PATTERN, name):
+                raise ValueError(f"schedule name {name!r} must match [A-Za-z0-9_.-]{{1,64}} "
+                                 "(it begins each fired job's key)")
+        return value
+
+    def schedules_without_queue_config(self) -> list[str]:
+        """Schedules whose queue no [queues.*] names: a warning at load (the queue still works
+        with the defaults, as any queue does, but a typo would fire into a queue nobody serves)."""
+        return sorted(name for name, rule in self.schedules.items() if rule.queue not in self.queues)
 
     @model_validator(mode="after")
     def _security_settings_fit(self) -> ClusterConfig:

@@ -24,6 +24,11 @@ from config.models import ClusterConfig, RateLimitConfig
 # The example queue of the commented example, and the rate limit it shows.
 EXAMPLE_QUEUE = "emails"
 EXAMPLE_RATE_LIMIT = RateLimitConfig(permits=10, period_s=1.0)
+EXAMPLE_SCHEDULE = "nightly_report"
+# Keys without a default that the example must still set for its table to be valid.
+EXAMPLE_VALUES: dict[tuple[str, str], object] = {
+    ("schedules.<name>", "cron"): "30 2 * * *", ("schedules.<name>", "queue"): EXAMPLE_QUEUE,
+}
 UNITS = (("_ms", "milliseconds"), ("_s", "seconds"), ("_bytes", "bytes"), ("_days", "days"))
 WRAP = 88
 
@@ -109,7 +114,8 @@ def render() -> str:
         parts.append("")
     parts.append("## Complete example\n\nEvery key with its default value (optional keys without "
                  "a default are commented out),\nthe description above each one. "
-                 f"`[queues.{EXAMPLE_QUEUE}]` shows one queue with a rate limit.\n")
+                 f"`[queues.{EXAMPLE_QUEUE}]` shows one queue with a rate limit, "
+                 f"`[schedules.{EXAMPLE_SCHEDULE}]` one periodic job.\n")
     parts.append("```toml\n" + example_toml() + "```\n")
     return "\n".join(parts)
 
@@ -120,7 +126,7 @@ def example_toml() -> str:
     for section, model, _ in sections():
         if section.endswith(".rate_limit"):
             continue
-        table = section.replace("<name>", EXAMPLE_QUEUE)
+        table = section.replace("<name>", EXAMPLE_SCHEDULE if section.startswith("schedules") else EXAMPLE_QUEUE)
         if table:
             lines.append(f"[{table}]")
         for name, field in model.model_fields.items():
@@ -130,7 +136,7 @@ def example_toml() -> str:
             if _model_of(field.annotation) is RateLimitConfig:
                 lines.append(f"{name} = {_toml(EXAMPLE_RATE_LIMIT.model_dump())}")
                 continue
-            default = _default(field)
+            default = EXAMPLE_VALUES.get((section, name), _default(field))
             if default is None:
                 lines.append(f"# {name} = {_placeholder(field)}")
             else:

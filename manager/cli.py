@@ -14,7 +14,9 @@ if TYPE_CHECKING:
     from config.models import ClusterConfig
     from manager.leader import Lease
     from manager.link import ManagerSocket
+    from manager.schedules.firing import FiringThread
     from manager.service import Manager
+    from manager.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -133,12 +135,38 @@ def _run_active(config: ClusterConfig, flag: _StopFlag, lease: Lease) -> int:
     manager.stopping = flag.stopping
     log.info("manager listening on %s for masters; queue server %s; database %s",
              socket.endpoint, servers, _safe_url(config.manager.database_url))
+    schedules = start_schedules(config, store)
     try:
         return manager.run()
     finally:
+        if schedules is not None:
+            schedules.stop()
         client.close()
         socket.close()
         store.close()
+
+
+def start_schedules(config: ClusterConfig, store: Store) -> FiringThread | None:
+    """The schedule thread with a queue client of its own (a client is not shared across threads)."""
+    from manager.schedules.firing import Firing, FiringThread, Job
+    from manager.schedules.state import ScheduleStates
+    from queue_server.client import QueueClient
+
+    if not any(rule.enabled for rule in config.schedules.values()):
+        return None
+    client = QueueClient(
+        config.queue_server.servers or config.queue_server.listen, token=queue_token(config),
+        timeout_s=QUEUE_SERVER_TIMEOUT_S, connect_timeout_s=1.0, reconnect_attempts=0,
+    )
+
+    def put(job: Job) -> None:
+        client.put(job.queue, job.data, priority=job.priority, key=job.key)
+
+    thread = FiringThread(Firing(config.schedules, states=ScheduleStates(store.engine), put=put,
+                                 note=store.add_event), on_stop=client.close)
+    thread.start()
+    log.info("firing %d schedules: %s", len(config.schedules), ", ".join(sorted(config.schedules)))
+    return thread
 
 
 def queue_token(config: ClusterConfig) -> str | None:

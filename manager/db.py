@@ -106,6 +106,22 @@ class QueueOverride(Base):
     updated_at_unix: Mapped[float] = mapped_column(Float)
 
 
+class ScheduleRow(Base):
+    """Where each schedule stands: the last tick handled, a fire under way, an admin's pause or
+    "run now". The active manager writes it; a manager taking over reads it."""
+
+    __tablename__ = "schedules"
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    last_tick_unix: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # Written before the tick's PUT and cleared after it: a successor puts it again (same key).
+    in_flight_unix: Mapped[float | None] = mapped_column(Float, nullable=True)
+    last_job_key: Mapped[str | None] = mapped_column(String(160), nullable=True)
+    last_fired_at_unix: Mapped[float | None] = mapped_column(Float, nullable=True)
+    paused: Mapped[bool] = mapped_column(Boolean, default=False)
+    run_requested_at_unix: Mapped[float | None] = mapped_column(Float, nullable=True)
+    updated_at_unix: Mapped[float] = mapped_column(Float)
+
+
 WAL_SWITCH_DEADLINE_S = 30.0
 WAL_SWITCH_RETRY_S = 0.05
 

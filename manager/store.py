@@ -59,6 +59,13 @@ class EventKind(StrEnum):
     JOBS_RETRIED = "jobs_retried"
     JOBS_DELETED = "jobs_deleted"
     LIMITER_RESUMED = "limiter_resumed"
+    # Schedules (manager/schedules): ticks the catch-up policy passed over or fired late, and
+    # an admin's pause, resume and "run now" from any door (detail.door: cli, api, dashboard).
+    SCHEDULE_TICKS_MISSED = "schedule_ticks_missed"
+    SCHEDULE_CAUGHT_UP = "schedule_caught_up"
+    SCHEDULE_PAUSED = "schedule_paused"
+    SCHEDULE_RESUMED = "schedule_resumed"
+    SCHEDULE_RUN_REQUESTED = "schedule_run_requested"
 
 
 @dataclass(frozen=True, slots=True)

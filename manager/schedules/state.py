@@ -1,0 +1,85 @@
+"""Each schedule's row in the cluster database: read by whoever shows it, written by the active
+manager as it fires, and by an admin (pause, resume, run now) from the dashboard or the CLI."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from manager.db import ScheduleRow
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleState:
+    name: str
+    last_tick_unix: float | None = None
+    in_flight_unix: float | None = None
+    last_job_key: str | None = None
+    last_fired_at_unix: float | None = None
+    paused: bool = False
+    run_requested_at_unix: float | None = None
+
+
+class ScheduleStates:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def all(self) -> dict[str, ScheduleState]:
+        with Session(self.engine) as session:
+            rows = session.scalars(select(ScheduleRow)).all()
+            return {row.name: _state(row) for row in rows}
+
+    def get(self, name: str) -> ScheduleState:
+        with Session(self.engine) as session:
+            row = session.get(ScheduleRow, name)
+            return ScheduleState(name) if row is None else _state(row)
+
+    def start(self, name: str, *, cursor: float, now_unix: float) -> None:
+        """A schedule seen for the first time starts from `cursor` (nothing before it fires)."""
+        self._update(name, now_unix, last_tick_unix=cursor)
+
+    def begin_fire(self, name: str, tick_unix: float, *, now_unix: float) -> None:
+        self._update(name, now_unix, in_flight_unix=tick_unix)
+
+    def fired(self, name: str, *, tick_unix: float | None, key: str, now_unix: float,
+              manual: bool = False) -> None:
+        """The PUT of `key` was acknowledged: the tick is handled (or the "run now" done)."""
+        changes: dict[str, object] = {"last_job_key": key, "last_fired_at_unix": now_unix}
+        if manual:
+            changes["run_requested_at_unix"] = None
+        else:
+            changes.update(in_flight_unix=None, last_tick_unix=tick_unix)
+        self._update(name, now_unix, **changes)
+
+    def passed_over(self, name: str, *, cursor: float, now_unix: float) -> None:
+        """Ticks up to `cursor` were missed (the catch-up policy fired none of them)."""
+        self._update(name, now_unix, last_tick_unix=cursor)
+
+    def set_paused(self, name: str, paused: bool, *, now_unix: float) -> bool:
+        """Pause or resume; whether it was paused before."""
+        was = self.get(name).paused
+        self._update(name, now_unix, paused=paused)
+        return was
+
+    def request_run(self, name: str, *, now_unix: float) -> None:
+        self._update(name, now_unix, run_requested_at_unix=now_unix)
+
+    def _update(self, name: str, now_unix: float, **changes: object) -> None:
+        with Session(self.engine) as session, session.begin():
+            row = session.get(ScheduleRow, name, with_for_update=True)
+            if row is None:
+                row = ScheduleRow(name=name, paused=False, updated_at_unix=now_unix)
+                session.add(row)
+            for field, value in changes.items():
+                setattr(row, field, value)
+            row.updated_at_unix = now_unix
+
+
+def _state(row: ScheduleRow) -> ScheduleState:
+    return ScheduleState(
+        name=row.name, last_tick_unix=row.last_tick_unix, in_flight_unix=row.in_flight_unix,
+        last_job_key=row.last_job_key, last_fired_at_unix=row.last_fired_at_unix,
+        paused=bool(row.paused), run_requested_at_unix=row.run_requested_at_unix,
+    )
