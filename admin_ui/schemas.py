@@ -239,7 +239,7 @@ class Health(_View):
 JobState = Literal["failed", "dead", "ready", "delayed", "running"]
 JOB_STATES: tuple[JobState, ...] = ("failed", "dead", "ready", "delayed", "running")
 # The queue server's key syntax (docs/PROTOCOL.md Part B).
-JOB_KEY_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
+JOB_KEY_PATTERN = r"^[A-Za-z0-9_.:@-]{1,128}$"
 MAX_JOB_KEYS = 1000
 
 

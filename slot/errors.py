@@ -16,3 +16,7 @@ class JobResolutionError(SlotError):
 
 class MessageError(SlotError):
     """A ZeroMQ frame between master and slot that does not decode; the frame is dropped."""
+
+
+class ProducerNotInstalled(SlotError):
+    """A handler put a follow-up job where no slot connection is installed (outside a slot)."""

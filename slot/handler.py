@@ -5,11 +5,12 @@ import json
 import logging
 import re
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum, auto
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
+from slot import producer
 from slot.errors import HandlerRegistrationError, JobResolutionError
 
 if TYPE_CHECKING:
@@ -218,6 +219,18 @@ class Handler:
         from slot.permits import limiter_for  # permits imports this module
 
         return limiter_for(self.queue)
+
+    def put(self, queue: str, data: bytes | str, *, priority: int = 0, key: str | None = None,
+            delay_s: float | None = None, ttl_s: float | None = None) -> str:
+        """Put a follow-up job through this slot's connection; its key. Derive `key` from the
+        job being handled (`f"{job.key}:notify"`) and a parent that fails and runs again puts
+        no second child while the first waits or runs (docs/GUIDE.md, Follow-up jobs)."""
+        return producer.put(queue, data, priority=priority, key=key, delay_s=delay_s, ttl_s=ttl_s)
+
+    def put_many(self, queue: str, datas: Iterable[bytes | str], *, priority: int = 0,
+                 keys: Sequence[str] | None = None) -> int:
+        """Put several follow-up jobs (with `keys`, one key each); how many were taken."""
+        return producer.put_many(queue, datas, priority=priority, keys=keys)
 
     @classmethod
     def output_queue(cls) -> str:

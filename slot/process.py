@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from config.curve import ClientCurve
 from queue_server.client import QueueClient
+from slot import producer
 from slot.beacon import Assignment, Beacon
 from slot.exit_codes import SlotExit
 from slot.handler import Handler
@@ -63,6 +64,7 @@ def run_slot(spec: SlotSpec) -> int:
     waker.install()
     inbox: queue.SimpleQueue[Assignment] = queue.SimpleQueue()
     client = QueueClient(spec.servers, token=spec.token)
+    producer.install(client)  # the handler's follow-up jobs (Handler.put) go through it
     memory_watch = MemoryWatch(every_jobs=spec.memory_watch_jobs, every_s=spec.memory_watch_s)
     permits = PermitClient(spec.pulsar_endpoint, curve=spec.pulsar_curve) if spec.rate_limited else None
     hooks = [RateLimitHook(permits, spec.rate_limited, stopping=lambda: waker.stop_requested)] if permits else []

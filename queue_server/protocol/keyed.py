@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Final
 
 Key = int | str
-KEY_RE: Final = re.compile(rb"[A-Za-z0-9_.:-]{1,128}")
+KEY_RE: Final = re.compile(rb"[A-Za-z0-9_.:@-]{1,128}")
 MAX_ERROR_BYTES: Final = 16 * 1024
 _CUT_MARKER: Final = b"\n[... cut: the error was %d bytes, the first %d are kept]"
 

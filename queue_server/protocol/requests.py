@@ -22,7 +22,7 @@ PRIORITY_MIN: Final = -(2**63)
 PRIORITY_MAX: Final = 2**63 - 1
 
 _NAME_RE: Final = re.compile(r"[A-Za-z0-9_]{1,128}\Z", re.ASCII)
-KEY_PATTERN: Final = r"[A-Za-z0-9_.:-]{1,128}"
+KEY_PATTERN: Final = r"[A-Za-z0-9_.:@-]{1,128}"
 _KEY_RE: Final = re.compile(KEY_PATTERN + r"\Z", re.ASCII)
 _NAME_CACHE_LIMIT: Final = 4096
 _names: dict[str, bytes] = {}
@@ -48,10 +48,10 @@ def name(value: str, *, what: str = "queue") -> bytes:
 
 
 def key(value: str, *, producer: bool = False) -> bytes:
-    """A job key as bytes; ValueError unless 1..128 of [A-Za-z0-9_.:-]. A producer's
+    """A job key as bytes; ValueError unless 1..128 of [A-Za-z0-9_.:@-]. A producer's
     own key may not start with `_` (the server's keys do)."""
     if not isinstance(value, str) or not _KEY_RE.match(value):
-        raise ValueError(f"job key must be 1..128 characters of [A-Za-z0-9_.:-], got {value!r}")
+        raise ValueError(f"job key must be 1..128 characters of [A-Za-z0-9_.:@-], got {value!r}")
     if producer and value[0] == "_":
         raise ValueError(f"a producer's job key may not start with '_' (server keys do), got {value!r}")
     return value.encode("ascii")

@@ -157,7 +157,7 @@ def test_delete_by_key_refuses_a_running_job(server: ServerProc) -> None:
     (("retry", "photos", "k1", "--all"), "slotmap retry: give job keys or --all, not both"),
     (("delete", "photos"), "slotmap delete: give one or more job keys, or --all-dead"),
     (("delete", "photos", "k1", "--all-dead"), "slotmap delete: give job keys or --all-dead, not both"),
-    (("job", "bad key"), "slotmap job: job key must be 1..128 characters of [A-Za-z0-9_.:-], got 'bad key'"),
+    (("job", "bad key"), "slotmap job: job key must be 1..128 characters of [A-Za-z0-9_.:@-], got 'bad key'"),
     (("jobs", "photos", "--limit", "0"), "slotmap jobs: --limit must be at least 1, got 0"),
     (("jobs", "bad queue!"), "slotmap jobs: "),
 ])
