@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "slot.cli",
     "master.cli",
     "manager.cli",
+    "manager.schedules.cli",
     "slot.pulsar.cli",
     "slot.pulsar.limiters_cli",
     "slot.settings_cli",

@@ -1,0 +1,88 @@
+"""`slotmap schedules --config FILE`: each schedule's next and last fire (a table or --json);
+`slotmap schedules run|pause|resume NAME`: an admin's word, recorded as an event (door cli)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+# `slotmap` builds every parser: SQLAlchemy and the client load only when this command runs.
+if TYPE_CHECKING:
+    from config.models import ClusterConfig
+    from manager.store import Store
+
+EXIT_UNKNOWN = 1
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser("schedules", help="periodic jobs: next and last fire; run, pause, resume")
+    parser.add_argument("--config", help="cluster config (TOML): [schedules.*] and the manager's database")
+    parser.add_argument("--json", action="store_true", help="a JSON array, one object per schedule")
+    parser.add_argument("action", nargs="?", choices=["run", "pause", "resume"],
+                        help="run NAME (a job now), pause NAME, resume NAME")
+    parser.add_argument("name", nargs="?", help="the schedule")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from config.load import load_config
+    from manager.schedules.admin import UnknownSchedule, act
+    from manager.store import Store
+
+    config = load_config(args.config)
+    if args.action is not None and not args.name:
+        print(f"slotmap schedules {args.action}: name the schedule", file=sys.stderr)
+        return 2
+    store = Store.open(config.manager.database_url)
+    try:
+        if args.action is not None:
+            try:
+                print(act(store, config.schedules, args.name, args.action, door="cli", now_unix=time.time()))
+            except UnknownSchedule as exc:
+                print(f"slotmap schedules: {exc}", file=sys.stderr)
+                return EXIT_UNKNOWN
+            return 0
+        return _show(config, store, as_json=args.json)
+    finally:
+        store.close()
+
+
+def _show(config: ClusterConfig, store: Store, *, as_json: bool) -> int:
+    from manager.cli import queue_token
+    from manager.schedules.state import ScheduleStates
+    from manager.schedules.view import schedule_rows
+    from queue_server.client import QueueClient
+    from queue_server.protocol.client_errors import QueueServerError
+
+    servers = config.queue_server.servers or config.queue_server.listen
+    with QueueClient(servers, token=queue_token(config), timeout_s=2.0, connect_timeout_s=1.0,
+                     reconnect_attempts=0) as client:
+        def job_state(key: str) -> str:
+            try:
+                info = client.job(key)
+            except QueueServerError:
+                return "unknown"
+            return "done" if info is None else str(info.state)
+
+        rows = schedule_rows(config.schedules, ScheduleStates(store.engine).all(),
+                             now_unix=time.time(), job_state=job_state)
+    if as_json:
+        print(json.dumps([asdict(row) for row in rows], indent=2))
+        return 0
+    if not rows:
+        print("no schedules (add a [schedules.<name>] table to the config)")
+        return 0
+    print(f"{'schedule':<20} {'queue':<16} {'rule':<28} {'next fire (UTC)':<20} {'last job':<40} state")
+    for row in rows:
+        next_fire = _utc(row.next_fire_unix) if row.next_fire_unix else ("paused" if row.paused else "disabled")
+        print(f"{row.name:<20} {row.queue:<16} {row.rule:<28} {next_fire:<20} "
+              f"{row.last_job_key or '-':<40} {row.last_job_state or '-'}")
+    return 0
+
+
+def _utc(unix: float) -> str:
+    return datetime.fromtimestamp(unix, UTC).strftime("%Y-%m-%d %H:%M:%S")

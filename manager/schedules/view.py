@@ -1,0 +1,53 @@
+"""What `slotmap schedules`, `/api/schedules` and the Schedules page show: one row per schedule."""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from config.schedules import ScheduleConfig
+from manager.schedules.state import ScheduleState
+from manager.schedules.ticks import next_tick
+
+# The fired job's state as the queue server tells it; "done" when no job holds the key any
+# more (a fired job is deleted when it is done), "unknown" when the server did not answer.
+JobStateOf = Callable[[str], str]
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRow:
+    name: str
+    queue: str
+    rule: str                       # "cron 30 2 * * * (Europe/Berlin)" or "every 10 s"
+    catch_up: str
+    enabled: bool
+    paused: bool
+    next_fire_unix: float | None    # None while disabled or paused
+    last_job_key: str | None
+    last_fired_at_unix: float | None
+    last_job_state: str | None
+    run_requested: bool
+
+
+def describe(rule: ScheduleConfig) -> str:
+    if rule.cron is not None:
+        return f"cron {rule.cron} ({rule.timezone})"
+    return f"every {rule.every_s:g} s"
+
+
+def schedule_rows(rules: Mapping[str, ScheduleConfig], states: Mapping[str, ScheduleState], *,
+                  now_unix: float, job_state: JobStateOf | None = None) -> list[ScheduleRow]:
+    rows = []
+    for name, rule in sorted(rules.items()):
+        state = states.get(name) or ScheduleState(name)
+        active = rule.enabled and not state.paused
+        last_state = None
+        if state.last_job_key is not None and job_state is not None:
+            last_state = job_state(state.last_job_key)
+        rows.append(ScheduleRow(
+            name=name, queue=rule.queue, rule=describe(rule), catch_up=rule.catch_up,
+            enabled=rule.enabled, paused=state.paused,
+            next_fire_unix=next_tick(rule, now_unix) if active else None,
+            last_job_key=state.last_job_key, last_fired_at_unix=state.last_fired_at_unix,
+            last_job_state=last_state, run_requested=state.run_requested_at_unix is not None,
+        ))
+    return rows
