@@ -91,6 +91,8 @@ class Cluster:
     queue_server: Any = None
     ipc_dir: str = ""
     manager_settings: dict[str, Any] = field(default_factory=dict)
+    # More tables for every config written (e.g. "schedules.<name>").
+    extra_sections: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def create(cls, root: Path, queues: Mapping[str, Mapping[str, Any]], *,
@@ -132,6 +134,7 @@ class Cluster:
                 "plan_interval_s": PLAN_INTERVAL_S, "stats_window_s": 10.0,
                 **self.manager_settings,
             },
+            **self.extra_sections,
         }
         path = self.root / f"{name}.toml"
         path.write_text(to_toml(sections))
