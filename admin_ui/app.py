@@ -25,7 +25,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from admin_ui import api, pages, views
+from admin_ui import api, pages, schedules, views
 from admin_ui.auth import REALM, LoginThrottle, access_of, check_settings, token_matches
 from admin_ui.deps import cross_site
 from admin_ui.errors import AdminError, NotAuthenticated
@@ -206,6 +206,8 @@ def create_app(store: Store, settings: AdminSettings) -> FastAPI:
     app.include_router(api.router)
     app.include_router(pages.public)
     app.include_router(pages.router)
+    app.include_router(schedules.api)
+    app.include_router(schedules.pages)
     app.add_exception_handler(AdminError, handle_admin_error)
     app.add_api_route("/docs", api_docs, methods=["GET"], include_in_schema=False)
     return app

@@ -299,3 +299,24 @@ class JobsActionResult(_View):
     count: int = Field(description="jobs retried or deleted")
     event_id: int
     message: str
+
+
+class ScheduleView(_View):
+    """A periodic job as /api/schedules and the Schedules page show it."""
+
+    name: str
+    queue: str
+    rule: str
+    catch_up: str
+    enabled: bool
+    paused: bool
+    next_fire_unix: float | None
+    last_job_key: str | None
+    last_fired_at_unix: float | None
+    last_job_state: str | None
+    run_requested: bool
+
+
+class ScheduleAction(_View):
+    schedule: str
+    message: str

@@ -9,6 +9,7 @@ from admin_ui.limiters import LimiterReader
 from config.curve import client_curve
 from config.errors import ConfigError
 from config.models import ClusterConfig, QueueConfig
+from config.schedules import ScheduleConfig
 from config.tokens import resolve_token
 
 
@@ -29,6 +30,7 @@ class AdminSettings:
     queue_token: str | None = None
     # Where rate-limited queues' limiter figures come from (None: the pages say none is set).
     limiters: LimiterReader | None = None
+    schedules: Mapping[str, ScheduleConfig] = field(default_factory=dict)
 
     @property
     def forget_after_s(self) -> float:
@@ -50,6 +52,7 @@ class AdminSettings:
             queue_servers=tuple(config.queue_server.servers or [config.queue_server.listen]),
             queue_token=queue_token(config),
             limiters=LimiterReader(config.pulsar.listen, curve=client_curve(config)),
+            schedules=dict(config.schedules),
         )
 
 
