@@ -1,0 +1,74 @@
+"""One pass of the firing thread against a real queue server and a real SQLite database: a tick
+left in flight is put again as the same job, run now puts a manual job once, a pause skips ticks
+without catching them up at resume."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from procs import server_proc
+
+from config.schedules import ScheduleConfig
+from manager.schedules.admin import act
+from manager.schedules.firing import Firing, Job
+from manager.schedules.state import ScheduleStates
+from manager.store import NewEvent, Store
+from queue_server.client import QueueClient
+
+RULES = {"tick": ScheduleConfig(every_s=10, queue="ticks", data="hello", catch_up="all")}
+
+
+@pytest.fixture
+def parts(tmp_path: Path) -> Iterator[tuple[Firing, Store, QueueClient]]:
+    server = server_proc.start_queue_server(tmp_path, "--fsync", "never")
+    store = Store.open(f"sqlite:///{tmp_path / 'slotmap.db'}")
+    client = QueueClient(server.address)
+    events: list[NewEvent] = []
+
+    def put(job: Job) -> None:
+        client.put(job.queue, job.data, priority=job.priority, key=job.key)
+
+    firing = Firing(RULES, states=ScheduleStates(store.engine), put=put,
+                    note=lambda at, event: events.append(event))
+    yield firing, store, client
+    client.close()
+    store.close()
+    server.kill()
+
+
+def keys(client: QueueClient) -> list[str]:
+    return sorted(job.key for job in client.jobs("ticks", "ready"))
+
+
+def test_a_new_schedule_fires_its_next_tick_and_a_tick_in_flight_is_the_same_job_again(
+    parts: tuple[Firing, Store, QueueClient],
+) -> None:
+    firing, store, client = parts
+    firing.step(1000.5)                     # first sight: starts from now
+    firing.step(1010.2)
+    assert keys(client) == ["tick@1970-01-01T00:16:50Z"]
+    states = ScheduleStates(store.engine)
+    # A manager died between the PUT and its record: the successor puts the same key again.
+    states.begin_fire("tick", 1010.0, now_unix=1010.3)
+    firing.step(1010.4)
+    assert keys(client) == ["tick@1970-01-01T00:16:50Z"]
+    assert states.get("tick").in_flight_unix is None
+
+
+def test_run_now_puts_one_manual_job_and_a_pause_skips_ticks_for_good(
+    parts: tuple[Firing, Store, QueueClient],
+) -> None:
+    firing, store, client = parts
+    firing.step(1000.5)
+    act(store, RULES, "tick", "run", door="cli", now_unix=1001.25)
+    firing.step(1001.5)
+    firing.step(1001.7)
+    assert keys(client) == ["tick@manual-1970-01-01T00:16:41.250Z"]
+    act(store, RULES, "tick", "pause", door="cli", now_unix=1002.0)
+    firing.step(1035.0)
+    act(store, RULES, "tick", "resume", door="cli", now_unix=1036.0)
+    firing.step(1036.5)
+    firing.step(1040.1)
+    # catch_up = "all", yet the ticks of the pause (1010, 1020, 1030) were skipped, not caught up.
+    assert keys(client) == ["tick@1970-01-01T00:17:20Z", "tick@manual-1970-01-01T00:16:41.250Z"]
