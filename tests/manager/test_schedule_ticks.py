@@ -10,7 +10,14 @@ import pytest
 from config.errors import ConfigError
 from config.load import parse_config
 from config.schedules import ScheduleConfig
-from manager.schedules.ticks import MISFIRE_GRACE_S, due, manual_key, next_tick, tick_key, ticks_back
+from manager.schedules.ticks import (
+    MISFIRE_GRACE_S,
+    due,
+    manual_key,
+    next_tick,
+    tick_key,
+    ticks_back,
+)
 
 NEW_YORK = ZoneInfo("America/New_York")
 
@@ -92,7 +99,7 @@ def test_a_new_schedule_starts_from_now_and_fires_nothing_before() -> None:
     ({"every_s": 5, "queue": "q", "catch_up": "some"}, "'skip', 'latest' or 'all'"),
 ])
 def test_a_bad_schedule_is_refused_at_load_saying_what_is_wrong(table: dict[str, object], says: str) -> None:
-    with pytest.raises(ConfigError, match="schedules.nightly") as caught:
+    with pytest.raises(ConfigError, match=r"schedules\.nightly") as caught:
         parse_config({"schedules": {"nightly": table}})
     assert says in str(caught.value)
 

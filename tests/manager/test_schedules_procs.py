@@ -70,7 +70,8 @@ def test_every_tick_exists_exactly_once_across_kill_9_failovers(cluster: Cluster
     wait_for_tick_after(cluster, "ticks", started)
     kills = 0
     while time.time() - started < FAILOVER_SPAN_S:
-        poll_until(lambda: time.time() - started >= (kills + 1) * KILL_EVERY_S, timeout_s=KILL_EVERY_S + 5,
+        kill_at = started + (kills + 1) * KILL_EVERY_S
+        poll_until(lambda: time.time() >= kill_at, timeout_s=KILL_EVERY_S + 5,  # noqa: B023
                    what="the next kill's time")
         active.kill_group()
         kills += 1
