@@ -109,14 +109,14 @@ def open_engine(url: str) -> Engine:
 
 
 def sqlite_path(url: str) -> Path | None:
-    """The database file of a sqlite:/// URL; None for other databases and in-memory SQLite."""
-    prefix = "sqlite:///"
-    if not url.startswith(prefix):
+    """The database file of a SQLite URL (any driver, as written); None for other databases
+    and in-memory SQLite."""
+    from manager.database_identity import identify
+
+    try:
+        return identify(url).path
+    except ValueError:
         return None
-    path = url[len(prefix):].split("?", 1)[0]
-    if not path or path == ":memory:":
-        return None
-    return Path(path)
 
 
 # Row builders (pure)
