@@ -1,6 +1,7 @@
 """Pydantic models of the cluster config (TOML): one section per part of the platform."""
 from __future__ import annotations
 
+import ipaddress
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -191,11 +192,39 @@ class AdminConfig(_Strict):
     # With a token: reading pages, the API and /metrics needs it too.
     protect_reads: bool = Field(default=False, description="With a token: reading pages, the API and /metrics needs it too (otherwise reads are open, actions need the token).")
     refresh_s: float = Field(default=5.0, ge=0, description="How often dashboard pages refresh themselves (0: never).")
+    allowed_hosts: list[str] = Field(
+        default_factory=list, max_length=100,
+        description="Host names (or addresses) the dashboard answers to, as browsers send them in the "
+                    "Host header (the port does not count); any other gets 400, which stops DNS "
+                    "rebinding. Always allowed: the listen address, localhost, 127.0.0.1 and ::1. "
+                    "Add the name a reverse proxy or users reach it by.",
+    )
+    trusted_proxies: list[str] = Field(
+        default_factory=list, max_length=100,
+        description="Addresses or networks (10.0.0.5, 10.0.0.0/24) of reverse proxies whose "
+                    "X-Forwarded-For and X-Forwarded-Proto are believed; empty: none, so the wrong-token "
+                    "throttle counts each connection's own address and a client cannot pick another.",
+    )
 
     @field_validator("listen")
     @classmethod
     def _listen_is_host_port(cls, value: str) -> str:
         parse_host_port(value)
+        return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts_are_names(cls, value: list[str]) -> list[str]:
+        return [check_host(host.strip("[]")).rstrip(".").lower() for host in value]
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies_are_networks(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(f"{entry!r} is not an IP address or network (10.0.0.5, 10.0.0.0/24)") from None
         return value
 
     @field_validator("token")
