@@ -3,31 +3,21 @@ users may read is refused at start with the chmod that fixes it (config/secret_f
 The refusals fail on f5016ee, which started with at most a warning (said per test)."""
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 from pathlib import Path
 
 import pytest
 import zmq
-from procs import REPO_ROOT, free_port, slotmap_command
+from procs import free_port
+from test_security_cli import EXIT_CONFIG_ERROR, slotmap
 
 from config.errors import ConfigError
 from config.load import load_config
 from config.tokens import read_token_file
 from deploy.launcher import DEFAULT_CONFIG
 
-EXIT_CONFIG_ERROR = 2
-DEADLINE_S = 30.0
 TOKEN = "secret-files-token-42"
-
-
-def slotmap(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """A slotmap command expected to stop at start (the deadline fails a test whose process serves)."""
-    return subprocess.run(
-        [*slotmap_command(), *args], cwd=cwd, capture_output=True, text=True, timeout=DEADLINE_S,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})},
-    )
 
 
 def write(path: Path, text: str, mode: int) -> Path:
