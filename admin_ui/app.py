@@ -180,7 +180,11 @@ async def _guarded(request: Request, call_next: Callable[[Request], Awaitable[Re
     response = await call_next(request)
     kind, right = tried if tried is not None else ("login form", response.status_code < 400)
     if right:
-        throttle.succeeded(client)
+        # A session cookie is presented by every page and refresh of a logged-in browser:
+        # were it to wipe its address's failures, guesses from a shared address (a NAT,
+        # this machine) would start over at each refresh. A login does.
+        if kind != "session cookie":
+            throttle.succeeded(client)
         return response
     record = throttle.failed(client, time.monotonic())
     # Never the token tried: a typo of the real one would be most of the secret.

@@ -111,3 +111,15 @@ def test_bad_door_settings_are_config_errors(admin: dict[str, object], error: st
     with pytest.raises(ConfigError, match=error):
         parse_config({"admin": admin})
 
+
+
+def test_a_logged_in_browser_does_not_wipe_the_guesses_of_its_address(start: StartAdmin) -> None:
+    """Guesses and a logged-in dashboard from one address (a NAT, this machine): the
+    browser's refreshes with the right cookie do not start the guesser's count over."""
+    admin = start()
+    right = {SESSION_COOKIE: session_value(TOKEN)}
+    statuses = []
+    for n in range(FREE_FAILURES + 3):
+        statuses.append(admin.get("/api/health", headers={"Authorization": f"Bearer wrong-{n}"}).status_code)
+        admin.get("/api/health", cookies=right)
+    assert statuses[:FREE_FAILURES] == [200] * FREE_FAILURES and 429 in statuses, statuses
