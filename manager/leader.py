@@ -37,6 +37,8 @@ POLL_S = 0.5
 # A PostgreSQL server that does not answer (a dropped route) must not hold a standby's
 # election for the kernel's TCP timeout (minutes): it is reported as unreachable.
 CONNECT_TIMEOUT_S = 10
+# An outage that lasts is said again at this interval, not at every poll.
+UNREACHABLE_REMINDER_S = 60.0
 
 
 class DatabaseUnreachable(Exception):
@@ -203,18 +205,27 @@ def wait_for_lease(
     """Block until this process holds the lease (None when `stopping()` turns true first).
 
     Each change of what the election sees is logged once: another manager active, the
-    database unreachable (with the reason, again when the reason changes), reachable again.
+    database unreachable (with the reason, again when the reason changes, and once a
+    minute while it lasts), reachable again.
     """
     seen: str | None = None
+    unreachable_since = 0.0
+    reminded_at = 0.0
     while not stopping():
         try:
             lease = try_acquire(url)
         except DatabaseUnreachable as exc:
+            now = time.monotonic()
             reason = str(exc)
             if seen != f"unreachable: {reason}":
                 log.warning("cannot reach the database to elect the manager: %s; retrying every "
                             "%.1f s (no manager can be elected until it answers)", reason, poll_s)
-                seen = f"unreachable: {reason}"
+                if seen is None or not seen.startswith("unreachable"):
+                    unreachable_since = now
+                seen, reminded_at = f"unreachable: {reason}", now
+            elif now - reminded_at >= UNREACHABLE_REMINDER_S:
+                log.warning("still cannot reach the database (for %.0f s): %s", now - unreachable_since, reason)
+                reminded_at = now
             time.sleep(poll_s)
             continue
         if lease is not None:
