@@ -197,7 +197,8 @@ class AdminConfig(_Strict):
         description="Host names (or addresses) the dashboard answers to, as browsers send them in the "
                     "Host header (the port does not count); any other gets 400, which stops DNS "
                     "rebinding. Always allowed: the listen address, localhost, 127.0.0.1 and ::1. "
-                    "Add the name a reverse proxy or users reach it by.",
+                    "Add the names and addresses users, scrapers or a reverse proxy reach it by (with a "
+                    "wildcard listen such as 0.0.0.0, every one of them); \"*\" turns the check off.",
     )
     trusted_proxies: list[str] = Field(
         default_factory=list, max_length=100,
@@ -215,7 +216,7 @@ class AdminConfig(_Strict):
     @field_validator("allowed_hosts")
     @classmethod
     def _hosts_are_names(cls, value: list[str]) -> list[str]:
-        return [check_host(host.strip("[]")).rstrip(".").lower() for host in value]
+        return [host if host == "*" else check_host(host.strip("[]")).rstrip(".").lower() for host in value]
 
     @field_validator("trusted_proxies")
     @classmethod

@@ -112,6 +112,16 @@ def test_bad_door_settings_are_config_errors(admin: dict[str, object], error: st
         parse_config({"admin": admin})
 
 
+def test_a_star_turns_the_host_check_off_and_names_are_normalised() -> None:
+    from admin_ui.host_check import allowed_names
+    from config.load import parse_config
+
+    config = parse_config({"admin": {"allowed_hosts": ["*", "Dash.Example.ORG.", "[fe80::1]"]}})
+    assert config.admin.allowed_hosts == ["*", "dash.example.org", "fe80::1"]
+    assert allowed_names(config.admin.allowed_hosts, "0.0.0.0") == {
+        "*", "dash.example.org", "fe80::1", "localhost", "127.0.0.1", "::1"}
+
+
 
 def test_a_logged_in_browser_does_not_wipe_the_guesses_of_its_address(start: StartAdmin) -> None:
     """Guesses and a logged-in dashboard from one address (a NAT, this machine): the
