@@ -141,7 +141,8 @@ def _token_tried(request: Request, token: str) -> tuple[str, bool] | None:
     if "authorization" in request.headers:
         scheme = request.headers["authorization"].partition(" ")[0].lower()
         return (scheme if scheme in ("bearer", "basic") else "authorization"), token_matches(request, token)
-    if SESSION_COOKIE in request.cookies:
+    # A login form decides for itself, even sent with a stale cookie (see `_guarded`).
+    if SESSION_COOKIE in request.cookies and not _is_login(request):
         return "session cookie", token_matches(request, token)
     return None
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import admin_sample
+import httpx
 import pytest
 from admin_proc import AdminProc, start_admin
 from procs import toml_value
@@ -133,3 +134,17 @@ def test_a_logged_in_browser_does_not_wipe_the_guesses_of_its_address(start: Sta
         statuses.append(admin.get("/api/health", headers={"Authorization": f"Bearer wrong-{n}"}).status_code)
         admin.get("/api/health", cookies=right)
     assert statuses[:FREE_FAILURES] == [200] * FREE_FAILURES and 429 in statuses, statuses
+
+
+def test_a_login_with_a_stale_cookie_logs_in(start: StartAdmin) -> None:
+    """The form decides a login: a cookie left from an older token neither counts as a
+    failure nor has the new cookie deleted behind it."""
+    admin = start()
+    stale = {SESSION_COOKIE: session_value("the-old-token")}
+    login = httpx.post(admin.url + "/login", data={"token": TOKEN, "next": "/queues"}, cookies=stale,
+                       timeout=5.0)
+    assert login.status_code == 303, login.text
+    assert login.headers.get_list("set-cookie") == [
+        header for header in login.headers.get_list("set-cookie") if session_value(TOKEN) in header
+    ], login.headers.get_list("set-cookie")
+    assert "wrong admin token" not in admin.log_text()
