@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, make_url, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
@@ -105,8 +105,10 @@ class AdvisoryLease:
 
     @classmethod
     def try_acquire(cls, url: str) -> AdvisoryLease | None:
+        # libpq's connect_timeout (psycopg 3 and 2); other drivers keep their own.
+        libpq = make_url(url).get_driver_name() in ("psycopg", "psycopg2", "psycopg2cffi")
         engine = create_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT",
-                               connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+                               connect_args={"connect_timeout": CONNECT_TIMEOUT_S} if libpq else {})
         try:
             connection = engine.connect()
         except SQLAlchemyError as exc:
