@@ -64,8 +64,9 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
                 client.put_job("photos", text.encode(), key=f"dead-{i}")
                 client.put_job("photos", text.encode(), key=f"failed-{i}")
             for job in client.get("photos", count=2 * len(PAYLOADS), keys=True):
-                error = f"Traceback:\n{PAYLOADS[int(job.key.rsplit('-', 1)[1])]}"
-                client.fail(job.id, error, dead=job.key.startswith("dead-"))
+                key = job.key or ""
+                error = f"Traceback:\n{PAYLOADS[int(key.rsplit('-', 1)[1])]}"
+                client.fail(job.id, error, dead=key.startswith("dead-"))
             for i, text in enumerate(PAYLOADS):
                 client.put_job("photos", text.encode(), key=f"ready-{i}")
         config = root / "cluster.toml"
