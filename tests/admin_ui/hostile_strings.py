@@ -20,6 +20,9 @@ PAYLOADS = (
     '"><img src=x onerror="window.__xss=\'img\'">',
     # Attributes that run on their own, for an unquoted or half-broken attribute.
     'x" tabindex=0 autofocus onfocus="window.__xss=\'focus\'" y="',
+    # No quotes, no <, > or ': what Jinja's tojson leaves alone, for a JSON value in an
+    # attribute (the events page's detail title on main f5016ee): it ran there on its own.
+    " autofocus tabindex=1 onfocus=window.__xss=`focus` onmouseover=window.__xss=`hover` x=",
     # Out of a single-quoted attribute.
     "' onmouseover='window.__xss=1' x='",
     # Out of a script block (none on the pages, which is the point) and into a new one.
