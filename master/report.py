@@ -7,8 +7,10 @@ from typing import Literal
 from pydantic import Field
 
 from config.bounded import (
+    MAX_NAME_CHARS,
     MAX_QUEUES,
     MAX_SLOTS,
+    MAX_TEXT_CHARS,
     Count,
     HostName,
     Load,
@@ -96,6 +98,12 @@ class HostReport(_Model):
     queue_settings: dict[QueueName, QueueSettingsReport] = Field(default_factory=dict, max_length=MAX_QUEUES)
 
 
+def cut(text: str, limit: int) -> str:
+    """User code's words (an import error, a class path) within the report's bound: the
+    manager refuses a longer one, and the whole report with it."""
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
 def slot_report(slot: Slot, now: float) -> SlotReport:
     beacon = slot.beacon
     return SlotReport(
@@ -152,7 +160,8 @@ def build_report(
         cpus=figures.cpus,
         slots=reports,
         counters=dict(counters),
-        handler_failures=dict(handler_failures),
+        handler_failures={cut(source, MAX_NAME_CHARS): cut(why, MAX_TEXT_CHARS)
+                          for source, why in handler_failures.items()},
         unhandled_queues=list(unhandled_queues),
         queue_settings=dict(queue_settings or {}),
     )

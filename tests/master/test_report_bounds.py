@@ -6,8 +6,10 @@ from typing import Any
 
 import pytest
 
+from master.capacity import Capacity
+from master.host import HostFigures
 from master.manager_frames import LinkFrameError, ManagerFrame, MasterFrame
-from master.report import HostReport
+from master.report import HostReport, build_report
 from slot.beacon import Beacon
 from slot.errors import MessageError
 
@@ -85,4 +87,18 @@ def test_a_beacon_out_of_bounds_is_refused(field: str, value: Any) -> None:
 def test_the_report_model_builds_what_a_master_sends() -> None:
     """The master's own report is inside every bound (it is the same model)."""
     built = HostReport.model_validate(report())
+    assert HostReport.decode(built.encode()) == built
+
+
+def test_a_long_import_error_is_cut_to_fit_the_report_not_refused_with_it() -> None:
+    built = build_report(
+        host="h", master_pid=1, sent_at_unix=1.0, now=1.0,
+        capacity=Capacity(slots=1, by_memory=1, by_load=1, max_slots=1, avg_slot_bytes=1),
+        figures=HostFigures(master_pss_bytes=1, slots_pss_bytes=(), mem_available_bytes=1,
+                            load_avg_1m=0.0, cpus=1),
+        slots=[], counters={}, handler_failures={"module " + "m" * 600: "ImportError: " + "x" * 5000},
+        unhandled_queues=[],
+    )
+    [(source, why)] = built.handler_failures.items()
+    assert len(source) == 512 and len(why) == 2000 and why.endswith("\u2026")
     assert HostReport.decode(built.encode()) == built
