@@ -127,8 +127,9 @@ class Masters:
             return True
         for lost in self.peers.lost_since(now):
             self.forget(lost)
-            log.info("forgot lost host %s to make room for host %s ([manager] max_hosts %d)",
-                     lost, host, self.max_hosts)
+            # Debug only: a peer cycling through names would otherwise write a line each.
+            log.debug("forgot lost host %s to make room for host %s ([manager] max_hosts %d)",
+                      lost, host, self.max_hosts)
             return True
         self.socket.refusals.refused(
             f"a new host past [manager] max_hosts {self.max_hosts}, all alive",
