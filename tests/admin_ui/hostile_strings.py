@@ -12,7 +12,15 @@ from pathlib import Path
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from manager.db import Event, HostSample, QueueOverride, QueueSample, SlotMapRow, make_engine
+from manager.db import (
+    Event,
+    HostSample,
+    QueueOverride,
+    QueueSample,
+    ScheduleRow,
+    SlotMapRow,
+    make_engine,
+)
 from manager.store import Store
 
 PAYLOADS = (
@@ -37,6 +45,7 @@ PAYLOADS = (
 NAMES = PAYLOADS
 # Shown literally (escaped) on the pages that carry it: the test looks for this text.
 MARKER = '"><img src=x onerror='
+SCHEDULE = "tick"
 
 
 def fill(database_url: str, *, now: float | None = None) -> None:
@@ -58,6 +67,10 @@ def fill(database_url: str, *, now: float | None = None) -> None:
                 {"queue": name, "paused": True, "min_slots": 1, "max_slots": 2, "updated_at_unix": at}
                 for name in (*NAMES, "photos")
             ])
+            # The config's schedule `tick` (names there are checked); its row's last job key is not.
+            session.execute(insert(ScheduleRow), [{
+                "name": SCHEDULE, "last_tick_unix": at, "last_job_key": PAYLOADS[0][:160],
+                "last_fired_at_unix": at, "paused": True, "updated_at_unix": at}])
             session.commit()
     finally:
         engine.dispose()

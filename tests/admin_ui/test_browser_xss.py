@@ -11,6 +11,7 @@ Needs Debian's chromium at /usr/bin/chromium, like test_browser.py.
 """
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ import pytest
 from admin_proc import AdminProc, start_admin
 from admin_testing import poll_until
 from browser_chromium import CHROMIUM, launched_browser, needs_chromium
-from hostile_strings import MARKER, NAMES, PAYLOADS
+from hostile_strings import MARKER, NAMES, PAYLOADS, SCHEDULE
 from procs import free_port, server_proc
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
@@ -76,7 +77,8 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
             f'[admin]\ntoken = "{TOKEN}"\n\n'
             # Nothing listens here: the limiter shows the pulsar's error.
             f'[pulsar]\nlisten = "tcp://127.0.0.1:{free_port()}"\n\n'
-            '[queues.photos]\nmax_slots = 4\nrate_limit = { permits = 5, period_s = 1.0 }\n'
+            '[queues.photos]\nmax_slots = 4\nrate_limit = { permits = 5, period_s = 1.0 }\n\n'
+            f'[schedules.{SCHEDULE}]\nqueue = "photos"\nevery_s = 3600\ndata = {json.dumps(PAYLOADS[0])}\n'
         )
         admin = start_admin(config, root, "--refresh-s", str(REFRESH_S))
         try:
@@ -135,7 +137,7 @@ def pages() -> list[str]:
     listed += [f"/queues/{quote(name, safe='')}" for name in ROUTABLE]
     listed += [f"/events?host={quote(text, safe='')}&queue={quote(text, safe='')}" for text in PAYLOADS[:2]]
     listed += [f"/queues/photos/jobs?state={state}" for state in ("ready", "failed", "dead", "delayed")]
-    listed += ["/jobs/dead-0", "/jobs/failed-3", "/jobs/ready-5"]
+    listed += ["/jobs/dead-0", "/jobs/failed-3", "/jobs/ready-5", "/schedules"]
     # Pages that echo what they were asked: an unknown queue's message page, a bad filter.
     listed += [f"/queues/{quote(PAYLOADS[0], safe='')}x", f"/events?kind={quote(PAYLOADS[3], safe='')}"]
     return listed
