@@ -63,12 +63,12 @@ def rss_bytes(pid: int) -> int:
 
 
 def report_dict(host: str, *, queue: str = "q", busy_s: object = 0.0, capacity: object = 4,
-                pid: int = 4242) -> dict[str, Any]:
+                pid: int = 4242, jobs_done: int = 0) -> dict[str, Any]:
     """A host report as JSON-ready data with one serving slot on `queue`: any field can then
     be set to what no model would build (NaN, a 400-digit integer, a hostile name)."""
     slot = {
         "slot_id": 1, "pid": pid + 1, "state": "running", "phase": "idle", "queue": queue,
-        "assigned_queue": queue, "uptime_s": 5.0, "busy_s": busy_s,
+        "assigned_queue": queue, "uptime_s": 5.0, "busy_s": busy_s, "jobs_done": jobs_done,
     }
     return {
         "host": host, "master_pid": pid, "sent_at_unix": time.time(), "capacity": capacity,

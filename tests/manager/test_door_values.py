@@ -35,25 +35,30 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     started.close()
 
 
-def _with(**changes: Any) -> Callable[[], dict[str, Any]]:
-    return lambda: report_dict("rogue", **changes)
+# Each builder takes the report's sequence number: the slot's jobs_done grows with it, so
+# the manager sees work done between reports (with none, a NaN busy_s was never divided).
+Build = Callable[[int], dict[str, Any]]
 
 
-def _set(key: str, value: Any) -> Callable[[], dict[str, Any]]:
-    def build() -> dict[str, Any]:
-        report = report_dict("rogue")
+def _with(**changes: Any) -> Build:
+    return lambda n: report_dict("rogue", jobs_done=n, **changes)
+
+
+def _set(key: str, value: Any) -> Build:
+    def build(n: int) -> dict[str, Any]:
+        report = report_dict("rogue", jobs_done=n)
         report[key] = value
         return report
     return build
 
 
-BAD_REPORTS: dict[str, Callable[[], dict[str, Any]]] = {
+BAD_REPORTS: dict[str, Build] = {
     "NaN busy_s": _with(busy_s=float("nan")),
     "infinite busy_s": _with(busy_s=float("inf")),
     "busy_s of 1e300": _with(busy_s=1e300),
     "a 400-digit capacity": _with(capacity=10**400),
     "a negative capacity": _with(capacity=-5),
-    "a hostile host name": lambda: report_dict('"><img src=x onerror=alert(1)>'),
+    "a hostile host name": lambda n: report_dict('"><img src=x onerror=alert(1)>', jobs_done=n),
     "a hostile queue name": _with(queue='q"><script>alert(1)</script>'),
     "5,000 unhandled queues": _set("unhandled_queues", [f"q{i}" for i in range(5000)]),
     "a 10,000-character handler failure": _set("handler_failures", {"handlers": "x" * 10_000}),
@@ -62,14 +67,15 @@ BAD_REPORTS: dict[str, Callable[[], dict[str, Any]]] = {
 
 
 def honest_planned(cluster: Cluster, manager: Proc, honest: RawMaster, rogue: RawMaster,
-                   bad: bytes) -> dict[str, str]:
+                   bad: Build) -> dict[str, str]:
     """Both peers keep sending until a plan names the honest host (the rogue's frames meanwhile)."""
-    good = master_frame(report_dict("honest", pid=5151))
+    sent = iter(range(1, 1_000_000))
 
     def probe() -> dict[str, str] | None:
         assert manager.alive(), cluster.logs()
-        honest.send(good)
-        rogue.send(bad)
+        n = next(sent)
+        honest.send(master_frame(report_dict("honest", pid=5151, jobs_done=n)))
+        rogue.send(master_frame(bad(n)))
         time.sleep(SEND_EVERY_S)  # paces the senders (a master reports every heartbeat)
         return honest.planned_slots()
 
@@ -82,7 +88,7 @@ def test_a_report_out_of_bounds_is_refused_counted_and_the_plans_go_on(cluster: 
     manager = cluster.start_manager()
     honest, rogue = RawMaster(cluster.manager_endpoint), RawMaster(cluster.manager_endpoint)
     try:
-        bad = master_frame(BAD_REPORTS[case]())
+        bad = BAD_REPORTS[case]
         slots = honest_planned(cluster, manager, honest, rogue, bad)
         # A second plan after it, the rogue still sending: planning keeps working.
         honest_planned(cluster, manager, honest, rogue, bad)
