@@ -11,7 +11,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from config.models import HOST_NAME_PATTERN, QUEUE_NAME_PATTERN
+from config.names import HOST_NAME_PATTERN, QUEUE_NAME_PATTERN
 
 # Counters and byte counts: a signed 64-bit integer, as SQL stores them.
 MAX_COUNT = 2**63 - 1

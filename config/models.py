@@ -7,12 +7,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from config.endpoints import check_host, check_token, parse_zmq_endpoint
+from config.names import HOST_NAME_PATTERN, QUEUE_NAME_PATTERN
 from config.schedules import SCHEDULE_NAME_PATTERN, ScheduleConfig
-
-QUEUE_NAME_PATTERN = r"^[A-Za-z0-9_]{1,128}$"
-# A host's name in reports and the slot map: a DNS name (dots, dashes) or a short name;
-# no spaces, quotes or markup, since it travels to logs, SQL and the dashboard.
-HOST_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$"
 
 
 class _Strict(BaseModel):

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from config.errors import ConfigError
-from config.models import HOST_NAME_PATTERN
+from config.names import HOST_NAME_PATTERN
 from slot.memory import read_memory
 
 _KIB = 1024
