@@ -15,6 +15,7 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import quote
 
 import hostile_strings
@@ -30,6 +31,7 @@ from sqlalchemy.orm import Session
 from manager.db import Event, make_engine
 from queue_server.client import QueueClient
 
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 TOKEN = "xss-token"
 REFRESH_S = 0.5
 # Names the queue page's route can take (a `/` would be another route).
@@ -158,6 +160,8 @@ def test_hostile_strings_show_as_text_on_the_events_page_and_slot_map(hostile: H
         assert "{{7*7}}" in text, path  # shown as written, not evaluated
     # An event row's detail is its title, whole: the JSON with the payload in it.
     page.goto(hostile.admin.url + "/events?kind=slots_moved")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "xss-events.png"), full_page=True)
     titles = page.eval_on_selector_all("#events td[title]", "cells => cells.map(c => c.title)")
     assert any(MARKER.replace('"', '\\"') in title for title in titles), titles[:3]
     assert all(title.startswith("{") and title.endswith("}") for title in titles), titles[:3]

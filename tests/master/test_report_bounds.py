@@ -5,9 +5,12 @@ import json
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
+from config.errors import ConfigError
+from config.models import MasterConfig
 from master.capacity import Capacity
-from master.host import HostFigures
+from master.host import HostFigures, host_name
 from master.manager_frames import LinkFrameError, ManagerFrame, MasterFrame
 from master.report import HostReport, build_report
 from slot.beacon import Beacon
@@ -102,3 +105,12 @@ def test_a_long_import_error_is_cut_to_fit_the_report_not_refused_with_it() -> N
     [(source, why)] = built.handler_failures.items()
     assert len(source) == 512 and len(why) == 2000 and why.endswith("\u2026")
     assert HostReport.decode(built.encode()) == built
+
+
+def test_a_host_name_the_manager_would_refuse_stops_the_master_at_start_with_the_fix() -> None:
+    assert host_name("node-01.example") == "node-01.example"
+    for bad in ("node 01", 'a"><b>', "h:1", "-x"):
+        with pytest.raises(ConfigError, match=r"set \[master\] host_name"):
+            host_name(bad)
+    with pytest.raises(ValidationError, match="host_name"):
+        MasterConfig(host_name="node 01")
