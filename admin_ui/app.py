@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from urllib.parse import quote
 
+import jinja2
 from fastapi import FastAPI, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import (
@@ -36,7 +37,7 @@ from admin_ui.auth import (
 )
 from admin_ui.deps import cross_site
 from admin_ui.errors import AdminError, NotAuthenticated
-from admin_ui.format import fmt
+from admin_ui.format import fmt, json_text, path_segment
 from admin_ui.host_check import HostCheck
 from admin_ui.metrics import make_registry
 from admin_ui.settings import AdminSettings
@@ -100,8 +101,13 @@ DESCRIPTION = (
 
 
 def make_templates() -> Jinja2Templates:
-    templates = Jinja2Templates(directory=HERE / "templates")
+    # Autoescape for every template whatever its name (starlette's default covers .html
+    # only): a peer's host or queue name, an event's text, a job's data are all escaped.
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
+    templates = Jinja2Templates(env=env)
     templates.env.filters["fmt"] = fmt
+    templates.env.filters["json_text"] = json_text
+    templates.env.filters["segment"] = path_segment
     templates.env.globals["quote"] = quote
     templates.env.globals["jobs_state_of_kind"] = views.JOBS_STATE_OF_KIND
     return templates

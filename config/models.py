@@ -7,9 +7,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from config.endpoints import check_host, check_token, parse_zmq_endpoint
+from config.names import HOST_NAME_PATTERN, QUEUE_NAME_PATTERN
 from config.schedules import SCHEDULE_NAME_PATTERN, ScheduleConfig
-
-QUEUE_NAME_PATTERN = r"^[A-Za-z0-9_]{1,128}$"
 
 
 class _Strict(BaseModel):
@@ -135,7 +134,7 @@ class QueueConfig(_Strict):
 
 
 class MasterConfig(_Strict):
-    host_name: str | None = Field(default=None, description="This host's name in reports and the slot map; default: the machine's host name.")
+    host_name: str | None = Field(default=None, pattern=HOST_NAME_PATTERN, description="This host's name in reports and the slot map (letters, digits, '.', '_', '-'; up to 253 characters); default: the machine's host name.")
     max_beacon_bytes: int = Field(
         default=64 * 1024, ge=4096,
         description="A slot's beacon larger than this is refused by ZeroMQ (MAXMSGSIZE) and the slot "
@@ -174,6 +173,12 @@ class ManagerConfig(_Strict):
     stats_window_s: float = Field(default=60.0, gt=0, description="The recent window the planner measures each queue's load over.")
     target_load: float = Field(default=0.8, gt=0, description="Load (busy time plus backlog over slot time) the planner sizes queues for.")
     retention_days: float = Field(default=7.0, gt=0, description="History older than this is pruned from the database.")
+    max_hosts: int = Field(
+        default=1024, ge=1, le=1_000_000,
+        description="Most distinct hosts the manager tracks at once: a report naming a new host "
+                    "past this is refused (logged, counted) unless a host lost long ago can be "
+                    "forgotten to make room. Bounds what a rogue master announcing host names costs.",
+    )
 
     _listen_is_endpoint = field_validator("listen")(_zmq_endpoint)
 

@@ -48,6 +48,9 @@ class EventKind(StrEnum):
     SLOTS_MOVED = "slots_moved"
     OVERRIDE_APPLIED = "override_applied"
     QUEUE_SERVER_UNREACHABLE = "queue_server_unreachable"
+    # Frames refused at the master door (bad, out of bounds, spoofed, past max_hosts),
+    # at most one per reason every few seconds (manager/refusals.py), with a count.
+    PEER_REFUSED = "peer_refused"
     # From the queue server's counters at each plan (manager/failures.py), with a count.
     JOBS_FAILED = "jobs_failed"
     JOBS_DEAD = "jobs_dead"
