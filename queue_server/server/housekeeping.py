@@ -52,7 +52,15 @@ class Housekeeping:
         steps += [self.server.data_dir.reap_snapshot, self.snapshot_if_due, self.drop_aged_dead_jobs]
         if settings.idle_timeout_s:
             steps.append(self.close_idle)
+        if self.server.token is not None:
+            steps.append(self.close_unauthenticated)
         return steps
+
+    def close_unauthenticated(self) -> None:
+        closed = self.server.door.expire_unauthenticated(time.monotonic())
+        if closed:
+            log.info("closed %d connection(s) not authenticated within %.1f s (auth_timeout_s)",
+                     closed, self.server.settings.auth_timeout_s)
 
     def sync_everysec(self) -> None:
         try:
