@@ -4,7 +4,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import socket
 import time
 from typing import TYPE_CHECKING
 
@@ -17,7 +16,7 @@ from queue_server.protocol.commands import (
 )
 from queue_server.protocol.errors import ProtocolError
 from queue_server.protocol.framing import FrameReader, LineTooLong
-from queue_server.server import auth, door, guard, responses
+from queue_server.server import auth, door, guard, peer, responses
 from queue_server.server.conn_state import ConnState, check_move
 from queue_server.server.waiters import Waiter
 
@@ -37,7 +36,6 @@ HOLD_OUTPUT = "output"  # its unsent replies passed output_soft_limit_bytes: unt
 _OPEN, _QUITTING, _FAILING = ConnState.OPEN, ConnState.QUITTING, ConnState.FAILING
 
 log = logging.getLogger("slotmap.queue_server")
-_refused_over_max = 0  # connections refused for max_clients since start (the log is sampled)
 
 
 class Connection(asyncio.Protocol):
@@ -90,7 +88,7 @@ class Connection(asyncio.Protocol):
         self.peer = transport.get_extra_info("peername")
         server = self.server
         if not server.door.admit(self, server.connections):
-            self._refuse_over_max_clients()
+            self.refuse(TOO_MANY_CLIENTS)
             return
         self.may_send_states = server.token is None and guard.is_loopback(self.peer)
         server.connections.add(self)
@@ -241,8 +239,9 @@ class Connection(asyncio.Protocol):
             if parsed.data_len > limit:
                 self.fail(responses.JOB_TOO_LARGE)
                 return True
-            if parsed.data_len > self.reader.unread() and not server.door.may_reserve(
-                    self, parsed.data_len):
+            # (a CLONE's whole state, from a trusted peer, is let in whatever its size)
+            if (parsed.data_len > self.reader.unread() and limit <= server.settings.max_job_bytes
+                    and not server.door.may_reserve(self, parsed.data_len)):
                 self.fail(door.BUSY_INPUT_FULL)
                 return True
             self.pending = parsed
@@ -308,15 +307,6 @@ class Connection(asyncio.Protocol):
             transport.write(reply)
         self.close()
 
-    def _refuse_over_max_clients(self) -> None:
-        global _refused_over_max
-        _refused_over_max += 1
-        if _refused_over_max & (_refused_over_max - 1) == 0:  # the 1st, 2nd, 4th, 8th, ... only
-            log.warning("connection from %s refused: max_clients (%d) connections are open "
-                        "(%d refused so far)", self.peer, self.server.settings.max_clients,
-                        _refused_over_max)
-        self.refuse(TOO_MANY_CLIENTS)
-
     # ------------------------------------------------------------ writing replies
 
     def write(self, reply: bytes) -> None:
@@ -375,24 +365,9 @@ class Connection(asyncio.Protocol):
     # ------------------------------------------------------------ blocking and flow control
 
     def peer_gone(self) -> bool:
-        """True when the client has already closed: its EOF may not be processed yet.
-
-        Asked before a blocked client is handed a job, so a job never goes to a client
-        that left while it waited (it goes to the next waiter or stays queued).
-        """
-        transport = self.transport
-        if transport is None or transport.is_closing():
-            return True
-        raw = transport.get_extra_info("socket")
-        if raw is None:
-            return False
-        try:
-            with socket.fromfd(raw.fileno(), socket.AF_INET, socket.SOCK_STREAM) as probe:
-                return probe.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
-        except (BlockingIOError, InterruptedError):
-            return False  # nothing to read: still connected
-        except OSError:
-            return True  # reset or otherwise broken
+        """True when the client has already closed (peer.py): asked before a blocked
+        client is handed a job, so a job never goes to a client that left while it waited."""
+        return peer.closed_by_peer(self.transport)
 
     def block(self, waiter: Waiter) -> None:
         self.waiter = waiter

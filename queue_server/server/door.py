@@ -54,6 +54,7 @@ class Door:
         self.input_bytes = 0  # held input charged, all connections together
         self.holders: set[Connection] = set()  # connections charged with any byte
         self.paused: set[Connection] = set()  # not read for the total's sake
+        self.refused = 0  # connections refused at max_clients (the log is sampled)
         self.evicted = 0
         self.refused_blocks = 0
         self.cut = 0
@@ -68,6 +69,10 @@ class Door:
             self._evict_oldest(open_connections, "max_unauthenticated_clients")
         if len(open_connections) >= self.max_clients:
             if not unauthenticated:
+                self.refused += 1
+                if sampled(self.refused):
+                    log.warning("connection from %s refused: max_clients (%d) connections are "
+                                "open (%d refused so far)", conn.peer, self.max_clients, self.refused)
                 return False
             self._evict_oldest(open_connections, "max_clients")
         if not conn.authenticated:
