@@ -21,6 +21,7 @@ from queue_server.server.housekeeping import Housekeeping
 from queue_server.server.journal import Journal
 from queue_server.server.persistence import DataDir, FsyncPolicy
 from queue_server.server.queue_commands import COMMANDS, CONTROL, SYNC_TYPES
+from queue_server.server.stats import StatsBuilds
 from queue_server.server.store import Store
 from queue_server.server.waiters import Waiter, Waiters
 
@@ -76,6 +77,7 @@ class QueueServer:
         self.waiters = Waiters()
         self.connections: set[Connection] = set()
         self.door = Door(settings, self.token)
+        self.stats_builds = StatsBuilds()  # big STATS replies in progress (stats.py)
         self.offline = False
         # A following replica fires no timer of its own: the primary's SYNC records are its
         # only changes (its jittered retries, renewed locks), so the two never drift apart.

@@ -79,6 +79,16 @@ class StoreIndex:
             state = self.queues[name] = QueueState(name, self.lock_timeouts_s.get(name))
         return state
 
+    def forget_queue(self, name: str) -> bool:
+        """Drop a drained queue's state (drained.py): no job ready, delayed, running or
+        dead. Nothing else holds it then (jobs hold their queue only while they wait or
+        run); it comes back, with its counters at 0, with its next job."""
+        state = self.queues.get(name)
+        if state is None or state.ready or state.delayed or state.running or state.dead:
+            return False
+        del self.queues[name]
+        return True
+
     def policy(self, name: str) -> QueuePolicy:
         return self.policies.get(name, DEFAULT_POLICY)
 
