@@ -72,9 +72,9 @@ def _stats(server: QueueServer, conn: Connection, command: p.Simple) -> None:
     store = server.store
     if command.queue is not None or command.queues is not None:
         names = [command.queue] if command.queue is not None else list(command.queues or ())
-        conn.write(stats.named(store, names, time.time()))
+        conn.write_parts(stats.named(store, names, time.time()))
     elif len(store.queues) <= stats.SYNC_QUEUES and command.top is None:
-        conn.write(stats.named(store, sorted(store.queues), time.time()))
+        conn.write_parts(stats.named(store, sorted(store.queues), time.time()))
     else:
         server.stats_builds.start(conn, store, command.top)
 

@@ -68,7 +68,7 @@ def _built(store: Store, top: int | None, now: float) -> bytes:
     while True:
         done = build.step(time.perf_counter() + 0.001)
         if done is not None:
-            return done
+            return b"".join(done)
 
 
 def test_stats_bytes_are_what_f5016ee_sent_at_once_and_built_in_slices(monkeypatch):
@@ -76,10 +76,10 @@ def test_stats_bytes_are_what_f5016ee_sent_at_once_and_built_in_slices(monkeypat
         store, now = _random_store(seed, 3000)
         monkeypatch.setattr(server_stats.time, "time", lambda now=now: now)
         expected = reference_stats_json(store, None, now)
-        assert server_stats.named(store, sorted(store.queues), now) == expected
+        assert b"".join(server_stats.named(store, sorted(store.queues), now)) == expected
         assert _built(store, None, now) == expected
         for name in ("q1_a", "nosuch"):
-            assert server_stats.named(store, [name], now) == reference_stats_json(store, name, now)
+            assert b"".join(server_stats.named(store, [name], now)) == reference_stats_json(store, name, now)
 
 
 def test_stats_top_keeps_the_fullest_queues_and_sums_the_others(monkeypatch):
