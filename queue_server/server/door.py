@@ -98,6 +98,8 @@ class Door:
         self.paused.discard(conn)
         if conn.charged:
             self._charge(conn, 0)
+            if self.paused and self.input_bytes < self.max_input_bytes * LOW_WATER:
+                self._resume_all()  # (the holders going is what frees the others)
 
     def expire_unauthenticated(self, now: float) -> int:
         """Close connections still unauthenticated auth_timeout_s after they opened."""

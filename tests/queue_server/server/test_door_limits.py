@@ -171,3 +171,28 @@ def test_before_auth_only_a_small_amount_may_be_sent(start_queue_server):
     small.send(b"PUT q 0 5\r\nhello" + f"AUTH {TOKEN}\r\n".encode() + b"PUT q 0 3000\r\n"
                + b"z" * 3000)
     small.expect(b"401 Auth Required\r\n200 OK\r\n200 OK\r\n")  # after AUTH: no such bound
+
+
+def test_input_piled_behind_blocked_clients_is_bounded_in_total(start_queue_server, sockets):
+    server = start_queue_server(config=_config("max_input_bytes = 1048576",
+                                               "max_job_bytes = 65536", token=False))
+    before = rss_bytes(server.process.pid)
+    for _ in range(6):  # each blocked in GETB with 600 KB of requests behind it
+        sock = socket.create_connection((HOST, server.port), timeout=5.0)
+        sockets.append(sock)
+        _push(sock, b"GETB q\r\n" + b"PING\r\n" * 100_000)
+    poll_until(lambda: "cut:" in server.output_text(), what="the biggest holders cut")
+    assert rss_bytes(server.process.pid) - before < RSS_BOUND_BYTES
+    assert served(server)
+    producer = server.connect()
+    producer.send(b"PUT q 0 1\r\nx" * 6)
+    producer.expect(b"200 OK\r\n" * 6)
+
+    def answered(sock: socket.socket) -> bool:
+        sock.settimeout(10.0)
+        try:
+            return sock.recv(64).startswith(b"200 OK q ")
+        except OSError:
+            return False
+
+    assert any(answered(sock) for sock in sockets)  # those not cut are served in turn
