@@ -73,7 +73,7 @@ def _settled_rss(pid: int) -> int:
 
 def test_unauthenticated_connections_holding_big_blocks_stay_under_the_bound(start_queue_server,
                                                                              sockets):
-    server = start_queue_server(config=_config("max_input_bytes = 16777216"))
+    server = start_queue_server(config=_config())  # the defaults
     before = rss_bytes(server.process.pid)
     _hold_blocks(server, sockets, auth=False)
     grown = _settled_rss(server.process.pid) - before
