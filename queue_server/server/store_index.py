@@ -37,6 +37,8 @@ class StoreIndex:
         self.policies = dict(policies or {})
         self.rng = rng or random.Random()
         self.queues: dict[str, QueueState] = {}
+        # Queues that have held a dead job, some maybe none now (store.py prunes it lazily).
+        self.with_dead: dict[str, QueueState] = {}
         self.running: dict[int, Job] = {}
         self.items: dict[str, int] = {}
         # Every job's key -> where it is (Place). One namespace over all queues.
