@@ -165,10 +165,12 @@ class Connection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self._writing_paused = True
+        self.server.door.writing_paused.add(self)  # its unsent replies count (door.py)
         self._apply_flow_control()
 
     def resume_writing(self) -> None:
         self._writing_paused = False
+        self.server.door.writing_paused.discard(self)
         self.resume()
 
     # ------------------------------------------------------------ reading requests

@@ -12,6 +12,8 @@ when a read leaves bytes unread; a plain request-reply client never holds any), 
 - past the bound, a connection whose unread input grows is not read any further until the
   total is back under LOW_WATER of it; past OVER of it, the biggest such holders are cut.
 The total is then at most OVER x max_input_bytes plus one read (256 KiB) at any time.
+Replies not read by their clients are bounded the same way, in total, by max_output_bytes
+(checked every housekeeping tick: the biggest holders are cut).
 
 With a token, a connection that has not authenticated yet holds a place in a second, small
 pool: a new one takes the place of the oldest (never of an authenticated client), one
@@ -54,6 +56,10 @@ class Door:
         self.input_bytes = 0  # held input charged, all connections together
         self.holders: set[Connection] = set()  # connections charged with any byte
         self.paused: set[Connection] = set()  # not read for the total's sake
+        # Connections whose transport holds more unsent replies than its high-water mark;
+        # the others hold less than 64 KiB each. Swept by `cut_unsent_output`.
+        self.writing_paused: set[Connection] = set()
+        self.max_output_bytes = settings.max_output_bytes
         self.refused = 0  # connections refused at max_clients (the log is sampled)
         self.evicted = 0
         self.refused_blocks = 0
@@ -96,6 +102,7 @@ class Door:
         """The connection is gone: its place and its held bytes are free."""
         self.unauthenticated.pop(conn, None)
         self.paused.discard(conn)
+        self.writing_paused.discard(conn)
         if conn.charged:
             self._charge(conn, 0)
             if self.paused and self.input_bytes < self.max_input_bytes * LOW_WATER:
@@ -162,6 +169,26 @@ class Door:
                         conn.peer, conn.charged, self.max_input_bytes, self.cut)
             self.forget(conn)
             conn.abort()
+
+    def cut_unsent_output(self) -> int:
+        """Replies not read by their clients, all together, past max_output_bytes: cut the
+        clients holding the most (never a replication link: replica_backlog_bytes bounds
+        those) until under. Each client's own bound is output_hard_limit_bytes; this is the
+        sum's (housekeeping, every 0.5 s). Returns the unsent bytes left."""
+        held = {conn: conn.transport.get_write_buffer_size() for conn in self.writing_paused
+                if conn.transport is not None and not conn.is_replication_link}
+        total = sum(held.values())
+        for conn in sorted(held, key=held.__getitem__, reverse=True):
+            if total <= self.max_output_bytes:
+                break
+            total -= held[conn]
+            self.cut += 1
+            log.warning("connection from %s cut: %d bytes of replies unsent while the replies "
+                        "unsent to all clients passed max_output_bytes (%d; %d cut so far)",
+                        conn.peer, held[conn], self.max_output_bytes, self.cut)
+            self.forget(conn)
+            conn.abort()
+        return total
 
     def _resume_all(self) -> None:
         paused, self.paused = self.paused, set()

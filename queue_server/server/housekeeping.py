@@ -59,7 +59,12 @@ class Housekeeping:
             steps.append(self.close_unauthenticated)
         if settings.forget_drained_queues_s:
             steps.append(self.forget_drained_queues)
+        steps.append(self.cut_unsent_output)
         return steps
+
+    def cut_unsent_output(self) -> None:
+        if self.server.door.writing_paused:
+            self.server.door.cut_unsent_output()
 
     def forget_drained_queues(self) -> None:
         server = self.server

@@ -58,6 +58,7 @@ class ServerSettings:
     output_hard_limit_bytes: int = 1024 * 1024 * 1024  # unsent replies past this: disconnect
     # Across all connections (queue_server/server/door.py):
     max_input_bytes: int = 256 * 1024 * 1024  # unread input held for all clients together
+    max_output_bytes: int = 1024 * 1024 * 1024  # unsent replies of all clients together
     auth_timeout_s: float = 5.0  # with a token: closed when not authenticated by then
     max_unauthenticated_clients: int = 1000  # a new one takes the place of the oldest
     unauthenticated_input_bytes: int = 4096  # all a client may send before AUTH

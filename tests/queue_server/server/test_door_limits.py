@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from hostile import rss_bytes, served
+from hostile import rss_bytes, served, silent_socket
 
 from tests.conftest import HOST, QueueServer
 from tests.queue_server.util import poll_until
@@ -196,3 +196,20 @@ def test_input_piled_behind_blocked_clients_is_bounded_in_total(start_queue_serv
             return False
 
     assert any(answered(sock) for sock in sockets)  # those not cut are served in turn
+
+
+def test_replies_nobody_reads_are_bounded_in_total(start_queue_server, sockets):
+    server = start_queue_server("--fsync", "never", config=_config(
+        "max_output_bytes = 8388608", token=False))
+    filler = server.connect(timeout_s=60.0)
+    filler.send(b"".join(b"PUT fill%d 0 1\r\nx" % index for index in range(10_000)))
+    filler.expect(b"200 OK\r\n" * 10_000)  # STATS is now ~2.5 MB
+    before = rss_bytes(server.process.pid)
+    for _ in range(20):  # each asks STATS 3 times and never reads
+        sock = silent_socket(server)
+        sockets.append(sock)
+        _push(sock, b"STATS\r\n" * 3)
+    poll_until(lambda: "max_output_bytes" in server.output_text(), timeout_s=60.0,
+               what="the biggest unread clients cut")
+    assert rss_bytes(server.process.pid) - before < RSS_BOUND_BYTES
+    assert served(server)
