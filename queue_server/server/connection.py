@@ -150,7 +150,6 @@ class Connection(asyncio.Protocol):
         if (not self.authenticated and held > self.unauthenticated_left + self.admitted_bytes()
                 and self.state is _OPEN):
             self.fail(responses.AUTH_REQUIRED)  # more than AUTH and a small block before AUTH
-            self.reader.clear()
             held = 0
         self.server.door.recharge(self, held, self.admitted_bytes())
 
@@ -355,6 +354,7 @@ class Connection(asyncio.Protocol):
         self.out.clear()
         self.move(ConnState.CLOSED)
         self.pending = None
+        self.reader.clear()  # never read again: its memory is free now, not at the close
         if self.transport is not None:
             self.transport.abort()
 
@@ -363,6 +363,7 @@ class Connection(asyncio.Protocol):
         self.write(reply)
         self.move(ConnState.FAILING)
         self.pending = None
+        self.reader.clear()
 
     # ------------------------------------------------------------ blocking and flow control
 
