@@ -7,6 +7,10 @@ import json
 import random
 import time
 
+import pytest
+
+from queue_server.protocol.commands import Simple, parse_line
+from queue_server.protocol.errors import ProtocolError
 from queue_server.server import stats as server_stats
 from queue_server.server.store import Store
 
@@ -87,3 +91,14 @@ def test_stats_top_keeps_the_fullest_queues_and_sums_the_others(monkeypatch):
     assert others["oldest_ready_age_s"] == max(rest)
 
 
+
+
+def test_stats_lines_a_plain_client_sends_parse_as_before_and_the_new_forms_are_bounded():
+    assert parse_line(b"STATS").command == Simple(b"STATS")
+    assert parse_line(b"STATS TOP").command == Simple(b"STATS", "TOP")  # a queue named TOP
+    assert parse_line(b"STATS a|b|a").command == Simple(b"STATS", queues=("a", "b"))
+    assert parse_line(b"STATS TOP 7").command == Simple(b"STATS", top=7)
+    for line in (b"STATS a b", b"STATS a||b", b"STATS TOP 0", b"STATS TOP 1001",
+                 b"STATS TOP " + b"9" * 400, b"STATS " + b"|".join([b"q"] * 1001), b"STATS a|b-c"):
+        with pytest.raises(ProtocolError):
+            parse_line(line)
