@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import logging
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -28,6 +29,8 @@ from queue_server.server.waiters import Waiter
 
 if TYPE_CHECKING:
     from queue_server.server.connection import Connection
+
+log = logging.getLogger("slotmap.queue_server")
 
 SYNC_QUEUES = 2000  # answered at once (a few ms); more are built a slice per turn
 TURN_S = 0.01  # work per loop turn for a big STATS
@@ -102,8 +105,8 @@ class _Build:
         self.sorted: list[list[str]] = []
         self.merged: Iterator[str] | None = None
         self.parts: list[bytes] = []
-        # TOP: the best (holding, name, counts) seen, a min-heap of at most `top`, and the
-        # sums of every queue seen (the top ones are taken off at the end).
+        # TOP: the best (holding, name, counts, oldest ready age) seen, a min-heap of at
+        # most `top`, and the sums of every queue seen (the top ones are taken off at the end).
         self.best: list[tuple[int, str, tuple[int, ...], float]] = []
         self.sums = [0] * 15
         self.seen = 0
@@ -189,12 +192,19 @@ class StatsBuilds:
         build = self.builds[0]
         conn = build.conn
         done: list[bytes] | None = []
-        if not conn.closing:
-            done = build.step(time.perf_counter() + TURN_S)
+        try:
+            if not conn.closing:
+                done = build.step(time.perf_counter() + TURN_S)
+                if done is not None:
+                    conn.write_parts(done)
+                    conn.unblock()
+        except Exception:
+            # A bug here must not leave this client, and every STATS queued behind it, waiting.
+            log.exception("STATS for %s failed; the connection is cut", conn.peer)
+            conn.abort()
+            done = []
+        finally:
             if done is not None:
-                conn.write_parts(done)
-                conn.unblock()
-        if done is not None:
-            self.builds.popleft()
-        if self.builds:
-            asyncio.get_running_loop().call_soon(self._step)
+                self.builds.popleft()
+            if self.builds:
+                asyncio.get_running_loop().call_soon(self._step)
