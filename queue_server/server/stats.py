@@ -37,13 +37,15 @@ TURN_S = 0.01  # work per loop turn for a big STATS
 CHECK_EVERY = 128  # queues between two looks at the clock
 SORT_CHUNK = 10000  # names sorted per step (merged lazily afterwards)
 OTHERS = "*"  # no queue name has it ([A-Za-z0-9_]{1,128})
-# The integer fields, in the order of the reply (by_priority and the age sit after "expired").
-HEAD = ("ready", "delayed", "running", "put", "done", "later", "expired")
-TAIL = ("failed", "dead", "failed_total", "dead_total", "dead_dropped", "retried", "deleted",
-        "ttl_expired")
-_EMPTY = ('{"ready":0,"delayed":0,"running":0,"put":0,"done":0,"later":0,"expired":0,'
-          '"by_priority":{},"oldest_ready_age_s":0.0,"failed":0,"dead":0,"failed_total":0,'
-          '"dead_total":0,"dead_dropped":0,"retried":0,"deleted":0,"ttl_expired":0}')
+# One queue's fields in the order json.dumps wrote them: the 7 counters, by_priority, the
+# age, the 8 counters of failures. One % formatting (C) per queue, not a join per field;
+# %r of a float is what json.dumps writes for it.
+_FIELDS = ('"ready":%d,"delayed":%d,"running":%d,"put":%d,"done":%d,"later":%d,"expired":%d,'
+           '"by_priority":{%s},"oldest_ready_age_s":%r,"failed":%d,"dead":%d,'
+           '"failed_total":%d,"dead_total":%d,"dead_dropped":%d,"retried":%d,"deleted":%d,'
+           '"ttl_expired":%d')
+_ENTRY = "%s:{" + _FIELDS + "}"
+_EMPTY = "{" + _FIELDS % ((0,) * 7 + ("", 0.0) + (0,) * 8) + "}"
 
 
 def _counts(state: QueueState) -> tuple[int, ...]:
@@ -57,20 +59,28 @@ def _age_s(state: QueueState, now: float) -> float:
     return round(max(0.0, now - oldest), 6) if oldest is not None else 0.0
 
 
-def _fields(counts: tuple[int, ...], by_priority: str, age_s: float) -> str:
-    head = ",".join(f'"{name}":{value}' for name, value in zip(HEAD, counts[:7], strict=True))
-    tail = ",".join(f'"{name}":{value}' for name, value in zip(TAIL, counts[7:], strict=True))
-    # json.dumps writes a float as repr() does: the same bytes.
-    return f'{head},"by_priority":{{{by_priority}}},"oldest_ready_age_s":{age_s!r},{tail}'
+def _by_priority(waiting: dict[int, int]) -> str:
+    if len(waiting) == 1:  # the usual queue: no sort, no join
+        for priority, count in waiting.items():
+            return f'"{priority}":{count}'
+    return ",".join(f'"{priority}":{count}' for priority, count in sorted(waiting.items(), reverse=True))
 
 
 def entry(name: str, state: QueueState | None, now: float) -> str:
     """One queue's `"name":{...}`, exactly as json.dumps wrote it."""
     if state is None:
         return quoted(name) + ":" + _EMPTY
-    by_priority = ",".join(f'"{priority}":{count}' for priority, count
-                           in sorted(state.waiting_by_priority.items(), reverse=True))
-    return f"{quoted(name)}:{{{_fields(_counts(state), by_priority, _age_s(state, now))}}}"
+    return _ENTRY % (
+        quoted(name), state.ready, state.delayed, state.running, state.put, state.done,
+        state.later, state.expired, _by_priority(state.waiting_by_priority) if state.waiting_by_priority
+        else "", _age_s(state, now) if state.ready else 0.0, state.failed, len(state.dead),
+        state.failed_total, state.dead_total, state.dead_dropped, state.retried, state.deleted,
+        state.ttl_expired)
+
+
+def _others(count: int, sums: list[int], age_s: float) -> str:
+    """STATS TOP's "*" entry: the queues left out, their counters summed."""
+    return f'"{OTHERS}":{{"queues":{count},' + _FIELDS % (*sums[:7], "", age_s, *sums[7:]) + "}"
 
 
 def reply(parts: list[bytes]) -> list[bytes]:
@@ -105,9 +115,10 @@ class _Build:
         self.sorted: list[list[str]] = []
         self.merged: Iterator[str] | None = None
         self.parts: list[bytes] = []
-        # TOP: the best (holding, name, counts, oldest ready age) seen, a min-heap of at
-        # most `top`, and the sums of every queue seen (the top ones are taken off at the end).
-        self.best: list[tuple[int, str, tuple[int, ...], float]] = []
+        # TOP: the best (holding, name, counts, state) seen, a min-heap of at most `top`
+        # (names are unique: no tie reaches the state), and the sums of every queue seen
+        # (the top ones are taken off at the end).
+        self.best: list[tuple[int, str, tuple[int, ...], QueueState]] = []
         self.sums = [0] * 15
         self.seen = 0
         self.others_age_s = 0.0  # the oldest ready job of the queues left out of the top
@@ -140,22 +151,24 @@ class _Build:
         assert top is not None
         now = time.time()
         while todo:
+            rows = []
             for name in todo[-CHECK_EVERY:]:
                 state = queues.get(name)
                 if state is None:
                     continue
                 counts = _counts(state)
-                for index, value in enumerate(counts):
-                    sums[index] += value
-                self.seen += 1
-                item = (counts[0] + counts[1] + counts[2], name, counts,
-                        _age_s(state, now) if state.ready else 0.0)
+                rows.append(counts)
+                item = (counts[0] + counts[1] + counts[2], name, counts, state)
                 if len(best) < top:
                     heapq.heappush(best, item)
                     continue
-                if item > best[0]:
+                if item[:2] > best[0][:2]:
                     item = heapq.heapreplace(best, item)
-                self.others_age_s = max(self.others_age_s, item[3])
+                if item[3].ready:  # left out: its oldest job may be the others' oldest
+                    self.others_age_s = max(self.others_age_s, _age_s(item[3], now))
+            for index, column in enumerate(zip(*rows, strict=True)):  # summed per column, in C
+                sums[index] += sum(column)
+            self.seen += len(rows)
             del todo[-CHECK_EVERY:]
             if time.perf_counter() >= deadline:
                 return None
@@ -170,8 +183,7 @@ class _Build:
         parts = [entry(name, queues.get(name), now) for _, name, _, _ in chosen]
         others = self.seen - len(chosen)
         if others:
-            parts.append(f'"{OTHERS}":{{"queues":{others},'
-                         f'{_fields(tuple(sums), "", self.others_age_s)}}}')
+            parts.append(_others(others, sums, self.others_age_s))
         return reply([",".join(parts).encode()])
 
 
