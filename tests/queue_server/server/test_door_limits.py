@@ -213,3 +213,18 @@ def test_replies_nobody_reads_are_bounded_in_total(start_queue_server, sockets):
                what="the biggest unread clients cut")
     assert rss_bytes(server.process.pid) - before < RSS_BOUND_BYTES
     assert served(server)
+
+
+def test_the_unauthenticated_pool_makes_room_by_closing_its_oldest(start_queue_server):
+    server = start_queue_server(config=_config("max_unauthenticated_clients = 3"))
+    waiting = [server.connect() for _ in range(3)]
+    assert waiting[0].request(b"PING") == b"401 Auth Required"  # in, not authenticated yet
+    newer = server.connect()
+    waiting[0].expect(b"503 Too Many Clients\r\n")
+    assert waiting[0].closed()
+    for client in (*waiting[1:], newer):  # the others keep their places
+        assert client.request(f"AUTH {TOKEN}".encode()) == b"200 OK"
+    more = [server.connect() for _ in range(3)]  # authenticated ones are never evicted
+    assert all(client.request(b"PING") == b"200 PONG" for client in (*waiting[1:], newer))
+    assert more[0].request(f"AUTH {TOKEN}".encode()) == b"200 OK"
+    assert "max_unauthenticated_clients" in server.output_text()
