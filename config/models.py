@@ -58,6 +58,12 @@ class QueueServerConfig(_Strict):
     idle_timeout_s: float = Field(default=0.0, ge=0, description="Close a connection that sent nothing for this long (0: never). Clients blocked in GETB/GETBE/WAIT and replication links are never closed for idling.")
     output_soft_limit_bytes: int = Field(default=1024 * 1024, ge=1, description="A client whose replies not yet sent pass this is not read any further until they drain (a pipelining client that does not read stops being served; others are not affected).")
     output_hard_limit_bytes: int = Field(default=1024 * 1024 * 1024, ge=1, description="A client whose replies not yet sent pass this (one huge STATS, RUNLIST DATA, SNAPSHOT or batch) is disconnected and logged. A replica's first SNAPSHOT is exempt.")
+    max_input_bytes: int = Field(default=256 * 1024 * 1024, ge=1024 * 1024, le=2**40, description="Input held unread for all clients together (data blocks being received, requests queued behind a blocked client). A block that does not fit gets `503 Busy Input Full` and the connection is closed; past it, connections whose unread input grows are not read until the total is under 3/4 of it, and past 9/8 of it the biggest of them are cut. Nothing acknowledged is lost.")
+    max_output_bytes: int = Field(default=1024 * 1024 * 1024, ge=1024 * 1024, le=2**42, description="Replies not yet read by their clients, all clients together (each one is bounded by output_hard_limit_bytes as well): past it, looked at every 0.5 s, the clients holding the most are disconnected and logged. Replication links are exempt (replica_backlog_bytes bounds them).")
+    auth_timeout_s: float = Field(default=5.0, gt=0, le=3600, description="With a token: a connection not authenticated this long after it opened is closed with `401 Auth Required`.")
+    max_unauthenticated_clients: int = Field(default=1000, ge=1, le=1_000_000, description="With a token: connections not authenticated yet, at most; a new one (or one arriving at max_clients) takes the place of the oldest of them, never of an authenticated client.")
+    unauthenticated_input_bytes: int = Field(default=4096, ge=256, le=1024 * 1024, description="With a token: all a connection may send before AUTH (lines and data blocks); more gets `401 Auth Required` (a bigger block `413 Job Too Large`) and the connection is closed.")
+    forget_drained_queues_s: float = Field(default=600.0, ge=0, le=10**9, description="A queue with no job ready, delayed or running, no dead job and no client waiting on it is forgotten this long after it drained (STATS stops listing it; its counters start again from 0 if it comes back). 0: never.")
 
     @field_validator("listen", "replica_of")
     @classmethod
@@ -78,6 +84,9 @@ class QueueServerConfig(_Strict):
         if self.output_soft_limit_bytes > self.output_hard_limit_bytes:
             raise ValueError(f"queue_server: output_soft_limit_bytes ({self.output_soft_limit_bytes}) "
                              f"> output_hard_limit_bytes ({self.output_hard_limit_bytes})")
+        if self.max_input_bytes < self.max_job_bytes:
+            raise ValueError(f"queue_server: max_input_bytes ({self.max_input_bytes}) < "
+                             f"max_job_bytes ({self.max_job_bytes}): no job of the largest size could be read")
         return self
 
 

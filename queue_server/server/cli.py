@@ -75,6 +75,12 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         idle_timeout_s=config.idle_timeout_s,
         output_soft_limit_bytes=config.output_soft_limit_bytes,
         output_hard_limit_bytes=config.output_hard_limit_bytes,
+        max_input_bytes=config.max_input_bytes,
+        max_output_bytes=config.max_output_bytes,
+        auth_timeout_s=config.auth_timeout_s,
+        max_unauthenticated_clients=config.max_unauthenticated_clients,
+        unauthenticated_input_bytes=config.unauthenticated_input_bytes,
+        forget_drained_queues_s=config.forget_drained_queues_s,
     )
 
 

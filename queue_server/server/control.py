@@ -9,7 +9,7 @@ import time
 from typing import TYPE_CHECKING
 
 from queue_server.protocol import commands as p
-from queue_server.server import responses, snapshot
+from queue_server.server import responses, snapshot, stats
 from queue_server.server.errors import SnapshotError
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def _simple(server: QueueServer, conn: Connection, command: p.Simple) -> None:
     if name == b"TOTAL":
         conn.write(responses.total_reply(store.totals(command.queue)))
     elif name == b"STATS":
-        conn.write(responses.stats_json(store, command.queue, time.time()))
+        _stats(server, conn, command)
     elif name == b"RUNLIST":
         conn.write(responses.runlist_reply(store, command.flag))
     elif name == b"PING":
@@ -64,6 +64,19 @@ def _simple(server: QueueServer, conn: Connection, command: p.Simple) -> None:
         conn.write(responses.SHUTTING_DOWN)
         conn.quit()
         asyncio.get_running_loop().call_soon(server.shutdown)
+
+
+def _stats(server: QueueServer, conn: Connection, command: p.Simple) -> None:
+    """Named queues at once; every queue or the top ones at once when they are few, else
+    built over several loop turns (stats.py)."""
+    store = server.store
+    if command.queue is not None or command.queues is not None:
+        names = [command.queue] if command.queue is not None else list(command.queues or ())
+        conn.write_parts(stats.named(store, names, time.time()))
+    elif len(store.queues) <= stats.SYNC_QUEUES and command.top is None:
+        conn.write_parts(stats.named(store, sorted(store.queues), time.time()))
+    else:
+        server.stats_builds.start(conn, store, command.top)
 
 
 def _link(server: QueueServer, conn: Connection, command: p.Link) -> None:

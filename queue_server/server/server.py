@@ -15,11 +15,13 @@ from queue_server.protocol import sync_records as sr
 from queue_server.protocol.retry import QueuePolicy
 from queue_server.server import queue_commands, replay, responses, snapshot
 from queue_server.server.connection import Connection
+from queue_server.server.door import Door
 from queue_server.server.follower import Follower
 from queue_server.server.housekeeping import Housekeeping
 from queue_server.server.journal import Journal
 from queue_server.server.persistence import DataDir, FsyncPolicy
 from queue_server.server.queue_commands import COMMANDS, CONTROL, SYNC_TYPES
+from queue_server.server.stats import StatsBuilds
 from queue_server.server.store import Store
 from queue_server.server.waiters import Waiter, Waiters
 
@@ -54,6 +56,14 @@ class ServerSettings:
     idle_timeout_s: float = 0.0  # 0: idle connections are never closed
     output_soft_limit_bytes: int = 1024 * 1024  # unsent replies past this: stop reading
     output_hard_limit_bytes: int = 1024 * 1024 * 1024  # unsent replies past this: disconnect
+    # Across all connections (queue_server/server/door.py):
+    max_input_bytes: int = 256 * 1024 * 1024  # unread input held for all clients together
+    max_output_bytes: int = 1024 * 1024 * 1024  # unsent replies of all clients together
+    auth_timeout_s: float = 5.0  # with a token: closed when not authenticated by then
+    max_unauthenticated_clients: int = 1000  # a new one takes the place of the oldest
+    unauthenticated_input_bytes: int = 4096  # all a client may send before AUTH
+    # A queue with no job, dead job or waiter is forgotten after this long (0: never).
+    forget_drained_queues_s: float = 600.0
 
 
 class QueueServer:
@@ -67,6 +77,8 @@ class QueueServer:
         self.store = self._new_store()
         self.waiters = Waiters()
         self.connections: set[Connection] = set()
+        self.door = Door(settings, self.token)
+        self.stats_builds = StatsBuilds()  # big STATS replies in progress (stats.py)
         self.offline = False
         # A following replica fires no timer of its own: the primary's SYNC records are its
         # only changes (its jittered retries, renewed locks), so the two never drift apart.
