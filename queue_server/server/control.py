@@ -20,7 +20,7 @@ log = logging.getLogger("slotmap.queue_server")
 
 
 def execute(server: QueueServer, conn: Connection, command: p.Command) -> None:
-    """TOTAL, STATS, RUNLIST, PING, OFFLINE, ONLINE, QUIT, SHUTDOWN, AUTH, SNAPSHOT,
+    """TOTAL, STATS, INFO, RUNLIST, PING, OFFLINE, ONLINE, QUIT, SHUTDOWN, AUTH, SNAPSHOT,
     INTERCONNECT and CLONE: everything but the queue commands and SYNC records."""
     if isinstance(command, p.Simple):
         _simple(server, conn, command)
@@ -49,6 +49,10 @@ def _simple(server: QueueServer, conn: Connection, command: p.Simple) -> None:
         conn.write(responses.runlist_reply(store, command.flag))
     elif name == b"PING":
         conn.write(responses.PONG)
+    elif name == b"INFO":  # ours (PROTOCOL.md Part B): the server, not its queues
+        conn.write(responses.json_reply({
+            "server_id": server.settings.server_id, "following": server.following,
+            "offline": server.offline, **server.replication.as_json()}))
     elif name == b"OFFLINE":
         server.offline = True
         for waiter in server.waiters.all():

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, cast
 
 from queue_server.protocol.framing import FrameReader
 from queue_server.server import replay
-from queue_server.server.errors import SnapshotError
+from queue_server.server.errors import ReplicationApplyError, SnapshotError
 
 if TYPE_CHECKING:
     from queue_server.server.server import QueueServer
@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("slotmap.queue_server")
 
 RETRY_S = 0.5
+# A primary whose stream keeps failing here is asked again less and less often (a full
+# snapshot each time), up to this.
+MAX_RETRY_S = 30.0
 CONNECT_TIMEOUT_S = 2.0
 
 
@@ -50,6 +53,7 @@ class FollowLink(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.reader = FrameReader(None)  # the primary is trusted: no line limit, as before
         self.snapshot_len = -1
+        self.failed = False  # closed because something from the primary did not apply
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -73,15 +77,22 @@ class FollowLink(asyncio.Protocol):
         try:
             self._advance()
             self.reader.compact()
-        except (SnapshotError, ValueError) as exc:
-            log.error("replication from the primary broken (%s): reconnecting for a new snapshot",
-                      exc)
-            self._close()
-        except Exception:
-            # A record this server could not apply: its state may now differ from the
-            # primary's, so start again from a snapshot rather than go on.
-            log.exception("applying the primary's stream failed: reconnecting for a new snapshot")
-            self._close()
+        except (SnapshotError, ReplicationApplyError, ValueError) as exc:
+            self._resync(str(exc))
+        except Exception as exc:  # a bug applying a record: same remedy, with the traceback
+            log.exception("applying the primary's stream raised")
+            self._resync(f"{type(exc).__name__}: {exc}")
+
+    def _resync(self, why: str) -> None:
+        """What the primary sent cannot be applied here: this server's state may now differ
+        from the primary's, so the link is closed and the next one starts from a full
+        snapshot (Follower.run, backing off while that keeps failing). Counted for INFO."""
+        log.error("replication: cannot apply what the primary sent (%s) while %s; this "
+                  "replica's state may differ from the primary's: resyncing from a full "
+                  "snapshot", why, self.state.value)
+        self.server.replication.failed(why)
+        self.failed = True
+        self._close()
 
     def _advance(self) -> None:
         if self.state is LinkState.AUTHENTICATING:
@@ -107,6 +118,7 @@ class FollowLink(asyncio.Protocol):
                 self._close()  # the local log failed: the server is stopping
                 return
             log.info("replica of the primary: snapshot of %d bytes applied, streaming", len(blob))
+            self.server.replication.snapshot_applied()
             self.state = LinkState.STREAMING
         if self.state is LinkState.STREAMING:
             commands = replay.take_records(self.reader)
@@ -134,6 +146,7 @@ class Follower:
         loop = asyncio.get_running_loop()
         host, port = self.primary
         unreachable_since = time.monotonic()
+        failures = 0  # links in a row closed because what the primary sent did not apply
         while True:
             try:
                 _, link = await asyncio.wait_for(
@@ -145,11 +158,13 @@ class Follower:
                 await link.closed
                 if self.server.log_error is not None:
                     return  # stopping
-                log.warning("link to the primary %s:%d lost", host, port)
+                failures = failures + 1 if link.failed else 0
+                if not link.failed:
+                    log.warning("link to the primary %s:%d lost", host, port)
                 unreachable_since = time.monotonic()
             if time.monotonic() - unreachable_since >= self.promote_after_s:
                 log.warning("primary %s:%d unreachable for %.1f s: promoting this server",
                             host, port, self.promote_after_s)
                 self.server.promote()
                 return
-            await asyncio.sleep(RETRY_S)
+            await asyncio.sleep(min(RETRY_S * 2 ** max(failures - 1, 0), MAX_RETRY_S))
