@@ -77,7 +77,13 @@ class FollowLink(asyncio.Protocol):
         try:
             self._advance()
             self.reader.compact()
-        except (SnapshotError, ReplicationApplyError, ValueError) as exc:
+        except SnapshotError as exc:  # a record that does not parse: the reader is past its
+            # line, shown too (a line, never a data block: job data stays out of the logs)
+            end = self.reader.position
+            line = self.reader.buffer[self.reader.buffer.rfind(b"\n", 0, end - 1) + 1:end]
+            streaming = self.state is LinkState.STREAMING
+            self._resync(f"{exc}: {bytes(line[:200]).rstrip()!r}" if streaming else str(exc))
+        except (ReplicationApplyError, ValueError) as exc:
             self._resync(str(exc))
         except Exception as exc:  # a bug applying a record: same remedy, with the traceback
             log.exception("applying the primary's stream raised")
