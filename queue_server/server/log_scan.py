@@ -111,9 +111,11 @@ def survey_after(blob: bytes, start: int) -> Survey:
     unreadable = 0
     kinds: Counter[str] = Counter()
     position = start
-    while position < len(blob) and not clean_end(blob, position):
+    while position < len(blob):
         frame = read_frame(blob, position)
         if not isinstance(frame, Frame):
+            if clean_end(blob, position):
+                break
             found = next_valid_frame(blob, position + 1)
             if found is None:
                 break

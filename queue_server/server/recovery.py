@@ -15,6 +15,7 @@ never passed over silently.
 """
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Callable
@@ -36,6 +37,15 @@ class RecoveryReport:
     released_running: int = 0
     problems: list[str] = field(default_factory=list)  # handled automatically (torn tails)
     repairs: list[str] = field(default_factory=list)  # what --repair changed
+
+    def log_to(self, logger: logging.Logger, jobs: int) -> None:
+        for problem in self.problems:
+            logger.warning("recovery: %s", problem)
+        for repaired in self.repairs:
+            logger.warning("repair: %s", repaired)
+        logger.info("recovered from %s + %d log(s): %d records, %d jobs waiting, %d handed-out "
+                    "jobs ready again", self.snapshot or "nothing", len(self.logs), self.records,
+                    jobs, self.released_running)
 
 
 @dataclass(frozen=True)
@@ -160,9 +170,11 @@ class Recovery:
         blob = path.read_bytes()
         position = 0
         index = 0
-        while position < len(blob) and not log_scan.clean_end(blob, position):
+        while position < len(blob):
             frame = log_scan.read_frame(blob, position)
             if not isinstance(frame, log_scan.Frame):
+                if log_scan.clean_end(blob, position):
+                    break
                 return _Damage(position, frame, index)
             try:
                 commands = list(replay.iter_records(frame.body(blob)))

@@ -96,15 +96,7 @@ class QueueServer:
         Raises DataCorrupt for damage only `repair` may drop (queue_server/server/recovery.py)."""
         self.data_dir.lock()
         store, report = self.data_dir.recover(self._new_store, time.time(), repair=repair)
-        for problem in report.problems:
-            log.warning("recovery: %s", problem)
-        for repaired in report.repairs:
-            log.warning("repair: %s", repaired)
-        log.info(
-            "recovered from %s + %d log(s): %d records, %d jobs waiting, %d handed-out jobs ready again",
-            report.snapshot or "nothing", len(report.logs), report.records,
-            store.totals().jobs, report.released_running,
-        )
+        report.log_to(log, store.totals().jobs)
         self.store = store
         self.data_dir.start(store)
         return report
