@@ -160,6 +160,7 @@ class Follower:
                     CONNECT_TIMEOUT_S)
             except (TimeoutError, OSError) as exc:
                 log.warning("primary %s:%d unreachable: %s", host, port, exc)
+                failures = 0  # a primary that is away is watched at the usual pace
             else:
                 await link.closed
                 if self.server.log_error is not None:
@@ -173,4 +174,14 @@ class Follower:
                             host, port, self.promote_after_s)
                 self.server.promote()
                 return
-            await asyncio.sleep(min(RETRY_S * 2 ** max(failures - 1, 0), MAX_RETRY_S))
+            await asyncio.sleep(_retry_delay(failures))
+
+
+def _retry_delay(failures: int) -> float:
+    """RETRY_S; after links that failed in a row (a snapshot or record that does not apply
+    here), 0.5, 1, 2, ... s up to MAX_RETRY_S: each try costs the primary a full snapshot."""
+    delay = min(RETRY_S * 2 ** max(failures - 1, 0), MAX_RETRY_S)
+    if failures > 1:
+        log.error("replication: %d tries in a row failed to apply; next try in %.1f s",
+                  failures, delay)
+    return delay

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -27,6 +28,7 @@ class Relay:
         self.listener.settimeout(0.2)
         self.port = self.listener.getsockname()[1]
         self.links = 0
+        self.spoil_snapshots = False  # while set: each snapshot's version is one it cannot read
         self._to_replica: socket.socket | None = None
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
@@ -60,6 +62,8 @@ class Relay:
         try:
             while chunk := source.recv(65536):
                 if to_replica:
+                    if self.spoil_snapshots:  # same length: only the version changes
+                        chunk = chunk.replace(b"SLOTMAP-SNAPSHOT 2", b"SLOTMAP-SNAPSHOT 9")
                     with self._lock:
                         sink.sendall(chunk)
                 else:
@@ -147,3 +151,23 @@ def test_a_replica_that_cannot_apply_a_record_logs_error_counts_it_and_resyncs_t
     poll_until(lambda: _block_reply(replica, b"SNAPSHOT") == _block_reply(primary, b"SNAPSHOT"),
                SYNC_S, what="the replica's state is the primary's")
     assert _info(replica)["replication_errors"] == 1  # one failure, one resync: no loop
+
+
+def test_a_replica_whose_snapshots_keep_failing_backs_off_then_resyncs_when_they_apply(
+        start_queue_server, relay_to):  # type: ignore[no-untyped-def]
+    primary = start_queue_server("--fsync", "never")
+    relay = relay_to(primary.port)
+    relay.spoil_snapshots = True
+    put_ok(primary.connect(), "q", 0, b"job")
+    replica = start_queue_server("--fsync", "never", "--server-id", "2",
+                                 "--replica-of", f"{HOST}:{relay.port}")
+    poll_until(lambda: _info(replica)["replication_errors"] >= 1, SYNC_S, what="a first failure")
+    first = time.monotonic()
+    poll_until(lambda: _info(replica)["replication_errors"] >= 4, SYNC_S, what="three more")
+    # 0.5 + 1 + 2 s between them (a fixed 0.5 s: 1.5 s), less a margin for scheduling
+    assert time.monotonic() - first >= 3.0
+    assert "not a slotmap snapshot" in _info(replica)["last_replication_error"]
+    assert "next try in 2.0 s" in replica.output_text()
+    relay.spoil_snapshots = False
+    poll_until(lambda: _block_reply(replica, b"SNAPSHOT") == _block_reply(primary, b"SNAPSHOT"),
+               SYNC_S, what="the replica's state is the primary's once a snapshot applies")
