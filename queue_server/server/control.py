@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -50,9 +51,9 @@ def _simple(server: QueueServer, conn: Connection, command: p.Simple) -> None:
     elif name == b"PING":
         conn.write(responses.PONG)
     elif name == b"INFO":  # ours (PROTOCOL.md Part B): the server, not its queues
-        conn.write(responses.json_reply({
-            "server_id": server.settings.server_id, "following": server.following,
-            "offline": server.offline, **server.replication.as_json()}))
+        body = json.dumps({"server_id": server.settings.server_id, "following": server.following,
+                           "offline": server.offline, **server.replication.as_json()}).encode()
+        conn.write(b"200 OK %d\r\n" % len(body) + body)
     elif name == b"OFFLINE":
         server.offline = True
         for waiter in server.waiters.all():

@@ -31,9 +31,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("slotmap.queue_server")
 
 RETRY_S = 0.5
-# A primary whose stream keeps failing here is asked again less and less often (a full
-# snapshot each time), up to this.
-MAX_RETRY_S = 30.0
 CONNECT_TIMEOUT_S = 2.0
 
 
@@ -53,7 +50,6 @@ class FollowLink(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.reader = FrameReader(None)  # the primary is trusted: no line limit, as before
         self.snapshot_len = -1
-        self.failed = False  # closed because something from the primary did not apply
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -92,12 +88,12 @@ class FollowLink(asyncio.Protocol):
     def _resync(self, why: str) -> None:
         """What the primary sent cannot be applied here: this server's state may now differ
         from the primary's, so the link is closed and the next one starts from a full
-        snapshot (Follower.run, backing off while that keeps failing). Counted for INFO."""
+        snapshot (Follower.run; replica_health.py counts it for INFO and backs off while
+        that keeps failing)."""
         log.error("replication: cannot apply what the primary sent (%s) while %s; this "
                   "replica's state may differ from the primary's: resyncing from a full "
                   "snapshot", why, self.state.value)
         self.server.replication.failed(why)
-        self.failed = True
         self._close()
 
     def _advance(self) -> None:
@@ -152,7 +148,6 @@ class Follower:
         loop = asyncio.get_running_loop()
         host, port = self.primary
         unreachable_since = time.monotonic()
-        failures = 0  # links in a row closed because what the primary sent did not apply
         while True:
             try:
                 _, link = await asyncio.wait_for(
@@ -160,28 +155,15 @@ class Follower:
                     CONNECT_TIMEOUT_S)
             except (TimeoutError, OSError) as exc:
                 log.warning("primary %s:%d unreachable: %s", host, port, exc)
-                failures = 0  # a primary that is away is watched at the usual pace
             else:
                 await link.closed
                 if self.server.log_error is not None:
                     return  # stopping
-                failures = failures + 1 if link.failed else 0
-                if not link.failed:
-                    log.warning("link to the primary %s:%d lost", host, port)
+                log.warning("link to the primary %s:%d lost", host, port)
                 unreachable_since = time.monotonic()
             if time.monotonic() - unreachable_since >= self.promote_after_s:
                 log.warning("primary %s:%d unreachable for %.1f s: promoting this server",
                             host, port, self.promote_after_s)
                 self.server.promote()
                 return
-            await asyncio.sleep(_retry_delay(failures))
-
-
-def _retry_delay(failures: int) -> float:
-    """RETRY_S; after links that failed in a row (a snapshot or record that does not apply
-    here), 0.5, 1, 2, ... s up to MAX_RETRY_S: each try costs the primary a full snapshot."""
-    delay = min(RETRY_S * 2 ** max(failures - 1, 0), MAX_RETRY_S)
-    if failures > 1:
-        log.error("replication: %d tries in a row failed to apply; next try in %.1f s",
-                  failures, delay)
-    return delay
+            await asyncio.sleep(self.server.replication.retry_delay(RETRY_S))

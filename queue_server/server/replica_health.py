@@ -3,11 +3,17 @@ without job data (a record may carry a secret in its block; logs never show data
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from dataclasses import dataclass
 
+log = logging.getLogger("slotmap.queue_server")
+
 # The last error is shown as is in INFO: bounded, whatever the primary sent.
 MAX_ERROR_CHARS = 500
+# A primary whose stream keeps failing here is asked again less and less often (each try
+# costs it a full snapshot), up to this.
+MAX_RETRY_S = 30.0
 
 
 @dataclass
@@ -17,11 +23,28 @@ class ReplicationHealth:
     last_error: str | None = None
     last_error_at: float | None = None  # unix time
     _snapshots: int = 0
+    _in_a_row: int = 0  # links that failed with no good link or unreachable primary between
+    _failed_since_retry: bool = False
 
     def failed(self, why: str) -> None:
         self.errors += 1
         self.last_error = why[:MAX_ERROR_CHARS]
         self.last_error_at = time.time()
+        self._in_a_row += 1
+        self._failed_since_retry = True
+
+    def retry_delay(self, base_s: float) -> float:
+        """How long the follower waits before its next link: `base_s`, or after links that
+        failed in a row base_s, 2 base_s, 4 base_s ... up to MAX_RETRY_S. A link that ended
+        any other way (lost, the primary away) starts the count again."""
+        if not self._failed_since_retry:
+            self._in_a_row = 0
+        self._failed_since_retry = False
+        delay = min(base_s * 2 ** max(self._in_a_row - 1, 0), MAX_RETRY_S)
+        if self._in_a_row > 1:
+            log.error("replication: %d tries in a row failed to apply; next try in %.1f s",
+                      self._in_a_row, delay)
+        return delay
 
     def snapshot_applied(self) -> None:
         if self._snapshots:

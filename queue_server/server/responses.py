@@ -100,7 +100,7 @@ def total_reply(totals: Totals) -> bytes:
 
 def stats_json(store: Store, name: str | None, now: float) -> bytes:
     names = [name] if name is not None else sorted(store.queues)
-    report: dict[str, object] = {}
+    report: dict[str, dict[str, object]] = {}
     for queue_name in names:
         state = store.queues.get(queue_name)
         if state is None:
@@ -131,12 +131,7 @@ def stats_json(store: Store, name: str | None, now: float) -> bytes:
             "deleted": state.deleted,
             "ttl_expired": state.ttl_expired,
         }
-    return json_reply(report)
-
-
-def json_reply(document: dict[str, object]) -> bytes:
-    """`200 OK <len>` CRLF `<json>` (STATS, INFO)."""
-    body = json.dumps(document, separators=(",", ":")).encode()
+    body = json.dumps(report, separators=(",", ":")).encode()
     return b"200 OK %d\r\n" % len(body) + body
 
 
