@@ -373,7 +373,7 @@ _PARSERS: dict[bytes, Callable[[list[bytes]], Parsed]] = {
     b"TOTAL": _optional_queue(b"TOTAL"),
     b"STATS": lambda args: Parsed(_parse_stats(args)),
     b"RUNLIST": lambda args: _parse_runlist(b"RUNLIST", args),
-    **{name: _no_args(name) for name in (b"OFFLINE", b"ONLINE", b"QUIT", b"SHUTDOWN", b"PING")},
+    **{name: _no_args(name) for name in (b"OFFLINE", b"ONLINE", b"QUIT", b"SHUTDOWN", b"PING", b"INFO")},
     b"SNAPSHOT": _link(b"SNAPSHOT"),
     b"INTERCONNECT": _link(b"INTERCONNECT"),
     b"CLONE": _parse_clone,

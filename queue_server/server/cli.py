@@ -13,7 +13,7 @@ from config.load import load_config
 from config.models import parse_host_port
 from config.tokens import TOKEN_ENV, TOKEN_FILE_ENV, resolve_token
 from queue_server.protocol.retry import queue_policy
-from queue_server.server.errors import DataDirLocked
+from queue_server.server.errors import DataCorrupt, DataDirLocked
 from queue_server.server.join import join
 from queue_server.server.listen import ListenError, bind_listeners, fit_open_files
 from queue_server.server.server import QueueServer, ServerSettings
@@ -39,6 +39,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--join", metavar="HOST:PORT,...",
                         help="the cluster's servers: if any answers, start as a replica of the "
                              "lowest id, with the highest id + 1")
+    parser.add_argument("--repair", action="store_true",
+                        help="repair a data directory the server refuses to start on (damage "
+                             "in a log or snapshot): the bad bytes are kept aside, what is "
+                             "dropped is reported; then exit (start the server as usual)")
     parser.add_argument("--log-level", default="INFO")
     parser.set_defaults(func=run)
 
@@ -92,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, ConfigError) as exc:  # a bad address, token, token file or config
         print(f"slotmap queue-server: {exc}", file=sys.stderr)
         return 2
+    if args.repair:
+        return _repair(settings)
     # Bound before the data directory is touched: a bad or taken address changes nothing.
     try:
         listeners = bind_listeners(settings.host, settings.port)
@@ -115,6 +121,10 @@ def _open_and_serve(settings: ServerSettings, listeners: list[socket.socket]) ->
     except DataDirLocked as exc:
         print(f"slotmap queue-server: {exc}", file=sys.stderr)
         return 1
+    except DataCorrupt as exc:
+        print(f"slotmap queue-server: the data directory {settings.data_dir} is damaged; not "
+              f"starting. {exc}", file=sys.stderr)
+        return 3
     try:
         import uvloop
     except ImportError:
@@ -130,4 +140,23 @@ def _open_and_serve(settings: ServerSettings, listeners: list[socket.socket]) ->
         print(f"slotmap queue-server: stopped because the log failed: {server.log_error}; "
               "unacknowledged requests were cut off, restart to recover", file=sys.stderr)
         return 2
+    return 0
+
+
+def _repair(settings: ServerSettings) -> int:
+    """`--repair`: recover with repairs (recovery.py), write the result as a fresh snapshot,
+    report, and exit without serving: a flag left in a unit file must not make every later
+    start drop damage silently."""
+    server = QueueServer(settings)
+    try:
+        report = server.open(repair=True)
+    except (DataDirLocked, DataCorrupt) as exc:
+        print(f"slotmap queue-server: cannot repair {settings.data_dir}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        server.data_dir.close()
+    for line in [*report.repairs, *report.problems] or ["nothing to repair"]:
+        print(f"repair: {line}")
+    print(f"repair: {settings.data_dir} now holds {server.store.totals().jobs} waiting jobs "
+          f"({report.records} records replayed); start the server as usual")
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -20,7 +21,7 @@ log = logging.getLogger("slotmap.queue_server")
 
 
 def execute(server: QueueServer, conn: Connection, command: p.Command) -> None:
-    """TOTAL, STATS, RUNLIST, PING, OFFLINE, ONLINE, QUIT, SHUTDOWN, AUTH, SNAPSHOT,
+    """TOTAL, STATS, INFO, RUNLIST, PING, OFFLINE, ONLINE, QUIT, SHUTDOWN, AUTH, SNAPSHOT,
     INTERCONNECT and CLONE: everything but the queue commands and SYNC records."""
     if isinstance(command, p.Simple):
         _simple(server, conn, command)
@@ -49,6 +50,10 @@ def _simple(server: QueueServer, conn: Connection, command: p.Simple) -> None:
         conn.write(responses.runlist_reply(store, command.flag))
     elif name == b"PING":
         conn.write(responses.PONG)
+    elif name == b"INFO":  # ours (PROTOCOL.md Part B): the server, not its queues
+        body = json.dumps({"server_id": server.settings.server_id, "following": server.following,
+                           "offline": server.offline, **server.replication.as_json()}).encode()
+        conn.write(b"200 OK %d\r\n" % len(body) + body)
     elif name == b"OFFLINE":
         server.offline = True
         for waiter in server.waiters.all():

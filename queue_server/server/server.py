@@ -13,14 +13,16 @@ from queue_server.protocol import commands as p
 from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
 from queue_server.protocol.retry import QueuePolicy
-from queue_server.server import queue_commands, replay, responses, snapshot
+from queue_server.server import queue_commands, replay, replica_health, responses, snapshot
 from queue_server.server.connection import Connection
 from queue_server.server.door import Door
+from queue_server.server.errors import ReplicationApplyError
 from queue_server.server.follower import Follower
 from queue_server.server.housekeeping import Housekeeping
 from queue_server.server.journal import Journal
 from queue_server.server.persistence import DataDir, FsyncPolicy
 from queue_server.server.queue_commands import COMMANDS, CONTROL, SYNC_TYPES
+from queue_server.server.recovery import RecoveryReport
 from queue_server.server.stats import StatsBuilds
 from queue_server.server.store import Store
 from queue_server.server.waiters import Waiter, Waiters
@@ -83,6 +85,7 @@ class QueueServer:
         # A following replica fires no timer of its own: the primary's SYNC records are its
         # only changes (its jittered retries, renewed locks), so the two never drift apart.
         self.following = False
+        self.replication = replica_health.ReplicationHealth()  # INFO shows it
         self._dirty: list[Connection] = []
         self._durable_replies = self.journal.durable_replies
         self.log_error: OSError | None = None  # the log failed: stopping, nothing more answered
@@ -100,19 +103,15 @@ class QueueServer:
 
     # ------------------------------------------------------------ lifecycle
 
-    def open(self) -> None:
-        """Lock the data directory, recover the state, start a fresh log (before serving)."""
+    def open(self, *, repair: bool = False) -> RecoveryReport:
+        """Lock the data directory, recover the state, start a fresh log (before serving).
+        Raises DataCorrupt for damage only `repair` may drop (queue_server/server/recovery.py)."""
         self.data_dir.lock()
-        store, report = self.data_dir.recover(self._new_store, time.time())
-        for problem in report.problems:
-            log.warning("recovery: %s", problem)
-        log.info(
-            "recovered from %s + %d log(s): %d records, %d jobs waiting, %d handed-out jobs ready again",
-            report.snapshot or "nothing", len(report.logs), report.records,
-            store.totals().jobs, report.released_running,
-        )
+        store, report = self.data_dir.recover(self._new_store, time.time(), repair=repair)
+        report.log_to(log, store.totals().jobs)
         self.store = store
         self.data_dir.start(store)
+        return report
 
     async def serve(self, listeners: Sequence[socket.socket] = ()) -> None:
         """Serve until shutdown, on `listeners` (bound by the caller before the data directory
@@ -393,11 +392,16 @@ class QueueServer:
         """SYNC records streamed from the primary: applied and logged here, never passed on."""
         store = self.store
         now = time.time()
-        for command in commands:
-            replay.apply(store, command, now)
-        self._record_unreplicated()
-        self._after_change()
-        self._request_flush()
+        try:
+            for command in commands:
+                reply = replay.apply(store, command, now)
+                if not replica_health.applied(reply):
+                    raise ReplicationApplyError(
+                        f"{replica_health.describe(command)} -> {reply.strip()[:100]!r}")
+        finally:  # what did apply is logged; the follower resyncs after a failure
+            self._record_unreplicated()
+            self._after_change()
+            self._request_flush()
 
     def flush_records(self) -> bool:
         """Write and sync every pending record; False if the log failed (the server stops)."""
