@@ -25,7 +25,6 @@ MAX_WEIGHT_EXPONENT = 60
 # windows moved a slot back and forth between queues at every plan (hosts_lost: 153
 # retargets against 30).
 SHARE_BAND = 0.15
-SETTLE = True
 # Absorbs float error in demand before rounding up (2.0000000001 slots is 2 slots).
 EPSILON_SLOTS = 1e-9
 NO_STATS = QueueStats()
@@ -281,7 +280,7 @@ def plan(
     tiers = capacity_tiers(desired, demands, queues, target_load=target_load)
     capacity = sum(capacities.values())
     planned = allocate(desired, queues, capacity_slots=capacity, tiers=tiers)
-    if SETTLE and sum(desired.values()) > capacity:
+    if sum(desired.values()) > capacity:
         planned = settle(planned, counts, desired, queues, capacity_slots=capacity)
     new_map, moves = place(
         current,
