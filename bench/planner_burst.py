@@ -36,6 +36,7 @@ JOB_S = 0.02
 BURST_MAX = 8
 START_DEADLINE_S = 60.0
 HANDLERS = f'''
+import os
 import time
 from slot.handler import Handler, handler
 
@@ -44,7 +45,14 @@ from slot.handler import Handler, handler
 class Burst(Handler):
     batch_size = 10
 
+    def setup(self):
+        self.started = False
+
     def handle(self, jobs):
+        if not self.started:  # when this slot began work on the queue (a fork or a retarget)
+            self.started = True
+            with open(os.environ["BURST_STARTS"], "a") as starts:
+                starts.write(f"{{os.getpid()}} {{time.time()}}\\n")
         time.sleep({JOB_S} * len(jobs))
 
 
@@ -73,11 +81,14 @@ class Run:
     ideal_s: float = 0.0
     # Host lost: from the manager's "lost" to the survivor running the burst queue's share.
     lost_to_replanned_s: float | None = None
+    # From a master receiving a map to the first job of each slot it gave the burst queue.
+    map_to_work_ms: list[float] | None = None
 
 
 @contextlib.contextmanager
 def spawned(args: list[str], *, log: Path, cwd: Path) -> Iterator[subprocess.Popen[bytes]]:
-    env = dict(os.environ, PYTHONPATH=f"{REPO_ROOT}{os.pathsep}{cwd}", PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONPATH=f"{REPO_ROOT}{os.pathsep}{cwd}", PYTHONUNBUFFERED="1",
+               BURST_STARTS=str(cwd / "burst_starts.txt"))
     with open(log, "ab") as out:
         process = subprocess.Popen([sys.executable, "-m", "deploy.cli", *args], stdout=out,
                                    stderr=subprocess.STDOUT, cwd=cwd, env=env, start_new_session=True)
@@ -105,7 +116,7 @@ def wait_until(predicate: object, what: str, timeout_s: float = START_DEADLINE_S
         time.sleep(0.05)
 
 
-def one_run(work: Path, *, jobs: int, burst_check_s: float, host_lost: bool) -> Run:
+def one_run(work: Path, *, jobs: int, burst_check_s: float, host_lost: bool, low_backlog: int) -> Run:
     work.mkdir(parents=True)
     (work / "sm_bench_burst.py").write_text(HANDLERS)
     queue_port, manager_port = free_port(), free_port()
@@ -155,7 +166,8 @@ burst_check_s = {burst_check_s}
         stack.enter_context(spawned(["queue-server", "--config", str(config)], log=work / "qs.log", cwd=work))
         wait_until(lambda: _answers(address), "the queue server")
         with QueueClient(address) as client:
-            client.put_many("low", [b"x"] * 20000)
+            if low_backlog:
+                client.put_many("low", [b"x"] * low_backlog)
         stack.enter_context(spawned(["manager", "--config", str(config)], log=work / "manager.log", cwd=work))
         reports = {}
         masters = {}
@@ -174,6 +186,13 @@ burst_check_s = {burst_check_s}
 
         wait_until(lambda: burst_slots() >= 1 and sum(running(reports[h], "low") for h in hosts) >= 1,
                    "the first plan")
+        if not low_backlog:
+            # An idle low queue holds the rest: its slots wait in GETB, warm (the planner keeps them).
+            with QueueClient(address) as client:
+                client.put_many("low", [b"x"] * 2000)
+                wait_until(lambda: sum(running(reports[h], "low") for h in hosts) >= 9 - len(hosts) + 1
+                           or client.stats("low")["low"].ready == 0, "low's slots")
+                wait_until(lambda: client.stats("low")["low"].ready == 0, "low drained")
         # A few burst jobs first: the manager learns the queue's job time, as in a queue in use.
         with QueueClient(address) as client:
             client.put_many("burst", [b"x"] * 20)
@@ -210,7 +229,31 @@ burst_check_s = {burst_check_s}
                 time.sleep(0.05)
             capacity = BURST_MAX if not host_lost else min(BURST_MAX, per_host)
             run.ideal_s = jobs * JOB_S / capacity
+            run.map_to_work_ms = map_to_work_ms(work, hosts, since=time.time() - (time.monotonic() - start))
     return run
+
+
+def map_to_work_ms(work: Path, hosts: list[str], *, since: float) -> list[float]:
+    """Each slot that began burst work after `since`: ms from the last map its master got
+    before that (the master's log line) to its first job."""
+    maps = sorted(stamp for host in hosts for stamp in _stamps(work / f"master-{host}.log",
+                                                               "slot map from the manager"))
+    delays = []
+    for line in (work / "burst_starts.txt").read_text().splitlines():
+        began = float(line.split()[1])
+        before = [stamp for stamp in maps if stamp <= began]
+        if began >= since and before:
+            delays.append(round((began - before[-1]) * 1000, 1))
+    return delays
+
+
+def _stamps(log: Path, text: str) -> list[float]:
+    found = []
+    for line in log.read_text(errors="replace").splitlines():
+        if text in line:
+            with contextlib.suppress(ValueError):
+                found.append(time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S")) + int(line[20:23]) / 1000)
+    return found
 
 
 def _lost_at(log: Path) -> float | None:
@@ -240,9 +283,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, default=4000)
     parser.add_argument("--host-lost", action="store_true")
+    parser.add_argument("--low-backlog", type=int, default=20000,
+                        help="jobs waiting in the low queue (0: its slots are idle when the burst comes)")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="planner-burst-"))
-    runs = [one_run(root / f"run{n}", jobs=args.jobs, burst_check_s=check, host_lost=args.host_lost)
+    runs = [one_run(root / f"run{n}", jobs=args.jobs, burst_check_s=check, host_lost=args.host_lost,
+                    low_backlog=args.low_backlog)
             for n, check in enumerate((0.25, 0.0))]
     print("| run | 2x slots s | 4x slots s | max slots s | drained s | ideal s | drain / ideal "
           "| lost -> replanned s |")
@@ -251,6 +297,8 @@ def main() -> int:
         ratio = "-" if run.drained_s is None else f"{run.drained_s / run.ideal_s:.2f}"
         print(f"| {run.label} | {show(run.at_2x_s)} | {show(run.at_4x_s)} | {show(run.at_max_s)} | "
               f"{show(run.drained_s)} | {run.ideal_s:.1f} | {ratio} | {show(run.lost_to_replanned_s)} |")
+    for run in runs:
+        print(f"{run.label}: map received -> slot's first job, ms: {run.map_to_work_ms}")
     print(json.dumps([run.__dict__ for run in runs]))
     return 0
 
