@@ -7,9 +7,10 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
-from master.lifecycle import ALIVE, Leased, Slot, SlotState
+from master.lifecycle import ALIVE, Leased, LoopStarted, Resolved, Slot, SlotState
 from slot.beacon import LeaseNote
 from slot.errors import MessageError
+from slot.outcome_notes import STARTED, is_outcome_line
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +27,10 @@ RENEWED_STATES = ALIVE - {SlotState.STOPPING}
 @dataclass(frozen=True, slots=True)
 class Note:
     slot_id: int
-    pid: int
-    event: Leased
+    # None for outcome and start notes: they name no pid, the pipe is the slot's own
+    # (a new one per fork).
+    pid: int | None
+    event: Leased | LoopStarted | Resolved
 
 
 class LeasePipes:
@@ -97,12 +100,17 @@ def _notes(slot_id: int, buffer: bytearray) -> Iterator[Note]:
     lines = bytes(buffer[:end]).split(b"\n")
     del buffer[: end + 1]
     for line in lines:
+        if is_outcome_line(line):
+            # Kept raw: parsed only if the slot dies holding its batch (master/settle.py).
+            event = LoopStarted() if line == STARTED[:-1] else Resolved(line)
+            yield Note(slot_id, None, event)
+            continue
         try:
             note = LeaseNote.decode(line)
         except MessageError as exc:
             log.warning("slot %d: dropping a lease note: %s", slot_id, exc)
             continue
-        yield Note(note.slot_id, note.pid, Leased(tuple(note.jobs), note.lock_s))
+        yield Note(note.slot_id, note.pid, Leased(tuple(note.jobs), note.lock_s, tuple(note.keys)))
 
 
 def renewals(slots: Iterable[Slot], now: float) -> list[int]:

@@ -76,6 +76,9 @@ class SlotJob:
     # poison job cannot keep failing its neighbours.
     solo: bool = False
     _resolved: bool = field(default=False, repr=False)
+    # Told of each outcome the moment it is decided (the slot's outcome notes to its master,
+    # slot/outcome_notes.py), so a crash later in the batch does not undo it.
+    _notify: Callable[[SlotJob], None] | None = field(default=None, repr=False)
 
     @classmethod
     def from_job(cls, job: QueueJob) -> SlotJob:
@@ -104,11 +107,13 @@ class SlotJob:
         self._resolve()
         self.outcome = Outcome.LATER
         self.delay_s = delay if delay is not None else delay_s
+        self._told()
 
     def done(self) -> None:
         """Mark the job finished now: it stays DONE even if handle() raises afterwards."""
         self._resolve()
         self.outcome = Outcome.DONE
+        self._told()
 
     def fail(self, reason: str | BaseException, *, dead: bool = False) -> None:
         """The job failed: it comes back after the retry policy's backoff (its attempt counted),
@@ -120,6 +125,7 @@ class SlotJob:
         self.outcome = Outcome.FAILED
         self.error = error_text(reason)
         self.give_up = dead
+        self._told()
 
     def reply(self, data: bytes | str) -> None:
         """Answer a synchronous call (PUT ... WAIT): the reply job goes to the output queue
@@ -130,9 +136,14 @@ class SlotJob:
             )
         self._resolve()
         self.reply_data = data.encode("utf-8") if isinstance(data, str) else data
+        self._told()
 
     def reply_json(self, value: Any) -> None:
         self.reply(json.dumps(value, separators=(",", ":")))
+
+    def _told(self) -> None:
+        if self._notify is not None:
+            self._notify(self)
 
     def _resolve(self) -> None:
         if self._resolved:
@@ -190,7 +201,8 @@ class Handler:
 
     def handle(self, jobs: Sequence[SlotJob]) -> None:
         """The whole batch at once. By default: handle_job() for each job, an exception
-        failing that job (with its traceback) and the others going on."""
+        failing that job (with its traceback) and the others going on; a job whose
+        handle_job() returned is DONE at once (job.done())."""
         for job in jobs:
             try:
                 self.handle_job(job)
@@ -201,6 +213,10 @@ class Handler:
                                 job.outcome, exc_info=True)
                 else:
                     job.fail(exc)
+                continue
+            if not job.resolved:
+                # Finished: DONE now, so a crash on a later job of the batch cannot undo it.
+                job.done()
 
     def handle_job(self, job: SlotJob) -> None:
         raise NotImplementedError(

@@ -19,7 +19,8 @@ import os
 from collections.abc import Sequence
 
 from slot.beacon import LeaseNote
-from slot.handler import SlotJob
+from slot.handler import Outcome, SlotJob
+from slot.outcome_notes import STARTED, done_note, fail_note, later_note, reply_note
 
 log = logging.getLogger(__name__)
 
@@ -41,13 +42,32 @@ class LeaseReporter:
 
     def hold(self, jobs: Sequence[SlotJob], *, lock_s: float) -> None:
         held = [(job.id, job.attempt) for job in jobs]
-        self._write(LeaseNote.encode_held(self.slot_id, self.pid, lock_s, held) + b"\n")
+        keys = [job.key for job in jobs]
+        self._write(LeaseNote.encode_held(self.slot_id, self.pid, lock_s, held, keys) + b"\n")
         self._holding = True
 
     def release(self) -> None:
         if self._holding:
             self._holding = False
             self._write(self._released)
+
+    def started(self) -> None:
+        """The slot reached its job loop: a death from now on is not a failed start."""
+        self._write(STARTED)
+
+    def resolved(self, job: SlotJob) -> None:
+        """A job's outcome, the moment the handler decides it (slot/outcome_notes.py)."""
+        if job.reply_data is not None and job.item is not None:
+            line = reply_note(job.id, job.item, job.reply_data)
+            if line is None:
+                return
+        elif job.outcome is Outcome.FAILED:
+            line = fail_note(job.id, job.error or "failed", dead=job.give_up)
+        elif job.outcome is Outcome.LATER:
+            line = later_note(job.id, job.delay_s)
+        else:
+            line = done_note(job.id)
+        self._write(line)
 
     def _write(self, line: bytes) -> None:
         if self._broken:

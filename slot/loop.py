@@ -63,6 +63,12 @@ class LeaseNotes(Protocol):
 
     def hold(self, jobs: Sequence[SlotJob], *, lock_s: float) -> None: ...
     def release(self) -> None: ...
+    def started(self) -> None:
+        """Once, before the first fetch: a death from now on is not a failed start."""
+        ...
+    def resolved(self, job: SlotJob) -> None:
+        """A job's outcome as soon as it is decided: honoured by the master if the slot dies."""
+        ...
 
 
 class SourceUnavailable(Exception):
@@ -122,6 +128,7 @@ class SlotLoop:
         # The handler class's own retry policy, when it overrides the queue's.
         self._policy: RetryPolicy | None = None
         self._failures_in_a_row = 0
+        self._loop_noted = False
 
     def request_stop(self) -> None:
         """Finish the batch in progress (if any), then exit."""
@@ -141,6 +148,9 @@ class SlotLoop:
                 return StepResult(StepKind.EXIT, exit_code=failed)
         handler = self._handler
         assert handler is not None
+        if not self._loop_noted and self.leases is not None:
+            self.leases.started()
+            self._loop_noted = True
         self.stats.phase = SlotPhase.IDLE
         queue = self.assignment.queue
         try:
@@ -171,6 +181,9 @@ class SlotLoop:
         if self.leases is not None:
             # Before anything can go wrong (hooks, the handler, an os._exit in it).
             self.leases.hold(jobs, lock_s=self.assignment.lock_timeout_s)
+            resolved = self.leases.resolved
+            for job in jobs:
+                job._notify = resolved
         try:
             runnable: Sequence[SlotJob] = jobs
             for hook in self.before_batch:  # e.g. rate-limit permits; may postpone jobs

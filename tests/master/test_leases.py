@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from master.leases import LeasePipes
-from master.lifecycle import Leased
+from master.lifecycle import Leased, LoopStarted, Resolved
 from slot.beacon import LeaseNote
 from slot.handler import SlotJob
 from slot.leases import LeaseReporter
@@ -27,14 +27,19 @@ def test_the_master_reads_what_a_slot_wrote_even_after_the_slot_is_gone() -> Non
     try:
         write_fd = pipes.open(1)
         reporter = LeaseReporter(write_fd, slot_id=1, pid=4242)
-        reporter.hold(slot_jobs(10, 11), lock_s=2.5)
+        reporter.started()
+        jobs = slot_jobs(10, 11)
+        reporter.hold(jobs, lock_s=2.5)
+        jobs[0].done()
+        reporter.resolved(jobs[0])
         reporter.release()
         reporter.hold(slot_jobs(12), lock_s=2.5)
         os.close(write_fd)  # the slot died right after writing
         notes = list(pipes.read())
-        assert [(n.slot_id, n.pid) for n in notes] == [(1, 4242)] * 3
+        assert [(n.slot_id, n.pid) for n in notes] == [(1, None), (1, 4242), (1, None)] + [(1, 4242)] * 2
         assert [n.event for n in notes] == [
-            Leased(((10, 1), (11, 2)), 2.5), Leased((), 0.0), Leased(((12, None),), 2.5),
+            LoopStarted(), Leased(((10, 1), (11, 2)), 2.5, ("k10", "k11")), Resolved(b"D 10"),
+            Leased((), 0.0), Leased(((12, None),), 2.5, ("k12",)),
         ]
         assert list(pipes.read()) == []
     finally:
@@ -46,7 +51,7 @@ def test_a_half_written_note_waits_for_its_end_and_a_bad_one_is_dropped() -> Non
     try:
         write_fd = pipes.open(2)
         line = LeaseNote.encode_held(2, 77, 1.0, [(3, 1)]) + b"\n"
-        os.write(write_fd, b"not json\n" + line[:10])
+        os.write(write_fd, b"{not json\n" + line[:10])
         assert list(pipes.read_slot(2)) == []
         os.write(write_fd, line[10:])
         assert [n.event for n in pipes.read_slot(2)] == [Leased(((3, 1),), 1.0)]

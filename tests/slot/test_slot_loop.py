@@ -69,6 +69,12 @@ class FakeLeases:
     def release(self) -> None:
         self.notes.append(("release", [], len(self.source.done_calls)))
 
+    def started(self) -> None:
+        self.notes.append(("started", [], len(self.source.done_calls)))
+
+    def resolved(self, job: SlotJob) -> None:
+        self.notes.append(("resolved", [job.id], len(self.source.done_calls)))
+
 
 class Recorder(Handler):
     events: ClassVar[list[str]] = []
@@ -233,8 +239,18 @@ def test_the_master_learns_the_batch_before_the_handler_and_its_release_after_th
     leases = FakeLeases(source)
     loop = make_loop(source, leases=leases)
     loop.step(0.0)
-    assert leases.notes == [("hold", [1, 2], 0), ("release", [], 1)]
+    assert leases.notes == [("started", [], 0), ("hold", [1, 2], 0), ("release", [], 1)]
     assert Recorder.batches == [[1, 2]]
+
+
+def test_each_outcome_goes_to_the_master_as_the_handler_decides_it() -> None:
+    source = FakeSource(ready={"a": jobs("a", b"x", b"later", b"call")})
+    leases = FakeLeases(source)
+    loop = make_loop(source, leases=leases)
+    loop.step(0.0)
+    # Before the acknowledgement (no DONE sent yet): a crash after them would not undo them.
+    assert leases.notes == [("started", [], 0), ("hold", [1, 2, 3], 0), ("resolved", [2], 0),
+                            ("resolved", [3], 0), ("release", [], 1)]
 
 
 def test_setup_runs_once_per_slot_and_teardown_on_close() -> None:
