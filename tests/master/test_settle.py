@@ -1,0 +1,86 @@
+"""Settling a dead slot's batch (pure): decided outcomes stand, one job is charged only when the
+death names it, the others go back uncharged and alone."""
+from __future__ import annotations
+
+import random
+
+from master.lifecycle import Lease
+from master.settle import Done, Fail, Later, Replies, ReplyTo, settle
+from queue_server.protocol.retry import RetryPolicy
+from slot.handler import SlotJob
+from slot.outcome_notes import (
+    MAX_NOTED_ERROR_CHARS,
+    MAX_NOTED_REPLY_BYTES,
+    NoteKind,
+    done_note,
+    fail_note,
+    later_note,
+    parse,
+    reply_note,
+)
+
+LEASE = Lease(jobs=((1, 1), (2, 1), (3, 2), (4, 1)), lock_s=60.0, renewed_at=0.0, keys=("a", "b", "c", "d"))
+
+
+def settled(notes: list[bytes], *, blame: bool = True, lease: Lease = LEASE, policy: RetryPolicy | None = None):  # type: ignore[no-untyped-def]
+    return settle(lease, [n.rstrip(b"\n") for n in notes], reason="slot 1 (pid 9) exit 7", blame=blame,
+                  policy=policy, reply_to=ReplyTo("q_reply", 600.0), rng=random.Random(1))
+
+
+def test_outcome_notes_read_back_as_written() -> None:
+    assert parse(done_note(7)[:-1]).kind is NoteKind.DONE
+    assert parse(later_note(7, 2.5)[:-1]).delay_s == 2.5
+    assert parse(later_note(7, None)[:-1]).delay_s is None
+    failed = parse(fail_note(7, "bad\nline \"quoted\"", dead=True)[:-1])
+    assert (failed.error, failed.dead) == ("bad\nline \"quoted\"", True)
+    replied = parse(reply_note(7, "item with space", b"\x00answer \n")[:-1])  # type: ignore[index]
+    assert (replied.item, replied.reply) == ("item with space", b"\x00answer \n")
+    assert reply_note(7, "i", b"x" * (MAX_NOTED_REPLY_BYTES + 1)) is None
+    long = parse(fail_note(7, "x" * 100_000, dead=False)[:-1]).error
+    assert long is not None and len(long) < MAX_NOTED_ERROR_CHARS + 100
+
+
+def test_decided_outcomes_are_honoured_and_the_undecided_go_back_uncharged_and_alone() -> None:
+    result = settled([done_note(1), reply_note(2, "it", b"ok") or b"", later_note(3, 5.0)])
+    assert result.requests == (Replies("q_reply", 600.0, (("it", b"ok"),)), Done((1, 2)),
+                               Later((3,), 5.0), Fail((
+                                   # the only undecided job: the death names it
+                                   result.requests[-1].failures[0],  # type: ignore[union-attr]
+                               )))
+    [charged] = result.requests[-1].failures  # type: ignore[union-attr]
+    assert (charged.id, charged.solo, charged.error) == (4, True, "slot 1 (pid 9) exit 7")
+    assert (result.blamed_key, result.honoured, result.given_back, result.charged) == ("d", 3, 0, 1)
+
+
+def test_several_undecided_jobs_are_given_back_solo_and_nobody_is_charged() -> None:
+    result = settled([fail_note(1, "bad", dead=False)])
+    assert result.requests[0] == Later((2, 3, 4), solo=True)
+    [failed] = result.requests[1].failures  # type: ignore[union-attr]
+    assert (failed.id, failed.error, failed.solo) == (1, "bad", False)
+    assert (result.blamed_key, result.given_back, result.charged) == (None, 3, 0)
+
+
+def test_a_job_running_alone_is_charged_with_its_own_policy() -> None:
+    lease = Lease(jobs=((9, 3),), lock_s=60.0, renewed_at=0.0, keys=("k9",))
+    result = settled([], lease=lease, policy=RetryPolicy(max_attempts=3, retry_base_s=1, retry_max_s=2))
+    [dead] = result.requests[0].failures  # type: ignore[union-attr]
+    assert dead.dead and result.blamed_key == "k9"
+
+
+def test_a_kill_for_a_missed_stop_deadline_gives_everything_back_uncharged() -> None:
+    lease = Lease(jobs=((9, 1),), lock_s=60.0, renewed_at=0.0)
+    result = settled([], lease=lease, blame=False)
+    assert result.requests == (Later((9,), solo=False),) and result.charged == 0
+
+
+def test_notes_of_other_jobs_and_bad_lines_are_ignored() -> None:
+    result = settled([done_note(99), b"Z nonsense\n", done_note(1), fail_note(1, "second", dead=False)])
+    assert result.requests[0] == Done((1,))
+    assert len(result.bad_notes) == 1
+
+
+def test_a_job_told_to_the_master_as_it_resolves() -> None:
+    told: list[int] = []
+    job = SlotJob("q", 5, 0, b"", None, "k5", 1, _notify=lambda j: told.append(j.id))
+    job.done()
+    assert told == [5]
