@@ -2,6 +2,8 @@
 at once, within a per-queue fork budget (a handler crashing on every job cannot fork-bomb)."""
 from __future__ import annotations
 
+import itertools
+
 from master.backoff import BootBackoff, ForkBudget
 
 
@@ -38,7 +40,7 @@ def test_forks_that_replace_crashed_slots_stay_within_the_budget() -> None:
         now += 0.01
     assert len(forks) <= 5 + 5 * 10 + 1
     # Never more than a fifth of a second without a fork: the queue is not stalled.
-    gaps = [b - a for a, b in zip(forks, forks[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(forks)]
     assert max(gaps) <= 0.2 + 0.011
 
 

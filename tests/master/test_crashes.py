@@ -125,7 +125,7 @@ def test_a_handler_crashing_on_every_job_forks_within_the_budget_and_its_neighbo
     neighbour_s = max(run.at for run in runs(neighbour_log, "done")) - put_at
     poll_until(lambda: len({run.pid for run in runs(log, "start")}) >= 40, timeout_s=60.0,
                what="40 crashed slots")
-    first_fork = {}
+    first_fork: dict[int, float] = {}
     for run in runs(log, "start"):
         first_fork.setdefault(run.pid, run.at)
     forks = sorted(first_fork.values())
