@@ -46,6 +46,7 @@ from master.lifecycle import (
     Counter,
     Exited,
     KillCause,
+    Leased,
     Limits,
     Log,
     SendSignal,
@@ -235,6 +236,9 @@ class Master:
         for note in notes:
             slot = self.slots.get(note.slot_id)
             if slot is not None and note.pid in (None, slot.pid):
+                if isinstance(note.event, Leased) and slot.lease is not None:
+                    # A batch its slot lived through: the queue earns crash forks by its work.
+                    self.forks.earn(slot.assignment.queue, len(slot.lease.jobs), now)
                 self._apply(slot, note.event, now)
                 if slot.loop_started and self.backoff.failures(slot.assignment.queue):
                     self.backoff.record_success(slot.assignment.queue)
@@ -415,6 +419,7 @@ class Master:
         policy = None if cls is None else handler_policy(cls, self.assignment_for(queue).retry_policy())
         reply_to = None if cls is None else ReplyTo(cls.output_queue(), cls.reply_ttl_s)
         settled = settle(action.lease, action.outcomes, reason=action.reason, blame=action.blame,
+                         ordered=action.ordered,
                          policy=policy, reply_to=reply_to, rng=self.rng)
         for bad in settled.bad_notes:
             log.warning("%s: %s", action.reason, bad)
@@ -422,8 +427,8 @@ class Master:
         self.counters[Counter.JOBS_OF_DEAD_SLOTS_FAILED] += settled.charged
         self.counters[Counter.JOBS_OF_DEAD_SLOTS_HONOURED] += settled.honoured
         self.counters[Counter.JOBS_OF_DEAD_SLOTS_GIVEN_BACK] += settled.given_back
-        log.warning("%s holding %d jobs of %s: %d outcomes honoured, %d given back uncharged "
-                    "(each runs alone next), %d charged%s", action.reason, len(action.lease.jobs),
+        log.warning("%s holding %d jobs of %s: %d outcomes honoured, %d given back uncharged, "
+                    "%d charged%s", action.reason, len(action.lease.jobs),
                     queue, settled.honoured, settled.given_back, settled.charged,
                     f" (job {settled.blamed_key})" if settled.blamed_key else "")
         return settled

@@ -6,17 +6,21 @@ after crashes.
   ... up to max_s. A slot that reaches its job loop resets its queue.
 - A slot that died in its job loop (a job crashed it) is replaced at once: one job's crash
   must not stop its queue. Only a handler that crashes on every job could then fork without
-  end, so forks that replace crashed slots draw on a per-queue budget: CRASH_FORKS_PER_S a
-  second, in bursts of CRASH_FORK_BURST. A queue whose slots all died waits at most
-  1 / CRASH_FORKS_PER_S (0.2 s) for its next fork; forks that are not replacements (start-up,
-  a bigger slot map) never wait.
+  end, so forks that replace crashed slots draw on a per-queue budget (a token bucket,
+  CRASH_FORK_BURST deep): CRASH_FORKS_PER_S a second, plus one for every JOBS_PER_FORK jobs
+  of the queue that its slots finished alive (a batch acknowledged). A handler that crashes
+  on every job finishes none: 5 forks a second. One that crashes on 1% of its jobs earns
+  ten forks per crash and is never held. A queue whose slots all died waits at most
+  1 / CRASH_FORKS_PER_S (0.2 s) for its next fork; forks that are not replacements
+  (start-up, a bigger slot map) never wait.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 CRASH_FORKS_PER_S = 5.0
-CRASH_FORK_BURST = 5.0
+CRASH_FORK_BURST = 10.0
+JOBS_PER_FORK = 10
 
 
 @dataclass(slots=True)
@@ -53,6 +57,7 @@ class ForkBudget:
 
     per_s: float = CRASH_FORKS_PER_S
     burst: float = CRASH_FORK_BURST
+    jobs_per_fork: int = JOBS_PER_FORK
     # queue -> crashed slots not replaced yet
     _owed: dict[str, int] = field(default_factory=dict)
     # queue -> (tokens, when they were counted)
@@ -61,13 +66,21 @@ class ForkBudget:
     def crashed(self, queue: str) -> None:
         self._owed[queue] = self._owed.get(queue, 0) + 1
 
+    def earn(self, queue: str, jobs: int, now: float) -> None:
+        """The queue's slots finished `jobs` jobs alive."""
+        tokens = self._refilled(queue, now)
+        self._tokens[queue] = (min(self.burst, tokens + jobs / self.jobs_per_fork), now)
+
+    def _refilled(self, queue: str, now: float) -> float:
+        tokens, at = self._tokens.get(queue, (self.burst, now))
+        return min(self.burst, tokens + (now - at) * self.per_s)
+
     def may_fork(self, queue: str, now: float) -> bool:
         """True when the queue may fork now; a replacement takes a token."""
         owed = self._owed.get(queue, 0)
         if not owed:
             return True
-        tokens, at = self._tokens.get(queue, (self.burst, now))
-        tokens = min(self.burst, tokens + (now - at) * self.per_s)
+        tokens = self._refilled(queue, now)
         if tokens < 1.0:
             self._tokens[queue] = (tokens, now)
             return False

@@ -8,6 +8,7 @@ are tried again for a while, after which the queue server's own lock expiry fail
 """
 from __future__ import annotations
 
+import codecs
 import logging
 import threading
 import time
@@ -21,6 +22,13 @@ from slot.outcomes import Failure
 from slot.wake import block_slot_signals_in_this_thread
 
 log = logging.getLogger(__name__)
+
+# The keeper thread's first connect resolves the server's host name, which imports the idna
+# codec. A slot forked while that thread holds the codec module's import lock inherits the
+# lock held by a thread that does not exist in it, and hangs for good at its own first
+# connect (seen: a slot forked right after a crash, as the keeper began to settle it). So the
+# codec is imported here, in the main thread, before the keeper starts.
+codecs.lookup("idna")
 
 # Requests waiting for the queue server; past this, new ones are left to lock expiry.
 MAX_PENDING_FAILURES = 100_000

@@ -110,7 +110,8 @@ def _notes(slot_id: int, buffer: bytearray) -> Iterator[Note]:
         except MessageError as exc:
             log.warning("slot %d: dropping a lease note: %s", slot_id, exc)
             continue
-        yield Note(note.slot_id, note.pid, Leased(tuple(note.jobs), note.lock_s, tuple(note.keys)))
+        yield Note(note.slot_id, note.pid, Leased(tuple(note.jobs), note.lock_s, tuple(note.keys),
+                                                           note.in_order))
 
 
 def renewals(slots: Iterable[Slot], now: float) -> list[int]:

@@ -81,6 +81,8 @@ class Lease:
     renewed_at: float
     # Each job's key in the order of `jobs` (may be shorter: older slots send none).
     keys: tuple[str | None, ...] = ()
+    # Run one by one in this order (handle_job): a death names the first job left undecided.
+    in_order: bool = False
 
 
 @dataclass(slots=True)
@@ -159,6 +161,7 @@ class Leased:
     jobs: tuple[tuple[int, int | None], ...]
     lock_s: float
     keys: tuple[str | None, ...] = ()
+    in_order: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +209,9 @@ class SettleJobs:
     reason: str
     # False when nobody is to blame (killed for a missed stop deadline).
     blame: bool
+    # The death names the first job left undecided: its jobs ran in order (handle_job) and it
+    # died of itself or hung (not of memory, which a batch may have built up job by job).
+    ordered: bool = False
 
 
 Action = SendSignal | Count | Log | SettleJobs
@@ -250,8 +256,8 @@ def on_event(slot: Slot, event: SlotEvent, now: float) -> list[Action]:
                          f"Private_Dirty {used} B over the hard limit {limit} B")
         case Exited(code, sig):
             return _exited(slot, code, sig) + _settle_held_jobs(slot, code, sig)
-        case Leased(jobs, lock_s, keys):
-            slot.lease = Lease(jobs, lock_s, now, keys) if jobs else None
+        case Leased(jobs, lock_s, keys, in_order):
+            slot.lease = Lease(jobs, lock_s, now, keys, in_order) if jobs else None
             slot.outcomes = []
             return []
         case LoopStarted():
@@ -327,7 +333,8 @@ def _settle_held_jobs(slot: Slot, code: int | None, sig: int | None) -> list[Act
     if slot.kill_reason is not None:
         reason += f": the master killed it, {slot.kill_reason}"
     blame = slot.kill_cause is not KillCause.STOP_DEADLINE
-    return [SettleJobs(slot.queue, lease, tuple(outcomes), reason, blame)]
+    ordered = blame and lease.in_order and slot.kill_cause is not KillCause.OVER_MEMORY
+    return [SettleJobs(slot.queue, lease, tuple(outcomes), reason, blame, ordered)]
 
 
 _BOOT_FAILURES = frozenset(code.value for code in SlotExit if code.is_boot_failure)

@@ -3,12 +3,18 @@
 The rules (docs/DESIGN.md, "A crash costs only its job"):
 - outcomes the handler decided before the death (the slot's outcome notes,
   slot/outcome_notes.py) are honoured: replies put, DONE, LATER, job.fail() as failed;
-- the jobs left unresolved: when the slot was to blame (a crash, a signal, killed hung or over
-  memory) and exactly one job was unresolved, that job caused it: FAIL ... SOLO, its attempt
-  charged. With more than one, the death cannot name its job: they go back with
-  `LATER ... SOLO` (their hand-out taken back, no attempt charged) and each runs alone, so
-  the next death names its job. A slot killed only because it missed its stop deadline
-  blames nobody: its unresolved jobs go back with a plain LATER.
+- the jobs left unresolved, when the death may be a job's doing (a crash, a signal, killed
+  hung or over memory):
+  - the death names its job when the batch ran in order (the default handle(): handle_job
+    per job, each DONE or failed as it returns) and the slot crashed or hung: the first job
+    without an outcome was running. Or when exactly one job was left without an outcome.
+    That job is charged: FAIL ... SOLO (its attempt counts; it runs alone from then on).
+    The jobs after it never started: they go back with a plain LATER (no attempt charged);
+  - otherwise the death cannot name its job: they all go back with `LATER ... SOLO` (their
+    hand-out taken back, no attempt charged) and each runs alone, so the next death names
+    its job;
+- a slot killed only because it missed its stop deadline blames nobody: its unresolved jobs
+  go back with a plain LATER.
 """
 from __future__ import annotations
 
@@ -77,12 +83,14 @@ def settle(
     *,
     reason: str,
     blame: bool,
+    ordered: bool = False,
     policy: RetryPolicy | None,
     reply_to: ReplyTo | None,
     rng: random.Random,
 ) -> Settlement:
     """The requests that settle `lease` after its slot died. `blame`: the death may be a job's
-    doing (not a kill for a missed stop deadline)."""
+    doing (not a kill for a missed stop deadline); `ordered`: it names the first job left
+    undecided."""
     attempts = dict(lease.jobs)
     decided, bad = _decided(notes, attempts)
     replies: list[tuple[str, bytes]] = []
@@ -104,14 +112,13 @@ def settle(
                                         give_up=outcome.dead))
     unresolved = [job_id for job_id, _ in lease.jobs if job_id not in decided]
     blamed_key = None
-    given_back: list[int] = []
-    if blame and len(unresolved) == 1:
-        [job_id] = unresolved
+    given_back = unresolved
+    named = bool(blame and unresolved and (ordered or len(unresolved) == 1))
+    if named:
+        job_id, given_back = unresolved[0], unresolved[1:]
         failures.append(failure(job_id, reason, attempt=attempts[job_id], policy=policy, rng=rng,
                                 solo=True))
         blamed_key = dict(zip((j for j, _ in lease.jobs), lease.keys, strict=False)).get(job_id)
-    else:
-        given_back = unresolved
     requests: list[Request] = []
     if replies and reply_to is not None:
         requests.append(Replies(reply_to.queue, reply_to.ttl_s, tuple(replies)))
@@ -119,7 +126,8 @@ def settle(
         requests.append(Done(tuple(done)))
     requests += [Later(tuple(ids), delay_s) for delay_s, ids in later.items()]
     if given_back:
-        requests.append(Later(tuple(given_back), solo=blame))
+        # Never started (ordered): back as they were; else each alone, to name the next death.
+        requests.append(Later(tuple(given_back), solo=blame and not named))
     if failures:
         requests.append(Fail(tuple(failures)))
     return Settlement(

@@ -40,10 +40,10 @@ class LeaseReporter:
         self._broken = False
         self._released = LeaseNote.encode_held(slot_id, pid, 0.0, ()) + b"\n"
 
-    def hold(self, jobs: Sequence[SlotJob], *, lock_s: float) -> None:
+    def hold(self, jobs: Sequence[SlotJob], *, lock_s: float, in_order: bool = False) -> None:
         held = [(job.id, job.attempt) for job in jobs]
         keys = [job.key for job in jobs]
-        self._write(LeaseNote.encode_held(self.slot_id, self.pid, lock_s, held, keys) + b"\n")
+        self._write(LeaseNote.encode_held(self.slot_id, self.pid, lock_s, held, keys, in_order) + b"\n")
         self._holding = True
 
     def release(self) -> None:

@@ -61,7 +61,9 @@ class LeaseNotes(Protocol):
     """Tells the master which jobs this slot holds, before the handler runs: the master renews
     their locks while the slot lives and fails them at once if it dies (slot/leases.py)."""
 
-    def hold(self, jobs: Sequence[SlotJob], *, lock_s: float) -> None: ...
+    def hold(self, jobs: Sequence[SlotJob], *, lock_s: float, in_order: bool = False) -> None:
+        """`in_order`: the handler runs the jobs one by one in this order (handle_job)."""
+        ...
     def release(self) -> None: ...
     def started(self) -> None:
         """Once, before the first fetch: a death from now on is not a failed start."""
@@ -180,7 +182,8 @@ class SlotLoop:
         self.stats.phase = SlotPhase.BUSY
         if self.leases is not None:
             # Before anything can go wrong (hooks, the handler, an os._exit in it).
-            self.leases.hold(jobs, lock_s=self.assignment.lock_timeout_s)
+            self.leases.hold(jobs, lock_s=self.assignment.lock_timeout_s,
+                             in_order=type(handler).handle is Handler.handle)
             resolved = self.leases.resolved
             for job in jobs:
                 job._notify = resolved

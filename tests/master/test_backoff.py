@@ -30,7 +30,7 @@ def test_other_queues_are_not_slowed_down() -> None:
 
 
 def test_forks_that_replace_crashed_slots_stay_within_the_budget() -> None:
-    budget = ForkBudget(per_s=5.0, burst=5.0)
+    budget = ForkBudget(per_s=5.0, burst=5.0)  # a handler crashing on every job earns nothing
     forks = []
     now = 0.0
     while now < 10.0:  # every fork crashes at once: a replacement is always owed
@@ -52,3 +52,14 @@ def test_forks_that_replace_nothing_and_other_queues_never_wait() -> None:
     assert not budget.may_fork("q", 0.0)
     assert budget.may_fork("other", 0.0)
     assert all(budget.may_fork("fresh", 0.0) for _ in range(100))
+
+
+def test_a_queue_that_finishes_jobs_earns_forks_beyond_the_base_rate() -> None:
+    budget = ForkBudget(per_s=5.0, burst=10.0, jobs_per_fork=10)
+    forks = 0
+    for step in range(100):  # 1 s: a crash after every 100 jobs finished, 100 crashes
+        now = step * 0.01
+        budget.earn("q", 100, now)
+        budget.crashed("q")
+        forks += budget.may_fork("q", now)
+    assert forks == 100

@@ -84,3 +84,13 @@ def test_a_job_told_to_the_master_as_it_resolves() -> None:
     job = SlotJob("q", 5, 0, b"", None, "k5", 1, _notify=lambda j: told.append(j.id))
     job.done()
     assert told == [5]
+
+
+def test_a_batch_run_in_order_names_the_first_undecided_job_and_the_rest_never_started() -> None:
+    lease = Lease(jobs=LEASE.jobs, lock_s=60.0, renewed_at=0.0, keys=LEASE.keys, in_order=True)
+    result = settle(lease, [done_note(1)[:-1]], reason="slot 1 (pid 9) exit 7", blame=True, ordered=True,
+                    policy=None, reply_to=None, rng=random.Random(1))
+    assert result.requests[:2] == (Done((1,)), Later((3, 4), solo=False))
+    [charged] = result.requests[2].failures  # type: ignore[union-attr]
+    assert (charged.id, charged.solo) == (2, True)
+    assert (result.blamed_key, result.honoured, result.given_back, result.charged) == ("b", 1, 2, 1)

@@ -63,7 +63,7 @@ class FakeLeases:
     source: FakeSource
     notes: list[tuple[str, list[int], int]] = field(default_factory=list)
 
-    def hold(self, jobs: Sequence[SlotJob], *, lock_s: float) -> None:
+    def hold(self, jobs: Sequence[SlotJob], *, lock_s: float, in_order: bool = False) -> None:
         self.notes.append(("hold", [j.id for j in jobs], len(self.source.done_calls)))
 
     def release(self) -> None:
