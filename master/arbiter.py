@@ -281,7 +281,9 @@ class Master:
             log.warning("queue %s: slot restarts wait %.1f s (%d failed starts in a row)",
                         queue, delay_s, self.backoff.failures(queue))
         else:
-            # Died in its job loop: replaced at once, within the queue's fork budget.
+            # Died in its job loop: replaced at once, within the queue's fork budget, which
+            # the jobs it finished before dying add to.
+            self.forks.earn(queue, settled.honoured if settled else 0, now)
             self.forks.crashed(queue)
 
     def kill_hung(self, now: float) -> None:
