@@ -110,7 +110,8 @@ class SlotJob:
         self._told()
 
     def done(self) -> None:
-        """Mark the job finished now: it stays DONE even if handle() raises afterwards."""
+        """Mark the job finished now: it stays DONE even if handle() raises afterwards, or the
+        slot dies (the master learns it at once and acknowledges it then)."""
         self._resolve()
         self.outcome = Outcome.DONE
         self._told()
