@@ -123,6 +123,8 @@ def cluster(name: str, code: Path, work: Path, env: dict[str, str]) -> Iterator[
         retry_base_s = 0.2
         retry_max_s = 2.0
         [master]
+        # A shared, loaded machine must not stop the slots (capacity by load).
+        max_load_per_cpu = 1000.0
         handler_modules = ["sm_bench_crash_handlers"]
         ipc_dir = "{ipc_dir}"
         static_slots = {{ {QUEUE} = 2, {SCENARIO_QUEUE} = 2 }}
