@@ -33,8 +33,7 @@ from config.models import ClusterConfig
 from config.tokens import resolve_token
 from master import host
 from master.assignments import assignment_for, queue_settings
-from master.backoff import BootBackoff, ForkBudget
-from master.crashes import CrashLog, crash_cause
+from master.deaths import Deaths
 from master.lease_keeper import LeaseKeeper
 from master.leases import LeasePipes, Note, renewals
 from master.lifecycle import (
@@ -45,8 +44,6 @@ from master.lifecycle import (
     Count,
     Counter,
     Exited,
-    KillCause,
-    Leased,
     Limits,
     Log,
     SendSignal,
@@ -68,7 +65,6 @@ from master.supervisor import Reaped, open_sockets, reap, send_signal, spawn
 from queue_server.client import QueueClient
 from slot.beacon import Assignment
 from slot.discovery import LoadedHandlers, load_handlers
-from slot.exit_codes import SlotExit
 from slot.outcomes import handler_policy
 from slot.permits import limiters_of
 from slot.process import SlotSpec, run_slot
@@ -102,9 +98,7 @@ class Master:
         )
         self.slots: dict[int, Slot] = {}
         self.counters: Tally[Counter] = Tally()
-        self.backoff = BootBackoff()
-        self.forks = ForkBudget()
-        self.crashes = CrashLog()
+        self.deaths = Deaths()
         self.stopping = False
         self.loaded = LoadedHandlers(handlers={}, failures={})
         self.reconciler = Reconciler(handled_queues=frozenset())
@@ -236,12 +230,9 @@ class Master:
         for note in notes:
             slot = self.slots.get(note.slot_id)
             if slot is not None and note.pid in (None, slot.pid):
-                if isinstance(note.event, Leased) and slot.lease is not None:
-                    # A batch its slot lived through: the queue earns crash forks by its work.
-                    self.forks.earn(slot.assignment.queue, len(slot.lease.jobs), now)
+                self.deaths.before_note(slot, note.event, now)
                 self._apply(slot, note.event, now)
-                if slot.loop_started and self.backoff.failures(slot.assignment.queue):
-                    self.backoff.record_success(slot.assignment.queue)
+                self.deaths.after_note(slot)
 
     def reap(self, now: float) -> None:
         for child in reap():
@@ -262,29 +253,7 @@ class Master:
                 self._perform(action)
         del self.slots[slot.slot_id]
         self.leases.close(slot.slot_id)
-        cause = crash_cause(child.code, child.signal, slot.kill_cause)
-        if cause is None:
-            return
-        queue = slot.assignment.queue
-        self.crashes.add(
-            at_unix=time.time(), queue=slot.queue, slot_id=slot.slot_id, pid=slot.pid,
-            exit_code=child.code, signal=child.signal, cause=cause,
-            key=settled.blamed_key if settled else None,
-            honoured=settled.honoured if settled else 0,
-            given_back=settled.given_back if settled else 0,
-            charged=settled.charged if settled else 0,
-        )
-        if slot.kill_cause is KillCause.STOP_DEADLINE:
-            return
-        if child.code in (SlotExit.SETUP_FAILED, SlotExit.NO_HANDLER) or not slot.loop_started:
-            delay_s = self.backoff.record_failed_start(queue, now)
-            log.warning("queue %s: slot restarts wait %.1f s (%d failed starts in a row)",
-                        queue, delay_s, self.backoff.failures(queue))
-        else:
-            # Died in its job loop: replaced at once, within the queue's fork budget, which
-            # the jobs it finished before dying add to.
-            self.forks.earn(queue, settled.honoured if settled else 0, now)
-            self.forks.crashed(queue)
+        self.deaths.died(slot, child.code, child.signal, settled, now)
 
     def kill_hung(self, now: float) -> None:
         for slot in list(self.slots.values()):
@@ -305,8 +274,7 @@ class Master:
                 case Retarget(slot_id, queue):
                     self._retarget(self.slots[slot_id], self.assignment_for(queue), now)
                 case Spawn(slot_id, queue):
-                    if (slot_id not in self.slots and self.backoff.ready(queue, now)
-                            and self.forks.may_fork(queue, now)):
+                    if slot_id not in self.slots and self.deaths.may_fork(queue, now):
                         self.spawn_slot(slot_id, queue, now)
         self._resend_retargets(now)
         self._warn_unhandled()
@@ -334,7 +302,7 @@ class Master:
             pid = spawn(lambda: run_slot(spec), keep_sockets=self.slot_sockets)
         except OSError as exc:
             log.error("cannot fork slot %d for %s (%s); retrying with backoff", slot_id, queue, exc)
-            self.backoff.record_failed_start(queue, now)
+            self.deaths.failed_fork(queue, now)
             self.leases.close(slot_id)
             return
         finally:
@@ -384,7 +352,7 @@ class Master:
             handler_failures=self.loaded.failures,
             unhandled_queues=self.reconciler.unhandled_queues(),
             queue_settings=queue_settings(self.config, self.loaded.handlers),
-            crash_log=self.crashes,
+            crash_log=self.deaths.crashes,
         )
 
     def maybe_report(self, now: float) -> None:
