@@ -7,11 +7,14 @@ after crashes.
 - A slot that died in its job loop (a job crashed it) is replaced at once: one job's crash
   must not stop its queue. Only a handler that crashes on every job could then fork without
   end, so forks that replace crashed slots draw on a per-queue budget, a token bucket
-  CRASH_FORK_BURST deep: CRASH_FORKS_PER_S a second, plus one for every JOBS_PER_FORK jobs
-  of the queue that its slots finished (a batch acknowledged, or outcomes decided before a
-  crash). A handler that crashes on every job finishes none: at most 20 forks a second per
-  queue (a fork and a slot's start cost 12 ms of CPU on the 2-core test machine, measured by
-  tests/master/test_crashes.py: a quarter of a core). One that crashes on 1% of its jobs earns ten forks per crash.
+  refilled by the clock (CRASH_FORKS_PER_S a second, up to CRASH_FORK_BURST) and by work:
+  one for every JOBS_PER_FORK jobs of the queue that its slots finished (a batch
+  acknowledged, or outcomes decided before a crash), up to CRASH_FORK_BANK (a queue that
+  finished 5,000 jobs may replace 500 crashed slots as fast as they die: the retries of its
+  poison jobs). A handler that crashes on every job finishes none: at most 20 forks a
+  second per queue (a fork and a slot's start cost 12 ms of CPU on the 2-core test machine,
+  measured by tests/master/test_crashes.py: a quarter of a core). One that crashes on 1% of
+  its jobs earns ten forks per crash.
   A queue whose slots all died waits at most 1 / CRASH_FORKS_PER_S (50 ms) for its next
   fork; forks that are not replacements (start-up, a bigger slot map) never wait.
 """
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field
 CRASH_FORKS_PER_S = 20.0
 CRASH_FORK_BURST = 20.0
 JOBS_PER_FORK = 10
+CRASH_FORK_BANK = 500.0
 
 
 @dataclass(slots=True)
@@ -54,11 +58,13 @@ class BootBackoff:
 
 @dataclass(slots=True)
 class ForkBudget:
-    """Forks that replace crashed slots, per queue: a token bucket of `per_s` a second, `burst` deep."""
+    """Forks that replace crashed slots, per queue: a token bucket refilled at `per_s` a second
+    up to `burst`, and by work (one per `jobs_per_fork` jobs finished) up to `bank`."""
 
     per_s: float = CRASH_FORKS_PER_S
     burst: float = CRASH_FORK_BURST
     jobs_per_fork: int = JOBS_PER_FORK
+    bank: float = CRASH_FORK_BANK
     # queue -> crashed slots not replaced yet
     _owed: dict[str, int] = field(default_factory=dict)
     # queue -> (tokens, when they were counted)
@@ -70,10 +76,12 @@ class ForkBudget:
     def earn(self, queue: str, jobs: int, now: float) -> None:
         """The queue's slots finished `jobs` jobs alive."""
         tokens = self._refilled(queue, now)
-        self._tokens[queue] = (min(self.burst, tokens + jobs / self.jobs_per_fork), now)
+        self._tokens[queue] = (min(self.bank, tokens + jobs / self.jobs_per_fork), now)
 
     def _refilled(self, queue: str, now: float) -> float:
         tokens, at = self._tokens.get(queue, (self.burst, now))
+        if tokens >= self.burst:  # the clock refills up to the burst, work beyond it
+            return tokens
         return min(self.burst, tokens + (now - at) * self.per_s)
 
     def may_fork(self, queue: str, now: float) -> bool:

@@ -63,3 +63,13 @@ def test_a_queue_that_finishes_jobs_earns_forks_beyond_the_base_rate() -> None:
         budget.crashed("q")
         forks += budget.may_fork("q", now)
     assert forks == 100
+
+
+def test_work_banks_forks_beyond_the_burst_up_to_the_bank() -> None:
+    budget = ForkBudget(per_s=20.0, burst=20.0, jobs_per_fork=10, bank=500.0)
+    budget.earn("q", 100_000, 0.0)  # 10,000 forks earned: 500 kept
+    forks = 0
+    for _ in range(1000):  # all at once, no time passing
+        budget.crashed("q")
+        forks += budget.may_fork("q", 0.0)
+    assert forks == 500
