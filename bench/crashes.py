@@ -191,6 +191,7 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--percent", type=float, default=1.0)
     parser.add_argument("--base", help="A/B of the all-good run against this commit's code")
+    parser.add_argument("--ab-only", action="store_true", help="with --base: only the A/B of the all-good run")
     args = parser.parse_args()
     completions = Completions()
     os.environ["BENCH_UDP_PORT"] = str(completions.port)
@@ -210,16 +211,19 @@ def main() -> int:
         if args.base:
             base = stack.enter_context(cluster(f"base {args.base}", Path(frozen_copy(args.base)), root / "base", env))
         good_s, dead_s = scenario(new, completions)
-        for _ in range(args.reps):
-            if base is not None:
-                run(base, completions, base_good, good, 0, QUEUE)
-            run(new, completions, all_good, good, 0, QUEUE)
-            run(new, completions, with_fail, failing, n_failing, QUEUE)
-            run(new, completions, with_crash, crashing, n_crashing, QUEUE)
+        for rep in range(args.reps):
+            # ABBA: neither side always runs first, after the other's load
+            sides = [(base, base_good), (new, all_good)] if base is not None else [(new, all_good)]
+            for side, runs in sides if rep % 2 == 0 else sides[::-1]:
+                run(side, completions, runs, good, 0, QUEUE)
+            if not args.ab_only:
+                run(new, completions, with_fail, failing, n_failing, QUEUE)
+                run(new, completions, with_crash, crashing, n_crashing, QUEUE)
     print(f"\n{args.jobs} jobs, 2 slots, batch 100, handle_job; median of {args.reps}; "
           f"{os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}")
     print(f"{'run':<28} {'good jobs/s':>12} {'x all good':>11} {'bad dead after last put':>24}")
-    for runs in [all_good, with_fail, with_crash] + ([base_good] if base is not None else []):
+    for runs in [all_good] + ([] if args.ab_only else [with_fail, with_crash]) + (
+            [base_good] if base is not None else []):
         after = f"{statistics.median(runs.dead_after_s):.2f} s" if runs.dead_after_s else "-"
         print(f"{runs.name:<28} {runs.rate:>12,.0f} {runs.rate / all_good.rate:>10.2f}x {after:>24}")
     print(f"issue scenario (200 jobs, batch 10): 180 good done {good_s:.2f} s, 20 dead {dead_s:.2f} s "
