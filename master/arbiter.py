@@ -297,6 +297,7 @@ class Master:
             pulsar_curve=client_curve(self.config),
             lease_fd=lease_fd,
             close_fds=self.leases.inherited_fds(),
+            done_map=self.leases.done_map(slot_id),
         )
         try:
             pid = spawn(lambda: run_slot(spec), keep_sockets=self.slot_sockets)
@@ -390,6 +391,7 @@ class Master:
         reply_to = None if cls is None else ReplyTo(cls.output_queue(), cls.reply_ttl_s)
         settled = settle(action.lease, action.outcomes, reason=action.reason, blame=action.blame,
                          ordered=action.ordered,
+                         done_positions=self.leases.marked_done(action.slot_id, len(action.lease.jobs)),
                          policy=policy, reply_to=reply_to, rng=self.rng)
         for bad in settled.bad_notes:
             log.warning("%s: %s", action.reason, bad)

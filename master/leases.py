@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 from master.lifecycle import ALIVE, Leased, LoopStarted, Resolved, Slot, SlotState
 from slot.beacon import LeaseNote
+from slot.done_map import DoneMap
 from slot.errors import MessageError
 from slot.outcome_notes import STARTED, is_outcome_line
 
@@ -40,6 +41,8 @@ class LeasePipes:
     def __init__(self) -> None:
         self._read_fds: dict[int, int] = {}
         self._buffers: dict[int, bytearray] = {}
+        # Each slot's DONE bits, shared with it (slot/done_map.py).
+        self._done_maps: dict[int, DoneMap] = {}
 
     def open(self, slot_id: int) -> int:
         """A new pipe for `slot_id` (closing its predecessor's); returns the write end for the
@@ -52,7 +55,17 @@ class LeasePipes:
         os.set_blocking(read_fd, False)
         self._read_fds[slot_id] = read_fd
         self._buffers[slot_id] = bytearray()
+        self._done_maps[slot_id] = DoneMap()
         return write_fd
+
+    def done_map(self, slot_id: int) -> DoneMap | None:
+        """The DONE bits shared with the slot forked after open(slot_id)."""
+        return self._done_maps.get(slot_id)
+
+    def marked_done(self, slot_id: int, jobs: int) -> list[int]:
+        """The positions in its batch of the jobs the slot marked DONE (read after it died)."""
+        done_map = self._done_maps.get(slot_id)
+        return [] if done_map is None else done_map.marked(jobs)
 
     def inherited_fds(self) -> tuple[int, ...]:
         """The read ends a forked slot must close (every slot's, its own included)."""
@@ -87,6 +100,9 @@ class LeasePipes:
         self._buffers.pop(slot_id, None)
         if fd is not None:
             os.close(fd)
+        done_map = self._done_maps.pop(slot_id, None)
+        if done_map is not None:
+            done_map.close()
 
     def close_all(self) -> None:
         for slot_id in list(self._read_fds):

@@ -204,7 +204,9 @@ class SettleJobs:
     honoured, the rest charged or given back."""
 
     queue: str
+    slot_id: int
     lease: Lease
+    # Its outcome notes (the DONE bits are read from the slot's shared page: master/leases.py).
     outcomes: tuple[bytes, ...]
     reason: str
     # False when nobody is to blame (killed for a missed stop deadline).
@@ -334,7 +336,7 @@ def _settle_held_jobs(slot: Slot, code: int | None, sig: int | None) -> list[Act
         reason += f": the master killed it, {slot.kill_reason}"
     blame = slot.kill_cause is not KillCause.STOP_DEADLINE
     ordered = blame and lease.in_order and slot.kill_cause is not KillCause.OVER_MEMORY
-    return [SettleJobs(slot.queue, lease, tuple(outcomes), reason, blame, ordered)]
+    return [SettleJobs(slot.queue, slot.slot_id, lease, tuple(outcomes), reason, blame, ordered)]
 
 
 _BOOT_FAILURES = frozenset(code.value for code in SlotExit if code.is_boot_failure)

@@ -84,15 +84,21 @@ def settle(
     reason: str,
     blame: bool,
     ordered: bool = False,
+    done_positions: Iterable[int] = (),
     policy: RetryPolicy | None,
     reply_to: ReplyTo | None,
     rng: random.Random,
 ) -> Settlement:
     """The requests that settle `lease` after its slot died. `blame`: the death may be a job's
     doing (not a kill for a missed stop deadline); `ordered`: it names the first job left
-    undecided."""
+    undecided; `done_positions`: the jobs (by position in the lease) marked DONE in the
+    slot's shared page."""
     attempts = dict(lease.jobs)
     decided, bad = _decided(notes, attempts)
+    for position in done_positions:  # the DONE bits (slot/done_map.py)
+        if 0 <= position < len(lease.jobs):
+            job_id = lease.jobs[position][0]
+            decided.setdefault(job_id, NotedOutcome(NoteKind.DONE, job_id))
     replies: list[tuple[str, bytes]] = []
     done: list[int] = []
     later: dict[float | None, list[int]] = defaultdict(list)

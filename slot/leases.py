@@ -19,6 +19,7 @@ import os
 from collections.abc import Sequence
 
 from slot.beacon import LeaseNote
+from slot.done_map import DoneMap
 from slot.handler import Outcome, SlotJob
 from slot.outcome_notes import STARTED, done_note, fail_note, later_note, reply_note
 
@@ -32,8 +33,11 @@ class LeaseReporter:
     buffer, about 100 batches of 10) holds the slot at its next batch; it reads every tick.
     """
 
-    def __init__(self, fd: int, *, slot_id: int, pid: int) -> None:
+    def __init__(self, fd: int, *, slot_id: int, pid: int, done_map: DoneMap | None = None) -> None:
         self.fd = fd
+        self.done_map = done_map
+        # job id -> its position in the batch held (its DONE bit)
+        self._positions: dict[int, int] = {}
         self.slot_id = slot_id
         self.pid = pid
         self._holding = False
@@ -43,6 +47,10 @@ class LeaseReporter:
     def hold(self, jobs: Sequence[SlotJob], *, lock_s: float, in_order: bool = False) -> None:
         held = [(job.id, job.attempt) for job in jobs]
         keys = [job.key for job in jobs]
+        if self.done_map is not None:
+            # Cleared before the note: the master reads these bits only for the batch it holds.
+            self.done_map.clear(len(jobs))
+            self._positions = {job.id: i for i, job in enumerate(jobs)}
         self._write(LeaseNote.encode_held(self.slot_id, self.pid, lock_s, held, keys, in_order) + b"\n")
         self._holding = True
 
@@ -66,6 +74,9 @@ class LeaseReporter:
         elif job.outcome is Outcome.LATER:
             line = later_note(job.id, job.delay_s)
         else:
+            position = self._positions.get(job.id)
+            if self.done_map is not None and position is not None and self.done_map.mark(position):
+                return
             line = done_note(job.id)
         self._write(line)
 

@@ -71,3 +71,29 @@ def test_a_slot_forked_later_closes_every_read_end_but_keeps_its_write_end() -> 
         os.close(second)
     finally:
         pipes.close_all()
+
+
+def test_a_done_goes_to_the_shared_page_not_the_pipe_and_survives_the_slot() -> None:
+    pipes = LeasePipes()
+    try:
+        write_fd = pipes.open(1)
+        done_map = pipes.done_map(1)
+        assert done_map is not None
+        pid = os.fork()
+        if pid == 0:  # the slot: marks jobs 11 and 13 DONE, fails 12, then dies at once
+            reporter = LeaseReporter(write_fd, slot_id=1, pid=os.getpid(), done_map=done_map)
+            jobs = slot_jobs(10, 11, 12, 13)
+            reporter.hold(jobs, lock_s=2.5)
+            for job in (jobs[1], jobs[3]):
+                job.done()
+                reporter.resolved(job)
+            jobs[2].fail("bad")
+            reporter.resolved(jobs[2])
+            os._exit(7)
+        os.waitpid(pid, 0)
+        os.close(write_fd)
+        events = [n.event for n in pipes.read()]
+        assert [type(e).__name__ for e in events] == ["Leased", "Resolved"]  # only the FAIL on the pipe
+        assert pipes.marked_done(1, 4) == [1, 3]
+    finally:
+        pipes.close_all()

@@ -94,3 +94,10 @@ def test_a_batch_run_in_order_names_the_first_undecided_job_and_the_rest_never_s
     [charged] = result.requests[2].failures  # type: ignore[union-attr]
     assert (charged.id, charged.solo) == (2, True)
     assert (result.blamed_key, result.honoured, result.given_back, result.charged) == ("b", 1, 2, 1)
+
+
+def test_jobs_marked_done_in_the_shared_page_are_done() -> None:
+    result = settle(LEASE, [], reason="slot 1 (pid 9) exit 7", blame=True, ordered=True, done_positions=[0, 1],
+                    policy=None, reply_to=None, rng=random.Random(1))
+    assert result.requests[:2] == (Done((1, 2)), Later((4,), solo=False))
+    assert (result.blamed_key, result.honoured) == ("c", 2)
