@@ -389,9 +389,9 @@ class Master:
         cls = self.loaded.handlers.get(queue)
         policy = None if cls is None else handler_policy(cls, self.assignment_for(queue).retry_policy())
         reply_to = None if cls is None else ReplyTo(cls.output_queue(), cls.reply_ttl_s)
+        running, done_positions = self.leases.batch_page(action.slot_id, len(action.lease.jobs))
         settled = settle(action.lease, action.outcomes, reason=action.reason, blame=action.blame,
-                         ordered=action.ordered,
-                         done_positions=self.leases.marked_done(action.slot_id, len(action.lease.jobs)),
+                         ordered=action.ordered, running=running, done_positions=done_positions,
                          policy=policy, reply_to=reply_to, rng=self.rng)
         for bad in settled.bad_notes:
             log.warning("%s: %s", action.reason, bad)

@@ -62,10 +62,13 @@ class LeasePipes:
         """The DONE bits shared with the slot forked after open(slot_id)."""
         return self._done_maps.get(slot_id)
 
-    def marked_done(self, slot_id: int, jobs: int) -> list[int]:
-        """The positions in its batch of the jobs the slot marked DONE (read after it died)."""
+    def batch_page(self, slot_id: int, jobs: int) -> tuple[int | None, list[int]]:
+        """Read after the slot died: the id of the job it was running (or NOT_STARTED,
+        HANDLED; None without a page), and the positions of the jobs it marked DONE."""
         done_map = self._done_maps.get(slot_id)
-        return [] if done_map is None else done_map.marked(jobs)
+        if done_map is None:
+            return None, []
+        return int(done_map.running[0]), done_map.marked(jobs)
 
     def inherited_fds(self) -> tuple[int, ...]:
         """The read ends a forked slot must close (every slot's, its own included)."""

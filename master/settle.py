@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from master.lifecycle import Lease
 from queue_server.protocol.retry import RetryPolicy
+from slot.done_map import HANDLED
 from slot.outcome_notes import NotedOutcome, NoteError, NoteKind, parse
 from slot.outcomes import Failure, failure
 
@@ -84,6 +85,7 @@ def settle(
     reason: str,
     blame: bool,
     ordered: bool = False,
+    running: int | None = None,
     done_positions: Iterable[int] = (),
     policy: RetryPolicy | None,
     reply_to: ReplyTo | None,
@@ -91,14 +93,23 @@ def settle(
 ) -> Settlement:
     """The requests that settle `lease` after its slot died. `blame`: the death may be a job's
     doing (not a kill for a missed stop deadline); `ordered`: it names the first job left
-    undecided; `done_positions`: the jobs (by position in the lease) marked DONE in the
-    slot's shared page."""
+    undecided; from the slot's shared page (slot/done_map.py): `running`, the id of the job
+    its handle_job loop ran (or HANDLED: handle() had returned), and `done_positions`, the
+    jobs (by position in the lease) marked DONE."""
     attempts = dict(lease.jobs)
     decided, bad = _decided(notes, attempts)
     for position in done_positions:  # the DONE bits (slot/done_map.py)
         if 0 <= position < len(lease.jobs):
             job_id = lease.jobs[position][0]
             decided.setdefault(job_id, NotedOutcome(NoteKind.DONE, job_id))
+    ids = [job_id for job_id, _ in lease.jobs]
+    # handle() returned (the death came during the acknowledgement), or handle_job returned
+    # for the jobs before the one running: DONE, their outcome when nothing else was decided.
+    finished = ids if running == HANDLED else ids[: ids.index(running)] if ordered and running in attempts else []
+    for job_id in finished:
+        decided.setdefault(job_id, NotedOutcome(NoteKind.DONE, job_id))
+    if ordered and running not in attempts:
+        ordered = False  # it died before its handler ran: no job is named by the order
     replies: list[tuple[str, bytes]] = []
     done: list[int] = []
     later: dict[float | None, list[int]] = defaultdict(list)

@@ -196,6 +196,8 @@ class Handler:
     # fails the batch (its lock is renewed while the slot lives, so without this a loop
     # that never ends would hold its jobs forever). None: no limit.
     batch_timeout_s: ClassVar[float | None] = 7200.0
+    # Set by the slot: where handle()'s loop tells the master which job runs (slot/done_map.py).
+    _running: memoryview | None = None
 
     def setup(self) -> None:
         """Open connections and warm caches: runs once per slot, after the fork."""
@@ -203,8 +205,12 @@ class Handler:
     def handle(self, jobs: Sequence[SlotJob]) -> None:
         """The whole batch at once. By default: handle_job() for each job, an exception
         failing that job (with its traceback) and the others going on; a job whose
-        handle_job() returned is DONE at once (job.done())."""
+        handle_job() returned is DONE (even if the slot dies later in the batch: its master
+        knows which job was running)."""
+        running = self._running
         for job in jobs:
+            if running is not None:
+                running[0] = job.id  # one store into the page shared with the master
             try:
                 self.handle_job(job)
             except Exception as exc:  # one job's failure, recorded with the job
@@ -214,10 +220,6 @@ class Handler:
                                 job.outcome, exc_info=True)
                 else:
                     job.fail(exc)
-                continue
-            if not job.resolved:
-                # Finished: DONE now, so a crash on a later job of the batch cannot undo it.
-                job.done()
 
     def handle_job(self, job: SlotJob) -> None:
         raise NotImplementedError(

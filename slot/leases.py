@@ -19,7 +19,7 @@ import os
 from collections.abc import Sequence
 
 from slot.beacon import LeaseNote
-from slot.done_map import DoneMap
+from slot.done_map import HANDLED, DoneMap
 from slot.handler import Outcome, SlotJob
 from slot.outcome_notes import STARTED, done_note, fail_note, later_note, reply_note
 
@@ -48,8 +48,8 @@ class LeaseReporter:
         held = [(job.id, job.attempt) for job in jobs]
         keys = [job.key for job in jobs]
         if self.done_map is not None:
-            # Cleared before the note: the master reads these bits only for the batch it holds.
-            self.done_map.clear(len(jobs))
+            # Reset before the note: the master reads the page only for the batch it holds.
+            self.done_map.reset(len(jobs))
             self._positions = {job.id: i for i, job in enumerate(jobs)}
         self._write(LeaseNote.encode_held(self.slot_id, self.pid, lock_s, held, keys, in_order) + b"\n")
         self._holding = True
@@ -58,6 +58,16 @@ class LeaseReporter:
         if self._holding:
             self._holding = False
             self._write(self._released)
+
+    def handled(self) -> None:
+        """handle() returned: every job not resolved otherwise is DONE, even if the slot dies
+        before its acknowledgement."""
+        if self.done_map is not None:
+            self.done_map.running[0] = HANDLED
+
+    def running_marker(self) -> memoryview | None:
+        """Where the handle() loop stores the id of the job it runs (slot/done_map.py)."""
+        return None if self.done_map is None else self.done_map.running
 
     def started(self) -> None:
         """The slot reached its job loop: a death from now on is not a failed start."""

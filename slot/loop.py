@@ -68,6 +68,12 @@ class LeaseNotes(Protocol):
     def started(self) -> None:
         """Once, before the first fetch: a death from now on is not a failed start."""
         ...
+    def handled(self) -> None:
+        """handle() returned normally: the jobs it left unresolved are DONE."""
+        ...
+    def running_marker(self) -> memoryview | None:
+        """Where handle_job's loop stores the running job's id, or None."""
+        ...
     def resolved(self, job: SlotJob) -> None:
         """A job's outcome as soon as it is decided: honoured by the master if the slot dies."""
         ...
@@ -193,6 +199,8 @@ class SlotLoop:
                 runnable = hook(self.assignment.queue, runnable)
             if runnable:
                 handler.handle(runnable)
+            if self.leases is not None:
+                self.leases.handled()
         except Exception as exc:  # the loop boundary: any handler bug is survived
             self.stats.errors += 1
             failed = fail_unresolved(jobs, exc)
@@ -253,6 +261,8 @@ class SlotLoop:
             )
             return SlotExit.SETUP_FAILED
         self._handler = handler
+        if self.leases is not None:
+            handler._running = self.leases.running_marker()
         self._policy = handler_policy(cls, self.assignment.retry_policy())
         self.stats.queue = queue
         return None

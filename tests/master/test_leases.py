@@ -6,6 +6,7 @@ import os
 from master.leases import LeasePipes
 from master.lifecycle import Leased, LoopStarted, Resolved
 from slot.beacon import LeaseNote
+from slot.done_map import NOT_STARTED
 from slot.handler import SlotJob
 from slot.leases import LeaseReporter
 
@@ -94,6 +95,6 @@ def test_a_done_goes_to_the_shared_page_not_the_pipe_and_survives_the_slot() -> 
         os.close(write_fd)
         events = [n.event for n in pipes.read()]
         assert [type(e).__name__ for e in events] == ["Leased", "Resolved"]  # only the FAIL on the pipe
-        assert pipes.marked_done(1, 4) == [1, 3]
+        assert pipes.batch_page(1, 4) == (NOT_STARTED, [1, 3])
     finally:
         pipes.close_all()

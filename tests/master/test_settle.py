@@ -7,6 +7,7 @@ import random
 from master.lifecycle import Lease
 from master.settle import Done, Fail, Later, Replies, ReplyTo, settle
 from queue_server.protocol.retry import RetryPolicy
+from slot.done_map import HANDLED, NOT_STARTED
 from slot.handler import SlotJob
 from slot.outcome_notes import (
     MAX_NOTED_ERROR_CHARS,
@@ -88,16 +89,25 @@ def test_a_job_told_to_the_master_as_it_resolves() -> None:
 
 def test_a_batch_run_in_order_names_the_first_undecided_job_and_the_rest_never_started() -> None:
     lease = Lease(jobs=LEASE.jobs, lock_s=60.0, renewed_at=0.0, keys=LEASE.keys, in_order=True)
-    result = settle(lease, [done_note(1)[:-1]], reason="slot 1 (pid 9) exit 7", blame=True, ordered=True,
-                    policy=None, reply_to=None, rng=random.Random(1))
-    assert result.requests[:2] == (Done((1,)), Later((3, 4), solo=False))
-    [charged] = result.requests[2].failures  # type: ignore[union-attr]
-    assert (charged.id, charged.solo) == (2, True)
-    assert (result.blamed_key, result.honoured, result.given_back, result.charged) == ("b", 1, 2, 1)
+    # handle_job returned for jobs 1 and 2 (job 2 failed itself), job 3 was running.
+    result = settle(lease, [fail_note(2, "bad", dead=False)[:-1]], reason="slot 1 (pid 9) exit 7",
+                    blame=True, ordered=True, running=3, policy=None, reply_to=None, rng=random.Random(1))
+    assert result.requests[:2] == (Done((1,)), Later((4,), solo=False))
+    failed, charged = result.requests[2].failures  # type: ignore[union-attr]
+    assert (failed.id, failed.error, charged.id, charged.solo) == (2, "bad", 3, True)
+    assert (result.blamed_key, result.honoured, result.given_back, result.charged) == ("c", 2, 1, 1)
+
+
+def test_a_death_after_handle_returned_leaves_every_undecided_job_done() -> None:
+    result = settle(LEASE, [later_note(2, None)[:-1]], reason="slot 1 (pid 9) killed by SIGKILL",
+                    blame=True, running=HANDLED, policy=None, reply_to=None, rng=random.Random(1))
+    assert result.requests == (Done((1, 3, 4)), Later((2,), None))
+    assert (result.charged, result.given_back) == (0, 0)
 
 
 def test_jobs_marked_done_in_the_shared_page_are_done() -> None:
     result = settle(LEASE, [], reason="slot 1 (pid 9) exit 7", blame=True, ordered=True, done_positions=[0, 1],
-                    policy=None, reply_to=None, rng=random.Random(1))
-    assert result.requests[:2] == (Done((1, 2)), Later((4,), solo=False))
-    assert (result.blamed_key, result.honoured) == ("c", 2)
+                    running=NOT_STARTED, policy=None, reply_to=None, rng=random.Random(1))
+    # Two undecided and no job running by the page: neither is named, both go back alone.
+    assert result.requests == (Done((1, 2)), Later((3, 4), solo=True))
+    assert (result.blamed_key, result.honoured) == (None, 2)

@@ -75,6 +75,12 @@ class FakeLeases:
     def resolved(self, job: SlotJob) -> None:
         self.notes.append(("resolved", [job.id], len(self.source.done_calls)))
 
+    def handled(self) -> None:
+        self.notes.append(("handled", [], len(self.source.done_calls)))
+
+    def running_marker(self) -> memoryview | None:
+        return None
+
 
 class Recorder(Handler):
     events: ClassVar[list[str]] = []
@@ -239,7 +245,7 @@ def test_the_master_learns_the_batch_before_the_handler_and_its_release_after_th
     leases = FakeLeases(source)
     loop = make_loop(source, leases=leases)
     loop.step(0.0)
-    assert leases.notes == [("started", [], 0), ("hold", [1, 2], 0), ("release", [], 1)]
+    assert leases.notes == [("started", [], 0), ("hold", [1, 2], 0), ("handled", [], 0), ("release", [], 1)]
     assert Recorder.batches == [[1, 2]]
 
 
@@ -250,7 +256,7 @@ def test_each_outcome_goes_to_the_master_as_the_handler_decides_it() -> None:
     loop.step(0.0)
     # Before the acknowledgement (no DONE sent yet): a crash after them would not undo them.
     assert leases.notes == [("started", [], 0), ("hold", [1, 2, 3], 0), ("resolved", [2], 0),
-                            ("resolved", [3], 0), ("release", [], 1)]
+                            ("resolved", [3], 0), ("handled", [], 0), ("release", [], 1)]
 
 
 def test_setup_runs_once_per_slot_and_teardown_on_close() -> None:
