@@ -113,7 +113,10 @@ class LeaseNote(_Frame):
         queue server allows only [A-Za-z0-9_.:-] in them."""
         held = b",".join(b"[%d,%s]" % (job_id, b"null" if attempt is None else b"%d" % attempt)
                          for job_id, attempt in jobs)
-        named = b",".join(b"null" if key is None else b'"%s"' % key.encode() for key in keys)
+        if keys and None not in keys:  # one join, not a format per key: this is per batch
+            named = b'"' + '","'.join(keys).encode() + b'"'  # type: ignore[arg-type]
+        else:
+            named = b",".join(b"null" if key is None else b'"%s"' % key.encode() for key in keys)
         return b'{"slot_id":%d,"pid":%d,"lock_s":%r,"jobs":[%s],"keys":[%s],"in_order":%s}' % (
             slot_id, pid, float(lock_s), held, named, b"true" if in_order else b"false")
 

@@ -98,3 +98,11 @@ def test_a_done_goes_to_the_shared_page_not_the_pipe_and_survives_the_slot() -> 
         assert pipes.batch_page(1, 4) == (NOT_STARTED, [1, 3])
     finally:
         pipes.close_all()
+
+
+def test_the_hand_built_note_with_keys_is_the_models_json() -> None:
+    jobs = [(5, 1), (6, None)]
+    for keys in (["_5", "my.key:1-x"], ["_5", None], []):
+        fast = LeaseNote.encode_held(3, 4242, 60.0, jobs, keys, True)
+        model = LeaseNote(slot_id=3, pid=4242, lock_s=60.0, jobs=jobs, keys=keys, in_order=True)
+        assert fast == model.encode()
