@@ -2,12 +2,14 @@
 
 The rules (docs/DESIGN.md, "A crash costs only its job"):
 - outcomes the handler decided before the death (the slot's outcome notes,
-  slot/outcome_notes.py) are honoured: replies put, DONE, LATER, job.fail() as failed;
+  slot/outcome_notes.py, and its batch page, slot/done_map.py) are honoured: replies put,
+  DONE, LATER, job.fail() as failed; jobs whose handle_job() returned, or all of them once
+  handle() returned, are DONE;
 - the jobs left unresolved, when the death may be a job's doing (a crash, a signal, killed
   hung or over memory):
   - the death names its job when the batch ran in order (the default handle(): handle_job
-    per job, each DONE or failed as it returns) and the slot crashed or hung: the first job
-    without an outcome was running. Or when exactly one job was left without an outcome.
+    per job) and the slot crashed or hung: the job the page says was running. Or when
+    exactly one job was left without an outcome.
     That job is charged: FAIL ... SOLO (its attempt counts; it runs alone from then on).
     The jobs after it never started: they go back with a plain LATER (no attempt charged);
   - otherwise the death cannot name its job: they all go back with `LATER ... SOLO` (their
