@@ -6,9 +6,11 @@ from __future__ import annotations
 import signal as _signal
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Annotated
 
 from pydantic import Field
 
+from config.bounded import Count, Name, Pid, QueueName, SlotNumber, UnixTime
 from config.frames import Frame
 from master.lifecycle import KillCause
 from slot.exit_codes import SlotExit
@@ -18,24 +20,31 @@ from slot.exit_codes import SlotExit
 MAX_RECENT = 50
 
 
-class SlotCrash(Frame):
-    """One slot that died unasked (or was killed by its master), as reported to the manager."""
+# A crash's cause as a label (crash_cause); bounded, as a peer sends it.
+CrashCause = Annotated[str, Field(max_length=32, pattern=r"[A-Za-z0-9_]+")]
+# Crashes by cause for one queue: exit codes, signals and the master's own causes, < 400.
+CrashCounts = Annotated[dict[CrashCause, Count], Field(max_length=512)]
 
-    seq: int = Field(ge=1)
-    at_unix: float
-    queue: str
-    slot_id: int
-    pid: int
-    exit_code: int | None = None
-    signal: int | None = None
+
+class SlotCrash(Frame):
+    """One slot that died unasked (or was killed by its master), as reported to the manager.
+    Every field bounded (config/bounded.py): the manager takes these from any peer."""
+
+    seq: Count = Field(ge=1)
+    at_unix: UnixTime
+    queue: QueueName
+    slot_id: SlotNumber
+    pid: Pid
+    exit_code: int | None = Field(default=None, ge=0, le=255)
+    signal: int | None = Field(default=None, ge=1, le=128)
     # exit_<n>, SIG<NAME>, setup_failed, no_handler, hung, over_memory, stop_deadline
-    cause: str
-    # The job charged with it (it ran alone, or was the only one unresolved), if any.
-    key: str | None = None
+    cause: CrashCause
+    # The job charged with it (the death named it), if any.
+    key: Name | None = None
     # Jobs it held: outcomes honoured, given back uncharged, charged.
-    honoured: int = 0
-    given_back: int = 0
-    charged: int = 0
+    honoured: Count = 0
+    given_back: Count = 0
+    charged: Count = 0
 
 
 def crash_cause(code: int | None, sig: int | None, kill_cause: KillCause | None) -> str | None:

@@ -24,7 +24,7 @@ from config.bounded import (
 )
 from config.frames import Frame
 from master.capacity import Capacity
-from master.crashes import MAX_RECENT, CrashLog, SlotCrash
+from master.crashes import MAX_RECENT, CrashCounts, CrashLog, SlotCrash
 from master.host import HostFigures
 from master.lifecycle import Counter, Slot, SlotState
 from slot.beacon import SlotPhase
@@ -102,7 +102,7 @@ class HostReport(_Model):
     queue_settings: dict[QueueName, QueueSettingsReport] = Field(default_factory=dict, max_length=MAX_QUEUES)
     # The latest slot crashes (master/crashes.py), and all of them by queue and cause.
     crashes: list[SlotCrash] = Field(default_factory=list, max_length=MAX_RECENT)
-    crash_counts: dict[QueueName, dict[Name, Count]] = Field(default_factory=dict, max_length=MAX_QUEUES)
+    crash_counts: dict[QueueName, CrashCounts] = Field(default_factory=dict, max_length=MAX_QUEUES)
 
 
 def cut(text: str, limit: int) -> str:
