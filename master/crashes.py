@@ -21,7 +21,7 @@ MAX_RECENT = 50
 
 
 # A crash's cause as a label (crash_cause); bounded, as a peer sends it.
-CrashCause = Annotated[str, Field(max_length=32, pattern=r"[A-Za-z0-9_]+")]
+CrashCause = Annotated[str, Field(max_length=32, pattern=r"^[A-Za-z0-9_]+$")]
 # Crashes by cause for one queue: exit codes, signals and the master's own causes, < 400.
 CrashCounts = Annotated[dict[CrashCause, Count], Field(max_length=512)]
 

@@ -60,3 +60,24 @@ def test_crashes_from_before_the_manager_started_and_of_a_new_master_pid() -> No
     restarted = CrashLog()  # a new master counts from 1 again
     crash(restarted)
     assert len(events.on_report(report(restarted, master_pid=11), now=1.0)) == 1
+
+
+def test_a_crash_record_out_of_bounds_refuses_the_report() -> None:
+    import pytest
+
+    from master.report import ReportError
+
+    log = CrashLog()
+    crash(log)
+    sound = report(log).encode()
+    assert HostReport.decode(sound).crashes[0].cause == "exit_7"
+    for bad in (b'"cause":"<script>"', b'"cause":"' + b"x" * 40 + b'"', b'"exit_code":-5'):
+        field = bad.split(b":")[0]
+        start = sound.index(field)
+        end = sound.index(b",", start)
+        with pytest.raises(ReportError):
+            HostReport.decode(sound[:start] + bad + sound[end:])
+    many = CrashLog()
+    for _ in range(60):
+        crash(many)
+    assert len(report(many).crashes) == 50  # the master keeps the latest 50, the bound
