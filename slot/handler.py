@@ -76,9 +76,6 @@ class SlotJob:
     # poison job cannot keep failing its neighbours.
     solo: bool = False
     _resolved: bool = field(default=False, repr=False)
-    # Told of each outcome the moment it is decided (the slot's outcome notes to its master,
-    # slot/outcome_notes.py), so a crash later in the batch does not undo it.
-    _notify: Callable[[SlotJob], None] | None = field(default=None, repr=False)
 
     @classmethod
     def from_job(cls, job: QueueJob) -> SlotJob:
@@ -143,13 +140,26 @@ class SlotJob:
         self.reply(json.dumps(value, separators=(",", ":")))
 
     def _told(self) -> None:
-        if self._notify is not None:
-            self._notify(self)
+        hook = _outcome_hook
+        if hook is not None:
+            hook(self)
 
     def _resolve(self) -> None:
         if self._resolved:
             raise JobResolutionError(f"job {self.id} of queue {self.queue} is already resolved")
         self._resolved = True
+
+
+# Told of each outcome the moment it is decided (the slot's notes to its master,
+# slot/outcome_notes.py), so a crash later in the batch does not undo it. One per process, set
+# by the slot loop around each batch: one batch runs at a time in a slot, and a module
+# global costs the all-good path nothing per job (a field set on each job did).
+_outcome_hook: Callable[[SlotJob], None] | None = None
+
+
+def set_outcome_hook(hook: Callable[[SlotJob], None] | None) -> None:
+    global _outcome_hook
+    _outcome_hook = hook
 
 
 def error_text(reason: str | BaseException) -> str:

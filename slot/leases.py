@@ -36,8 +36,9 @@ class LeaseReporter:
     def __init__(self, fd: int, *, slot_id: int, pid: int, done_map: DoneMap | None = None) -> None:
         self.fd = fd
         self.done_map = done_map
-        # job id -> its position in the batch held (its DONE bit)
-        self._positions: dict[int, int] = {}
+        # The batch held, and job id -> its position (its DONE bit), made at the first job.done()
+        self._batch: Sequence[SlotJob] = ()
+        self._positions: dict[int, int] | None = None
         self.slot_id = slot_id
         self.pid = pid
         self._holding = False
@@ -50,7 +51,8 @@ class LeaseReporter:
         if self.done_map is not None:
             # Reset before the note: the master reads the page only for the batch it holds.
             self.done_map.reset(len(jobs))
-            self._positions = {job.id: i for i, job in enumerate(jobs)}
+        self._batch = jobs
+        self._positions = None
         self._write(LeaseNote.encode_held(self.slot_id, self.pid, lock_s, held, keys, in_order) + b"\n")
         self._holding = True
 
@@ -84,6 +86,8 @@ class LeaseReporter:
         elif job.outcome is Outcome.LATER:
             line = later_note(job.id, job.delay_s)
         else:
+            if self._positions is None:
+                self._positions = {held.id: i for i, held in enumerate(self._batch)}
             position = self._positions.get(job.id)
             if self.done_map is not None and position is not None and self.done_map.mark(position):
                 return

@@ -15,7 +15,7 @@ from typing import Protocol
 from queue_server.protocol.retry import RetryPolicy
 from slot.beacon import Assignment, SlotPhase
 from slot.exit_codes import SlotExit
-from slot.handler import Handler, QueueJob, SlotJob
+from slot.handler import Handler, QueueJob, SlotJob, set_outcome_hook
 from slot.memory import MemoryUsage, MemoryWatch
 from slot.outcomes import Failure, acknowledgement, fail_unresolved, handler_policy
 
@@ -190,9 +190,7 @@ class SlotLoop:
             # Before anything can go wrong (hooks, the handler, an os._exit in it).
             self.leases.hold(jobs, lock_s=self.assignment.lock_timeout_s,
                              in_order=type(handler).handle is Handler.handle)
-            resolved = self.leases.resolved
-            for job in jobs:
-                job._notify = resolved
+            set_outcome_hook(self.leases.resolved)
         try:
             runnable: Sequence[SlotJob] = jobs
             for hook in self.before_batch:  # e.g. rate-limit permits; may postpone jobs
@@ -212,6 +210,7 @@ class SlotLoop:
         try:
             self._acknowledge(handler, jobs)
         finally:
+            set_outcome_hook(None)
             if self.leases is not None:
                 self.leases.release()
             self.stats.busy_s += self.clock() - started

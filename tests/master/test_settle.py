@@ -8,7 +8,7 @@ from master.lifecycle import Lease
 from master.settle import Done, Fail, Later, Replies, ReplyTo, settle
 from queue_server.protocol.retry import RetryPolicy
 from slot.done_map import HANDLED, NOT_STARTED
-from slot.handler import SlotJob
+from slot.handler import SlotJob, set_outcome_hook
 from slot.outcome_notes import (
     MAX_NOTED_ERROR_CHARS,
     MAX_NOTED_REPLY_BYTES,
@@ -82,8 +82,12 @@ def test_notes_of_other_jobs_and_bad_lines_are_ignored() -> None:
 
 def test_a_job_told_to_the_master_as_it_resolves() -> None:
     told: list[int] = []
-    job = SlotJob("q", 5, 0, b"", None, "k5", 1, _notify=lambda j: told.append(j.id))
-    job.done()
+    set_outcome_hook(lambda j: told.append(j.id))
+    try:
+        SlotJob("q", 5, 0, b"", None, "k5", 1).done()
+    finally:
+        set_outcome_hook(None)
+    SlotJob("q", 6, 0, b"", None, "k6", 1).done()
     assert told == [5]
 
 
