@@ -113,6 +113,8 @@ class Manager:
                 at = self.clock()
                 self.on_master_events(self.masters.on_frame(received, at), at)
             self.note_refusals()
+            for crashed in self.masters.take_crash_events():
+                self.note(crashed)
             now = self.clock()
             self.on_master_events(self.masters.expire(now), now)
             self.send_heartbeats(now)
