@@ -17,6 +17,10 @@ from manager.placement import place
 BASE_BAND = 0.3
 MIN_BAND = 0.02
 DOWN_BAND = 0.3
+# Whatever the band, a queue is not held at a count it would run above this load: at 0.8
+# target, priority 0's 30% band let a queue run at 104% with its backlog growing (hosts_lost:
+# archive lost a fifth of its slots and stayed at the reduced count, p99 19 s).
+MAX_HELD_LOAD = 0.9
 # Each priority step doubles a queue's claim on contested capacity; bounded so that
 # 2 ** priority stays a finite float for any configured integer.
 MAX_WEIGHT_EXPONENT = 60
@@ -42,6 +46,12 @@ class Demand:
 def band_fraction(priority: int) -> float:
     """Relative upward dead band: wide for unimportant queues, narrow for important ones."""
     return max(MIN_BAND, BASE_BAND / (1 + max(priority, 0)))
+
+
+def up_band(priority: int, target_load: float) -> float:
+    """The upward dead band the planner uses: band_fraction, narrowed so that a queue held
+    at its count never runs above MAX_HELD_LOAD."""
+    return max(MIN_BAND, min(band_fraction(priority), MAX_HELD_LOAD / target_load - 1))
 
 
 def backlog_urgency(priority: int) -> float:
@@ -109,13 +119,14 @@ def queue_demand(
 
 
 def desired_count(
-    current_slots: int, demand_slots: float, *, priority: int, min_slots: int, max_slots: int
+    current_slots: int, demand_slots: float, *, priority: int, min_slots: int, max_slots: int,
+    target_load: float,
 ) -> int:
     """Slots a queue should have, from its current count: no change inside the dead band."""
     frac = band_fraction(priority)
     # Any demand above max_slots means max_slots; this also tames inf from a tiny lifetime.
     demand_slots = min(demand_slots, max_slots + 1.0)
-    upper = current_slots * (1 + frac)
+    upper = current_slots * (1 + up_band(priority, target_load))
     # Down, every queue keeps the widest band: giving a slot back on a quiet minute only to
     # take it again the next is churn, and in a full cluster each give-back is a move.
     # Measured from one slot below: right after rounding up, demand sits within 1 of count.
@@ -276,6 +287,7 @@ def plan(
             priority=config.priority,
             min_slots=config.min_slots,
             max_slots=config.max_slots,
+            target_load=target_load,
         )
     tiers = capacity_tiers(desired, demands, queues, target_load=target_load)
     capacity = sum(capacities.values())
