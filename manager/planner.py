@@ -87,10 +87,11 @@ def queue_demand(
 ) -> Demand:
     """Load of a queue over the window, and the slots that would run it at target_load.
 
-    desired = current x load / target, where load = (busy + backlog time) / slot lifetime
-    and current is the larger of the slots now and their average over the window (a
-    queue that just lost slots is not judged by its reduced count). For the slot count the
-    backlog weighs backlog_urgency(priority) times: important queues clear it sooner.
+    load = (busy + backlog time) / slot lifetime. Slots = (busy slots on average over the
+    window + current x backlog time / slot lifetime) / target, where current is the larger
+    of the slots now and their average over the window (a queue that just lost slots is not
+    judged by its reduced count). For the slot count the backlog weighs
+    backlog_urgency(priority) times: important queues clear it sooner.
     """
     job_s = job_time_s(stats)
     if job_s is None:
@@ -112,7 +113,12 @@ def queue_demand(
         return Demand(load=load, slots=slots, need_slots=need)
     load = (stats.busy_s + backlog_s) / stats.slot_lifetime_s
     current = max(float(current_slots), stats.slot_lifetime_s / window_s)
-    busy_slots = current * stats.busy_s / stats.slot_lifetime_s
+    # The slots that were busy on average over the window, not the count now times the
+    # window's busy share: right after growth that share was measured on fewer slots, and
+    # with no backlog left it compounded the growth plan after plan (steady: reports grew
+    # 17 -> 36 in 15 s for 15 busy slots, thumbnails 16 -> 24). A backlog still compounds
+    # (below): waiting jobs are what shows a saturated queue's excess.
+    busy_slots = stats.busy_s / window_s
     backlog_slots = min(current * urgent_backlog_s / stats.slot_lifetime_s, batches)
     need = busy_slots + min(current * backlog_s / stats.slot_lifetime_s, batches)
     return Demand(load=load, slots=(busy_slots + backlog_slots) / target_load, need_slots=need)

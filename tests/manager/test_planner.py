@@ -110,6 +110,17 @@ def test_a_queue_that_just_lost_slots_is_judged_by_its_average_over_the_window()
     assert result.queues["q"].desired_slots == 10
 
 
+def test_growth_does_not_compound_on_a_window_measured_with_fewer_slots() -> None:
+    # Grown from 10 to 15 slots a plan ago; the window still shows the 10, busy 90%, and no
+    # job waits. 9 slots were busy: 15 is plenty. Judged as 15 x 90% busy it grew again
+    # (steady: reports went 17 -> 36 slots in 15 s for 15 busy).
+    current = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(15)}})
+    result = plan(current, {"q": QueueConfig()}, {"q": running(10, 0.9)}, hosts_of(1, 40),
+                  target_load=TARGET)
+    assert result.queues["q"].demand_slots == 9 / TARGET
+    assert result.moves == ()
+
+
 def test_a_second_plan_with_the_same_stats_moves_nothing() -> None:
     queues = {"a": QueueConfig(priority=2), "b": QueueConfig(min_slots=3)}
     stats = {"a": busy_stats(11.3), "b": busy_stats(0.5)}
