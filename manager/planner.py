@@ -124,11 +124,21 @@ def queue_demand(
     return Demand(load=load, slots=(busy_slots + backlog_slots) / target_load, need_slots=need)
 
 
+def window_slot_count(stats: QueueStats) -> float:
+    """Average slot count over the window (inf when the window is empty: nothing to lag)."""
+    if stats.window_s <= 0:
+        return math.inf
+    return stats.slot_lifetime_s / stats.window_s
+
+
 def desired_count(
     current_slots: int, demand_slots: float, *, priority: int, min_slots: int, max_slots: int,
-    target_load: float,
+    target_load: float, window_slots: float = math.inf,
 ) -> int:
-    """Slots a queue should have, from its current count: no change inside the dead band."""
+    """Slots a queue should have, from its current count: no change inside the dead band.
+
+    window_slots: the queue's average slot count over the window (slot lifetime / window).
+    """
     frac = band_fraction(priority)
     # Any demand above max_slots means max_slots; this also tames inf from a tiny lifetime.
     demand_slots = min(demand_slots, max_slots + 1.0)
@@ -139,7 +149,13 @@ def desired_count(
     lower = (current_slots - 1) * (1 - max(frac, DOWN_BAND))
     if demand_slots <= 0:
         target = 0
-    elif lower <= demand_slots <= upper:
+    elif lower <= demand_slots <= upper or (
+        demand_slots < lower and window_slots < current_slots * (1 - DOWN_BAND)
+    ):
+        # Below the band, a queue whose window mostly saw fewer slots than it has now (it
+        # grew within the window) keeps them until the window has seen them busy or idle: its
+        # window average lags a burst that is still on (priority_storm: api_hooks went
+        # 8 -> 33 -> 4 -> 11 slots in 15 s, each step a round of retargets).
         target = current_slots
     else:
         target = math.ceil(demand_slots - EPSILON_SLOTS)
@@ -294,6 +310,7 @@ def plan(
             min_slots=config.min_slots,
             max_slots=config.max_slots,
             target_load=target_load,
+            window_slots=window_slot_count(stats.get(name, NO_STATS)),
         )
     tiers = capacity_tiers(desired, demands, queues, target_load=target_load)
     capacity = sum(capacities.values())

@@ -121,6 +121,21 @@ def test_growth_does_not_compound_on_a_window_measured_with_fewer_slots() -> Non
     assert result.moves == ()
 
 
+def test_a_queue_that_grew_within_the_window_keeps_its_slots_until_the_window_saw_them() -> None:
+    # A burst: 2 slots for 50 s, 8 for 5 s, 33 for the last 5 s; the backlog is gone and the
+    # window's average shows 3.7 busy slots while the burst is still on. Shrinking to 5 on
+    # that lagging average took the slots away and gave them back a plan later.
+    queues = {"q": QueueConfig(priority=9)}
+    current = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(33)}})
+    grew = QueueStats(jobs_done=222, busy_s=222.0, slot_lifetime_s=2 * 50 + 8 * 5 + 33 * 5.0)
+    result = plan(current, queues, {"q": grew}, hosts_of(1, 40), target_load=TARGET)
+    assert result.queues["q"].desired_slots == 33
+    # Once the window has seen the 33 slots mostly idle, they go back.
+    seen = QueueStats(jobs_done=222, busy_s=222.0, slot_lifetime_s=33 * 60.0)
+    result = plan(current, queues, {"q": seen}, hosts_of(1, 40), target_load=TARGET)
+    assert result.queues["q"].desired_slots == 5
+
+
 def test_a_second_plan_with_the_same_stats_moves_nothing() -> None:
     queues = {"a": QueueConfig(priority=2), "b": QueueConfig(min_slots=3)}
     stats = {"a": busy_stats(11.3), "b": busy_stats(0.5)}
