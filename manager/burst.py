@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from config.models import QueueConfig
 from manager.model import HostCapacity, Plan, QueuePlan, QueueStats, SlotMap
 from manager.placement import place
-from manager.planner import NO_STATS, desired_count, queue_demand
+from manager.planner import NO_STATS, desired_count, queue_demand, window_slot_count
 
 # A backlog "jumps" when it at least doubles and grows by this many batches: smaller
 # changes are noise the full plan handles on its interval.
@@ -63,7 +63,9 @@ def plan_burst(
         demand = queue_demand(stats.get(name, NO_STATS), batch_size=config.batch_size,
                               current_slots=now, target_load=target_load, priority=config.priority)
         wanted[name] = desired_count(now, demand.slots, priority=config.priority,
-                                     min_slots=config.min_slots, max_slots=config.max_slots)
+                                     min_slots=config.min_slots, max_slots=config.max_slots,
+                                     target_load=target_load,
+                                     window_slots=window_slot_count(stats.get(name, NO_STATS)))
         grow = max(0, wanted[name] - now)
         from_free = min(grow, max(free, 0))
         free -= from_free

@@ -259,10 +259,11 @@ class Manager:
             current, with_batch_sizes(queues, in_force), checked.stats, checked.hosts, found,
             target_load=self.settings.target_load,
         )
+        if not result.moves:
+            # Nothing to move yet (no job time known, no donor): looked at again next check.
+            return result
         # Measured from here on: one burst makes one plan however long its puts go on.
         self.waiting_at_plan = waiting
-        if not result.moves:
-            return result
         masters.take_plan(result.slot_map, alive)
         masters.send_heartbeats()  # the masters get the map now, not at the next beat
         self.schedule.heartbeat_at = now + self.settings.heartbeat_interval_s
