@@ -53,6 +53,10 @@ class QueueServerConfig(_Strict):
     join: list[str] = Field(default_factory=list, description="Queue servers asked at start (HOST:PORT): if any answers, this one becomes a replica of the lowest id with the highest id + 1.")
     # A replica whose unread stream passes this is cut off and must resync from a snapshot.
     replica_backlog_bytes: int = Field(default=256 * 1024 * 1024, ge=1, description="A replica whose unread replication stream passes this is cut off and must resync from a snapshot.")
+    replicate: Literal["async", "sync"] = Field(default="async", description="sync: every change is acknowledged only once min_sync_replicas replicas wrote it (under their fsync policy) and confirmed it; async: replicas follow behind (docs/DESIGN.md, \"Failover that loses nothing\").")
+    min_sync_replicas: int = Field(default=1, ge=1, le=16, description="replicate = \"sync\": replicas that must confirm a change before it is acknowledged.")
+    sync_timeout_s: float = Field(default=2.0, gt=0, le=3600, description="replicate = \"sync\": with no confirmation for this long, the primary refuses queue commands (500 Offline Mode) or, with sync_fallback = \"async\", goes on alone.")
+    sync_fallback: Literal["refuse", "async"] = Field(default="refuse", description="replicate = \"sync\" and no replica confirms: refuse (acknowledge nothing more until one does) or async (go on alone, logged and shown in ROLE and /metrics).")
     token_file: str | None = Field(default=None, description="A file whose first line is the token (instead of token; chmod 600). $SLOTMAP_QUEUE_TOKEN or --token-file override both.")
     max_clients: int = Field(default=10000, ge=1, description="Connections served at once (replication links included); one more gets `503 Too Many Clients` and is closed. The open-file limit is raised to fit when allowed.")
     idle_timeout_s: float = Field(default=0.0, ge=0, description="Close a connection that sent nothing for this long (0: never). Clients blocked in GETB/GETBE/WAIT and replication links are never closed for idling.")

@@ -93,6 +93,13 @@ class Link:
 
 
 @dataclass(slots=True)
+class ReplAck:
+    """`REPLACK <bytes>`: a replica confirms its stream up to there (PROTOCOL.md Part B)."""
+
+    confirmed_bytes: int
+
+
+@dataclass(slots=True)
 class Clone:
     data: bytes = b""
 
@@ -103,7 +110,7 @@ class Auth:
 
 
 Command = (
-    Get | Put | Done | Later | Simple | Link | Clone | Auth
+    Get | Put | Done | Later | Simple | Link | Clone | Auth | ReplAck
     | sr.SyncPut | sr.SyncGet | sr.SyncDone | sr.SyncLater | sr.SyncWake | sr.SyncIds
     | pj.Fail | pj.Touch | pj.JobLookup | pj.JobsList | pj.Retry | pj.Delete
     | pj.SyncFail | pj.SyncTouch | pj.SyncKeyed | pj.SyncDead
@@ -313,6 +320,13 @@ def _parse_clone(args: list[bytes]) -> Parsed:
     return Parsed(Clone(), parse_length(args[0]))
 
 
+def _parse_repl_ack(args: list[bytes]) -> Parsed:
+    if (len(args) != 1 or len(args[0]) > 19 or _UINT.fullmatch(args[0]) is None
+            or int(args[0]) > INT64_MAX):
+        raise bad_request("REPLACK <bytes> expected")
+    return Parsed(ReplAck(int(args[0])))
+
+
 def _parse_auth(args: list[bytes]) -> Parsed:
     if len(args) != 1:
         raise bad_request("AUTH <token> expected")
@@ -350,11 +364,12 @@ _PARSERS: dict[bytes, Callable[[list[bytes]], Parsed]] = {
     b"TOTAL": _optional_queue(b"TOTAL"),
     b"STATS": _optional_queue(b"STATS"),
     b"RUNLIST": lambda args: _parse_runlist(b"RUNLIST", args),
-    **{name: _no_args(name) for name in (b"OFFLINE", b"ONLINE", b"QUIT", b"SHUTDOWN", b"PING")},
+    **{name: _no_args(name) for name in (b"OFFLINE", b"ONLINE", b"QUIT", b"SHUTDOWN", b"PING", b"ROLE")},
     b"SNAPSHOT": _link(b"SNAPSHOT"),
     b"INTERCONNECT": _link(b"INTERCONNECT"),
     b"CLONE": _parse_clone,
     b"AUTH": _parse_auth,
+    b"REPLACK": _parse_repl_ack,
 }
 
 

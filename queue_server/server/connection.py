@@ -65,6 +65,7 @@ class Connection(asyncio.Protocol):
         self.waiter: Waiter | None = None
         self.state = ConnState.OPEN  # moved only by move() (conn_state.py)
         self.is_replication_link = False  # set by start_replication()
+        self.held_turns = 0  # sync mode: turns of replies waiting for replicas (sync_commit.py)
         self._reading_paused = False
         self._writing_paused = False
         # group commit's cohort (queue_server/server/cohort.py)
@@ -130,7 +131,8 @@ class Connection(asyncio.Protocol):
         cohort = self.cohort
         if cohort is not None and not self.requested:
             cohort.arrived(self, time.perf_counter())
-        if self.waiter is None and self.hold is None and not self._writing_paused:
+        if self.waiter is None and self.hold is None and (
+                not self._writing_paused or self.is_replication_link):
             self.server.process_and_answer(self)
         # process() compacts the reader: all of its buffer is unread here.
         if self._reading_paused or self._writing_paused or len(self.reader.buffer) > INPUT_HIGH_WATER:
@@ -297,10 +299,7 @@ class Connection(asyncio.Protocol):
     def flush(self) -> None:
         self.dirty = False
         if self.out_bytes:
-            self.out_bytes = 0
-            if self.hold is HOLD_OUTPUT:  # the held replies go out now: read on after them
-                self.hold = None
-                asyncio.get_running_loop().call_soon(self.resume)
+            self._output_taken()
         transport = self.transport
         if transport is None or transport.is_closing():
             self.out.clear()
@@ -312,6 +311,16 @@ class Connection(asyncio.Protocol):
                 self._cut_over_hard_limit(len(data))
                 return
             transport.write(data)
+        if self.state is not _OPEN:
+            self._close_after_replies(transport)
+
+    def _output_taken(self) -> None:
+        self.out_bytes = 0
+        if self.hold is HOLD_OUTPUT:  # the held replies go out now: read on after them
+            self.hold = None
+            asyncio.get_running_loop().call_soon(self.resume)
+
+    def _close_after_replies(self, transport: asyncio.Transport) -> None:
         state = self.state
         if state is _FAILING:
             self.move(ConnState.DRAINING)
@@ -320,6 +329,29 @@ class Connection(asyncio.Protocol):
             asyncio.get_running_loop().call_later(GRACEFUL_CLOSE_S, transport.close)
         elif state is _QUITTING:
             self.close()
+
+    def take_out(self) -> bytes:
+        """Sync mode: the turn's replies, taken to be held until replicas confirm them
+        (sync_commit.py); the next turn's replies gather anew."""
+        self.dirty = False
+        if self.out_bytes:
+            self._output_taken()
+        data = b"".join(self.out)
+        self.out.clear()
+        return data
+
+    def send_held(self, data: bytes) -> None:
+        """Sync mode: replies the replicas confirmed (or the fallback released)."""
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        if len(data) > self.hard_limit_bytes and not self.is_replication_link:
+            self._cut_over_hard_limit(len(data))
+            return
+        if data:
+            transport.write(data)
+        if self.state is not _OPEN and self.held_turns == 0 and not self.dirty:
+            self._close_after_replies(transport)
 
     def abort(self) -> None:
         """Cut the connection at once, replies unsent."""
@@ -375,7 +407,8 @@ class Connection(asyncio.Protocol):
         transport = self.transport
         if transport is None or transport.is_closing():
             return
-        should_pause = self._writing_paused or self.hold is not None or (
+        # A replication link is read while its stream backs up: its REPLACKs are its heartbeat.
+        should_pause = (self._writing_paused and not self.is_replication_link) or self.hold is not None or (
             self.reader.unread() > INPUT_HIGH_WATER and (self.waiter is not None or self.pending is None)
         )
         if should_pause and not self._reading_paused:

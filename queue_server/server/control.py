@@ -20,14 +20,16 @@ log = logging.getLogger("slotmap.queue_server")
 
 
 def execute(server: QueueServer, conn: Connection, command: p.Command) -> None:
-    """TOTAL, STATS, RUNLIST, PING, OFFLINE, ONLINE, QUIT, SHUTDOWN, AUTH, SNAPSHOT,
-    INTERCONNECT and CLONE: everything but the queue commands and SYNC records."""
+    """TOTAL, STATS, RUNLIST, PING, ROLE, OFFLINE, ONLINE, QUIT, SHUTDOWN, AUTH, SNAPSHOT,
+    INTERCONNECT, CLONE and REPLACK: everything but the queue commands and SYNC records."""
     if isinstance(command, p.Simple):
         _simple(server, conn, command)
     elif isinstance(command, p.Link):
         _link(server, conn, command)
     elif isinstance(command, p.Clone):
         _clone(server, conn, command)
+    elif isinstance(command, p.ReplAck):
+        server.replica_acked(conn, command.confirmed_bytes)  # no reply: the link is a stream
     elif isinstance(command, p.Auth):
         expected = server.token
         if expected is None or hmac.compare_digest(command.token, expected):
@@ -49,6 +51,8 @@ def _simple(server: QueueServer, conn: Connection, command: p.Simple) -> None:
         conn.write(responses.runlist_reply(store, command.flag))
     elif name == b"PING":
         conn.write(responses.PONG)
+    elif name == b"ROLE":
+        conn.write(server.replication.role_reply(following=server.following))
     elif name == b"OFFLINE":
         server.offline = True
         for waiter in server.waiters.all():

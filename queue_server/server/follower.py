@@ -8,9 +8,12 @@ commands (`500 Offline Mode`; TOTAL, STATS, RUNLIST and PING answer): producers 
 slots use the live server with the lowest id, the primary. It fires no timer of its own
 (server.py `following`): expiries, WAKEs and dead bounds arrive as the primary's records.
 
-If the link breaks, the follower reconnects (and syncs from a new snapshot). If the
-primary has not been reachable for `promote_after_s`, this server goes online and is
-the primary from then on. The old primary must then come back as a replica of it,
+If the link breaks, the follower reconnects (and syncs from a new snapshot). Heartbeats
+go both ways (liveness.py): the replica confirms what it applied and wrote with
+`REPLACK <bytes>` after each commit and every HEARTBEAT_S, and closes a link on which
+the primary stayed silent for LIVENESS heartbeats, whatever TCP says (a frozen primary).
+If the primary has not been heard from for `promote_after_s`, this server goes online and
+is the primary from then on. The old primary must then come back as a replica of it,
 with a new, higher id (PROTOCOL.md: "a former primary that comes back gets max+1").
 """
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, cast
 from queue_server.protocol.framing import FrameReader
 from queue_server.server import replay
 from queue_server.server.errors import SnapshotError
+from queue_server.server.liveness import HEARTBEAT_S, SILENCE_LIMIT_S, Heard
 
 if TYPE_CHECKING:
     from queue_server.server.server import QueueServer
@@ -51,6 +55,10 @@ class FollowLink(asyncio.Protocol):
         self.reader = FrameReader(None)  # the primary is trusted: no line limit, as before
         self.snapshot_len = -1
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.heard = Heard(time.monotonic())  # the primary's last byte
+        self.applied = 0  # bytes of the stream applied (after the SNAPSHOT reply)
+        self.acked = -1  # bytes confirmed to the primary (REPLACK)
+        self._ticker: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
@@ -62,13 +70,19 @@ class FollowLink(asyncio.Protocol):
         else:
             self.state = LinkState.AWAITING_SNAPSHOT
         self.transport.write(request)
+        self._ticker = asyncio.get_running_loop().call_later(HEARTBEAT_S, self._tick)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.state = LinkState.CLOSED
+        if self._ticker is not None:
+            self._ticker.cancel()
+        if self.server.upstream is self:
+            self.server.upstream = None
         if not self.closed.done():
             self.closed.set_result(None)
 
     def data_received(self, data: bytes) -> None:
+        self.heard.at = time.monotonic()
         self.reader.feed(data)
         try:
             self._advance()
@@ -108,10 +122,39 @@ class FollowLink(asyncio.Protocol):
                 return
             log.info("replica of the primary: snapshot of %d bytes applied, streaming", len(blob))
             self.state = LinkState.STREAMING
+            self.server.upstream = self
+            self._confirm(0)  # the snapshot is written (replace_state): all before it is here
         if self.state is LinkState.STREAMING:
+            before = self.reader.position
             commands = replay.take_records(self.reader)
+            self.applied += self.reader.position - before  # empty lines (heartbeats) too
             if commands:
                 self.server.apply_replicated(commands)
+
+    def committed(self) -> None:
+        """The server committed (under its fsync policy) all it applied so far."""
+        if self.applied != self.acked:
+            self._confirm(self.applied)
+
+    def _confirm(self, applied: int) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(b"REPLACK %d\r\n" % applied)
+            self.acked = applied
+
+    def _tick(self) -> None:
+        """Every HEARTBEAT_S while streaming: our heartbeat, and the primary's checked."""
+        self._ticker = None
+        if self.state is LinkState.CLOSED:
+            return
+        if self.state is LinkState.STREAMING:
+            now = time.monotonic()
+            if self.heard.dead(now):
+                log.warning("the primary sent nothing for %.1f s (liveness %.1f s): link closed",
+                            self.heard.silent_for(now), SILENCE_LIMIT_S)
+                self._close()
+                return
+            self._confirm(max(self.acked, 0))
+        self._ticker = asyncio.get_running_loop().call_later(HEARTBEAT_S, self._tick)
 
     def _line(self) -> bytes | None:
         line = self.reader.line()
@@ -133,7 +176,7 @@ class Follower:
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         host, port = self.primary
-        unreachable_since = time.monotonic()
+        heard = Heard(time.monotonic())  # the primary's last sign of life, over every link
         while True:
             try:
                 _, link = await asyncio.wait_for(
@@ -142,14 +185,28 @@ class Follower:
             except (TimeoutError, OSError) as exc:
                 log.warning("primary %s:%d unreachable: %s", host, port, exc)
             else:
-                await link.closed
+                await self._watch(link, heard)
                 if self.server.log_error is not None:
                     return  # stopping
                 log.warning("link to the primary %s:%d lost", host, port)
-                unreachable_since = time.monotonic()
-            if time.monotonic() - unreachable_since >= self.promote_after_s:
-                log.warning("primary %s:%d unreachable for %.1f s: promoting this server",
-                            host, port, self.promote_after_s)
+            if heard.dead(time.monotonic(), self.promote_after_s):
+                log.warning("primary %s:%d not heard from for %.1f s: promoting this server",
+                            host, port, heard.silent_for(time.monotonic()))
                 self.server.promote()
                 return
             await asyncio.sleep(RETRY_S)
+
+    async def _watch(self, link: FollowLink, heard: Heard) -> None:
+        """Until the link closes. A link that is not streaming yet is closed once the
+        primary has been silent for promote_after_s (a frozen primary's kernel still
+        accepts connections: the SNAPSHOT is never answered)."""
+        while True:
+            done, _ = await asyncio.wait({link.closed}, timeout=HEARTBEAT_S)
+            heard.at = max(heard.at, link.heard.at)
+            if done:
+                return
+            if link.state is not LinkState.STREAMING and heard.dead(time.monotonic(),
+                                                                    self.promote_after_s):
+                link._close()
+                await link.closed
+                return

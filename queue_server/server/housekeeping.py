@@ -8,12 +8,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from queue_server.server.liveness import HEARTBEAT_S
+
 if TYPE_CHECKING:
     from queue_server.server.server import QueueServer
 
 log = logging.getLogger("slotmap.queue_server")
 
-HOUSEKEEPING_S = 0.5
+HOUSEKEEPING_S = HEARTBEAT_S  # replication heartbeats are one of the chores
 
 
 class Housekeeping:
@@ -49,7 +51,8 @@ class Housekeeping:
         steps: list[Callable[[], None]] = []
         if settings.fsync == "everysec":
             steps.append(self.sync_everysec)
-        steps += [self.server.data_dir.reap_snapshot, self.snapshot_if_due, self.drop_aged_dead_jobs]
+        steps += [self.server.data_dir.reap_snapshot, self.snapshot_if_due, self.drop_aged_dead_jobs,
+                  self.server.replication_tick]
         if settings.idle_timeout_s:
             steps.append(self.close_idle)
         return steps

@@ -7,7 +7,7 @@ import signal
 import socket
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from queue_server.protocol import commands as p
 from queue_server.protocol import jobs as pj
@@ -18,8 +18,10 @@ from queue_server.server.connection import Connection
 from queue_server.server.follower import Follower
 from queue_server.server.housekeeping import Housekeeping
 from queue_server.server.journal import Journal
+from queue_server.server.liveness import Upstream
 from queue_server.server.persistence import DataDir, FsyncPolicy
 from queue_server.server.queue_commands import COMMANDS, CONTROL, SYNC_TYPES
+from queue_server.server.replication import Replication, SyncSettings
 from queue_server.server.store import Store
 from queue_server.server.waiters import Waiter, Waiters
 
@@ -48,6 +50,7 @@ class ServerSettings:
     replica_of: tuple[str, int] | None = None  # follow this primary (queue_server/server/follower.py)
     replica_backlog_bytes: int = 256 * 1024 * 1024  # unread stream that cuts a replica off
     promote_after_s: float = 5.0
+    sync: SyncSettings = field(default_factory=SyncSettings)  # replicate = "sync" and its bounds (replication.py)
     join: tuple[tuple[str, int], ...] = ()  # peers asked at start (queue_server/server/join.py)
     # The door's bounds (queue_server/server/connection.py; README "Limits"):
     max_clients: int = 10000
@@ -80,6 +83,11 @@ class QueueServer:
         self._stopped: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.housekeeping = Housekeeping(self)
+        self.replication: Replication[Connection] = Replication(self.journal, settings.sync,
+                                       lambda conns: self.journal.answered(conns))  # type: ignore[arg-type]
+        self._sync_hold = self.replication.hold if self.replication.sync is not None else None
+        self._sync_refusing = False  # offline because no replica confirms (sync_commit.py)
+        self.upstream: Upstream | None = None  # following: the link told of each commit
 
     def _new_store(self) -> Store:
         return Store(expire_done_default=self.settings.expire_done_default,
@@ -156,8 +164,9 @@ class QueueServer:
         self._arm_timer()
 
     def _final_flush(self) -> None:
-        """On the way out: everything written and synced, every held reply sent."""
-        if not self.flush_records():
+        """On the way out: everything written and synced, every held reply sent (in sync
+        mode none: what no replica confirmed is never acknowledged)."""
+        if not self.flush_records() or self._sync_hold is not None:
             return
         held, self._dirty = self._dirty, []
         for conn in held:
@@ -234,12 +243,17 @@ class QueueServer:
         except OSError as error:
             self.log_failed(error)
             return
+        if self.upstream is not None:
+            self.upstream.committed()
         if self._dirty:
             dirty, self._dirty = self._dirty, []
-            for conn in dirty:
-                conn.flush()
-            if self._durable_replies:
-                journal.answered(dirty)
+            if self._sync_hold is not None:
+                self._sync_hold(dirty, time.monotonic())
+            else:
+                for conn in dirty:
+                    conn.flush()
+                if self._durable_replies:
+                    journal.answered(dirty)
         data_dir = self.data_dir
         if data_dir.log_bytes >= data_dir.snapshot_log_bytes and data_dir.wants_snapshot():
             self.start_snapshot()  # (the first test saves wants_snapshot's call per turn)
@@ -263,6 +277,25 @@ class QueueServer:
         starts the link's stream after this turn's records so far (journal.py `link`)."""
         self._record_unreplicated()
         self.journal.link(conn)
+        self.replication.linked(conn)
+
+    def replica_acked(self, conn: Connection, confirmed_bytes: int) -> None:
+        """REPLACK on a replication link: its heartbeat, and in sync mode a confirmation."""
+        self.replication.acked(conn, confirmed_bytes, time.monotonic())
+        self._follow_sync_state()
+
+    def replication_tick(self) -> None:
+        """Every HEARTBEAT_S (housekeeping): heartbeats, silent links, the sync timeout."""
+        self.replication.tick(time.monotonic())
+        self._follow_sync_state()
+
+    def _follow_sync_state(self) -> None:
+        """Offline while no replica confirms in time (sync_fallback "refuse"), online again
+        once one does; an OFFLINE by hand or a replica's following is left alone."""
+        refusing = self.replication.refusing
+        if refusing != self._sync_refusing and not self.following:
+            self._sync_refusing = refusing
+            self.offline = refusing
 
     def _record_unreplicated(self) -> None:
         """The store's records so far go to the log only: a SYNC record (from a primary or

@@ -1,0 +1,91 @@
+"""Helpers for the failover tests: producers that remember what was acknowledged, a
+server's whole content drained, ROLE, freezing a process. Real processes and sockets."""
+from __future__ import annotations
+
+import contextlib
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from tests.queue_server.util import get
+
+PRODUCER_TIMEOUT_S = 30.0
+
+
+def role(conn) -> list[bytes]:  # type: ignore[no-untyped-def]
+    conn.send(b"ROLE\r\n")
+    reply = conn.line().split()
+    assert reply[:2] == [b"200", b"OK"], reply
+    return reply[2:]
+
+
+@contextlib.contextmanager
+def frozen(server) -> Iterator[None]:  # type: ignore[no-untyped-def]
+    """SIGSTOP the server's process for the block (SIGCONT even when the block fails)."""
+    server.process.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        if server.process.poll() is None:
+            server.process.send_signal(signal.SIGCONT)
+
+
+@dataclass
+class Producer:
+    """A thread PUTting numbered jobs (`<name>-<n>`) one at a time on its own connection,
+    moving to the next address when refused or cut; `acked` holds what got `200 OK`."""
+
+    name: str
+    addresses: list[tuple[str, int]]
+    queue: str = "q"
+    acked: list[bytes] = field(default_factory=list)
+    refused: int = 0
+    stop: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+
+    def start(self) -> Producer:
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def finish(self) -> None:
+        self.stop.set()
+        assert self.thread is not None
+        self.thread.join(PRODUCER_TIMEOUT_S + 5)
+        assert not self.thread.is_alive(), f"producer {self.name} hung"
+
+    def _run(self) -> None:
+        number = 0
+        target = 0
+        while not self.stop.is_set():
+            address = self.addresses[target % len(self.addresses)]
+            try:
+                with socket.create_connection(address, timeout=PRODUCER_TIMEOUT_S) as sock:
+                    reader = sock.makefile("rb")
+                    while not self.stop.is_set():
+                        data = f"{self.name}-{number}".encode()
+                        sock.sendall(b"PUT %s 0 %d\r\n%s" % (self.queue.encode(), len(data), data))
+                        line = reader.readline()
+                        if line == b"200 OK\r\n":
+                            self.acked.append(data)
+                            number += 1
+                        elif not line:
+                            raise ConnectionError("closed")
+                        else:
+                            self.refused += 1
+                            number += 1  # may be on the server all the same: never reused
+                            break
+            except OSError:
+                number += 1  # the last one may or may not have been applied
+            target += 1
+            self.stop.wait(0.05)
+
+
+def drained(conn, queue: str = "q") -> set[bytes]:  # type: ignore[no-untyped-def]
+    """Every ready job of `queue` on the server (taken with GET, each kept running)."""
+    found: set[bytes] = set()
+    while (job := get(conn, f"GET {queue}")) is not None:
+        found.add(job.data)
+    return found
