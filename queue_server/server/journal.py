@@ -49,6 +49,7 @@ class Journal:
         # Bytes written to each link after its SNAPSHOT reply (records and heartbeats): the
         # position its REPLACK confirms (replica_watch.py, sync_commit.py).
         self.sent: dict[Connection, int] = {}
+        self.appended = 0  # bytes of records written since start (sync mode: any new ones?)
 
     def link(self, conn: Connection) -> None:
         """Stream the records to `conn` from now on: those recorded before are in the
@@ -103,6 +104,7 @@ class Journal:
             chunk = b"".join(pending)
             pending.clear()
             self.data_dir.append(chunk)
+            self.appended += len(chunk)
         if self._replicated:  # even with nothing pending: write_and_sync may have written it
             self._stream()
         if cohort is not None:
@@ -122,8 +124,10 @@ class Journal:
         Raises OSError from the log."""
         self.pending += changes
         if self.pending:
-            self.data_dir.append(b"".join(self.pending))
+            chunk = b"".join(self.pending)
             self.pending.clear()
+            self.data_dir.append(chunk)
+            self.appended += len(chunk)
         if self._replicated:
             self._stream()
         self.data_dir.fsync_log()

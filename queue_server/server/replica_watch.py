@@ -28,6 +28,9 @@ class Stream(Protocol[L]):
     @property
     def sent(self) -> dict[L, int]: ...  # link -> bytes streamed to it since its snapshot
 
+    @property
+    def appended(self) -> int: ...  # bytes of records written since start
+
     def heartbeat(self, links: list[L]) -> None: ...
 
     def cut(self, link: L, why: str) -> None: ...

@@ -51,7 +51,7 @@ class Replication(Generic[L]):
         assert self.sync is not None
         replies: Released = [(conn, conn.take_out()) for conn in dirty]
         needs = cast(dict[Hashable, int], dict(self.stream.sent))  # L is Hashable
-        self._send(self.sync.hold(needs, replies, now))
+        self._send(self.sync.hold(needs, self.stream.appended, replies, now))
 
     def linked(self, link: L) -> None:
         self.watch.linked(link)

@@ -247,7 +247,7 @@ class QueueServer:
             self.upstream.committed()
         if self._dirty:
             dirty, self._dirty = self._dirty, []
-            if self._sync_hold is not None:
+            if self._sync_hold is not None and not self.following:  # a replica holds nothing
                 self._sync_hold(dirty, time.monotonic())
             else:
                 for conn in dirty:

@@ -58,6 +58,7 @@ class SyncCommit:
     acked: dict[Hashable, int] = field(default_factory=dict)  # link -> bytes it confirmed
     turns: deque[Turn] = field(default_factory=deque)
     last_needs: dict[Hashable, int] = field(default_factory=dict)
+    last_position: int = 0  # the journal's bytes written at the last turn
     released_turns: int = 0  # turns released by a confirmation (not by the fallback)
     fallbacks: int = 0  # times the fallback to async was taken
 
@@ -69,14 +70,17 @@ class SyncCommit:
                 count += 1
         return count >= self.min_replicas
 
-    def hold(self, needs: dict[Hashable, int], replies: Released, now: float) -> Released:
-        """A committed turn's replies; returns those that may go now."""
-        previous, self.last_needs = self.last_needs, needs
+    def hold(self, needs: dict[Hashable, int], position: int, replies: Released,
+             now: float) -> Released:
+        """A committed turn's replies (`position`: bytes of records written so far);
+        returns those that may go now."""
+        self.last_needs = needs
+        previous, self.last_position = self.last_position, position
         if self.state is SyncState.ALONE:
             return replies
         if not self.turns and self.confirmed(needs):
             return replies
-        if needs == previous:
+        if position == previous:
             # Nothing was streamed this turn: a reply that made no change need not wait
             # for others' records, unless its own earlier replies still wait (order).
             now_free = [(conn, data) for conn, data in replies if conn.held_turns == 0]
