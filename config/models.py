@@ -47,7 +47,9 @@ class QueueServerConfig(_Strict):
     servers: list[str] = Field(default_factory=list, description="Every queue server of the cluster (HOST:PORT) for clients (slots, manager, producers); empty: listen alone.")
     # Follow this primary (HOST:PORT) as a replica; promoted after promote_after_s without it.
     replica_of: str | None = Field(default=None, description="Follow this primary (HOST:PORT) as a replica; promoted after promote_after_s without it.")
-    promote_after_s: float = Field(default=5.0, gt=0, description="A replica goes online after this long without its primary.")
+    promote_after_s: float = Field(default=2.0, gt=0, le=3600, description="A replica goes online after this long without hearing from its primary (with managed_failover: the manager promotes one then, once the old primary's lease is surely over).")
+    managed_failover: bool = Field(default=False, description="The active manager decides which queue server is primary, through the cluster database (epoch, lease, promotion of an in-sync replica; docs/DESIGN.md \"Failover that loses nothing\"); servers acknowledge nothing without its lease.")
+    lease_s: float = Field(default=1.5, gt=0, le=60, description="managed_failover: how long a primary may acknowledge after the manager's last renewal (every 0.5 s); shorter than promote_after_s.")
     # The cluster's servers asked at start (queue_server/server/join.py): if any answers, this one
     # becomes a replica of the lowest id with the highest id + 1.
     join: list[str] = Field(default_factory=list, description="Queue servers asked at start (HOST:PORT): if any answers, this one becomes a replica of the lowest id with the highest id + 1.")
@@ -79,6 +81,9 @@ class QueueServerConfig(_Strict):
     def _one_token_source(self) -> QueueServerConfig:
         if self.token is not None and self.token_file is not None:
             raise ValueError("queue_server: give token or token_file, not both")
+        if self.managed_failover and self.lease_s >= self.promote_after_s:
+            raise ValueError(f"queue_server: lease_s ({self.lease_s}) must be shorter than "
+                             f"promote_after_s ({self.promote_after_s})")
         if self.output_soft_limit_bytes > self.output_hard_limit_bytes:
             raise ValueError(f"queue_server: output_soft_limit_bytes ({self.output_soft_limit_bytes}) "
                              f"> output_hard_limit_bytes ({self.output_hard_limit_bytes})")

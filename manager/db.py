@@ -119,6 +119,20 @@ class ScheduleRow(Base):
     last_fired_at_unix: Mapped[float | None] = mapped_column(Float, nullable=True)
     paused: Mapped[bool] = mapped_column(Boolean, default=False)
     run_requested_at_unix: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class QueueAuthority(Base):
+    """Who is the queue servers' primary, in which epoch: one row, changed only by the
+    active manager with compare-and-set on the epoch (manager/sentinel.py)."""
+
+    __tablename__ = "queue_authority"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)  # always 1
+    epoch: Mapped[int] = mapped_column(BigInteger)
+    primary: Mapped[str] = mapped_column(String(255))  # HOST:PORT
+    # False once the primary went on alone (sync_fallback = "async"): no replica is in
+    # sync, so none may be promoted without an operator.
+    in_sync: Mapped[bool] = mapped_column(Boolean, default=True)
+    sync_replicas: Mapped[str] = mapped_column(Text, default="")  # HOST:PORT,... at the last look
     updated_at_unix: Mapped[float] = mapped_column(Float)
 
 

@@ -48,6 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                              "confirmation (2)")
     parser.add_argument("--sync-fallback", choices=("refuse", "async"),
                         help="sync mode, no confirmation in time: refuse writes or go on alone")
+    parser.add_argument("--managed", action="store_true",
+                        help="the manager decides the primary (managed_failover): acknowledge "
+                             "nothing without its lease, never promote alone")
     parser.add_argument("--log-level", default="INFO")
     parser.set_defaults(func=run)
 
@@ -84,6 +87,7 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         idle_timeout_s=config.idle_timeout_s,
         output_soft_limit_bytes=config.output_soft_limit_bytes,
         output_hard_limit_bytes=config.output_hard_limit_bytes,
+        managed=args.managed or config.managed_failover,
         sync=SyncSettings(
             replicate=args.replicate or config.replicate,
             min_sync_replicas=config.min_sync_replicas,

@@ -101,11 +101,12 @@ class Connection(asyncio.Protocol):
         """QUIT, SHUTDOWN: read nothing more; close once the replies written are sent."""
         self.move(ConnState.QUITTING)
 
-    def start_replication(self) -> None:
-        """This connection is a replica's link now (SNAPSHOT, INTERCONNECT from a peer):
-        the journal streams the records to it, and its output is never cut at the limit."""
+    def start_replication(self, peer: bytes) -> None:
+        """This connection is a replica's link now (SNAPSHOT, INTERCONNECT from a peer at
+        `peer`, HOST:PORT): the journal streams the records to it, and its output is never
+        cut at the limit."""
         self.is_replication_link = True
-        self.server.link_replica(self)
+        self.server.link_replica(self, peer)
 
     def close(self) -> None:
         """Close now; replies already handed to the transport still go out."""

@@ -30,6 +30,8 @@ def execute(server: QueueServer, conn: Connection, command: p.Command) -> None:
         _clone(server, conn, command)
     elif isinstance(command, p.ReplAck):
         server.replica_acked(conn, command.confirmed_bytes)  # no reply: the link is a stream
+    elif isinstance(command, p.Authority):
+        conn.write(_authority(server, command))
     elif isinstance(command, p.Auth):
         expected = server.token
         if expected is None or hmac.compare_digest(command.token, expected):
@@ -52,7 +54,9 @@ def _simple(server: QueueServer, conn: Connection, command: p.Simple) -> None:
     elif name == b"PING":
         conn.write(responses.PONG)
     elif name == b"ROLE":
-        conn.write(server.replication.role_reply(following=server.following))
+        conn.write(server.replication.role_reply(
+            following=server.following, epoch=server.term.epoch,
+            lease=server.term.lease_word(time.monotonic())))
     elif name == b"OFFLINE":
         server.offline = True
         for waiter in server.waiters.all():
@@ -77,8 +81,18 @@ def _link(server: QueueServer, conn: Connection, command: p.Link) -> None:
     else:
         conn.write(b"200 OK %d\r\n" % server.settings.server_id)
     if command.peer is not None:
-        conn.start_replication()
+        conn.start_replication(b"%s:%d" % (command.peer[1].encode(), command.peer[2]))
         log.info("replication link to server %d at %s:%d", *command.peer)
+
+
+def _authority(server: QueueServer, command: p.Authority) -> bytes:
+    """LEASE, PROMOTE, FOLLOW: the manager's word (roles.py)."""
+    if command.verb == b"LEASE":
+        return server.lease(command.epoch, command.lease_ms, command.echo_ms)
+    if command.verb == b"PROMOTE":
+        return server.promote_by_manager(command.epoch)
+    assert command.primary is not None
+    return server.follow(command.primary, command.epoch)
 
 
 def _clone(server: QueueServer, conn: Connection, command: p.Clone) -> None:

@@ -40,6 +40,7 @@ CONNECT_TIMEOUT_S = 2.0
 
 class LinkState(enum.Enum):
     AUTHENTICATING = "authenticating"
+    CHECKING_EPOCH = "checking epoch"  # ROLE's reply: a primary of an older epoch is refused
     AWAITING_SNAPSHOT = "awaiting snapshot"
     STREAMING = "streaming"
     CLOSED = "closed"
@@ -64,11 +65,12 @@ class FollowLink(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)
         settings = self.server.settings
         own_ip = transport.get_extra_info("sockname")[0]
-        request = b"SNAPSHOT %d %s %d\r\n" % (settings.server_id, own_ip.encode(), settings.port)
+        request = b"ROLE\r\nSNAPSHOT %d %s %d\r\n" % (settings.server_id, own_ip.encode(),
+                                                       settings.port)
         if settings.token is not None:
             request = b"AUTH " + settings.token.encode() + b"\r\n" + request
         else:
-            self.state = LinkState.AWAITING_SNAPSHOT
+            self.state = LinkState.CHECKING_EPOCH
         self.transport.write(request)
         self._ticker = asyncio.get_running_loop().call_later(HEARTBEAT_S, self._tick)
 
@@ -104,6 +106,12 @@ class FollowLink(asyncio.Protocol):
                 return
             if line != b"200 OK":
                 raise ValueError(f"the primary refused AUTH: {line[:200]!r}")
+            self.state = LinkState.CHECKING_EPOCH
+        if self.state is LinkState.CHECKING_EPOCH:
+            line = self._line()
+            if line is None:
+                return
+            self._check_epoch(line)
             self.state = LinkState.AWAITING_SNAPSHOT
         if self.state is LinkState.AWAITING_SNAPSHOT:
             if self.snapshot_len < 0:
@@ -130,6 +138,18 @@ class FollowLink(asyncio.Protocol):
             self.applied += self.reader.position - before  # empty lines (heartbeats) too
             if commands:
                 self.server.apply_replicated(commands)
+
+    def _check_epoch(self, line: bytes) -> None:
+        """ROLE's reply: `200 OK <role> <sync> <links> <released> <epoch> ...`; a server
+        without ROLE (400) has no epoch. A primary of an epoch older than ours was deposed:
+        its stream is refused."""
+        words = line.split()
+        if len(words) < 7 or words[:2] != [b"200", b"OK"] or not words[6].isdigit():
+            return
+        epoch, ours = int(words[6]), self.server.term.epoch
+        if epoch < ours:
+            raise ValueError(f"the primary is in epoch {epoch}, older than ours ({ours}): "
+                             "its stream is refused")
 
     def committed(self) -> None:
         """The server committed (under its fsync policy) all it applied so far."""

@@ -50,6 +50,7 @@ class Journal:
         # position its REPLACK confirms (replica_watch.py, sync_commit.py).
         self.sent: dict[Connection, int] = {}
         self.appended = 0  # bytes of records written since start (sync mode: any new ones?)
+        self.records = 0  # records written since start (what a deposed primary drops)
 
     def link(self, conn: Connection) -> None:
         """Stream the records to `conn` from now on: those recorded before are in the
@@ -102,6 +103,7 @@ class Journal:
             return False
         if pending:
             chunk = b"".join(pending)
+            self.records += len(pending)
             pending.clear()
             self.data_dir.append(chunk)
             self.appended += len(chunk)
@@ -125,6 +127,7 @@ class Journal:
         self.pending += changes
         if self.pending:
             chunk = b"".join(self.pending)
+            self.records += len(self.pending)
             self.pending.clear()
             self.data_dir.append(chunk)
             self.appended += len(chunk)

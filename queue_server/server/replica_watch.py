@@ -31,6 +31,9 @@ class Stream(Protocol[L]):
     @property
     def appended(self) -> int: ...  # bytes of records written since start
 
+    @property
+    def records(self) -> int: ...  # records written since start
+
     def heartbeat(self, links: list[L]) -> None: ...
 
     def cut(self, link: L, why: str) -> None: ...

@@ -21,7 +21,13 @@ Mode = Literal["async", "sync"]
 
 
 class TurnConn(HeldConn, Protocol):
+    is_replication_link: bool
+
     def take_out(self) -> bytes: ...
+
+    def flush(self) -> None: ...
+
+    def abort(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -34,13 +40,16 @@ class SyncSettings:
 
 class Replication(Generic[L]):
     def __init__(self, stream: Stream[L], settings: SyncSettings,
-                 answered: Callable[[Sequence[HeldConn]], None]) -> None:
+                 answered: Callable[[Sequence[HeldConn]], None],
+                 acknowledging: Callable[[], bool]) -> None:
         self.sync = (SyncCommit(settings.min_sync_replicas, settings.sync_timeout_s,
                                 settings.sync_fallback)
                      if settings.replicate == "sync" else None)
         self.watch: ReplicaWatch[L] = ReplicaWatch(stream, self.sync)
         self.stream = stream
         self._answered = answered
+        self._acknowledging = acknowledging  # the lease (roles.py): False, nothing leaves
+        self.peers: dict[L, bytes] = {}  # link -> the replica's HOST:PORT (its SNAPSHOT)
 
     @property
     def refusing(self) -> bool:
@@ -49,11 +58,19 @@ class Replication(Generic[L]):
     def hold(self, dirty: Sequence[TurnConn], now: float) -> None:
         """Sync mode, after the turn's commit: its replies wait for the confirmations."""
         assert self.sync is not None
-        replies: Released = [(conn, conn.take_out()) for conn in dirty]
+        replies: Released = []
+        for conn in dirty:
+            if conn.is_replication_link:
+                conn.flush()  # a replica's SNAPSHOT reply and stream: never held
+            else:
+                replies.append((conn, conn.take_out()))
         needs = cast(dict[Hashable, int], dict(self.stream.sent))  # L is Hashable
-        self._send(self.sync.hold(needs, self.stream.appended, replies, now))
+        position = (self.stream.records, self.stream.appended)
+        # The turn's changes passed the lease check in the server's flush already.
+        self._send(self.sync.hold(needs, position, replies, now), leased=True)
 
-    def linked(self, link: L) -> None:
+    def linked(self, link: L, peer: bytes) -> None:
+        self.peers[link] = peer
         self.watch.linked(link)
 
     def acked(self, link: L, confirmed_bytes: int, now: float) -> None:
@@ -62,18 +79,47 @@ class Replication(Generic[L]):
     def tick(self, now: float) -> None:
         self._send(self.watch.tick(now))
 
-    def _send(self, released: Released) -> None:
+    def _send(self, released: Released, *, leased: bool = False) -> None:
+        """Send replies released now; turns held earlier only while the lease holds."""
         if not released:
+            return
+        if not leased and not self._acknowledging():
+            for conn, _ in released:
+                cast(TurnConn, conn).abort()
             return
         for conn, data in released:
             conn.send_held(data)
         self._answered([conn for conn, _ in released])
 
-    def role_reply(self, *, following: bool) -> bytes:
-        """`ROLE` (PROTOCOL.md Part B): role, sync state, acknowledging links, released turns."""
+    def drop_held(self, why: str) -> None:
+        """Deposed: held replies are never sent; their connections are cut."""
+        if self.sync is None:
+            return
+        conns = self.sync.drop_all()
+        if conns:
+            log.warning("%s: %d connection(s) with unconfirmed replies cut", why, len(conns))
+        for conn in conns:
+            cast(TurnConn, conn).abort()
+
+    def unconfirmed(self) -> tuple[int, int] | None:
+        """Sync mode: (records, bytes) written since the last turn a replica confirmed."""
+        if self.sync is None:
+            return None
+        records, written = self.sync.confirmed_position
+        return self.stream.records - records, self.stream.appended - written
+
+    def sync_word(self) -> str:
+        return "async" if self.sync is None else self.sync.describe()
+
+    def role_reply(self, *, following: bool, epoch: int, lease: bytes) -> bytes:
+        """`ROLE` (PROTOCOL.md Part B): role, sync state, acknowledging links, released
+        turns, epoch, lease, and the replicas in sync (HOST:PORT,... or -)."""
         sync = self.sync
-        state = "async" if sync is None else sync.describe()
         released = 0 if sync is None else sync.released_turns
-        role = "replica" if following else "primary"
-        return b"200 OK %s %s %d %d\r\n" % (role.encode(), state.encode(),
-                                            self.watch.in_sync_links(), released)
+        role = b"replica" if following else b"primary"
+        in_sync = [self.peers[link] for link in self.watch.heard if link in self.peers]
+        if sync is not None and sync.state is not SyncState.SYNC:
+            in_sync = []
+        return b"200 OK %s %s %d %d %d %s %s\r\n" % (
+            role, self.sync_word().encode(), self.watch.in_sync_links(), released, epoch, lease,
+            b",".join(in_sync) or b"-")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import signal
 import socket
 import time
@@ -14,6 +15,7 @@ from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
 from queue_server.protocol.retry import QueuePolicy
 from queue_server.server import queue_commands, replay, responses, snapshot
+from queue_server.server.authority import Term
 from queue_server.server.connection import Connection
 from queue_server.server.follower import Follower
 from queue_server.server.housekeeping import Housekeeping
@@ -22,6 +24,7 @@ from queue_server.server.liveness import Upstream
 from queue_server.server.persistence import DataDir, FsyncPolicy
 from queue_server.server.queue_commands import COMMANDS, CONTROL, SYNC_TYPES
 from queue_server.server.replication import Replication, SyncSettings
+from queue_server.server.roles import Roles
 from queue_server.server.store import Store
 from queue_server.server.waiters import Waiter, Waiters
 
@@ -50,6 +53,7 @@ class ServerSettings:
     replica_of: tuple[str, int] | None = None  # follow this primary (queue_server/server/follower.py)
     replica_backlog_bytes: int = 256 * 1024 * 1024  # unread stream that cuts a replica off
     promote_after_s: float = 5.0
+    managed: bool = False  # the manager grants the lease and decides the primary (roles.py)
     sync: SyncSettings = field(default_factory=SyncSettings)  # replicate = "sync" and its bounds (replication.py)
     join: tuple[tuple[str, int], ...] = ()  # peers asked at start (queue_server/server/join.py)
     # The door's bounds (queue_server/server/connection.py; README "Limits"):
@@ -59,7 +63,7 @@ class ServerSettings:
     output_hard_limit_bytes: int = 1024 * 1024 * 1024  # unsent replies past this: disconnect
 
 
-class QueueServer:
+class QueueServer(Roles):
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
         self.token = settings.token.encode() if settings.token else None
@@ -83,10 +87,14 @@ class QueueServer:
         self._stopped: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.housekeeping = Housekeeping(self)
-        self.replication: Replication[Connection] = Replication(self.journal, settings.sync,
-                                       lambda conns: self.journal.answered(conns))  # type: ignore[arg-type]
+        self.term = Term(managed=settings.managed)
+        self.replication: Replication[Connection] = Replication(
+            self.journal, settings.sync, lambda conns: self.journal.answered(conns),  # type: ignore[arg-type]
+            self.acknowledging)
         self._sync_hold = self.replication.hold if self.replication.sync is not None else None
-        self._sync_refusing = False  # offline because no replica confirms (sync_commit.py)
+        self._auto_offline = False  # offline for sync mode or the lease (roles.py)
+        self._follow_task: asyncio.Task[None] | None = None
+        self._written_at_flush = 0  # journal.appended at the last flush: were records made?
         self.upstream: Upstream | None = None  # following: the link told of each commit
 
     def _new_store(self) -> Store:
@@ -128,17 +136,18 @@ class QueueServer:
         self.housekeeping.schedule()
         log.info("queue server %d listening on %s:%d (fsync %s)", self.settings.server_id,
                  self.settings.host, self.settings.port, self.settings.fsync)
-        following = None
         if self.settings.replica_of is not None:
             self.offline = True  # queue commands go to the primary while it lives
             self.following = True
-            following = loop.create_task(Follower(self, self.settings.replica_of,
-                                                  self.settings.promote_after_s).run())
+            # A managed replica never promotes itself: the manager does (roles.py).
+            self.start_following(self.settings.replica_of,
+                                 math.inf if self.settings.managed else self.settings.promote_after_s)
+        self.update_offline()  # a managed server acknowledges nothing before its first lease
         try:
             await self._stopped
         finally:
-            if following is not None:
-                following.cancel()
+            if self._follow_task is not None:
+                self._follow_task.cancel()
             for server in servers:
                 server.close()
             if self.log_error is None:
@@ -149,6 +158,10 @@ class QueueServer:
             self.data_dir.close(sync=self.log_error is None)
             if self.log_error is None:
                 log.info("queue server stopped; log flushed")
+
+    def start_following(self, primary: tuple[str, int], promote_after_s: float) -> None:
+        self._follow_task = asyncio.get_running_loop().create_task(
+            Follower(self, primary, promote_after_s).run())
 
     def shutdown(self) -> None:
         if self._stopped is not None and not self._stopped.done():
@@ -162,6 +175,7 @@ class QueueServer:
         # Every deadline the primary left (running jobs' locks, delayed jobs) is ours now.
         self.fire_timers_if_due()
         self._arm_timer()
+        self.update_offline()
 
     def _final_flush(self) -> None:
         """On the way out: everything written and synced, every held reply sent (in sync
@@ -245,6 +259,12 @@ class QueueServer:
             return
         if self.upstream is not None:
             self.upstream.committed()
+        if self.term.managed and journal.appended != self._written_at_flush:
+            # Changes this turn: a primary whose lease lapsed may not acknowledge them.
+            self._written_at_flush = journal.appended
+            if self._dirty and not self.acknowledging():
+                self.fence(self._dirty)
+                self._dirty = []
         if self._dirty:
             dirty, self._dirty = self._dirty, []
             if self._sync_hold is not None and not self.following:  # a replica holds nothing
@@ -270,32 +290,25 @@ class QueueServer:
         if self.journal.links:
             self.journal.record(store.drain_changes(), replicate=True)
 
-    def link_replica(self, conn: Connection) -> None:
+    def link_replica(self, conn: Connection, peer: bytes) -> None:
         """Stream the records to `conn` from now on. Records still waiting in the store (no
         replica was linked when they were made) are in the snapshot just sent, or came
         before the link: they go to the log only, never down the new link; the journal
         starts the link's stream after this turn's records so far (journal.py `link`)."""
         self._record_unreplicated()
         self.journal.link(conn)
-        self.replication.linked(conn)
+        self.replication.linked(conn, peer)
 
     def replica_acked(self, conn: Connection, confirmed_bytes: int) -> None:
         """REPLACK on a replication link: its heartbeat, and in sync mode a confirmation."""
         self.replication.acked(conn, confirmed_bytes, time.monotonic())
-        self._follow_sync_state()
+        self.update_offline()
 
     def replication_tick(self) -> None:
-        """Every HEARTBEAT_S (housekeeping): heartbeats, silent links, the sync timeout."""
+        """Every HEARTBEAT_S (housekeeping): heartbeats, silent links, the sync timeout,
+        the lease."""
         self.replication.tick(time.monotonic())
-        self._follow_sync_state()
-
-    def _follow_sync_state(self) -> None:
-        """Offline while no replica confirms in time (sync_fallback "refuse"), online again
-        once one does; an OFFLINE by hand or a replica's following is left alone."""
-        refusing = self.replication.refusing
-        if refusing != self._sync_refusing and not self.following:
-            self._sync_refusing = refusing
-            self.offline = refusing
+        self.update_offline()
 
     def _record_unreplicated(self) -> None:
         """The store's records so far go to the log only: a SYNC record (from a primary or

@@ -47,6 +47,7 @@ class Turn:
     needs: dict[Hashable, int]
     replies: Released
     at: float
+    position: tuple[int, int]  # (records, bytes) written when it was committed
 
 
 @dataclass
@@ -58,7 +59,8 @@ class SyncCommit:
     acked: dict[Hashable, int] = field(default_factory=dict)  # link -> bytes it confirmed
     turns: deque[Turn] = field(default_factory=deque)
     last_needs: dict[Hashable, int] = field(default_factory=dict)
-    last_position: int = 0  # the journal's bytes written at the last turn
+    last_position: tuple[int, int] = (0, 0)  # (records, bytes) written at the last turn
+    confirmed_position: tuple[int, int] = (0, 0)  # ... at the last turn a replica confirmed
     released_turns: int = 0  # turns released by a confirmation (not by the fallback)
     fallbacks: int = 0  # times the fallback to async was taken
 
@@ -70,15 +72,16 @@ class SyncCommit:
                 count += 1
         return count >= self.min_replicas
 
-    def hold(self, needs: dict[Hashable, int], position: int, replies: Released,
+    def hold(self, needs: dict[Hashable, int], position: tuple[int, int], replies: Released,
              now: float) -> Released:
-        """A committed turn's replies (`position`: bytes of records written so far);
+        """A committed turn's replies (`position`: records and bytes written so far);
         returns those that may go now."""
         self.last_needs = needs
         previous, self.last_position = self.last_position, position
         if self.state is SyncState.ALONE:
             return replies
         if not self.turns and self.confirmed(needs):
+            self.confirmed_position = position
             return replies
         if position == previous:
             # Nothing was streamed this turn: a reply that made no change need not wait
@@ -87,9 +90,9 @@ class SyncCommit:
             if len(now_free) == len(replies):
                 return replies
             replies = [(conn, data) for conn, data in replies if conn.held_turns > 0]
-            self._hold(Turn(needs, replies, now))
+            self._hold(Turn(needs, replies, now, position))
             return now_free
-        self._hold(Turn(needs, replies, now))
+        self._hold(Turn(needs, replies, now, position))
         return []
 
     def _hold(self, turn: Turn) -> None:
@@ -122,6 +125,7 @@ class SyncCommit:
         released: Released = []
         turns = self.turns
         while turns and self.confirmed(turns[0].needs):
+            self.confirmed_position = turns[0].position
             released += self._pop()
             self.released_turns += 1
         return released
@@ -153,6 +157,13 @@ class SyncCommit:
         while turns:
             released += self._pop()
         return released
+
+    def drop_all(self) -> list[HeldConn]:
+        """Deposed: every held turn is dropped, never to be acknowledged."""
+        conns = []
+        while self.turns:
+            conns += [conn for conn, _ in self._pop()]
+        return conns
 
     def describe(self) -> str:
         """ROLE's <sync> word."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from tests.queue_server.util import get
 
-PRODUCER_TIMEOUT_S = 30.0
+PRODUCER_TIMEOUT_S = 10.0
 
 
 def role(conn) -> list[bytes]:  # type: ignore[no-untyped-def]
