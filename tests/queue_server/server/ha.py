@@ -89,3 +89,46 @@ def drained(conn, queue: str = "q") -> set[bytes]:  # type: ignore[no-untyped-de
     while (job := get(conn, f"GET {queue}")) is not None:
         found.add(job.data)
     return found
+
+
+@dataclass
+class KeyedProducer:
+    """A thread PUTting jobs with its own keys through QueueClient (issue 17, F): the
+    client finds the primary by ROLE, waits out `500 Offline Mode` and retries a keyed PUT
+    whose connection was lost. `acked` holds the keys it was told were stored."""
+
+    name: str
+    servers: list[str]
+    acked: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+
+    def start(self) -> KeyedProducer:
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def finish(self) -> None:
+        self.stop.set()
+        assert self.thread is not None
+        self.thread.join(PRODUCER_TIMEOUT_S * 3)
+        assert not self.thread.is_alive(), f"producer {self.name} hung"
+
+    def _run(self) -> None:
+        from queue_server.client import QueueClient
+        from queue_server.protocol.client_errors import QueueServerError
+
+        number = 0
+        with QueueClient(self.servers, timeout_s=PRODUCER_TIMEOUT_S, connect_timeout_s=1.0,
+                         reconnect_attempts=20, offline_wait_s=PRODUCER_TIMEOUT_S) as client:
+            while not self.stop.is_set():
+                key = f"{self.name}-{number}"
+                number += 1
+                try:
+                    client.put("q", key.encode(), key=key)
+                except (QueueServerError, OSError) as exc:
+                    self.failed.append(f"{key}: {exc}")
+                    self.stop.wait(0.1)
+                else:
+                    self.acked.append(key)
