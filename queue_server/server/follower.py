@@ -205,7 +205,11 @@ class Follower:
             except (TimeoutError, OSError) as exc:
                 log.warning("primary %s:%d unreachable: %s", host, port, exc)
             else:
-                await self._watch(link, heard)
+                try:
+                    await self._watch(link, heard)
+                except asyncio.CancelledError:  # told to FOLLOW another, or stopping
+                    link._close()
+                    raise
                 if self.server.log_error is not None:
                     return  # stopping
                 log.warning("link to the primary %s:%d lost", host, port)
