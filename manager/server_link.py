@@ -36,6 +36,16 @@ class ServerLink:
             self.close()
             return None
 
+    def read_line(self, timeout_s: float = ASK_TIMEOUT_S) -> bytes | None:
+        """One more reply line (a multi-line reply), or None."""
+        if self.sock is None:
+            return None
+        try:
+            return self._line(self.sock, time.monotonic() + timeout_s)
+        except (OSError, EOFError):
+            self.close()
+            return None
+
     def _connect(self, timeout_s: float) -> socket.socket:
         host, port = parse_host_port(self.address)
         sock = socket.create_connection((host, port), timeout=timeout_s)

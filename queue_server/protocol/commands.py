@@ -404,7 +404,7 @@ _PARSERS: dict[bytes, Callable[[list[bytes]], Parsed]] = {
     b"TOTAL": _optional_queue(b"TOTAL"),
     b"STATS": _optional_queue(b"STATS"),
     b"RUNLIST": lambda args: _parse_runlist(b"RUNLIST", args),
-    **{name: _no_args(name) for name in (b"OFFLINE", b"ONLINE", b"QUIT", b"SHUTDOWN", b"PING", b"ROLE")},
+    **{name: _no_args(name) for name in (b"OFFLINE", b"ONLINE", b"QUIT", b"SHUTDOWN", b"PING", b"ROLE", b"REPLICAS")},
     b"SNAPSHOT": _link(b"SNAPSHOT"),
     b"INTERCONNECT": _link(b"INTERCONNECT"),
     b"CLONE": _parse_clone,

@@ -53,6 +53,8 @@ def _simple(server: QueueServer, conn: Connection, command: p.Simple) -> None:
         conn.write(responses.runlist_reply(store, command.flag))
     elif name == b"PING":
         conn.write(responses.PONG)
+    elif name == b"REPLICAS":
+        conn.write(server.replication.replicas_reply(time.monotonic()))
     elif name == b"ROLE":
         conn.write(server.replication.role_reply(
             following=server.following, epoch=server.term.epoch,

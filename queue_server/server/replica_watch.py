@@ -44,6 +44,7 @@ class ReplicaWatch(Generic[L]):
         self.stream = stream
         self.sync = sync
         self.heard: dict[L, Heard] = {}  # links that sent REPLACK
+        self.confirmed: dict[L, int] = {}  # link -> bytes its last REPLACK confirmed
         self._sent_at_tick: dict[L, int] = {}
 
     def linked(self, link: L) -> None:
@@ -51,6 +52,7 @@ class ReplicaWatch(Generic[L]):
             self.sync.link_added(link)
 
     def acked(self, link: L, confirmed_bytes: int, now: float) -> Released:
+        self.confirmed[link] = confirmed_bytes
         heard = self.heard.get(link)
         if heard is None:
             self.heard[link] = Heard(now)
@@ -80,6 +82,7 @@ class ReplicaWatch(Generic[L]):
 
     def _forget(self, link: L) -> None:
         self.heard.pop(link, None)
+        self.confirmed.pop(link, None)
         if self.sync is not None:
             self.sync.link_gone(link)
 

@@ -70,6 +70,8 @@ class Replication(Generic[L]):
         self._send(self.sync.hold(needs, position, replies, now), leased=True)
 
     def linked(self, link: L, peer: bytes) -> None:
+        for gone in [known for known in self.peers if known not in self.stream.sent]:
+            del self.peers[gone]
         self.peers[link] = peer
         self.watch.linked(link)
 
@@ -110,6 +112,18 @@ class Replication(Generic[L]):
 
     def sync_word(self) -> str:
         return "async" if self.sync is None else self.sync.describe()
+
+    def replicas_reply(self, now: float) -> bytes:
+        """`REPLICAS` (PROTOCOL.md Part B): `200 OK <n>` then per link `<HOST:PORT> <bytes
+        behind> <seconds since its last REPLACK>` (-1: it never sent one)."""
+        lines = [b"200 OK %d\r\n" % len(self.peers)]
+        for link, peer in self.peers.items():
+            sent = self.stream.sent.get(link, 0)
+            acked = self.sync.acked.get(link, -1) if self.sync is not None else self.watch.confirmed.get(link, -1)
+            heard = self.watch.heard.get(link)
+            lines.append(b"%s %d %.3f\r\n" % (peer, max(0, sent - max(acked, 0)),
+                                                -1.0 if heard is None else heard.silent_for(now)))
+        return b"".join(lines)
 
     def role_reply(self, *, following: bool, epoch: int, lease: bytes) -> bytes:
         """`ROLE` (PROTOCOL.md Part B): role, sync state, acknowledging links, released

@@ -117,3 +117,22 @@ def test_a_frozen_replica_then_the_primarys_kill_loses_nothing(start_queue_serve
     poll_until(lambda: sum(len(p.acked) for p in producers) > before + during, timeout_s=TAKEOVER_S,
                what="the producers writing to the promoted replica")
     _all_acked_survive(producers, replica)
+
+
+def test_the_dashboard_reads_each_servers_role_and_each_replicas_lag(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    from admin_ui.queue_roles import read_role, role_families
+
+    primary = _primary(start_queue_server)
+    replica = _replica(start_queue_server, primary)
+    poll_until(lambda: _linked(primary.connect()), timeout_s=TAKEOVER_S, what="the replica linked")
+    assert _online(primary.connect())
+    seen = poll_until(lambda: (r := read_role(primary.address, None)).replicas and r,
+                      timeout_s=TAKEOVER_S)
+    assert (seen.role, seen.sync, seen.lease, seen.epoch) == ("primary", "sync", "unmanaged", 0)
+    assert [lag.replica for lag in seen.replicas] == [f"127.0.0.1:{replica.port}"]
+    assert seen.replicas[0].behind_bytes == 0 and 0 <= seen.replicas[0].silent_s < 5
+    follower = read_role(replica.address, None)
+    assert (follower.role, follower.replicas) == ("replica", [])
+    names = {family.name: family for family in role_families([seen, follower])}
+    assert [s.value for s in names["slotmap_queue_server_primary"].samples] == [1.0, 0.0]
+    assert read_role("127.0.0.1:1", None).reachable is False
