@@ -59,6 +59,10 @@ class FollowLink(asyncio.Protocol):
         self.heard = Heard(time.monotonic())  # the primary's last byte
         self.applied = 0  # bytes of the stream applied (after the SNAPSHOT reply)
         self.acked = -1  # bytes confirmed to the primary (REPLACK)
+        # A primary in sync mode waits for each commit's REPLACK; an async one needs only
+        # the heartbeat's (ROLE says which): no REPLACK per record for it to read.
+        self.ack_each_commit = True
+        self.committed_bytes = 0  # applied and committed here (what a heartbeat confirms)
         self._ticker: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -146,6 +150,7 @@ class FollowLink(asyncio.Protocol):
         words = line.split()
         if len(words) < 7 or words[:2] != [b"200", b"OK"] or not words[6].isdigit():
             return
+        self.ack_each_commit = words[3] != b"async"
         epoch, ours = int(words[6]), self.server.term.epoch
         if epoch < ours:
             raise ValueError(f"the primary is in epoch {epoch}, older than ours ({ours}): "
@@ -153,7 +158,8 @@ class FollowLink(asyncio.Protocol):
 
     def committed(self) -> None:
         """The server committed (under its fsync policy) all it applied so far."""
-        if self.applied != self.acked:
+        self.committed_bytes = self.applied
+        if self.applied != self.acked and self.ack_each_commit:
             self._confirm(self.applied)
 
     def _confirm(self, applied: int) -> None:
@@ -173,7 +179,7 @@ class FollowLink(asyncio.Protocol):
                             self.heard.silent_for(now), SILENCE_LIMIT_S)
                 self._close()
                 return
-            self._confirm(max(self.acked, 0))
+            self._confirm(self.committed_bytes)
         self._ticker = asyncio.get_running_loop().call_later(HEARTBEAT_S, self._tick)
 
     def _line(self) -> bytes | None:

@@ -79,7 +79,9 @@ class QueueServer(Roles):
         # only changes (its jittered retries, renewed locks), so the two never drift apart.
         self.following = False
         self._dirty: list[Connection] = []
-        self._durable_replies = self.journal.durable_replies
+        # Replies wait for the loop turn's end with fsync "always" (the turn's one fsync) and
+        # in sync mode (the turn's one confirmation): one group per turn, not per read.
+        self._durable_replies = self.journal.durable_replies or settings.sync.replicate == "sync"
         self.log_error: OSError | None = None  # the log failed: stopping, nothing more answered
         self._flush_scheduled = False
         self._timer: asyncio.TimerHandle | None = None
