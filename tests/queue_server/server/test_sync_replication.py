@@ -136,3 +136,23 @@ def test_the_dashboard_reads_each_servers_role_and_each_replicas_lag(start_queue
     names = {family.name: family for family in role_families([seen, follower])}
     assert [s.value for s in names["slotmap_queue_server_primary"].samples] == [1.0, 0.0]
     assert read_role("127.0.0.1:1", None).reachable is False
+
+
+def test_a_killed_replica_stops_the_writes_until_another_one_is_back(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    primary = _primary(start_queue_server)
+    replica = _replica(start_queue_server, primary)
+    client = primary.connect(timeout_s=TAKEOVER_S)
+    poll_until(lambda: _linked(client), timeout_s=TAKEOVER_S, what="the replica linked")
+    producers = _producers([primary], 4)
+    poll_until(lambda: sum(len(p.acked) for p in producers) >= 200, timeout_s=TAKEOVER_S)
+    replica.kill()
+    poll_until(lambda: role(client)[1] == b"refusing", timeout_s=TAKEOVER_S, what="refusing")
+    refused_at = sum(len(p.acked) for p in producers)
+    assert not _online(client)
+    again = _replica(start_queue_server, primary, 3)
+    poll_until(lambda: _linked(client), timeout_s=TAKEOVER_S, what="sync with the new replica")
+    poll_until(lambda: sum(len(p.acked) for p in producers) > refused_at + 100, timeout_s=TAKEOVER_S,
+               what="the producers acknowledged again")
+    primary.kill()
+    poll_until(lambda: _online(again.connect()), timeout_s=TAKEOVER_S, what="the new replica promoted")
+    _all_acked_survive(producers, again)
