@@ -132,3 +132,30 @@ class KeyedProducer:
                     self.stop.wait(0.1)
                 else:
                     self.acked.append(key)
+
+
+@contextlib.contextmanager
+def cluster_database(tmp_path) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """SQLite in tmp_path; PostgreSQL when SLOTMAP_TEST_PG is set, in a schema of its own
+    (the manager's lock and the authority row are per schema), dropped at the end."""
+    import os
+    import uuid
+    from urllib.parse import quote
+
+    from sqlalchemy import create_engine, text
+
+    dsn = os.environ.get("SLOTMAP_TEST_PG")
+    if not dsn:
+        yield f"sqlite:///{tmp_path / 'slotmap.db'}"
+        return
+    schema = f"slotmap_ha_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(dsn, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+    try:
+        separator = "&" if "?" in dsn else "?"
+        yield f"{dsn}{separator}options={quote(f'-csearch_path={schema}')}"
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()

@@ -6,7 +6,6 @@ acknowledged job is on it, the old primary acknowledges nothing after losing its
 comes back as a replica that dropped what was never confirmed."""
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,7 +18,14 @@ from sqlalchemy.orm import Session
 
 from manager.db import Event, make_engine
 from tests.queue_server import server_proc
-from tests.queue_server.server.ha import KeyedProducer, Producer, drained, frozen, role
+from tests.queue_server.server.ha import (
+    KeyedProducer,
+    Producer,
+    cluster_database,
+    drained,
+    frozen,
+    role,
+)
 from tests.queue_server.util import poll_until
 
 PROMOTE_AFTER_S = 2.0
@@ -72,8 +78,12 @@ class HaCluster:
 
 @pytest.fixture
 def ha(tmp_path: Path, start_queue_server) -> Iterator[HaCluster]:  # type: ignore[no-untyped-def]
-    cluster = HaCluster(tmp_path)
-    cluster.database_url = os.environ.get("SLOTMAP_TEST_PG") or f"sqlite:///{tmp_path / 'slotmap.db'}"
+    with cluster_database(tmp_path) as url:
+        yield from _started(HaCluster(tmp_path, database_url=url), start_queue_server)
+
+
+def _started(cluster: HaCluster, start_queue_server) -> Iterator[HaCluster]:  # type: ignore[no-untyped-def]
+    tmp_path = cluster.root
     common = ("--managed", "--replicate", "sync", "--sync-timeout", "1")
     first = start_queue_server(*common)
     cluster.servers.append(first)
