@@ -119,6 +119,7 @@ class ScheduleRow(Base):
     last_fired_at_unix: Mapped[float | None] = mapped_column(Float, nullable=True)
     paused: Mapped[bool] = mapped_column(Boolean, default=False)
     run_requested_at_unix: Mapped[float | None] = mapped_column(Float, nullable=True)
+    updated_at_unix: Mapped[float] = mapped_column(Float)
 
 
 class QueueAuthority(Base):
