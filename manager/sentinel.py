@@ -45,21 +45,24 @@ assert LEASE_MARGIN_S >= 2 * LOCK_CHECK_S
 
 @dataclass(frozen=True, slots=True)
 class View:
-    """A server's ROLE reply: `200 OK <role> <sync> <links> <released> <epoch> <lease> <in-sync>`."""
+    """A server's ROLE reply: `200 OK <role> <sync> <links> <released> <epoch> <lease>
+    <in-sync> <position>`."""
 
     role: str
     sync: str
     epoch: int
     lease: str
     in_sync: tuple[str, ...]
+    position: int
 
     @classmethod
     def parse(cls, line: bytes | None) -> View | None:
         words = (line or b"").decode("ascii", "replace").split()
-        if len(words) != 9 or words[:2] != ["200", "OK"] or not words[6].isdigit():
+        if (len(words) != 10 or words[:2] != ["200", "OK"] or not words[6].isdigit()
+                or not words[9].isdigit()):
             return None
         in_sync = () if words[8] == "-" else tuple(words[8].split(","))
-        return cls(words[2], words[3], int(words[6]), words[7], in_sync)
+        return cls(words[2], words[3], int(words[6]), words[7], in_sync, int(words[9]))
 
 
 def same_server(a: str, b: str) -> bool:
@@ -193,7 +196,9 @@ class Sentinel:
                               if any(same_server(c, r) for r in record.sync_replicas)]
         if not candidates:
             return self._refuse(record, "no replica in sync answers")
-        chosen = candidates[0]
+        # The furthest along the dead primary's history: every replica got the same stream
+        # in order, and each acknowledged change was confirmed by one of them at least.
+        chosen = max(candidates, key=lambda c: views[c].position)  # type: ignore[union-attr]
         new = authority.promote(self.engine, record, chosen)
         if new is None:
             return None  # the record changed meanwhile: next turn reads it again

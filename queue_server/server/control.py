@@ -58,7 +58,7 @@ def _simple(server: QueueServer, conn: Connection, command: p.Simple) -> None:
     elif name == b"ROLE":
         conn.write(server.replication.role_reply(
             following=server.following, epoch=server.term.epoch,
-            lease=server.term.lease_word(time.monotonic())))
+            lease=server.term.lease_word(time.monotonic()), position=server.position()))
     elif name == b"OFFLINE":
         server.offline = True
         for waiter in server.waiters.all():

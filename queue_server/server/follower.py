@@ -63,6 +63,8 @@ class FollowLink(asyncio.Protocol):
         # the heartbeat's (ROLE says which): no REPLACK per record for it to read.
         self.ack_each_commit = True
         self.committed_bytes = 0  # applied and committed here (what a heartbeat confirms)
+        self.base = 0  # the primary's position (records) where our snapshot stands
+        self.records = 0  # records applied from the stream
         self._ticker: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -140,6 +142,7 @@ class FollowLink(asyncio.Protocol):
             before = self.reader.position
             commands = replay.take_records(self.reader)
             self.applied += self.reader.position - before  # empty lines (heartbeats) too
+            self.records += len(commands)
             if commands:
                 self.server.apply_replicated(commands)
 
@@ -150,11 +153,17 @@ class FollowLink(asyncio.Protocol):
         words = line.split()
         if len(words) < 7 or words[:2] != [b"200", b"OK"] or not words[6].isdigit():
             return
+        # The primary's position as its snapshot will stand (ROLE and SNAPSHOT are read in
+        # one turn there): ours counts on from it with every record applied.
+        self.base = int(words[9]) if len(words) >= 10 and words[9].isdigit() else 0
         self.ack_each_commit = words[3] != b"async"
         epoch, ours = int(words[6]), self.server.term.epoch
         if epoch < ours:
             raise ValueError(f"the primary is in epoch {epoch}, older than ours ({ours}): "
                              "its stream is refused")
+
+    def position(self) -> int:
+        return self.base + self.records
 
     def committed(self) -> None:
         """The server committed (under its fsync policy) all it applied so far."""

@@ -37,3 +37,5 @@ class Upstream(Protocol):
     applied before it is now written here, under this server's fsync policy."""
 
     def committed(self) -> None: ...
+
+    def position(self) -> int: ...  # records of the primary's history applied here

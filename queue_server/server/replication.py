@@ -125,15 +125,16 @@ class Replication(Generic[L]):
                                                 -1.0 if heard is None else heard.silent_for(now)))
         return b"".join(lines)
 
-    def role_reply(self, *, following: bool, epoch: int, lease: bytes) -> bytes:
+    def role_reply(self, *, following: bool, epoch: int, lease: bytes, position: int) -> bytes:
         """`ROLE` (PROTOCOL.md Part B): role, sync state, acknowledging links, released
-        turns, epoch, lease, and the replicas in sync (HOST:PORT,... or -)."""
+        turns, epoch, lease, the replicas in sync (HOST:PORT,... or -), and the position in
+        the primary's history (records)."""
         sync = self.sync
         released = 0 if sync is None else sync.released_turns
         role = b"replica" if following else b"primary"
         in_sync = [self.peers[link] for link in self.watch.heard if link in self.peers]
         if sync is not None and sync.state is not SyncState.SYNC:
             in_sync = []
-        return b"200 OK %s %s %d %d %d %s %s\r\n" % (
+        return b"200 OK %s %s %d %d %d %s %s %d\r\n" % (
             role, self.sync_word().encode(), self.watch.in_sync_links(), released, epoch, lease,
-            b",".join(in_sync) or b"-")
+            b",".join(in_sync) or b"-", position)

@@ -301,6 +301,13 @@ class QueueServer(Roles):
         self.journal.link(conn)
         self.replication.linked(conn, peer)
 
+    def position(self) -> int:
+        """Where this server stands in the primary's history, in records: a primary's every
+        record so far (those in its state); a replica's, from its link (follower.py)."""
+        if self.following:
+            return self.upstream.position() if self.upstream is not None else 0
+        return self.journal.records + len(self.journal.pending) + len(self.store.changes)
+
     def replica_acked(self, conn: Connection, confirmed_bytes: int) -> None:
         """REPLACK on a replication link: its heartbeat, and in sync mode a confirmation."""
         self.replication.acked(conn, confirmed_bytes, time.monotonic())
