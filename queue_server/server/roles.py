@@ -9,7 +9,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Protocol
 
 from queue_server.server import authority
@@ -32,6 +32,7 @@ class Roles:
     replication: Replication  # type: ignore[type-arg]
     _auto_offline: bool  # offline because of sync mode or the lease, not by hand
     _follow_task: asyncio.Task[None] | None
+    _replicating: bool  # server.py's flush takes the replication path
 
     def promote(self) -> None: ...
 
@@ -43,12 +44,14 @@ class Roles:
         if self.following:
             return NOT_PRIMARY
         reply = self.term.grant(epoch, lease_ms, echo_ms, time.monotonic())
+        self._replicating = self._replicating or self.term.managed
         self.update_offline()
         return reply
 
     def promote_by_manager(self, epoch: int) -> bytes:
         if not self.term.adopt(epoch):
             return authority.stale_epoch(self.term.epoch)
+        self._replicating = True
         if self.following:
             self._stop_following()
             log.warning("promoted by the manager in epoch %d", epoch)
@@ -117,3 +120,16 @@ class Roles:
             log.warning("queue commands %s (lease %s, sync %s)",
                         "refused" if want else "served again",
                         self.term.lease_word(now).decode(), self.replication.sync_word())
+
+    # ------------------------------------------------------------ heartbeats and confirmations
+
+    def replica_acked(self, conn: Hashable, confirmed_bytes: int) -> None:
+        """REPLACK on a replication link: its heartbeat, and in sync mode a confirmation."""
+        self.replication.acked(conn, confirmed_bytes, time.monotonic())
+        self.update_offline()
+
+    def replication_tick(self) -> None:
+        """Every HEARTBEAT_S (housekeeping): heartbeats, silent links, the sync timeout,
+        the lease."""
+        self.replication.tick(time.monotonic())
+        self.update_offline()

@@ -97,6 +97,9 @@ class QueueServer(Roles):
         self._auto_offline = False  # offline for sync mode or the lease (roles.py)
         self._follow_task: asyncio.Task[None] | None = None
         self._written_at_flush = 0  # journal.appended at the last flush: were records made?
+        # Anything to do after a commit besides sending replies (roles.py sets it on a LEASE).
+        self._replicating = (settings.managed or settings.sync.replicate == "sync"
+                             or settings.replica_of is not None)
         self.upstream: Upstream | None = None  # following: the link told of each commit
 
     def _new_store(self) -> Store:
@@ -162,6 +165,7 @@ class QueueServer(Roles):
                 log.info("queue server stopped; log flushed")
 
     def start_following(self, primary: tuple[str, int], promote_after_s: float) -> None:
+        self._replicating = True
         self._follow_task = asyncio.get_running_loop().create_task(
             Follower(self, primary, promote_after_s).run())
 
@@ -259,27 +263,41 @@ class QueueServer(Roles):
         except OSError as error:
             self.log_failed(error)
             return
-        if self.upstream is not None:
-            self.upstream.committed()
-        if self.term.managed and journal.appended != self._written_at_flush:
-            # Changes this turn: a primary whose lease lapsed may not acknowledge them.
-            self._written_at_flush = journal.appended
-            if self._dirty and not self.acknowledging():
-                self.fence(self._dirty)
-                self._dirty = []
+        if self._replicating:  # one test on the plain path (bench/hot_path_instructions.py)
+            self._after_commit()
         if self._dirty:
             dirty, self._dirty = self._dirty, []
-            if self._sync_hold is not None and not self.following:  # a replica holds nothing
-                self._sync_hold(dirty, time.monotonic())
-            else:
-                for conn in dirty:
-                    conn.flush()
-                if self._durable_replies:
-                    journal.answered(dirty)
+            for conn in dirty:
+                conn.flush()
+            if self._durable_replies:
+                journal.answered(dirty)
         data_dir = self.data_dir
         if data_dir.log_bytes >= data_dir.snapshot_log_bytes and data_dir.wants_snapshot():
             self.start_snapshot()  # (the first test saves wants_snapshot's call per turn)
         self._arm_timer()
+
+    def _after_commit(self) -> None:
+        """Following, managed or in sync mode: tell the primary what is written here; cut
+        a turn's changes that a primary whose lease lapsed may not acknowledge; hold the
+        replies for the replicas' confirmation (what is left in _dirty goes out now)."""
+        if self.upstream is not None:
+            self.upstream.committed()
+        appended = self.journal.appended
+        if self.term.managed and appended != self._written_at_flush:
+            self._written_at_flush = appended
+            if self._dirty and not self.acknowledging():
+                self.fence(self._dirty)
+                self._dirty = []
+        if self._dirty and self._sync_hold is not None and not self.following:  # a replica holds nothing
+            dirty, self._dirty = self._dirty, []
+            self._sync_hold(dirty, time.monotonic())
+
+    def position(self) -> int:
+        """Where this server stands in the primary's history, in records: a primary's every
+        record so far (those in its state); a replica's, from its link (follower.py)."""
+        if self.following:
+            return self.upstream.position() if self.upstream is not None else 0
+        return self.journal.records + len(self.journal.pending) + len(self.store.changes)
 
     def _after_change(self) -> None:
         """After any change of the store: answer waiters it woke; with replicas linked, hand
@@ -300,24 +318,6 @@ class QueueServer(Roles):
         self._record_unreplicated()
         self.journal.link(conn)
         self.replication.linked(conn, peer)
-
-    def position(self) -> int:
-        """Where this server stands in the primary's history, in records: a primary's every
-        record so far (those in its state); a replica's, from its link (follower.py)."""
-        if self.following:
-            return self.upstream.position() if self.upstream is not None else 0
-        return self.journal.records + len(self.journal.pending) + len(self.store.changes)
-
-    def replica_acked(self, conn: Connection, confirmed_bytes: int) -> None:
-        """REPLACK on a replication link: its heartbeat, and in sync mode a confirmation."""
-        self.replication.acked(conn, confirmed_bytes, time.monotonic())
-        self.update_offline()
-
-    def replication_tick(self) -> None:
-        """Every HEARTBEAT_S (housekeeping): heartbeats, silent links, the sync timeout,
-        the lease."""
-        self.replication.tick(time.monotonic())
-        self.update_offline()
 
     def _record_unreplicated(self) -> None:
         """The store's records so far go to the log only: a SYNC record (from a primary or
