@@ -103,6 +103,10 @@ class Replication(Generic[L]):
         for conn in conns:
             cast(TurnConn, conn).abort()
 
+    def cut_links(self, why: str) -> None:
+        for link in list(self.stream.sent):
+            self.stream.cut(link, why)
+
     def unconfirmed(self) -> tuple[int, int] | None:
         """Sync mode: (records, bytes) written since the last turn a replica confirmed."""
         if self.sync is None:

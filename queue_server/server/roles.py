@@ -68,6 +68,8 @@ class Roles:
         if not self.following:
             self._log_rewind(primary, epoch)
             self.replication.drop_held(f"deposed: following {primary[0]}:{primary[1]}")
+            # Its own replicas hold its history: they start again from the new primary.
+            self.replication.cut_links(f"deposed in epoch {epoch}")
         self._stop_following()
         self.following = True
         self.offline = True
