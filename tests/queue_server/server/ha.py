@@ -6,6 +6,7 @@ import contextlib
 import signal
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -41,6 +42,8 @@ class Producer:
     addresses: list[tuple[str, int]]
     queue: str = "q"
     acked: list[bytes] = field(default_factory=list)
+    # (port, monotonic time) of each acknowledgement, in order
+    acked_at: list[tuple[int, float]] = field(default_factory=list)
     refused: int = 0
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
@@ -70,6 +73,7 @@ class Producer:
                         line = reader.readline()
                         if line == b"200 OK\r\n":
                             self.acked.append(data)
+                            self.acked_at.append((address[1], time.monotonic()))
                             number += 1
                         elif not line:
                             raise ConnectionError("closed")

@@ -157,6 +157,7 @@ def test_a_frozen_primary_is_replaced_and_acknowledges_nothing_after_its_thaw(ha
     with frozen(old):
         new = poll_until(lambda: ha.primary(epoch_above=1), timeout_s=FAILOVER_DEADLINE_S,
                          what=lambda: f"a new primary: {ha.views()}")
+        promoted_at = time.monotonic()
         before = _acked(producers)
         poll_until(lambda: _acked(producers) > before + 50, timeout_s=FAILOVER_DEADLINE_S)
     # Thawed: its lease is long over; whatever it read meanwhile is cut, not acknowledged,
@@ -165,6 +166,9 @@ def test_a_frozen_primary_is_replaced_and_acknowledges_nothing_after_its_thaw(ha
                and int(v[4]) == 2, timeout_s=FAILOVER_DEADLINE_S,
                what=lambda: f"the old primary following: {ha.views()}")
     assert "deposed in epoch 2" in old.log_text()
+    # Never two primaries acknowledging: nothing from the old one once the new one serves.
+    late = [at for p in producers for port, at in p.acked_at if port == old.port and at > promoted_at]
+    assert not late, f"the deposed primary acknowledged {len(late)} write(s) after the promotion"
     poll_until(lambda: _acked(producers) > before + 100, timeout_s=FAILOVER_DEADLINE_S)
     _check_survivor(producers, new)
 
