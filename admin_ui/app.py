@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from urllib.parse import quote
 
+import jinja2
 from fastapi import FastAPI, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import (
@@ -26,10 +27,18 @@ from fastapi.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from admin_ui import api, pages, schedules, views
-from admin_ui.auth import REALM, LoginThrottle, access_of, check_settings, token_matches
+from admin_ui.auth import (
+    REALM,
+    SESSION_COOKIE,
+    LoginThrottle,
+    access_of,
+    check_settings,
+    token_matches,
+)
 from admin_ui.deps import cross_site
 from admin_ui.errors import AdminError, NotAuthenticated
-from admin_ui.format import fmt
+from admin_ui.format import fmt, json_text, path_segment
+from admin_ui.host_check import HostCheck
 from admin_ui.metrics import make_registry
 from admin_ui.settings import AdminSettings
 from manager.store import Store
@@ -92,8 +101,13 @@ DESCRIPTION = (
 
 
 def make_templates() -> Jinja2Templates:
-    templates = Jinja2Templates(directory=HERE / "templates")
+    # Autoescape for every template whatever its name (starlette's default covers .html
+    # only): a peer's host or queue name, an event's text, a job's data are all escaped.
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
+    templates = Jinja2Templates(env=env)
     templates.env.filters["fmt"] = fmt
+    templates.env.filters["json_text"] = json_text
+    templates.env.filters["segment"] = path_segment
     templates.env.globals["quote"] = quote
     templates.env.globals["jobs_state_of_kind"] = views.JOBS_STATE_OF_KIND
     return templates
@@ -122,15 +136,20 @@ def handle_admin_error(request: Request, exc: Exception) -> Response:
     return response
 
 
-def _token_tried(request: Request, token: str) -> bool | None:
-    """Whether the token a request presents is right (None: it presents none to check).
+def _token_tried(request: Request, token: str) -> tuple[str, bool] | None:
+    """The credential a request presents and whether it is right (None: none to check).
 
-    A wrong Bearer or basic password counts even on a page anyone may read: the page
-    would show its action forms only to the right token, so reads could be used to guess.
-    A login form's answer is known only from its status (see `_guarded`).
+    A wrong Bearer, basic password or session cookie counts even on a page anyone may
+    read: the page would show its action forms only to the right token, so reads could
+    be used to guess (the cookie is derived from the token, so a cookie is a guess of
+    it). A login form's answer is known only from its status (see `_guarded`).
     """
     if "authorization" in request.headers:
-        return token_matches(request, token)
+        scheme = request.headers["authorization"].partition(" ")[0].lower()
+        return (scheme if scheme in ("bearer", "basic") else "authorization"), token_matches(request, token)
+    # A login form decides for itself, even sent with a stale cookie (see `_guarded`).
+    if SESSION_COOKIE in request.cookies and not _is_login(request):
+        return "session cookie", token_matches(request, token)
     return None
 
 
@@ -153,8 +172,8 @@ async def _guarded(request: Request, call_next: Callable[[Request], Awaitable[Re
                         _client(request), reason)
             return handle_admin_error(request, NotAuthenticated(reason))
     token = request.app.state.settings.token
-    right = _token_tried(request, token) if token is not None else None
-    if token is None or (right is None and not _is_login(request)):
+    tried = _token_tried(request, token) if token is not None else None
+    if token is None or (tried is None and not _is_login(request)):
         return await call_next(request)
     throttle: LoginThrottle = request.app.state.login_throttle
     client = _client(request)
@@ -166,16 +185,23 @@ async def _guarded(request: Request, call_next: Callable[[Request], Awaitable[Re
         refused.headers["Retry-After"] = str(max(1, round(wait_s)))
         return refused
     response = await call_next(request)
-    if right is None:
-        right = response.status_code < 400
+    kind, right = tried if tried is not None else ("login form", response.status_code < 400)
     if right:
-        throttle.succeeded(client)
-    else:
-        record = throttle.failed(client, time.monotonic())
-        # Never the token tried: a typo of the real one would be most of the secret.
-        log.warning("wrong admin token from %s (%s %s): %d in a row; next try allowed in %.0f s",
-                    client, request.method, request.url.path, record.count,
-                    record.blocked_until - record.last_at)
+        # A session cookie is presented by every page and refresh of a logged-in browser:
+        # were it to wipe its address's failures, guesses from a shared address (a NAT,
+        # this machine) would start over at each refresh. A login does.
+        if kind != "session cookie":
+            throttle.succeeded(client)
+        return response
+    record = throttle.failed(client, time.monotonic())
+    # Never the token tried: a typo of the real one would be most of the secret.
+    log.warning("wrong admin token from %s (%s, %s %s): %d in a row; next try allowed in %.0f s",
+                client, kind, request.method, request.url.path, record.count,
+                record.blocked_until - record.last_at)
+    if kind == "session cookie":
+        # A cookie left from an older token would otherwise count again at every request
+        # (and lock its own browser out of the login form).
+        response.delete_cookie(SESSION_COOKIE, path="/")
     return response
 
 
@@ -198,8 +224,10 @@ def create_app(store: Store, settings: AdminSettings) -> FastAPI:
     app.state.templates = make_templates()
     app.state.login_throttle = LoginThrottle()
     app.middleware("http")(guard)
-    # Outermost: nothing below it buffers a body first.
+    # Nothing below it buffers a body first.
     app.add_middleware(BodyLimit)
+    # Outermost: a request for another site's name (DNS rebinding) gets nothing else.
+    app.add_middleware(HostCheck, allowed=settings.allowed_hosts, headers=SECURITY_HEADERS)
     app.state.registry = make_registry(store, forget_after_s=settings.forget_after_s,
                                        clock=settings.clock)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")

@@ -8,7 +8,6 @@ import hmac
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from fastapi import Request
 
@@ -17,6 +16,7 @@ from admin_ui.settings import AdminSettings
 from config.endpoints import check_token
 from config.errors import ConfigError
 from config.models import ClusterConfig
+from config.secret_files import read_private_text
 
 SESSION_COOKIE = "slotmap_admin"
 REALM = "slotmap admin"
@@ -105,9 +105,9 @@ def admin_token(config: ClusterConfig, environ: Mapping[str, str] = os.environ) 
     path = environ.get(TOKEN_FILE_ENV) or config.admin.token_file
     if path:
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"admin token file {path}: cannot be read ({exc})") from exc
+            text = read_private_text(path, "admin token file")
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         return _sendable(text.splitlines()[0] if text.strip() else "", f"admin token file {path}")
     return config.admin.token
 

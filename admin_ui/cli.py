@@ -56,16 +56,23 @@ def run(args: argparse.Namespace) -> int:
         config, token=token,
         protect_reads=config.admin.protect_reads if args.protect_reads is None else args.protect_reads,
         refresh_s=config.admin.refresh_s if args.refresh_s is None else args.refresh_s,
+        listen_host=host,
     )
     app = create_app(Store.connect(database_url), settings)
     log.info("dashboard on http://%s:%d/ reading %s (%s)", host, port, database_url.split("@")[-1],
              "read-only: no admin token" if token is None else "actions need the admin token")
+    log.info("answering to Host %s; X-Forwarded-For believed from %s", ", ".join(sorted(settings.allowed_hosts)),
+             ", ".join(config.admin.trusted_proxies) or "nobody (no trusted_proxies)")
     # uvicorn stops gracefully on SIGTERM/SIGINT, then re-raises the signal: these handlers
     # receive it, so a requested stop exits 0 like the other slotmap processes.
     signal.signal(signal.SIGTERM, _on_stop_signal)
     signal.signal(signal.SIGINT, _on_stop_signal)
+    # uvicorn believes X-Forwarded-For from 127.0.0.1 unless told otherwise: any local
+    # process (or a proxy passing the header through) could then pick its address and
+    # get a fresh wrong-token allowance per request. Only [admin] trusted_proxies count.
+    proxies = config.admin.trusted_proxies
     uvicorn.run(app, host=host, port=port, log_level=args.log_level.lower(), access_log=False,
-                log_config=None)
+                log_config=None, proxy_headers=bool(proxies), forwarded_allow_ips=list(proxies))
     return 0
 
 

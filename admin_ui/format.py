@@ -1,9 +1,11 @@
 """How numbers look on the pages; static/app.js formats live updates the same way (keep both in step)."""
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from datetime import UTC, datetime
+from urllib.parse import quote
 
 DASH = "\u2013"
 # The manager stores an infinite load (work waiting, no slot time yet) as this
@@ -79,8 +81,37 @@ FORMATTERS: dict[str, Callable[[float], str]] = {
 }
 
 
+# The Unix times datetime can show (years 1 .. 9999).
+MIN_TIME_UNIX = -62_135_596_800
+MAX_TIME_UNIX = 253_402_300_799
+
+
 def fmt(value: float | None, kind: str) -> str:
-    """`kind` is a key of FORMATTERS; None shows as a dash."""
+    """`kind` is a key of FORMATTERS; None shows as a dash, and so does a number no format
+    can show (NaN, an infinity other than a load's, a time outside years 1 .. 9999): a
+    page shows a dash for one bad stored figure instead of failing whole."""
     if value is None:
         return DASH
+    if kind == "pct" and value == math.inf:
+        return fmt_pct(value)
+    if not math.isfinite(value) or (kind == "time" and not MIN_TIME_UNIX <= value <= MAX_TIME_UNIX):
+        return DASH
     return FORMATTERS[kind](value)
+
+
+# An event's detail in a title attribute: enough to read, not a page of JSON.
+MAX_DETAIL_CHARS = 2000
+
+
+def json_text(value: object) -> str:
+    """JSON as plain text (not markup): the template engine escapes it for its context,
+    an attribute included. Jinja's `tojson` is for <script> blocks only: it leaves `"`
+    as is, so inside a double-quoted attribute it ended the attribute (issue 16)."""
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return text if len(text) <= MAX_DETAIL_CHARS else text[:MAX_DETAIL_CHARS] + "\u2026"
+
+
+def path_segment(value: object) -> str:
+    """One URL path segment: every reserved character quoted (a `/` or `..` in a name
+    cannot make a link point at another route)."""
+    return quote(str(value), safe="")

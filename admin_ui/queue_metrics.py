@@ -18,6 +18,8 @@ from admin_ui.errors import QueueServerUnavailable
 from admin_ui.queue_link import ask
 from admin_ui.queue_roles import QueueRolesCollector
 from admin_ui.settings import AdminSettings
+from queue_server.client import QueueClient
+from queue_server.protocol.client_errors import QueueServerError
 from queue_server.protocol.replies import QueueStats
 
 log = logging.getLogger(__name__)
@@ -42,6 +44,11 @@ GAUGES = (
 )
 # A dead queue server is logged once a minute, not at every scrape.
 WARN_EVERY_S = 60.0
+# Series per scrape: the queues holding the most jobs, then one series labelled "*" for all
+# the others summed (STATS TOP, docs/PROTOCOL.md Part B). 50,000 queues made /metrics 30 MB
+# in 10.6 s; a queue server without STATS TOP (400) is read in full, as before.
+TOP_QUEUES = 200
+OTHERS = "*"
 
 
 class QueueServerCollector(Collector):
@@ -54,7 +61,7 @@ class QueueServerCollector(Collector):
             return
         up = GaugeMetricFamily("slotmap_queue_server_up", "1 when the dashboard could read the queue server's STATS.")
         try:
-            stats = ask(self.settings, lambda client: client.stats())
+            stats = ask(self.settings, _top_queues)
         except QueueServerUnavailable as exc:
             self._warn(exc)
             up.add_metric([], 0.0)
@@ -71,8 +78,18 @@ class QueueServerCollector(Collector):
             log.warning("no queue server counters on /metrics (%s); slotmap_queue_server_up is 0", exc)
 
 
+def _top_queues(client: QueueClient) -> dict[str, QueueStats]:
+    try:
+        return client.stats_top(TOP_QUEUES)
+    except QueueServerError as exc:
+        if exc.code != 400:
+            raise
+        return client.stats()
+
+
 def families(stats: dict[str, QueueStats]) -> Iterator[Metric]:
-    """Pure: STATS -> metric families, one series per queue."""
+    """Pure: STATS -> metric families, one series per queue ("*": the others summed; as
+    queues enter and leave the top its counters can go down: no true counter)."""
     ordered = sorted(stats.values(), key=lambda s: s.queue)
     for name, field, text in COUNTERS:
         counter = CounterMetricFamily(name, text, labels=["queue"])

@@ -5,10 +5,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from admin_ui.host_check import ALWAYS_ALLOWED, allowed_names
 from admin_ui.limiters import LimiterReader
 from config.curve import client_curve
 from config.errors import ConfigError
-from config.models import ClusterConfig, QueueConfig
+from config.models import ClusterConfig, QueueConfig, parse_host_port
 from config.schedules import ScheduleConfig
 from config.tokens import resolve_token
 
@@ -31,6 +32,8 @@ class AdminSettings:
     # Where rate-limited queues' limiter figures come from (None: the pages say none is set).
     limiters: LimiterReader | None = None
     schedules: Mapping[str, ScheduleConfig] = field(default_factory=dict)
+    # Host header names answered (admin_ui/host_check.py); "*" in it: any.
+    allowed_hosts: frozenset[str] = frozenset(ALWAYS_ALLOWED)
 
     @property
     def forget_after_s(self) -> float:
@@ -40,8 +43,10 @@ class AdminSettings:
     @classmethod
     def from_config(
         cls, config: ClusterConfig, *, token: str | None = None, protect_reads: bool = False,
-        refresh_s: float = 5.0,
+        refresh_s: float = 5.0, listen_host: str | None = None,
     ) -> AdminSettings:
+        if listen_host is None:
+            listen_host = parse_host_port(config.admin.listen)[0]
         return cls(
             token=token if token is not None else config.admin.token,
             protect_reads=protect_reads,
@@ -53,6 +58,7 @@ class AdminSettings:
             queue_token=queue_token(config),
             limiters=LimiterReader(config.pulsar.listen, curve=client_curve(config)),
             schedules=dict(config.schedules),
+            allowed_hosts=allowed_names(config.admin.allowed_hosts, listen_host),
         )
 
 

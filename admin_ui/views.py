@@ -32,7 +32,7 @@ from manager.store_reads import EventQuery, HostReading, QueueReading, StoredEve
 MAX_CHART_POINTS = 240
 # Event kinds that come in storms (manager/failures.py): the events page folds runs of them.
 GROUPED_KINDS = frozenset({EventKind.JOBS_FAILED, EventKind.JOBS_DEAD, EventKind.DEAD_JOBS_DROPPED,
-                           EventKind.QUEUE_SERVER_UNREACHABLE})
+                           EventKind.QUEUE_SERVER_UNREACHABLE, EventKind.PEER_REFUSED})
 # The failure events whose row links to the queue's jobs in that state.
 JOBS_STATE_OF_KIND = {EventKind.JOBS_FAILED: "failed", EventKind.JOBS_DEAD: "dead",
                       EventKind.DEAD_JOBS_DROPPED: "dead"}

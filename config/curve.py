@@ -28,6 +28,7 @@ import zmq
 import zmq.auth
 
 from config.errors import ConfigError
+from config.secret_files import read_private_text
 
 if TYPE_CHECKING:
     from config.models import ClusterConfig
@@ -55,7 +56,10 @@ class CurveKeys:
 
     @classmethod
     def from_file(cls, path: str | Path) -> CurveKeys:
-        text = _read_key_file(path, "curve_secret_file")
+        try:
+            text = read_private_text(path, "curve_secret_file", encoding="ascii")
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         if "secret-key" in text or "public-key" in text:
             public, secret = _load_certificate(path)
             if secret is None:

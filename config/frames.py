@@ -12,7 +12,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 
 class Frame(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # No float field of any frame takes NaN or an infinity (JSON's `NaN`, `Infinity`): one
+    # such number from a peer used to fail every plan (issue 16). Each field adds its range.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     # What decode() raises; each family of frames names its own (callers catch only theirs).
     DECODE_ERROR: ClassVar[type[Exception]] = ValueError
     # Fields added after the first release, sent only when they differ from their default,

@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import logging
+import os
 import tomllib
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
 from config.errors import ConfigError
 from config.models import ClusterConfig
+from config.secret_files import open_file_error, too_open
 
 log = logging.getLogger(__name__)
 
@@ -19,18 +22,40 @@ def load_config(path: str | Path | None) -> ClusterConfig:
         return ClusterConfig()
     file = Path(path)
     try:
-        raw = tomllib.loads(file.read_text(encoding="utf-8"))
+        with file.open("rb") as handle:
+            mode = os.fstat(handle.fileno()).st_mode
+            raw = tomllib.loads(handle.read().decode("utf-8"))
     except FileNotFoundError as exc:
         raise ConfigError(f"{file}: no such config file") from exc
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file}: not UTF-8 text: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from exc
     config = parse_config(raw, source=str(file))
+    held = secrets_in(config)
+    if held and too_open(mode):
+        raise ConfigError(open_file_error(file, mode, "config file", holds=" and ".join(held))
+                          + ", or move the secret to a file of its own (token_file) or the environment "
+                          "(docs/SECURITY.md)")
     for name in config.schedules_without_queue_config():
         log.warning("%s: schedules.%s puts into queue %r, which no [queues.*] table names "
                     "(a typo? it fires there anyway)", file, name, config.schedules[name].queue)
     return with_paths_from(config, file.resolve().parent)
+
+
+def secrets_in(config: ClusterConfig) -> list[str]:
+    """The keys of `config` that hold a secret: a token, a database password."""
+    held = [name for name, value in (("queue_server.token", config.queue_server.token),
+                                     ("admin.token", config.admin.token)) if value is not None]
+    try:
+        password = urlsplit(config.manager.database_url).password
+    except ValueError:  # a malformed URL: the database driver says why when it is used
+        password = None
+    if password:
+        held.append("the password in manager.database_url")
+    return held
 
 
 def with_paths_from(config: ClusterConfig, folder: Path) -> ClusterConfig:

@@ -1,14 +1,14 @@
 """Pydantic models of the cluster config (TOML): one section per part of the platform."""
 from __future__ import annotations
 
+import ipaddress
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from config.endpoints import check_host, check_token, parse_zmq_endpoint
+from config.names import HOST_NAME_PATTERN, QUEUE_NAME_PATTERN
 from config.schedules import SCHEDULE_NAME_PATTERN, ScheduleConfig
-
-QUEUE_NAME_PATTERN = r"^[A-Za-z0-9_]{1,128}$"
 
 
 class _Strict(BaseModel):
@@ -64,6 +64,12 @@ class QueueServerConfig(_Strict):
     idle_timeout_s: float = Field(default=0.0, ge=0, description="Close a connection that sent nothing for this long (0: never). Clients blocked in GETB/GETBE/WAIT and replication links are never closed for idling.")
     output_soft_limit_bytes: int = Field(default=1024 * 1024, ge=1, description="A client whose replies not yet sent pass this is not read any further until they drain (a pipelining client that does not read stops being served; others are not affected).")
     output_hard_limit_bytes: int = Field(default=1024 * 1024 * 1024, ge=1, description="A client whose replies not yet sent pass this (one huge STATS, RUNLIST DATA, SNAPSHOT or batch) is disconnected and logged. A replica's first SNAPSHOT is exempt.")
+    max_input_bytes: int = Field(default=256 * 1024 * 1024, ge=1024 * 1024, le=2**40, description="Input held unread for all clients together (data blocks being received, requests queued behind a blocked client). A block that does not fit gets `503 Busy Input Full` and the connection is closed; past it, connections whose unread input grows are not read until the total is under 3/4 of it, and past 9/8 of it the biggest of them are cut. Nothing acknowledged is lost.")
+    max_output_bytes: int = Field(default=1024 * 1024 * 1024, ge=1024 * 1024, le=2**42, description="Replies not yet read by their clients, all clients together (each one is bounded by output_hard_limit_bytes as well): past it, looked at every 0.5 s, the clients holding the most are disconnected and logged. Replication links are exempt (replica_backlog_bytes bounds them).")
+    auth_timeout_s: float = Field(default=5.0, gt=0, le=3600, description="With a token: a connection not authenticated this long after it opened is closed with `401 Auth Required`.")
+    max_unauthenticated_clients: int = Field(default=1000, ge=1, le=1_000_000, description="With a token: connections not authenticated yet, at most; a new one (or one arriving at max_clients) takes the place of the oldest of them, never of an authenticated client.")
+    unauthenticated_input_bytes: int = Field(default=4096, ge=256, le=1024 * 1024, description="With a token: all a connection may send before AUTH (lines and data blocks); more gets `401 Auth Required` (a bigger block `413 Job Too Large`) and the connection is closed.")
+    forget_drained_queues_s: float = Field(default=600.0, ge=0, le=10**9, description="A queue with no job ready, delayed or running, no dead job and no client waiting on it is forgotten this long after it drained (STATS stops listing it; its counters start again from 0 if it comes back). 0: never.")
 
     @field_validator("listen", "replica_of")
     @classmethod
@@ -87,6 +93,9 @@ class QueueServerConfig(_Strict):
         if self.output_soft_limit_bytes > self.output_hard_limit_bytes:
             raise ValueError(f"queue_server: output_soft_limit_bytes ({self.output_soft_limit_bytes}) "
                              f"> output_hard_limit_bytes ({self.output_hard_limit_bytes})")
+        if self.max_input_bytes < self.max_job_bytes:
+            raise ValueError(f"queue_server: max_input_bytes ({self.max_input_bytes}) < "
+                             f"max_job_bytes ({self.max_job_bytes}): no job of the largest size could be read")
         return self
 
 
@@ -143,7 +152,7 @@ class QueueConfig(_Strict):
 
 
 class MasterConfig(_Strict):
-    host_name: str | None = Field(default=None, description="This host's name in reports and the slot map; default: the machine's host name.")
+    host_name: str | None = Field(default=None, pattern=HOST_NAME_PATTERN, description="This host's name in reports and the slot map (letters, digits, '.', '_', '-'; up to 253 characters); default: the machine's host name.")
     max_beacon_bytes: int = Field(
         default=64 * 1024, ge=4096,
         description="A slot's beacon larger than this is refused by ZeroMQ (MAXMSGSIZE) and the slot "
@@ -182,6 +191,12 @@ class ManagerConfig(_Strict):
     stats_window_s: float = Field(default=60.0, gt=0, description="The recent window the planner measures each queue's load over.")
     target_load: float = Field(default=0.8, gt=0, description="Load (busy time plus backlog over slot time) the planner sizes queues for.")
     retention_days: float = Field(default=7.0, gt=0, description="History older than this is pruned from the database.")
+    max_hosts: int = Field(
+        default=1024, ge=1, le=1_000_000,
+        description="Most distinct hosts the manager tracks at once: a report naming a new host "
+                    "past this is refused (logged, counted) unless a host lost long ago can be "
+                    "forgotten to make room. Bounds what a rogue master announcing host names costs.",
+    )
 
     _listen_is_endpoint = field_validator("listen")(_zmq_endpoint)
 
@@ -200,11 +215,40 @@ class AdminConfig(_Strict):
     # With a token: reading pages, the API and /metrics needs it too.
     protect_reads: bool = Field(default=False, description="With a token: reading pages, the API and /metrics needs it too (otherwise reads are open, actions need the token).")
     refresh_s: float = Field(default=5.0, ge=0, description="How often dashboard pages refresh themselves (0: never).")
+    allowed_hosts: list[str] = Field(
+        default_factory=list, max_length=100,
+        description="Host names (or addresses) the dashboard answers to, as browsers send them in the "
+                    "Host header (the port does not count); any other gets 400, which stops DNS "
+                    "rebinding. Always allowed: the listen address, localhost, 127.0.0.1 and ::1. "
+                    "Add the names and addresses users, scrapers or a reverse proxy reach it by (with a "
+                    "wildcard listen such as 0.0.0.0, every one of them); \"*\" turns the check off.",
+    )
+    trusted_proxies: list[str] = Field(
+        default_factory=list, max_length=100,
+        description="Addresses or networks (10.0.0.5, 10.0.0.0/24) of reverse proxies whose "
+                    "X-Forwarded-For and X-Forwarded-Proto are believed; empty: none, so the wrong-token "
+                    "throttle counts each connection's own address and a client cannot pick another.",
+    )
 
     @field_validator("listen")
     @classmethod
     def _listen_is_host_port(cls, value: str) -> str:
         parse_host_port(value)
+        return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts_are_names(cls, value: list[str]) -> list[str]:
+        return [host if host == "*" else check_host(host.strip("[]")).rstrip(".").lower() for host in value]
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies_are_networks(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(f"{entry!r} is not an IP address or network (10.0.0.5, 10.0.0.0/24)") from None
         return value
 
     @field_validator("token")

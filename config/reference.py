@@ -61,6 +61,14 @@ by systemd does not, so use `python_path` or install your package.)
 `[queues.<q>].batch_size` wins when it is written in the file; otherwise the class's
 value is used (and the default 10 only when neither says anything). The master logs
 each queue where both are given and differ, once at start.
+
+**Secrets and file modes.** A config file that holds a secret (`queue_server.token`,
+`admin.token`, a password in `manager.database_url`) must be private to its owner: when
+its group or others have any permission bit (0644, 0640), every process refuses it at
+start with the `chmod 600 <file>` to run. The same holds for the files named by
+`queue_server.token_file`, `admin.token_file` and `curve_secret_file`. A config without
+secrets (tokens in `token_file` or the environment) may be readable by all. See
+docs/SECURITY.md.
 """
 
 

@@ -2,31 +2,22 @@
 a command line that `ps` shows. Used by `slotmap queue-server` and `slotmap put/get/stats`."""
 from __future__ import annotations
 
-import logging
 import os
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 
 from config.endpoints import check_token
-
-log = logging.getLogger("slotmap.queue_server")
+from config.secret_files import read_private_text
 
 TOKEN_ENV = "SLOTMAP_QUEUE_TOKEN"
 TOKEN_FILE_ENV = "SLOTMAP_QUEUE_TOKEN_FILE"
 
 
 def read_token_file(path: str | Path) -> str:
-    """The token on the file's first line (without its line end). ValueError if
-    the file cannot be read or the token cannot be sent."""
-    try:
-        raw = Path(path).read_text(encoding="utf-8")
-        mode = Path(path).stat().st_mode
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"token file {path}: cannot be read ({exc})") from None
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        log.warning("token file %s can be read by other users (mode %o); chmod 600 it",
-                    path, stat.S_IMODE(mode))
+    """The token on the file's first line (without its line end). ValueError if the file
+    cannot be read, others may read it (the message says which chmod), or the token
+    cannot be sent."""
+    raw = read_private_text(path, "token file")
     lines = raw.splitlines()
     token = lines[0] if lines else ""
     return check_token(token, what=f"the token in {path}")

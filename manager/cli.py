@@ -34,6 +34,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--config", help="cluster config (TOML); embedded defaults when omitted")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument(
+        "--standby", action="store_true",
+        help="this manager is one of several for the cluster (one active, the others standing by): "
+             "refuse a database they cannot share (in-memory SQLite), where each would be active",
+    )
     keys = parser.add_mutually_exclusive_group()
     keys.add_argument(
         "--new-curve-secret", metavar="FILE",
@@ -97,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     check_bindable(config.manager.listen, what="manager.listen")
     server_keys(config)
     queue_token(config)
+    check_election(config.manager.database_url, standby=args.standby)
     flag = _StopFlag()
     signal.signal(signal.SIGTERM, flag.handle_stop)
     signal.signal(signal.SIGINT, flag.handle_stop)
@@ -185,6 +191,28 @@ def _start_sentinel(config: ClusterConfig, store: Store, manager: Manager) -> No
         promote_after_s=qs.promote_after_s, sync_mode=qs.replicate == "sync",
         note=lambda event: store.add_event(time.time(), event),
         stopping=lambda: manager.stopping))
+
+
+def check_election(url: str, *, standby: bool) -> None:
+    """ConfigError for a database no election can run on; an in-memory database has no
+    lock to share, so a manager on one is alone by construction: refused with --standby,
+    said loudly without it."""
+    from config.errors import ConfigError
+    from manager.database_identity import identify
+
+    try:
+        database = identify(url)
+    except ValueError as exc:
+        raise ConfigError(f"manager.database_url: {exc}") from exc
+    if database.shareable:
+        return
+    if standby:
+        raise ConfigError(
+            "--standby with an in-memory database: each manager would have a database of its own "
+            "and be active at once; give manager.database_url a file (sqlite:///path) or PostgreSQL"
+        )
+    log.warning("in-memory database: this manager takes no lock, so it must be the cluster's only "
+                "manager (no standby can take over, and a second one would be active too)")
 
 
 def queue_token(config: ClusterConfig) -> str | None:

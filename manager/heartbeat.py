@@ -150,6 +150,21 @@ class Peers:
     def get(self, host: str) -> Peer | None:
         return self._peers.get(host)
 
+    def __len__(self) -> int:
+        return len(self._peers)
+
+    def lost_since(self, before: float) -> list[str]:
+        """Lost hosts last heard before `before`, longest silent first."""
+        lost = [p for p in self._peers.values()
+                if p.state is MasterState.LOST and p.last_heard_at < before]
+        return [p.host for p in sorted(lost, key=lambda p: p.last_heard_at)]
+
+    def forget(self, host: str) -> None:
+        """Drop a lost host for good: a report from it later is a join, not a return."""
+        peer = self._peers.get(host)
+        if peer is not None and peer.state is MasterState.LOST:
+            del self._peers[host]
+
     def all(self) -> list[Peer]:
         return list(self._peers.values())
 

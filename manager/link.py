@@ -1,7 +1,8 @@
 """The manager's end of the master link: a ZeroMQ ROUTER (reports in, slot maps out), bounded frames, optional CURVE."""
 from __future__ import annotations
 
-import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import zmq
 
 from config.curve import CurveKeys
 from config.curve_server import RouterServer
+from manager.refusals import Refusals
 from master.manager_frames import (
     DEFAULT_MAX_MESSAGE_BYTES,
     LinkFrameError,
@@ -16,8 +18,6 @@ from master.manager_frames import (
     MasterFrame,
 )
 from master.zmq_router import drain_frames, send_to
-
-log = logging.getLogger(__name__)
 
 # Reports waiting per master (one a heartbeat): with 1 MiB frames a master, or anyone
 # connected, holds at most 16 MiB here.
@@ -40,8 +40,12 @@ class ManagerSocket:
         curve: CurveKeys | None = None,
         authorized_keys_dir: str | Path | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.endpoint = endpoint
+        self.clock = clock
+        # Frames refused here (they do not decode) and by Masters (spoofs, too many hosts).
+        self.refusals = Refusals()
         self._server = RouterServer(endpoint, max_message_bytes=max_message_bytes,
                                     queued_messages=QUEUED_REPORTS, curve=curve,
                                     authorized_keys_dir=authorized_keys_dir, mandatory=True)
@@ -57,7 +61,8 @@ class ManagerSocket:
             try:
                 decoded = MasterFrame.decode(frame.bytes)
             except LinkFrameError as exc:
-                log.warning("dropping a frame from %r on the master link: %s", routing_id, exc)
+                self.refusals.refused("a frame that does not decode or is out of bounds",
+                                      f"from connection {routing_id.hex()}: {exc}", self.clock())
                 continue
             owner = self._curve.owner(frame) if self._curve is not None else None
             received.append(Received(routing_id, decoded, owner))

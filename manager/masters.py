@@ -25,8 +25,8 @@ log = logging.getLogger(__name__)
 
 # How long a lost host still shows in host samples before the manager forgets it.
 FORGET_LOST_AFTER_S = 3600.0
-# A spoofed report for a host is logged at most this often per host.
-SPOOF_LOG_EVERY_S = 10.0
+# [manager] max_hosts' default, for callers without a config.
+DEFAULT_MAX_HOSTS = 1024
 
 
 @dataclass(slots=True)
@@ -57,15 +57,15 @@ def host_part(host: str, slots: Mapping[str, str]) -> dict[int, str]:
 class Masters:
     def __init__(
         self, socket: ManagerSocket, *, interval_s: float, liveness: int, stats_window_s: float,
-        manager_pid: int, now: float,
+        manager_pid: int, now: float, max_hosts: int = DEFAULT_MAX_HOSTS,
     ) -> None:
         self.socket = socket
+        self.max_hosts = max_hosts
         self.interval_s = interval_s
         self.manager_pid = manager_pid
         self.peers = Peers(interval_s=interval_s, liveness=liveness)
         self.view = View()
         self.work = WorkWindow(window_s=stats_window_s, max_gap_s=self.peers.timeout_s, started_at=now)
-        self.spoof_logged_at: dict[str, float] = {}
         self.bound_seen_at: dict[str, float] = {}
 
     # Reports in
@@ -80,14 +80,16 @@ class Masters:
     def on_frame(self, received: Received, now: float) -> list[NewEvent]:
         frame = received.frame
         report = frame.report
-        if not self.from_its_connection(received, now):
+        if not self.from_its_connection(received, now) or not self.room_for(received, now):
             return []
         change = self.peers.on_report(
             report.host, routing_id=received.routing_id, master_pid=report.master_pid, now=now,
             leaving=frame.leaving,
         )
         if frame.leaving:
-            self.view.reports[report.host] = report
+            # Kept only for a host the manager knows: goodbyes naming made-up hosts cost nothing.
+            if self.peers.get(report.host) is not None:
+                self.view.reports[report.host] = report
             return [self.on_change(change)] if change is not None else []
         if change is not None and change.change in ADOPT:
             self.work.forget(report.host)
@@ -116,16 +118,46 @@ class Masters:
                                    "to authenticate masters)")
         return False
 
+    def room_for(self, received: Received, now: float) -> bool:
+        """A report naming a host not tracked yet is taken while fewer than `max_hosts` are,
+        making room by forgetting the longest-lost host if need be: a peer announcing
+        thousands of host names costs at most max_hosts hosts' memory and rows."""
+        host = received.frame.report.host
+        if self.peers.get(host) is not None or received.frame.leaving or len(self.peers) < self.max_hosts:
+            return True
+        for lost in self.peers.lost_since(now):
+            self.forget(lost)
+            # Debug only: a peer cycling through names would otherwise write a line each.
+            log.debug("forgot lost host %s to make room for host %s ([manager] max_hosts %d)",
+                      lost, host, self.max_hosts)
+            return True
+        self.socket.refusals.refused(
+            f"a new host past [manager] max_hosts {self.max_hosts}, all alive",
+            f"a report for host {host} from connection {received.routing_id.hex()}", now)
+        return False
+
     def refuse(self, received: Received, now: float, why: str) -> None:
         host = received.frame.report.host
-        if now - self.spoof_logged_at.get(host, float("-inf")) >= SPOOF_LOG_EVERY_S:
-            self.spoof_logged_at[host] = now
-            log.warning("refused a %s for host %s from connection %s: %s; the report is dropped",
-                        "leaving" if received.frame.leaving else "report", host,
-                        received.routing_id.hex(), why)
+        kind = "leaving" if received.frame.leaving else "report"
+        self.socket.refusals.refused(
+            f"a {kind} for a host from a connection not its own",
+            f"a {kind} for host {host} from connection {received.routing_id.hex()}: {why}; "
+            "the frame is dropped", now)
+
+    def forget(self, host: str) -> None:
+        """A lost host dropped for good (its history stays in SQL)."""
+        self.peers.forget(host)
+        self.view.reports.pop(host, None)
+        self.view.assigned.pop(host, None)
+        self.view.planned.discard(host)
+        self.work.forget(host)
+        self.bound_seen_at.pop(host, None)
 
     def expire(self, now: float) -> list[NewEvent]:
-        return [self.on_change(change) for change in self.peers.expire(now)]
+        events = [self.on_change(change) for change in self.peers.expire(now)]
+        for host in self.peers.lost_since(now - FORGET_LOST_AFTER_S):
+            self.forget(host)
+        return events
 
     def on_change(self, change: PeerChange) -> NewEvent:
         host = change.host

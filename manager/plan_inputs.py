@@ -21,14 +21,30 @@ from queue_server.protocol.replies import QueueStats as ServerQueueStats
 log = logging.getLogger(__name__)
 
 
+# Queues named per `STATS q1|q2|...`: 400 names of up to 128 characters fit the line limit.
+NAMES_PER_REQUEST = 400
+
+
 class QueueStatsReader:
-    """STATS from the queue server (TOTAL per queue for a server without STATS)."""
+    """STATS of the configured queues (the only ones a plan uses): `STATS q1|q2|...`, so
+    a server holding 50,000 other queues costs nothing here (a whole STATS of them stalled
+    the manager 2.8 s). A server without that form: all of STATS; without STATS: TOTAL
+    per queue."""
 
     def __init__(self, client: QueueClient) -> None:
         self.client = client
+        self.has_stats_of = True
         self.has_stats = True
 
     def read(self, queues: Mapping[str, QueueConfig]) -> dict[str, ServerQueueStats]:
+        if self.has_stats_of:
+            try:
+                return self._read_named(sorted(queues))
+            except QueueServerError as exc:
+                if exc.code != 400:
+                    raise
+                log.warning("the queue server refuses STATS q1|q2|... (%s); reading all of STATS", exc)
+                self.has_stats_of = False
         if self.has_stats:
             try:
                 return self.client.stats()
@@ -44,6 +60,12 @@ class QueueStatsReader:
                 queue=name, ready=total.jobs, delayed=0, running=total.running, put=0, done=0,
                 later=0, expired=0, by_priority={}, oldest_ready_age_s=None,
             )
+        return result
+
+    def _read_named(self, names: list[str]) -> dict[str, ServerQueueStats]:
+        result: dict[str, ServerQueueStats] = {}
+        for start in range(0, len(names), NAMES_PER_REQUEST):
+            result.update(self.client.stats_of(names[start:start + NAMES_PER_REQUEST]))
         return result
 
 

@@ -25,7 +25,8 @@ from manager.history import History
 from manager.leader import Lease
 from manager.link import ManagerSocket
 from manager.masters import Masters
-from manager.model import HostCapacity, Plan
+from manager.model import HostCapacity, Plan, QueueStats
+from manager.plan_guard import Checked, check_inputs
 from manager.plan_inputs import OverrideReader, QueueStatsReader, ServerFigures
 from manager.stats import settings_in_force, with_batch_sizes
 from manager.store import EventKind, NewEvent, Store, apply_overrides
@@ -81,10 +82,12 @@ class Manager:
         self.masters = Masters(
             socket, interval_s=interval_s, liveness=self.settings.heartbeat_liveness,
             stats_window_s=self.settings.stats_window_s, manager_pid=self.pid, now=now,
+            max_hosts=self.settings.max_hosts,
         )
         self.history = History(store, wall_clock=wall_clock)
         self.server = ServerFigures(stats_reader)
         self.overrides = OverrideReader(store)
+        self.rejected_inputs: set[str] = set()
         # Plan first only when every live master had time to report: the map is rebuilt
         # from what they run, not invented from nothing.
         grace_s = self.masters.peers.timeout_s
@@ -106,6 +109,7 @@ class Manager:
             for received in frames:
                 at = self.clock()
                 self.on_master_events(self.masters.on_frame(received, at), at)
+            self.note_refusals()
             now = self.clock()
             self.on_master_events(self.masters.expire(now), now)
             self.send_heartbeats(now)
@@ -140,6 +144,12 @@ class Manager:
             self.note(event)
             self.request_plan(now)
 
+    def note_refusals(self) -> None:
+        """Frames refused at the door since the last turn: one event per logged line."""
+        for note in self.socket.refusals.take_notes():
+            self.note(NewEvent(kind=EventKind.PEER_REFUSED, message=note.message,
+                               detail={"reason": note.reason, "count": note.count, "total": note.total}))
+
     def send_heartbeats(self, now: float) -> None:
         if now < self.schedule.heartbeat_at:
             return
@@ -173,13 +183,15 @@ class Manager:
             self.note(event)
         masters = self.masters
         alive = masters.alive_hosts()
-        hosts = [HostCapacity(h, masters.view.reports[h].capacity) for h in alive]
         in_force = settings_in_force(masters.view.reports[h] for h in alive)
+        checked = self.checked_inputs(
+            masters.work.queue_stats(now, self.server.waiting()),
+            [HostCapacity(h, masters.view.reports[h].capacity) for h in alive],
+        )
         # The planner counts batches with the batch size the slots use, not the config's default.
         result = planner.plan(
-            masters.current_map(alive), with_batch_sizes(queues, in_force),
-            masters.work.queue_stats(now, self.server.waiting()), hosts,
-            target_load=self.settings.target_load,
+            masters.current_map(alive), with_batch_sizes(queues, in_force), checked.stats,
+            checked.hosts, target_load=self.settings.target_load,
         )
         masters.take_plan(result.slot_map, alive)
         self.schedule.heartbeat_at = now + self.settings.heartbeat_interval_s
@@ -194,6 +206,16 @@ class Manager:
         )
         self.schedule.last_plan_at = now
         return result
+
+    def checked_inputs(self, stats: dict[str, QueueStats], hosts: list[HostCapacity]) -> Checked:
+        """The plan's inputs through manager/plan_guard.py: a bad figure is logged (when
+        the set of bad figures changes, not every plan) and costs only its queue or host."""
+        checked = check_inputs(stats, hosts)
+        if checked.rejected and set(checked.rejected) != self.rejected_inputs:
+            log.error("unsound planner inputs, replaced: %s",
+                      "; ".join(f"{what}: {why}" for what, why in checked.rejected.items()))
+        self.rejected_inputs = set(checked.rejected)
+        return checked
 
     def all_expected_here(self, now: float) -> bool:
         """Before the first plan: have the hosts of the last stored history reported (or has

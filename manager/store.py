@@ -54,6 +54,9 @@ class EventKind(StrEnum):
     QUEUE_SYNC_LOST = "queue_sync_lost"
     QUEUE_SYNC_REGAINED = "queue_sync_regained"
     QUEUE_PROMOTION_REFUSED = "queue_promotion_refused"
+    # Frames refused at the master door (bad, out of bounds, spoofed, past max_hosts),
+    # at most one per reason every few seconds (manager/refusals.py), with a count.
+    PEER_REFUSED = "peer_refused"
     # From the queue server's counters at each plan (manager/failures.py), with a count.
     JOBS_FAILED = "jobs_failed"
     JOBS_DEAD = "jobs_dead"
@@ -115,14 +118,14 @@ def open_engine(url: str) -> Engine:
 
 
 def sqlite_path(url: str) -> Path | None:
-    """The database file of a sqlite:/// URL; None for other databases and in-memory SQLite."""
-    prefix = "sqlite:///"
-    if not url.startswith(prefix):
+    """The database file of a SQLite URL (any driver, as written); None for other databases
+    and in-memory SQLite."""
+    from manager.database_identity import identify
+
+    try:
+        return identify(url).path
+    except ValueError:
         return None
-    path = url[len(prefix):].split("?", 1)[0]
-    if not path or path == ":memory:":
-        return None
-    return Path(path)
 
 
 # Row builders (pure)

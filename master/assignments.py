@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from config.bounded import MAX_NAME_CHARS
 from config.models import ClusterConfig, QueueConfig
-from master.report import QueueSettingsReport
+from master.report import QueueSettingsReport, cut
 from slot.beacon import Assignment
 from slot.handler import Handler
 from slot.queue_settings import batch_size_in_force, batch_size_source
@@ -32,7 +33,7 @@ def queue_settings(
         queue: QueueSettingsReport(
             batch_size=batch_size_in_force(config.queues.get(queue), handler),
             batch_size_source=batch_size_source(config.queues.get(queue)),
-            handler=f"{handler.__module__}.{handler.__qualname__}",
+            handler=cut(f"{handler.__module__}.{handler.__qualname__}", MAX_NAME_CHARS),
         )
         for queue, handler in sorted(handlers.items())
     }

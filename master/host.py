@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from config.errors import ConfigError
+from config.names import HOST_NAME_PATTERN
 from slot.memory import read_memory
 
 _KIB = 1024
@@ -49,7 +52,13 @@ def cpu_count() -> int:
 
 
 def host_name(configured: str | None) -> str:
-    return configured or socket.gethostname()
+    """The configured name (checked by the config model) or the machine's, which must fit
+    the same pattern: the manager refuses a report naming any other (config/bounded.py)."""
+    name = configured or socket.gethostname()
+    if not re.match(HOST_NAME_PATTERN, name):
+        raise ConfigError(f"the host name {name!r} does not match {HOST_NAME_PATTERN}: "
+                          "set [master] host_name")
+    return name
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from config.bounded import MAX_SLOTS, Pid, QueueName, SlotNumber
 from config.frames import Frame
 from master.report import HostReport
 
@@ -41,5 +42,5 @@ class ManagerFrame(_Frame):
     has rebuilt its view of the host from the host's reports.
     """
 
-    manager_pid: int = Field(ge=1)
-    slots: dict[int, str] | None = None
+    manager_pid: Pid
+    slots: dict[SlotNumber, QueueName] | None = Field(default=None, max_length=MAX_SLOTS)

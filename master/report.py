@@ -6,6 +6,22 @@ from typing import Literal
 
 from pydantic import Field
 
+from config.bounded import (
+    MAX_NAME_CHARS,
+    MAX_QUEUES,
+    MAX_SLOTS,
+    MAX_TEXT_CHARS,
+    Count,
+    HostName,
+    Load,
+    Name,
+    Pid,
+    QueueName,
+    Seconds,
+    SlotNumber,
+    Text,
+    UnixTime,
+)
 from config.frames import Frame
 from master.capacity import Capacity
 from master.host import HostFigures
@@ -22,62 +38,70 @@ class _Model(Frame):
 
 
 class SlotReport(_Model):
-    slot_id: int
-    pid: int
+    slot_id: SlotNumber
+    pid: Pid
     state: SlotState
     # What the slot last said it was doing (None before its first beacon).
     phase: SlotPhase | None
-    queue: str
+    queue: QueueName
     # The queue the master wants it on; differs from `queue` while a retarget is under way.
-    assigned_queue: str
-    uptime_s: float
-    jobs_done: int = 0
-    jobs_later: int = 0
-    jobs_failed: int = 0
-    jobs_dead: int = 0
-    batches: int = 0
-    errors: int = 0
-    busy_s: float = 0.0
-    pss_bytes: int = 0
-    private_dirty_bytes: int = 0
+    assigned_queue: QueueName
+    uptime_s: Seconds
+    jobs_done: Count = 0
+    jobs_later: Count = 0
+    jobs_failed: Count = 0
+    jobs_dead: Count = 0
+    batches: Count = 0
+    errors: Count = 0
+    busy_s: Seconds = 0.0
+    pss_bytes: Count = 0
+    private_dirty_bytes: Count = 0
     # The batch size the slot was told to use (its assignment); 0 in reports of older masters.
-    batch_size: int = 0
+    batch_size: Count = 0
 
 
 class QueueSettingsReport(_Model):
     """A handled queue's settings in force on this host (slot/queue_settings.py's rule)."""
 
-    batch_size: int
+    batch_size: Count
     # "config": the queue's config table wrote batch_size; "handler": the handler class's.
     batch_size_source: Literal["config", "handler"]
-    handler: str
+    handler: Name
 
 
 class HostReport(_Model):
-    host: str
-    master_pid: int
-    sent_at_unix: float
-    capacity: int
-    capacity_by_memory: int
-    capacity_by_load: int
-    max_slots: int
-    avg_slot_bytes: int
+    """Every field bounded (config/bounded.py): the manager takes these from any peer."""
+
+    host: HostName
+    master_pid: Pid
+    sent_at_unix: UnixTime
+    capacity: Count
+    capacity_by_memory: Count
+    capacity_by_load: Count
+    max_slots: Count
+    avg_slot_bytes: Count
     # The figures `capacity` was computed from (one measurement, every second).
-    master_pss_bytes: int
-    slots_pss_bytes: int
-    slots_measured: int
-    mem_available_bytes: int
-    mem_total_bytes: int = 0
-    load_avg_1m: float
-    cpus: int
-    slots: list[SlotReport]
-    counters: dict[Counter, int] = Field(default_factory=dict)
+    master_pss_bytes: Count
+    slots_pss_bytes: Count
+    slots_measured: Count
+    mem_available_bytes: Count
+    mem_total_bytes: Count = 0
+    load_avg_1m: Load
+    cpus: Count
+    slots: list[SlotReport] = Field(max_length=MAX_SLOTS)
+    counters: dict[Counter, Count] = Field(default_factory=dict)
     # Handler sources that failed to import -> why; their queues get no slots.
-    handler_failures: dict[str, str] = Field(default_factory=dict)
+    handler_failures: dict[Name, Text] = Field(default_factory=dict, max_length=MAX_QUEUES)
     # Queues the slot map names but no loaded handler serves.
-    unhandled_queues: list[str] = Field(default_factory=list)
+    unhandled_queues: list[QueueName] = Field(default_factory=list, max_length=MAX_QUEUES)
     # Each queue this host has a handler for -> the settings its slots get.
-    queue_settings: dict[str, QueueSettingsReport] = Field(default_factory=dict)
+    queue_settings: dict[QueueName, QueueSettingsReport] = Field(default_factory=dict, max_length=MAX_QUEUES)
+
+
+def cut(text: str, limit: int) -> str:
+    """User code's words (an import error, a class path) within the report's bound: the
+    manager refuses a longer one, and the whole report with it."""
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
 def slot_report(slot: Slot, now: float) -> SlotReport:
@@ -136,7 +160,8 @@ def build_report(
         cpus=figures.cpus,
         slots=reports,
         counters=dict(counters),
-        handler_failures=dict(handler_failures),
+        handler_failures={cut(source, MAX_NAME_CHARS): cut(why, MAX_TEXT_CHARS)
+                          for source, why in handler_failures.items()},
         unhandled_queues=list(unhandled_queues),
         queue_settings=dict(queue_settings or {}),
     )

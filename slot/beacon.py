@@ -11,6 +11,7 @@ from enum import StrEnum, auto
 
 from pydantic import Field
 
+from config.bounded import Count, Pid, QueueName, Seconds, SlotNumber, Text
 from config.frames import Frame
 from queue_server.protocol.retry import RetryPolicy
 from slot.errors import MessageError
@@ -36,27 +37,28 @@ class _Frame(Frame):
 class Beacon(_Frame):
     """What a slot tells its master every beacon interval. Counters are totals since the fork."""
 
-    slot_id: int = Field(ge=0)
-    pid: int = Field(ge=1)
-    seq: int = Field(ge=0)
+    slot_id: SlotNumber
+    pid: Pid
+    seq: Count
     phase: SlotPhase
-    queue: str | None
-    jobs_done: int = Field(default=0, ge=0)
-    jobs_later: int = Field(default=0, ge=0)
-    batches: int = Field(default=0, ge=0)
+    # Bounded like every field: the master relays these figures to the manager in its report.
+    queue: QueueName | None
+    jobs_done: Count = 0
+    jobs_later: Count = 0
+    batches: Count = 0
     # Jobs failed (job.fail() or unresolved when handle() raised), and of them those that
     # came back dead (no attempt left).
-    jobs_failed: int = Field(default=0, ge=0)
-    jobs_dead: int = Field(default=0, ge=0)
+    jobs_failed: Count = 0
+    jobs_dead: Count = 0
     # Batches whose handler (or a before_batch hook) raised.
-    errors: int = Field(default=0, ge=0)
-    busy_s: float = Field(default=0.0, ge=0)
+    errors: Count = 0
+    busy_s: Seconds = 0.0
     # How long the batch in progress has been running (0 when not busy): the master
     # kills a slot whose batch outlives its handler's batch_timeout_s.
-    batch_age_s: float = Field(default=0.0, ge=0)
-    pss_bytes: int = Field(default=0, ge=0)
-    private_dirty_bytes: int = Field(default=0, ge=0)
-    exit_reason: str | None = None
+    batch_age_s: Seconds = 0.0
+    pss_bytes: Count = 0
+    private_dirty_bytes: Count = 0
+    exit_reason: Text | None = None
 
 
 class Assignment(_Frame):

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum, auto
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
-from slot import producer
 from slot.errors import HandlerRegistrationError, JobResolutionError
 
 if TYPE_CHECKING:
@@ -225,11 +224,15 @@ class Handler:
         """Put a follow-up job through this slot's connection; its key. Derive `key` from the
         job being handled (`f"{job.key}:notify"`) and a parent that fails and runs again puts
         no second child while the first waits or runs (docs/GUIDE.md, Follow-up jobs)."""
+        from slot import producer  # not loaded by the pulsar, which imports this module's API
+
         return producer.put(queue, data, priority=priority, key=key, delay_s=delay_s, ttl_s=ttl_s)
 
     def put_many(self, queue: str, datas: Iterable[bytes | str], *, priority: int = 0,
                  keys: Sequence[str] | None = None) -> int:
         """Put several follow-up jobs (with `keys`, one key each); how many were taken."""
+        from slot import producer
+
         return producer.put_many(queue, datas, priority=priority, keys=keys)
 
     @classmethod

@@ -21,6 +21,11 @@ from tests.queue_server.server_proc import slotmap_command as slotmap_command
 
 REPLY_TIMEOUT_S = 5.0
 
+# Files the tests write are private to their owner, like a real deployment's secrets: a
+# token file or a config holding a token that others can read is refused at start
+# (config/secret_files.py). Tests of that refusal chmod their files open explicitly.
+os.umask(0o077)
+
 
 class RawClient:
     """One TCP connection: bytes in, bytes out, every read bounded by a timeout."""

@@ -201,6 +201,8 @@ class AsyncQueueClient(ClientCore[_Connection]):
     delete = _awaiting(ops.delete)
     delete_all_dead = _awaiting(ops.delete_all_dead)
     stats = _awaiting(ops.stats)
+    stats_of = _awaiting(ops.stats_of)
+    stats_top = _awaiting(ops.stats_top)
     total = _awaiting(ops.total)
     runlist = _awaiting(ops.runlist)
     interconnect = _awaiting(ops.interconnect)

@@ -52,6 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
     stats = subparsers.add_parser("stats", help="per-queue counters as a table")
     stats.add_argument("queue", metavar="QUEUE", nargs="?", help="only this queue")
+    stats.add_argument("--top", type=int, metavar="N",
+                       help="only the N queues holding the most jobs, and * for the others summed")
     _add_server_options(stats)
     stats.set_defaults(func=_command(_stats))
 
@@ -116,7 +118,11 @@ def _get(client: QueueClient, args: argparse.Namespace) -> int:
 
 
 def _stats(client: QueueClient, args: argparse.Namespace) -> int:
-    sys.stdout.write(stats_table(client.stats(args.queue).values()))
+    if args.top is not None and args.queue is None:
+        stats = client.stats_top(args.top)
+    else:
+        stats = client.stats(args.queue)
+    sys.stdout.write(stats_table(stats.values()))
     return EXIT_OK
 
 

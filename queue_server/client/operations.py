@@ -282,6 +282,17 @@ def stats(client: Client, queue: str | None = None) -> Op[dict[str, QueueStats]]
     return client._request(request, parse_stats, read_only=True)
 
 
+def stats_of(client: Client, queues: Sequence[str]) -> Op[dict[str, QueueStats]]:
+    """STATS q1|q2|... (Part B): the named queues only (at most 1,000; one name: STATS q)."""
+    request = req.stats_of_request(queues)
+    return client._request(request, parse_stats, read_only=True)
+
+
+def stats_top(client: Client, count: int) -> Op[dict[str, QueueStats]]:
+    """STATS TOP n (Part B): the n queues holding the most jobs, and "*" for all others summed."""
+    return client._request(req.stats_top_request(count), parse_stats, read_only=True)
+
+
 def total(client: Client, queue: str | None = None) -> Op[Total]:
     """TOTAL [q]."""
     request = req.named_request(b"TOTAL", queue)

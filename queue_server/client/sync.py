@@ -216,6 +216,8 @@ class QueueClient(ClientCore[_Connection]):
     delete = _blocking(ops.delete)
     delete_all_dead = _blocking(ops.delete_all_dead)
     stats = _blocking(ops.stats)
+    stats_of = _blocking(ops.stats_of)
+    stats_top = _blocking(ops.stats_top)
     total = _blocking(ops.total)
     runlist = _blocking(ops.runlist)
     interconnect = _blocking(ops.interconnect)

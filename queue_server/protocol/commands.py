@@ -82,6 +82,9 @@ class Simple:
     name: bytes
     queue: str | None = None
     flag: bool = False
+    # STATS's opt-in forms (Part B): `STATS q1|q2|...` and `STATS TOP <n>`.
+    queues: tuple[str, ...] | None = None
+    top: int | None = None
 
 
 @dataclass(slots=True)
@@ -256,6 +259,26 @@ def _parse_optional_queue(name: bytes, args: list[bytes]) -> Simple:
     return Simple(name, parse_name(args[0]) if args else None)
 
 
+STATS_MAX_NAMES = 1000  # queues one `STATS q1|q2|...` may name
+STATS_MAX_TOP = 1000  # the largest n of `STATS TOP <n>`
+
+
+def _parse_stats(args: list[bytes]) -> Simple:
+    """`STATS`, `STATS q` (Part A); `STATS q1|q2|...`, `STATS TOP <n>` (Part B). A queue
+    named TOP stays `STATS TOP`: the opt-in forms are lines a plain client never sends."""
+    if len(args) == 2 and args[0] == b"TOP":
+        raw = args[1]
+        if len(raw) > 4 or _UINT.fullmatch(raw) is None or not 1 <= int(raw) <= STATS_MAX_TOP:
+            raise bad_request(f"TOP must be an integer from 1 to {STATS_MAX_TOP}")
+        return Simple(b"STATS", top=int(raw))
+    if len(args) == 1 and b"|" in args[0]:
+        names = args[0].split(b"|")
+        if len(names) > STATS_MAX_NAMES:
+            raise bad_request(f"at most {STATS_MAX_NAMES} queue names")
+        return Simple(b"STATS", queues=tuple(dict.fromkeys(parse_name(name) for name in names)))
+    return _parse_optional_queue(b"STATS", args)
+
+
 def _parse_no_args(name: bytes, args: list[bytes]) -> Simple:
     if args:
         raise bad_request(f"{name.decode()} takes no arguments")
@@ -402,9 +425,9 @@ _PARSERS: dict[bytes, Callable[[list[bytes]], Parsed]] = {
     b"RETRY": lambda args: Parsed(pj.parse_retry(args)),
     b"DELETE": lambda args: Parsed(pj.parse_delete(args)),
     b"TOTAL": _optional_queue(b"TOTAL"),
-    b"STATS": _optional_queue(b"STATS"),
+    b"STATS": lambda args: Parsed(_parse_stats(args)),
     b"RUNLIST": lambda args: _parse_runlist(b"RUNLIST", args),
-    **{name: _no_args(name) for name in (b"OFFLINE", b"ONLINE", b"QUIT", b"SHUTDOWN", b"PING", b"ROLE", b"REPLICAS")},
+    **{name: _no_args(name) for name in (b"OFFLINE", b"ONLINE", b"QUIT", b"SHUTDOWN", b"PING", b"INFO", b"ROLE", b"REPLICAS")},
     b"SNAPSHOT": _link(b"SNAPSHOT"),
     b"INTERCONNECT": _link(b"INTERCONNECT"),
     b"CLONE": _parse_clone,

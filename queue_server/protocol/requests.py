@@ -221,6 +221,25 @@ def named_request(verb: bytes, queue: str | None) -> bytes:
     return b"".join((verb, b" ", name(queue), CRLF))
 
 
+STATS_MAX_NAMES = 1000  # as the server's parser (commands.py) allows
+
+
+def stats_of_request(queues: Sequence[str]) -> bytes:
+    """`STATS q1|q2|...` (Part B); one name is plain `STATS q`."""
+    if not 1 <= len(queues) <= STATS_MAX_NAMES:
+        raise ValueError(f"STATS names 1 to {STATS_MAX_NAMES} queues, not {len(queues)}")
+    if len(queues) == 1:
+        return named_request(b"STATS", queues[0])
+    return b"STATS " + b"|".join(name(queue) for queue in queues) + CRLF
+
+
+def stats_top_request(count: int) -> bytes:
+    """`STATS TOP <n>` (Part B), 1 <= n <= 1000."""
+    if not 1 <= count <= 1000:
+        raise ValueError(f"STATS TOP takes 1 to 1000, not {count}")
+    return b"STATS TOP %d\r\n" % count
+
+
 def auth_request(token: str) -> bytes:
     encoded = token.encode("utf-8")
     if not encoded or any(c in encoded for c in b" \r\n"):

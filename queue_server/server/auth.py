@@ -7,7 +7,7 @@ import hmac
 import logging
 from typing import TYPE_CHECKING
 
-from queue_server.protocol.commands import Auth, Parsed, parse_line
+from queue_server.protocol.commands import MAX_LINE_BYTES, Auth, Parsed, parse_line
 from queue_server.protocol.errors import ProtocolError
 from queue_server.server import guard, responses
 
@@ -21,10 +21,15 @@ log = logging.getLogger("slotmap.queue_server")
 
 def before_auth(conn: Connection, line: bytes) -> bool:
     """A token is set and this connection has not sent it: only AUTH runs. A data block
-    is swallowed to keep the stream in step, but never one over max_job_bytes."""
+    is swallowed to keep the stream in step, but never one over max_job_bytes, and all it
+    sends before AUTH (lines and blocks) is bounded by unauthenticated_input_bytes (door.py)."""
     kind = guard.cross_protocol(line)
     if kind is not None:
         return conn.refuse_cross_protocol(kind)
+    conn.unauthenticated_left -= len(line) + 2
+    if conn.unauthenticated_left < 0:
+        conn.fail(responses.AUTH_REQUIRED)
+        return True
     try:
         parsed = parse_line(line)
     except ProtocolError as error:
@@ -33,10 +38,11 @@ def before_auth(conn: Connection, line: bytes) -> bool:
         return False
     if isinstance(parsed.command, Auth):
         return _authenticate(conn, parsed.command)
-    if parsed.data_len > conn.server.settings.max_job_bytes:
+    if parsed.data_len > min(conn.server.settings.max_job_bytes, conn.unauthenticated_left):
         conn.fail(responses.JOB_TOO_LARGE)
         return True
     if parsed.data_len >= 0:
+        conn.unauthenticated_left -= parsed.data_len
         conn.pending = Parsed(None, parsed.data_len, ProtocolError(responses.AUTH_REQUIRED[:-2]))
     else:
         conn.write(responses.AUTH_REQUIRED)
@@ -48,6 +54,8 @@ def _authenticate(conn: Connection, command: Auth) -> bool:
     assert token is not None  # without a token every connection starts authenticated
     if hmac.compare_digest(command.token, token):
         conn.authenticated = conn.may_send_states = True
+        conn.reader.max_line_bytes = MAX_LINE_BYTES
+        conn.server.door.authenticated(conn)
         conn.write(responses.OK)
         return False
     conn.auth_failures += 1

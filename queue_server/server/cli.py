@@ -13,7 +13,7 @@ from config.load import load_config
 from config.models import parse_host_port
 from config.tokens import TOKEN_ENV, TOKEN_FILE_ENV, resolve_token
 from queue_server.protocol.retry import queue_policy
-from queue_server.server.errors import DataDirLocked
+from queue_server.server.errors import DataCorrupt, DataDirLocked
 from queue_server.server.join import join
 from queue_server.server.listen import ListenError, bind_listeners, fit_open_files
 from queue_server.server.replication import SyncSettings
@@ -51,6 +51,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--managed", action="store_true",
                         help="the manager decides the primary (managed_failover): acknowledge "
                              "nothing without its lease, never promote alone")
+    parser.add_argument("--repair", action="store_true",
+                        help="repair a data directory the server refuses to start on (damage "
+                             "in a log or snapshot): the bad bytes are kept aside, what is "
+                             "dropped is reported; then exit (start the server as usual)")
     parser.add_argument("--log-level", default="INFO")
     parser.set_defaults(func=run)
 
@@ -94,6 +98,12 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
             sync_timeout_s=args.sync_timeout or config.sync_timeout_s,
             sync_fallback=args.sync_fallback or config.sync_fallback,
         ),
+        max_input_bytes=config.max_input_bytes,
+        max_output_bytes=config.max_output_bytes,
+        auth_timeout_s=config.auth_timeout_s,
+        max_unauthenticated_clients=config.max_unauthenticated_clients,
+        unauthenticated_input_bytes=config.unauthenticated_input_bytes,
+        forget_drained_queues_s=config.forget_drained_queues_s,
     )
 
 
@@ -105,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, ConfigError) as exc:  # a bad address, token, token file or config
         print(f"slotmap queue-server: {exc}", file=sys.stderr)
         return 2
+    if args.repair:
+        return _repair(settings)
     # Bound before the data directory is touched: a bad or taken address changes nothing.
     try:
         listeners = bind_listeners(settings.host, settings.port)
@@ -128,6 +140,10 @@ def _open_and_serve(settings: ServerSettings, listeners: list[socket.socket]) ->
     except DataDirLocked as exc:
         print(f"slotmap queue-server: {exc}", file=sys.stderr)
         return 1
+    except DataCorrupt as exc:
+        print(f"slotmap queue-server: the data directory {settings.data_dir} is damaged; not "
+              f"starting. {exc}", file=sys.stderr)
+        return 3
     try:
         import uvloop
     except ImportError:
@@ -143,4 +159,23 @@ def _open_and_serve(settings: ServerSettings, listeners: list[socket.socket]) ->
         print(f"slotmap queue-server: stopped because the log failed: {server.log_error}; "
               "unacknowledged requests were cut off, restart to recover", file=sys.stderr)
         return 2
+    return 0
+
+
+def _repair(settings: ServerSettings) -> int:
+    """`--repair`: recover with repairs (recovery.py), write the result as a fresh snapshot,
+    report, and exit without serving: a flag left in a unit file must not make every later
+    start drop damage silently."""
+    server = QueueServer(settings)
+    try:
+        report = server.open(repair=True)
+    except (DataDirLocked, DataCorrupt) as exc:
+        print(f"slotmap queue-server: cannot repair {settings.data_dir}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        server.data_dir.close()
+    for line in [*report.repairs, *report.problems] or ["nothing to repair"]:
+        print(f"repair: {line}")
+    print(f"repair: {settings.data_dir} now holds {server.store.totals().jobs} waiting jobs "
+          f"({report.records} records replayed); start the server as usual")
     return 0

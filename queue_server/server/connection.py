@@ -4,7 +4,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import socket
 import time
 from typing import TYPE_CHECKING
 
@@ -17,7 +16,7 @@ from queue_server.protocol.commands import (
 )
 from queue_server.protocol.errors import ProtocolError
 from queue_server.protocol.framing import FrameReader, LineTooLong
-from queue_server.server import auth, guard, responses
+from queue_server.server import auth, door, guard, peer, responses
 from queue_server.server.conn_state import ConnState, check_move
 from queue_server.server.waiters import Waiter
 
@@ -37,14 +36,15 @@ HOLD_OUTPUT = "output"  # its unsent replies passed output_soft_limit_bytes: unt
 _OPEN, _QUITTING, _FAILING = ConnState.OPEN, ConnState.QUITTING, ConnState.FAILING
 
 log = logging.getLogger("slotmap.queue_server")
-_refused_over_max = 0  # connections refused for max_clients since start (the log is sampled)
 
 
 class Connection(asyncio.Protocol):
     def __init__(self, server: QueueServer) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
-        self.reader = FrameReader(MAX_LINE_BYTES)
+        # Before AUTH a line (and all input) is bounded by door.unauthenticated_bytes.
+        self.reader = FrameReader(MAX_LINE_BYTES if server.token is None
+                                  else min(MAX_LINE_BYTES, server.door.unauthenticated_bytes))
         self.pending: Parsed | None = None  # a request waiting for its data block
         self.out: list[bytes] = []
         self.dirty = False  # has replies waiting for the turn's flush
@@ -53,6 +53,11 @@ class Connection(asyncio.Protocol):
         # token, or from this machine when no token is set (README "Limits").
         self.may_send_states = False
         self.auth_failures = 0
+        self.unauthenticated_left = server.door.unauthenticated_bytes  # auth.py
+        # Input bytes held, as charged to the door's total (door.py); `starved`: not read
+        # until the total is back under its bound.
+        self.charged = 0
+        self.starved = False
         self.peer: object = None
         self.active = True  # sent something since the idle sweep last looked (server.py)
         self.idle_since = 0.0
@@ -83,8 +88,8 @@ class Connection(asyncio.Protocol):
         self.fd = sock.fileno() if sock is not None else -1
         self.peer = transport.get_extra_info("peername")
         server = self.server
-        if len(server.connections) >= server.settings.max_clients:
-            self._refuse_over_max_clients()
+        if not server.door.admit(self, server.connections):
+            self.refuse(TOO_MANY_CLIENTS)
             return
         self.may_send_states = server.token is None and guard.is_loopback(self.peer)
         server.connections.add(self)
@@ -117,6 +122,7 @@ class Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.move(ConnState.CLOSED)
         self.server.connections.discard(self)
+        self.server.door.forget(self)
         self.server.journal.unlink(self)
         if self.waiter is not None:
             self.server.waiters.remove(self.waiter)  # the job stays queued for the next one
@@ -136,15 +142,37 @@ class Connection(asyncio.Protocol):
                 not self._writing_paused or self.is_replication_link):
             self.server.process_and_answer(self)
         # process() compacts the reader: all of its buffer is unread here.
-        if self._reading_paused or self._writing_paused or len(self.reader.buffer) > INPUT_HIGH_WATER:
+        held = len(self.reader.buffer)
+        if held or self.charged:  # a request-reply client holds nothing: no call
+            self._recharge(held)
+        if self._reading_paused or self._writing_paused or held > INPUT_HIGH_WATER:
             self._apply_flow_control()
+
+    def _recharge(self, held: int) -> None:
+        """Charge what this connection holds to the door's total (door.py)."""
+        if (not self.authenticated and held > self.unauthenticated_left + self.admitted_bytes()
+                and self.state is _OPEN):
+            self.fail(responses.AUTH_REQUIRED)  # more than AUTH and a small block before AUTH
+            held = 0
+        self.server.door.recharge(self, held, self.admitted_bytes())
+
+    def admitted_bytes(self) -> int:
+        """The block being read, let in whole by the door (0 when none)."""
+        pending = self.pending
+        return pending.data_len if pending is not None else 0
+
+    def set_starved(self, starved: bool) -> None:
+        self.starved = starved
+        self._apply_flow_control()
 
     def pause_writing(self) -> None:
         self._writing_paused = True
+        self.server.door.writing_paused.add(self)  # its unsent replies count (door.py)
         self._apply_flow_control()
 
     def resume_writing(self) -> None:
         self._writing_paused = False
+        self.server.door.writing_paused.discard(self)
         self.resume()
 
     # ------------------------------------------------------------ reading requests
@@ -215,6 +243,11 @@ class Connection(asyncio.Protocol):
             if parsed.data_len > limit:
                 self.fail(responses.JOB_TOO_LARGE)
                 return True
+            # (a CLONE's whole state, from a trusted peer, is let in whatever its size)
+            if (parsed.data_len > self.reader.unread() and limit <= server.settings.max_job_bytes
+                    and not server.door.may_reserve(self, parsed.data_len)):
+                self.fail(door.BUSY_INPUT_FULL)
+                return True
             self.pending = parsed
             return False
         assert parsed.command is not None
@@ -271,16 +304,11 @@ class Connection(asyncio.Protocol):
                     "(%d): disconnected", self.peer, unsent_bytes, self.hard_limit_bytes)
         self.abort()
 
-    def _refuse_over_max_clients(self) -> None:
-        global _refused_over_max
-        _refused_over_max += 1
-        if _refused_over_max & (_refused_over_max - 1) == 0:  # the 1st, 2nd, 4th, 8th, ... only
-            log.warning("connection from %s refused: max_clients (%d) connections are open "
-                        "(%d refused so far)", self.peer, self.server.settings.max_clients,
-                        _refused_over_max)
+    def refuse(self, reply: bytes) -> None:
+        """One error line, then closed (a place taken by a newer connection: door.py)."""
         transport = self.transport
-        assert transport is not None
-        transport.write(TOO_MANY_CLIENTS)
+        if transport is not None and self.state is _OPEN and not transport.is_closing():
+            transport.write(reply)
         self.close()
 
     # ------------------------------------------------------------ writing replies
@@ -359,6 +387,7 @@ class Connection(asyncio.Protocol):
         self.out.clear()
         self.move(ConnState.CLOSED)
         self.pending = None
+        self.reader.clear()  # never read again: its memory is free now, not at the close
         if self.transport is not None:
             self.transport.abort()
 
@@ -367,28 +396,14 @@ class Connection(asyncio.Protocol):
         self.write(reply)
         self.move(ConnState.FAILING)
         self.pending = None
+        self.reader.clear()
 
     # ------------------------------------------------------------ blocking and flow control
 
     def peer_gone(self) -> bool:
-        """True when the client has already closed: its EOF may not be processed yet.
-
-        Asked before a blocked client is handed a job, so a job never goes to a client
-        that left while it waited (it goes to the next waiter or stays queued).
-        """
-        transport = self.transport
-        if transport is None or transport.is_closing():
-            return True
-        raw = transport.get_extra_info("socket")
-        if raw is None:
-            return False
-        try:
-            with socket.fromfd(raw.fileno(), socket.AF_INET, socket.SOCK_STREAM) as probe:
-                return probe.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
-        except (BlockingIOError, InterruptedError):
-            return False  # nothing to read: still connected
-        except OSError:
-            return True  # reset or otherwise broken
+        """True when the client has already closed (peer.py): asked before a blocked
+        client is handed a job, so a job never goes to a client that left while it waited."""
+        return peer.closed_by_peer(self.transport)
 
     def block(self, waiter: Waiter) -> None:
         self.waiter = waiter
@@ -402,6 +417,9 @@ class Connection(asyncio.Protocol):
         if (self.waiter is None and self.hold is None and self.state is _OPEN
                 and not self._writing_paused and self.reader.unread()):
             self.process()
+            held = len(self.reader.buffer)
+            if held or self.charged:
+                self._recharge(held)
         self._apply_flow_control()
 
     def _apply_flow_control(self) -> None:
@@ -409,7 +427,7 @@ class Connection(asyncio.Protocol):
         if transport is None or transport.is_closing():
             return
         # A replication link is read while its stream backs up: its REPLACKs are its heartbeat.
-        should_pause = (self._writing_paused and not self.is_replication_link) or self.hold is not None or (
+        should_pause = (self._writing_paused and not self.is_replication_link) or self.hold is not None or self.starved or (
             self.reader.unread() > INPUT_HIGH_WATER and (self.waiter is not None or self.pending is None)
         )
         if should_pause and not self._reading_paused:

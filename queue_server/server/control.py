@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import logging
 import time
 from typing import TYPE_CHECKING
 
 from queue_server.protocol import commands as p
-from queue_server.server import responses, snapshot
+from queue_server.server import responses, snapshot, stats
 from queue_server.server.errors import SnapshotError
 
 if TYPE_CHECKING:
@@ -20,8 +21,8 @@ log = logging.getLogger("slotmap.queue_server")
 
 
 def execute(server: QueueServer, conn: Connection, command: p.Command) -> None:
-    """TOTAL, STATS, RUNLIST, PING, ROLE, OFFLINE, ONLINE, QUIT, SHUTDOWN, AUTH, SNAPSHOT,
-    INTERCONNECT, CLONE and REPLACK: everything but the queue commands and SYNC records."""
+    """TOTAL, STATS, INFO, RUNLIST, PING, ROLE, REPLICAS, OFFLINE, ONLINE, QUIT, SHUTDOWN, AUTH,
+    SNAPSHOT, INTERCONNECT, CLONE and REPLACK: everything but the queue commands and SYNC records."""
     if isinstance(command, p.Simple):
         _simple(server, conn, command)
     elif isinstance(command, p.Link):
@@ -48,17 +49,21 @@ def _simple(server: QueueServer, conn: Connection, command: p.Simple) -> None:
     if name == b"TOTAL":
         conn.write(responses.total_reply(store.totals(command.queue)))
     elif name == b"STATS":
-        conn.write(responses.stats_json(store, command.queue, time.time()))
+        _stats(server, conn, command)
     elif name == b"RUNLIST":
         conn.write(responses.runlist_reply(store, command.flag))
     elif name == b"PING":
         conn.write(responses.PONG)
     elif name == b"REPLICAS":
-        conn.write(server.replication.replicas_reply(time.monotonic()))
+        conn.write(server.replicas.replicas_reply(time.monotonic()))
     elif name == b"ROLE":
-        conn.write(server.replication.role_reply(
+        conn.write(server.replicas.role_reply(
             following=server.following, epoch=server.term.epoch,
             lease=server.term.lease_word(time.monotonic()), position=server.position()))
+    elif name == b"INFO":  # ours (PROTOCOL.md Part B): the server, not its queues
+        body = json.dumps({"server_id": server.settings.server_id, "following": server.following,
+                           "offline": server.offline, **server.replication.as_json()}).encode()
+        conn.write(b"200 OK %d\r\n" % len(body) + body)
     elif name == b"OFFLINE":
         server.offline = True
         for waiter in server.waiters.all():
@@ -74,6 +79,19 @@ def _simple(server: QueueServer, conn: Connection, command: p.Simple) -> None:
         conn.write(responses.SHUTTING_DOWN)
         conn.quit()
         asyncio.get_running_loop().call_soon(server.shutdown)
+
+
+def _stats(server: QueueServer, conn: Connection, command: p.Simple) -> None:
+    """Named queues at once; every queue or the top ones at once when they are few, else
+    built over several loop turns (stats.py)."""
+    store = server.store
+    if command.queue is not None or command.queues is not None:
+        names = [command.queue] if command.queue is not None else list(command.queues or ())
+        conn.write_parts(stats.named(store, names, time.time()))
+    elif len(store.queues) <= stats.SYNC_QUEUES and command.top is None:
+        conn.write_parts(stats.named(store, sorted(store.queues), time.time()))
+    else:
+        server.stats_builds.start(conn, store, command.top)
 
 
 def _link(server: QueueServer, conn: Connection, command: p.Link) -> None:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, cast
 
 from queue_server.protocol.framing import FrameReader
 from queue_server.server import replay
-from queue_server.server.errors import SnapshotError
+from queue_server.server.errors import ReplicationApplyError, SnapshotError
 from queue_server.server.liveness import HEARTBEAT_S, SILENCE_LIMIT_S, Heard
 
 if TYPE_CHECKING:
@@ -95,15 +95,28 @@ class FollowLink(asyncio.Protocol):
         try:
             self._advance()
             self.reader.compact()
-        except (SnapshotError, ValueError) as exc:
-            log.error("replication from the primary broken (%s): reconnecting for a new snapshot",
-                      exc)
-            self._close()
-        except Exception:
-            # A record this server could not apply: its state may now differ from the
-            # primary's, so start again from a snapshot rather than go on.
-            log.exception("applying the primary's stream failed: reconnecting for a new snapshot")
-            self._close()
+        except SnapshotError as exc:  # a record that does not parse: the reader is past its
+            # line, shown too (a line, never a data block: job data stays out of the logs)
+            end = self.reader.position
+            line = self.reader.buffer[self.reader.buffer.rfind(b"\n", 0, end - 1) + 1:end]
+            streaming = self.state is LinkState.STREAMING
+            self._resync(f"{exc}: {bytes(line[:200]).rstrip()!r}" if streaming else str(exc))
+        except (ReplicationApplyError, ValueError) as exc:
+            self._resync(str(exc))
+        except Exception as exc:  # a bug applying a record: same remedy, with the traceback
+            log.exception("applying the primary's stream raised")
+            self._resync(f"{type(exc).__name__}: {exc}")
+
+    def _resync(self, why: str) -> None:
+        """What the primary sent cannot be applied here: this server's state may now differ
+        from the primary's, so the link is closed and the next one starts from a full
+        snapshot (Follower.run; replica_health.py counts it for INFO and backs off while
+        that keeps failing)."""
+        log.error("replication: cannot apply what the primary sent (%s) while %s; this "
+                  "replica's state may differ from the primary's: resyncing from a full "
+                  "snapshot", why, self.state.value)
+        self.server.replication.failed(why)
+        self._close()
 
     def _advance(self) -> None:
         if self.state is LinkState.AUTHENTICATING:
@@ -135,6 +148,7 @@ class FollowLink(asyncio.Protocol):
                 self._close()  # the local log failed: the server is stopping
                 return
             log.info("replica of the primary: snapshot of %d bytes applied, streaming", len(blob))
+            self.server.replication.snapshot_applied()
             self.state = LinkState.STREAMING
             self.server.upstream = self
             self._confirm(0)  # the snapshot is written (replace_state): all before it is here
@@ -233,7 +247,7 @@ class Follower:
                             host, port, heard.silent_for(time.monotonic()))
                 self.server.promote()
                 return
-            await asyncio.sleep(RETRY_S)
+            await asyncio.sleep(self.server.replication.retry_delay(RETRY_S))
 
     async def _watch(self, link: FollowLink, heard: Heard) -> None:
         """Until the link closes. A link that is not streaming yet is closed once the

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from queue_server.server.drained import DrainedQueues
 from queue_server.server.liveness import HEARTBEAT_S
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ HOUSEKEEPING_S = HEARTBEAT_S  # replication heartbeats are one of the chores
 class Housekeeping:
     def __init__(self, server: QueueServer) -> None:
         self.server = server
+        self.drained = DrainedQueues(server.settings.forget_drained_queues_s)
 
     def schedule(self) -> None:
         asyncio.get_running_loop().call_later(HOUSEKEEPING_S, self.run)
@@ -55,7 +57,28 @@ class Housekeeping:
                   self.server.replication_tick]
         if settings.idle_timeout_s:
             steps.append(self.close_idle)
+        if self.server.token is not None:
+            steps.append(self.close_unauthenticated)
+        if settings.forget_drained_queues_s:
+            steps.append(self.forget_drained_queues)
+        steps.append(self.cut_unsent_output)
         return steps
+
+    def cut_unsent_output(self) -> None:
+        if self.server.door.writing_paused:
+            self.server.door.cut_unsent_output()
+
+    def forget_drained_queues(self) -> None:
+        server = self.server
+        forgotten = self.drained.sweep(server.store, server.waiters.waited_on, time.monotonic())
+        if forgotten:
+            log.debug("forgot %d drained queue(s) (forget_drained_queues_s)", forgotten)
+
+    def close_unauthenticated(self) -> None:
+        closed = self.server.door.expire_unauthenticated(time.monotonic())
+        if closed:
+            log.info("closed %d connection(s) not authenticated within %.1f s (auth_timeout_s)",
+                     closed, self.server.settings.auth_timeout_s)
 
     def sync_everysec(self) -> None:
         try:

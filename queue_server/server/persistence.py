@@ -1,10 +1,11 @@
 """The data directory: append-only log of SYNC records, snapshots that bound it, recovery.
 
 Files: `snapshot-<n>.snap` holds the state at the moment `log-<n>.log` was started; logs
-continue each other in order of `n`. Recovery loads the newest snapshot that checks out and
-replays every later log, frame by frame; a frame is `#<len> <crc32 hex>\\n<records>`, one per
-group commit, so a torn or corrupt tail is found, reported and cut off. One generation
-before the newest snapshot is kept as a fallback.
+continue each other in order of `n`. A frame is `#<len> <crc32 hex>\\n<records>`, one per
+group commit. Recovery (recovery.py) loads the newest snapshot and replays every later log
+frame by frame: a torn tail is cut off, damage before valid frames stops the start. One
+generation before the newest snapshot is kept as a fallback for `--repair`; a state
+replaced by CLONE or a replica's sync has none (its older logs go at once).
 """
 from __future__ import annotations
 
@@ -12,46 +13,26 @@ import errno
 import fcntl
 import logging
 import os
-import re
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from queue_server.server import replay, snapshot
-from queue_server.server.errors import DataDirLocked, SnapshotError
+from queue_server.server import snapshot
+from queue_server.server.errors import DataDirLocked
+from queue_server.server.recovery import Recovery, RecoveryReport, data_files, fsync_dir
 from queue_server.server.store import Store
 
 log = logging.getLogger("slotmap.queue_server.persistence")
 
 FsyncPolicy = Literal["always", "everysec", "never"]
-_FILE = re.compile(r"(snapshot|log)-(\d+)\.(snap|log)")
-_FRAME_HEAD = re.compile(rb"#(\d+) ([0-9a-f]{8})\n")
 LOG_PREALLOCATE_BYTES = 16 * 1024 * 1024
 # A snapshot that could not start or failed is tried again after this (Redis waits 5 s too).
 SNAPSHOT_RETRY_S = 5.0
 # everysec: a log left unsynced this long (the periodic sync is late or not running) is
 # synced on the write path before anything more is acknowledged.
 SYNC_OVERDUE_S = 2.0
-
-
-@dataclass
-class RecoveryReport:
-    snapshot: str | None = None
-    logs: list[str] = field(default_factory=list)
-    records: int = 0
-    released_running: int = 0
-    problems: list[str] = field(default_factory=list)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _write_all(fd: int, data: bytes | memoryview) -> None:
@@ -82,7 +63,7 @@ def write_snapshot_file(directory: Path, seq: int, store: Store) -> Path:
     finally:
         os.close(fd)
     os.replace(temp, final)
-    _fsync_dir(directory)
+    fsync_dir(directory)
     return final
 
 
@@ -120,91 +101,23 @@ class DataDir:
             raise
 
     def _files(self, kind: str) -> dict[int, Path]:
-        found = {}
-        for entry in self.path.iterdir():
-            match = _FILE.fullmatch(entry.name)
-            if match and match.group(1) == kind:
-                found[int(match.group(2))] = entry
-        return found
+        return data_files(self.path, kind)
 
-    def recover(self, new_store: Callable[[], Store], now: float) -> tuple[Store, RecoveryReport]:
-        """Rebuild the state; running jobs come back ready (delivery is at least once)."""
-        report = RecoveryReport()
-        snapshots = self._files("snapshot")
-        logs = self._files("log")
-        store = new_store()
-        start_seq = 0
-        for seq in sorted(snapshots, reverse=True):
-            try:
-                store = snapshot.decode(
-                    snapshots[seq].read_bytes(), now,
-                    expire_done_default=store.expire_done_default,
-                    lock_timeouts_s=store.lock_timeouts_s, rng=store.rng, policies=store.policies,
-                )
-            except (SnapshotError, OSError) as exc:
-                report.problems.append(f"{snapshots[seq].name}: unusable ({exc}); trying an older one")
-                self._keep_aside(snapshots[seq])
-                continue
-            report.snapshot = snapshots[seq].name
-            start_seq = seq
-            break
-        else:
-            if snapshots and not any(seq < min(snapshots) for seq in logs):
-                report.problems.append("no usable snapshot: recovering from logs alone")
-        for seq in sorted(s for s in logs if s >= start_seq):
-            report.logs.append(logs[seq].name)
-            intact = self._replay_log(logs[seq], store, now, report)
-            if not intact:
-                later = [logs[s].name for s in sorted(logs) if s > seq]
-                if later:
-                    report.problems.append(f"logs after a corrupt one are not replayed: {later}")
-                break
+    def recover(self, new_store: Callable[[], Store], now: float, *,
+                repair: bool = False) -> tuple[Store, RecoveryReport]:
+        """Rebuild the state; running jobs come back ready (delivery is at least once).
+        Raises DataCorrupt for damage that a repair must drop (recovery.py), unless
+        `repair`, which drops it (keeping the bytes aside) and says so in the report."""
+        recovery = Recovery(self.path, new_store, now, repair=repair)
+        store = recovery.run()
+        report = recovery.report
         store.drain_changes()  # rebuilt, not changed: nothing to log
         report.released_running = store.release_all_running(now)
         store.drain_changes()  # rebuilt, not changed: nothing to log
         store.woken.clear()
         store.idled.clear()
-        self.seq = max([*snapshots, *logs, 0])
+        self.seq = max([*self._files("snapshot"), *self._files("log"), 0])
         return store, report
-
-    def _replay_log(self, path: Path, store: Store, now: float, report: RecoveryReport) -> bool:
-        blob = path.read_bytes()
-        position = 0
-        while position < len(blob):
-            head = _FRAME_HEAD.match(blob, position)
-            if head is None and blob.count(0, position) == len(blob) - position:
-                break  # the preallocated, never written rest of the file
-            problem = None
-            if head is None:
-                problem = "bad frame header"
-            else:
-                body_start = head.end()
-                body_end = body_start + int(head.group(1))
-                body = blob[body_start:body_end]
-                if body_end > len(blob):
-                    problem = "frame cut short (torn write)"
-                elif zlib.crc32(body) != int(head.group(2), 16):
-                    problem = "frame checksum mismatch"
-                else:
-                    try:
-                        for command in replay.iter_records(body):
-                            replay.apply(store, command, now)
-                            report.records += 1
-                    except SnapshotError as exc:
-                        problem = f"bad record in a checked frame ({exc})"
-            if problem is not None:
-                dropped = len(blob) - position
-                report.problems.append(
-                    f"{path.name}: {problem} at byte {position}; the valid prefix was recovered, "
-                    f"{dropped} bytes after it dropped (kept in {path.name}.corrupt)"
-                )
-                (path.parent / f"{path.name}.corrupt").write_bytes(blob[position:])
-                return False
-            position = body_end
-        return True
-
-    def _keep_aside(self, path: Path) -> None:
-        path.rename(path.with_name(path.name + ".corrupt"))
 
     def start(self, store: Store) -> None:
         """Snapshot the recovered state and open a fresh log after it."""
@@ -220,7 +133,7 @@ class DataDir:
         """Open (create) log `seq`, its directory entry durable; nothing changes on failure."""
         fd = os.open(self.path / f"log-{seq}.log", os.O_WRONLY | os.O_CREAT, 0o600)
         try:
-            _fsync_dir(self.path)
+            fsync_dir(self.path)
         except OSError:
             os.close(fd)
             raise
@@ -349,10 +262,15 @@ class DataDir:
         return False
 
     def rotate_with_snapshot(self, store: Store) -> None:
-        """After CLONE: the new state is written at once and a new log follows it."""
+        """After CLONE: the new state is written at once and a new log follows it. The
+        older logs go at once: an older snapshot plus them would not lead to this state, so
+        a repair must never fall back over them (recovery.py)."""
         self._close_log()
         self.seq += 1
         write_snapshot_file(self.path, self.seq, store)
+        for seq, path in self._files("log").items():
+            if seq < self.seq:
+                path.unlink(missing_ok=True)
         self._open_log()
         if self._snapshot_child is None:
             self._prune(keep_from=self.seq - 1)

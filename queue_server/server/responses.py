@@ -1,7 +1,6 @@
 """Prebuilt and encoded server replies (status lines end with CRLF)."""
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from queue_server.protocol.keyed import Key, key_bytes
@@ -96,43 +95,6 @@ def item_reply(base: bytes, item: str) -> bytes:
 
 def total_reply(totals: Totals) -> bytes:
     return b"200 OK %d %d %d %d\r\n" % (totals.queues, totals.priorities, totals.jobs, totals.running)
-
-
-def stats_json(store: Store, name: str | None, now: float) -> bytes:
-    names = [name] if name is not None else sorted(store.queues)
-    report: dict[str, dict[str, object]] = {}
-    for queue_name in names:
-        state = store.queues.get(queue_name)
-        if state is None:
-            report[queue_name] = {
-                "ready": 0, "delayed": 0, "running": 0, "put": 0, "done": 0, "later": 0,
-                "expired": 0, "by_priority": {}, "oldest_ready_age_s": 0.0,
-                "failed": 0, "dead": 0, "failed_total": 0, "dead_total": 0, "dead_dropped": 0,
-                "retried": 0, "deleted": 0, "ttl_expired": 0,
-            }
-            continue
-        oldest = state.oldest_ready_at()
-        report[queue_name] = {
-            "ready": state.ready,
-            "delayed": state.delayed,
-            "running": state.running,
-            "put": state.put,
-            "done": state.done,
-            "later": state.later,
-            "expired": state.expired,
-            "by_priority": {str(p): n for p, n in sorted(state.waiting_by_priority.items(), reverse=True)},
-            "oldest_ready_age_s": round(max(0.0, now - oldest), 6) if oldest is not None else 0.0,
-            "failed": state.failed,
-            "dead": len(state.dead),
-            "failed_total": state.failed_total,
-            "dead_total": state.dead_total,
-            "dead_dropped": state.dead_dropped,
-            "retried": state.retried,
-            "deleted": state.deleted,
-            "ttl_expired": state.ttl_expired,
-        }
-    body = json.dumps(report, separators=(",", ":")).encode()
-    return b"200 OK %d\r\n" % len(body) + body
 
 
 def runlist_reply(store: Store, with_data: bool) -> bytes:

@@ -29,7 +29,7 @@ class Roles:
     term: Term
     following: bool
     offline: bool
-    replication: Replication  # type: ignore[type-arg]
+    replicas: Replication  # type: ignore[type-arg]  # the links and sync mode (replication.py)
     _auto_offline: bool  # offline because of sync mode or the lease, not by hand
     _follow_task: asyncio.Task[None] | None
     _replicating: bool  # server.py's flush takes the replication path
@@ -67,9 +67,9 @@ class Roles:
             return authority.stale_epoch(self.term.epoch)
         if not self.following:
             self._log_rewind(primary, epoch)
-            self.replication.drop_held(f"deposed: following {primary[0]}:{primary[1]}")
+            self.replicas.drop_held(f"deposed: following {primary[0]}:{primary[1]}")
             # Its own replicas hold its history: they start again from the new primary.
-            self.replication.cut_links(f"deposed in epoch {epoch}")
+            self.replicas.cut_links(f"deposed in epoch {epoch}")
         self._stop_following()
         self.following = True
         self.offline = True
@@ -78,7 +78,7 @@ class Roles:
         return authority.OK
 
     def _log_rewind(self, primary: tuple[str, int], epoch: int) -> None:
-        dropped = self.replication.unconfirmed()
+        dropped = self.replicas.unconfirmed()
         if dropped is None:
             log.warning("deposed in epoch %d: following %s:%d; async replication: records it "
                         "did not receive are dropped with this state (its snapshot replaces it)",
@@ -115,23 +115,23 @@ class Roles:
         if self.following:
             return
         now = time.monotonic()
-        want = self.replication.refusing or not self.term.acknowledging(now)
+        want = self.replicas.refusing or not self.term.acknowledging(now)
         if want != self._auto_offline:
             self._auto_offline = want
             self.offline = want
             log.warning("queue commands %s (lease %s, sync %s)",
                         "refused" if want else "served again",
-                        self.term.lease_word(now).decode(), self.replication.sync_word())
+                        self.term.lease_word(now).decode(), self.replicas.sync_word())
 
     # ------------------------------------------------------------ heartbeats and confirmations
 
     def replica_acked(self, conn: Hashable, confirmed_bytes: int) -> None:
         """REPLACK on a replication link: its heartbeat, and in sync mode a confirmation."""
-        self.replication.acked(conn, confirmed_bytes, time.monotonic())
+        self.replicas.acked(conn, confirmed_bytes, time.monotonic())
         self.update_offline()
 
     def replication_tick(self) -> None:
         """Every HEARTBEAT_S (housekeeping): heartbeats, silent links, the sync timeout,
         the lease."""
-        self.replication.tick(time.monotonic())
+        self.replicas.tick(time.monotonic())
         self.update_offline()

@@ -14,17 +14,21 @@ from queue_server.protocol import commands as p
 from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
 from queue_server.protocol.retry import QueuePolicy
-from queue_server.server import queue_commands, replay, responses, snapshot
+from queue_server.server import queue_commands, replay, replica_health, responses, snapshot
 from queue_server.server.authority import Term
 from queue_server.server.connection import Connection
+from queue_server.server.door import Door
+from queue_server.server.errors import ReplicationApplyError
 from queue_server.server.follower import Follower
 from queue_server.server.housekeeping import Housekeeping
 from queue_server.server.journal import Journal
 from queue_server.server.liveness import Upstream
 from queue_server.server.persistence import DataDir, FsyncPolicy
 from queue_server.server.queue_commands import COMMANDS, CONTROL, SYNC_TYPES
+from queue_server.server.recovery import RecoveryReport
 from queue_server.server.replication import Replication, SyncSettings
 from queue_server.server.roles import Roles
+from queue_server.server.stats import StatsBuilds
 from queue_server.server.store import Store
 from queue_server.server.waiters import Waiter, Waiters
 
@@ -61,6 +65,14 @@ class ServerSettings:
     idle_timeout_s: float = 0.0  # 0: idle connections are never closed
     output_soft_limit_bytes: int = 1024 * 1024  # unsent replies past this: stop reading
     output_hard_limit_bytes: int = 1024 * 1024 * 1024  # unsent replies past this: disconnect
+    # Across all connections (queue_server/server/door.py):
+    max_input_bytes: int = 256 * 1024 * 1024  # unread input held for all clients together
+    max_output_bytes: int = 1024 * 1024 * 1024  # unsent replies of all clients together
+    auth_timeout_s: float = 5.0  # with a token: closed when not authenticated by then
+    max_unauthenticated_clients: int = 1000  # a new one takes the place of the oldest
+    unauthenticated_input_bytes: int = 4096  # all a client may send before AUTH
+    # A queue with no job, dead job or waiter is forgotten after this long (0: never).
+    forget_drained_queues_s: float = 600.0
 
 
 class QueueServer(Roles):
@@ -74,10 +86,13 @@ class QueueServer(Roles):
         self.store = self._new_store()
         self.waiters = Waiters()
         self.connections: set[Connection] = set()
+        self.door = Door(settings, self.token)
+        self.stats_builds = StatsBuilds()  # big STATS replies in progress (stats.py)
         self.offline = False
         # A following replica fires no timer of its own: the primary's SYNC records are its
         # only changes (its jittered retries, renewed locks), so the two never drift apart.
         self.following = False
+        self.replication = replica_health.ReplicationHealth()  # INFO shows it
         self._dirty: list[Connection] = []
         # Replies wait for the loop turn's end with fsync "always" (the turn's one fsync) and
         # in sync mode (the turn's one confirmation): one group per turn, not per read.
@@ -90,10 +105,10 @@ class QueueServer(Roles):
         self._loop: asyncio.AbstractEventLoop | None = None
         self.housekeeping = Housekeeping(self)
         self.term = Term(managed=settings.managed)
-        self.replication: Replication[Connection] = Replication(
+        self.replicas: Replication[Connection] = Replication(
             self.journal, settings.sync, lambda conns: self.journal.answered(conns),  # type: ignore[arg-type]
             self.acknowledging)
-        self._sync_hold = self.replication.hold if self.replication.sync is not None else None
+        self._sync_hold = self.replicas.hold if self.replicas.sync is not None else None
         self._auto_offline = False  # offline for sync mode or the lease (roles.py)
         self._follow_task: asyncio.Task[None] | None = None
         self._written_at_flush = 0  # journal.appended at the last flush: were records made?
@@ -109,19 +124,15 @@ class QueueServer(Roles):
 
     # ------------------------------------------------------------ lifecycle
 
-    def open(self) -> None:
-        """Lock the data directory, recover the state, start a fresh log (before serving)."""
+    def open(self, *, repair: bool = False) -> RecoveryReport:
+        """Lock the data directory, recover the state, start a fresh log (before serving).
+        Raises DataCorrupt for damage only `repair` may drop (queue_server/server/recovery.py)."""
         self.data_dir.lock()
-        store, report = self.data_dir.recover(self._new_store, time.time())
-        for problem in report.problems:
-            log.warning("recovery: %s", problem)
-        log.info(
-            "recovered from %s + %d log(s): %d records, %d jobs waiting, %d handed-out jobs ready again",
-            report.snapshot or "nothing", len(report.logs), report.records,
-            store.totals().jobs, report.released_running,
-        )
+        store, report = self.data_dir.recover(self._new_store, time.time(), repair=repair)
+        report.log_to(log, store.totals().jobs)
         self.store = store
         self.data_dir.start(store)
+        return report
 
     async def serve(self, listeners: Sequence[socket.socket] = ()) -> None:
         """Serve until shutdown, on `listeners` (bound by the caller before the data directory
@@ -317,7 +328,7 @@ class QueueServer(Roles):
         starts the link's stream after this turn's records so far (journal.py `link`)."""
         self._record_unreplicated()
         self.journal.link(conn)
-        self.replication.linked(conn, peer)
+        self.replicas.linked(conn, peer)
 
     def _record_unreplicated(self) -> None:
         """The store's records so far go to the log only: a SYNC record (from a primary or
@@ -436,11 +447,16 @@ class QueueServer(Roles):
         """SYNC records streamed from the primary: applied and logged here, never passed on."""
         store = self.store
         now = time.time()
-        for command in commands:
-            replay.apply(store, command, now)
-        self._record_unreplicated()
-        self._after_change()
-        self._request_flush()
+        try:
+            for command in commands:
+                reply = replay.apply(store, command, now)
+                if not replica_health.applied(reply):
+                    raise ReplicationApplyError(
+                        f"{replica_health.describe(command)} -> {reply.strip()[:100]!r}")
+        finally:  # what did apply is logged; the follower resyncs after a failure
+            self._record_unreplicated()
+            self._after_change()
+            self._request_flush()
 
     def flush_records(self) -> bool:
         """Write and sync every pending record; False if the log failed (the server stops)."""

@@ -141,6 +141,7 @@ class Store(CoreStore):
         dead = DeadJob(job.key, state.name, job.priority, job.data, job.item, job.attempts,
                        error, now, now)
         state.dead[job.key] = dead
+        self.with_dead[state.name] = state
         self.keys[job.key] = dead
         state.dead_total += 1
         if not replaying:
@@ -169,17 +170,25 @@ class Store(CoreStore):
             state.dead_dropped += len(dropped)
             self._record_keyed(b"DROP", state.name, dropped)
 
+    def _queues_with_dead(self) -> list[QueueState]:
+        """The queues holding dead jobs: `with_dead` less those emptied since (lazily, so
+        no path that takes a dead job out has to know): not every queue, of which there
+        may be 100,000, at each deadline."""
+        with_dead = self.with_dead
+        for name in [name for name, state in with_dead.items() if not state.dead]:
+            del with_dead[name]
+        return list(with_dead.values())
+
     def dead_queues_due(self, now: float) -> bool:
         """True when some queue holds a dead job older than its dead_max_age_s."""
-        for state in self.queues.values():
-            if state.dead and next(iter(state.dead.values())).died_at < now - self.policy(state.name).dead_max_age_s:
+        for state in self._queues_with_dead():
+            if next(iter(state.dead.values())).died_at < now - self.policy(state.name).dead_max_age_s:
                 return True
         return False
 
     def prune_dead(self, now: float) -> None:
-        for state in self.queues.values():
-            if state.dead:
-                self._bound_dead(state, now)
+        for state in self._queues_with_dead():
+            self._bound_dead(state, now)
 
     def drop(self, name: str, keys: Iterable[Key]) -> None:
         """Replay of SYNC DROP: dead jobs the primary's bounds dropped."""
@@ -347,5 +356,6 @@ class Store(CoreStore):
             self.next_key = key + 1
         dead = DeadJob(key, name, priority, data, item, attempts, error, failed_at, died_at)
         state.dead[key] = dead
+        self.with_dead[name] = state
         self.keys[key] = dead
         self.changes.append(records.dead(dead))

@@ -37,6 +37,8 @@ class StoreIndex:
         self.policies = dict(policies or {})
         self.rng = rng or random.Random()
         self.queues: dict[str, QueueState] = {}
+        # Queues that have held a dead job, some maybe none now (store.py prunes it lazily).
+        self.with_dead: dict[str, QueueState] = {}
         self.running: dict[int, Job] = {}
         self.items: dict[str, int] = {}
         # Every job's key -> where it is (Place). One namespace over all queues.
@@ -78,6 +80,16 @@ class StoreIndex:
         if state is None:
             state = self.queues[name] = QueueState(name, self.lock_timeouts_s.get(name))
         return state
+
+    def forget_queue(self, name: str) -> bool:
+        """Drop a drained queue's state (drained.py): no job ready, delayed, running or
+        dead. Nothing else holds it then (jobs hold their queue only while they wait or
+        run); it comes back, with its counters at 0, with its next job."""
+        state = self.queues.get(name)
+        if state is None or state.ready or state.delayed or state.running or state.dead:
+            return False
+        del self.queues[name]
+        return True
 
     def policy(self, name: str) -> QueuePolicy:
         return self.policies.get(name, DEFAULT_POLICY)

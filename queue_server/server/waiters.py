@@ -82,6 +82,10 @@ class Waiters:
             return first_named
         return first_any
 
+    def waited_on(self, name: str) -> bool:
+        """A GETB/GETBE client waits on `name` by name."""
+        return name in self._by_queue
+
     def output_waiter(self, queue: str, item: str) -> Waiter | None:
         group = self._outputs.get((queue, item))
         return next(iter(group.values())) if group else None

@@ -18,6 +18,7 @@ with warnings.catch_warnings():
     from fastapi.testclient import TestClient
 
 CLOCK = admin_sample.NOW + 2.0
+TEST_CLIENT_HOSTS = frozenset({"testserver"})
 MakeClient = Callable[..., TestClient]
 T = TypeVar("T")
 
@@ -33,14 +34,16 @@ FORMAT_CASES: list[tuple[float | None, str, str]] = [
     (7300, "age", "2 h ago"), (None, "int", "\u2013"),
 ]
 
-__all__ = ["FORMAT_CASES", "CLOCK", "MakeClient", "TestClient", "poll_until", "sample_settings"]
+__all__ = ["FORMAT_CASES", "CLOCK", "TEST_CLIENT_HOSTS", "MakeClient", "TestClient", "poll_until", "sample_settings"]
 
 
 def sample_settings(**overrides: object) -> AdminSettings:
     """Settings from the sample's config, with the clock stopped just after the newest sample."""
     config = parse_config(tomllib.loads(admin_sample.config_toml("sqlite://")))
-    # No queue server unless a test starts one (127.0.0.1:7400 may be anyone's).
-    fields: dict[str, object] = {"clock": lambda: CLOCK, "queue_servers": (), **overrides}
+    # No queue server unless a test starts one (127.0.0.1:7400 may be anyone's); the
+    # TestClient's requests name the host "testserver".
+    fields: dict[str, object] = {"clock": lambda: CLOCK, "queue_servers": (),
+                                 "allowed_hosts": TEST_CLIENT_HOSTS, **overrides}
     return dataclasses.replace(AdminSettings.from_config(config), **fields)  # type: ignore[arg-type]
 
 

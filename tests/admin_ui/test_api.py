@@ -6,7 +6,7 @@ from pathlib import Path
 import admin_sample
 import pytest
 from admin_sample import NOW, QUEUES
-from admin_testing import CLOCK, MakeClient, TestClient
+from admin_testing import CLOCK, TEST_CLIENT_HOSTS, MakeClient, TestClient
 from sqlalchemy import insert
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
@@ -192,7 +192,7 @@ def test_events_page_back_with_before_id(client: TestClient) -> None:
 
 def test_a_database_without_the_managers_tables_answers_503_with_the_reason(tmp_path: Path) -> None:
     engine = make_engine(f"sqlite:///{tmp_path / 'empty.db'}")
-    with TestClient(create_app(Store(engine), AdminSettings())) as client:
+    with TestClient(create_app(Store(engine), AdminSettings(allowed_hosts=TEST_CLIENT_HOSTS))) as client:
         response = client.get("/api/queues")
         assert response.status_code == 503
         assert "manager has not created" in response.json()["detail"]
@@ -204,7 +204,7 @@ def test_a_database_without_the_managers_tables_answers_503_with_the_reason(tmp_
 def test_empty_tables_give_empty_views(tmp_path: Path) -> None:
     engine = make_engine(f"sqlite:///{tmp_path / 'fresh.db'}")
     Base.metadata.create_all(engine)
-    with TestClient(create_app(Store(engine), AdminSettings())) as client:
+    with TestClient(create_app(Store(engine), AdminSettings(allowed_hosts=TEST_CLIENT_HOSTS))) as client:
         assert client.get("/api/queues").json()["queues"] == []
         assert client.get("/api/slotmap").json()["hosts"] == []
         assert client.get("/api/events").json()["events"] == []

@@ -101,8 +101,8 @@ def test_wrong_tokens_slow_that_client_down_while_another_client_is_served(admin
         time.sleep(float(blocked.headers["retry-after"]) + 0.2)  # the penalty itself is the subject
         assert guesser.get(admin.url + "/api/health", headers=bearer(TOKEN)).status_code == 200
     log = admin.log_text()
-    assert f"wrong admin token from 127.0.0.1 (GET /api/health): {FREE_FAILURES + 1} in a row" in log
-    assert "wrong admin token from 127.0.0.1 (POST /api/queues/mail_send/pause): 1 in a row" in log
+    assert f"wrong admin token from 127.0.0.1 (bearer, GET /api/health): {FREE_FAILURES + 1} in a row" in log
+    assert "wrong admin token from 127.0.0.1 (bearer, POST /api/queues/mail_send/pause): 1 in a row" in log
     assert WRONG not in log and TOKEN not in log
 
 

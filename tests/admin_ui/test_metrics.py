@@ -6,7 +6,7 @@ from pathlib import Path
 import admin_sample
 import pytest
 from admin_sample import NOW, QUEUES
-from admin_testing import CLOCK, TestClient
+from admin_testing import CLOCK, TEST_CLIENT_HOSTS, TestClient
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import func, insert, select
 from sqlalchemy.engine import Engine
@@ -124,12 +124,12 @@ def test_counters_hold_the_managers_run_so_far_and_add_up_the_samples_stored_sin
 
 def test_metrics_of_a_database_the_manager_has_not_created_are_empty_not_an_error(tmp_path: Path) -> None:
     engine = make_engine(f"sqlite:///{tmp_path / 'empty.db'}")
-    with TestClient(create_app(Store(engine), AdminSettings())) as client:
+    with TestClient(create_app(Store(engine), AdminSettings(allowed_hosts=TEST_CLIENT_HOSTS))) as client:
         assert scrape(client) == {}
     engine.dispose()
 
 
 def test_two_apps_in_one_process_keep_their_own_registries(engine: Engine) -> None:
-    first = TestClient(create_app(Store(engine), AdminSettings()))
-    second = TestClient(create_app(Store(engine), AdminSettings()))
+    first = TestClient(create_app(Store(engine), AdminSettings(allowed_hosts=TEST_CLIENT_HOSTS)))
+    second = TestClient(create_app(Store(engine), AdminSettings(allowed_hosts=TEST_CLIENT_HOSTS)))
     assert scrape(first).keys() == scrape(second).keys()

@@ -7,7 +7,7 @@ import pytest
 from config.endpoints import check_host, check_token, parse_zmq_endpoint
 from manager.heartbeat import Peers
 from slot.pulsar.limiter import Limiter
-from slot.pulsar.protocol import AckReply, ErrorReply, FeedbackKind, ReportRequest
+from slot.pulsar.protocol import AckReply, FeedbackKind, ReportRequest
 from slot.pulsar.service import answer
 
 
@@ -53,12 +53,12 @@ def test_hosts_and_tokens() -> None:
             check_token(bad, what="t")
 
 
-def test_a_pause_over_the_bound_is_refused_and_the_limiter_is_untouched() -> None:
+def test_a_pause_over_the_bound_is_cut_to_it_and_counted() -> None:
     limiters = {"geo": Limiter(10, 1.0)}
     long = ReportRequest(id=1, limiter="geo", outcome=FeedbackKind.PAUSE, pause_s=3601.0)
-    refused = answer(limiters, long, 0.0, max_pause_s=3600.0)
-    assert isinstance(refused, ErrorReply) and "max_pause_s 3600" in refused.message
-    assert limiters["geo"].state(0.0).paused_for_s == 0
+    assert isinstance(answer(limiters, long, 0.0, max_pause_s=3600.0), AckReply)
+    assert limiters["geo"].state(0.0).paused_for_s == 3600.0
+    assert limiters["geo"].state(0.0).capped_pauses == 1
     short = ReportRequest(id=2, limiter="geo", outcome=FeedbackKind.PAUSE, pause_s=3600.0)
     assert isinstance(answer(limiters, short, 0.0, max_pause_s=3600.0), AckReply)
     assert limiters["geo"].state(0.0).paused_for_s == 3600.0

@@ -6,10 +6,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from procs import free_port
 from test_service_procs import Cluster, poll_until
 from test_store import PG_DSN, database_url  # noqa: F401  (the fixture)
 
-from manager.leader import AdvisoryLease, FileLease, NoLease, lock_key, lock_path, try_acquire
+from manager.leader import (
+    AdvisoryLease,
+    DatabaseUnreachable,
+    FileLease,
+    NoLease,
+    lock_key,
+    lock_path,
+    try_acquire,
+)
 
 TAKEOVER_DEADLINE_S = 5.0
 
@@ -63,9 +72,48 @@ def test_a_removed_lock_file_counts_as_a_lost_lease(tmp_path: Path) -> None:
 
 
 def test_in_memory_sqlite_needs_no_election() -> None:
-    assert isinstance(try_acquire("sqlite://"), NoLease)
+    for url in ("sqlite://", "sqlite:///:memory:", "sqlite+pysqlite://",
+                "sqlite:///file:x?mode=memory&cache=shared&uri=true", "sqlite:///file::memory:?uri=true"):
+        assert isinstance(try_acquire(url), NoLease), url
     with pytest.raises(ValueError, match="no leader election for mysql"):
         try_acquire("mysql://u@h/db")
+
+
+def test_every_spelling_of_one_sqlite_file_takes_the_same_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 16, break 5: `sqlite+pysqlite:///same/file` was taken for in-memory and skipped
+    the election (fails on f5016ee)."""
+    (tmp_path / "var").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "var")
+    monkeypatch.chdir(tmp_path)
+    real = tmp_path.resolve() / "var" / "slotmap.db"
+    spellings = [
+        f"sqlite:///{tmp_path / 'var' / 'slotmap.db'}",
+        f"sqlite+pysqlite:///{tmp_path / 'var' / 'slotmap.db'}",
+        "sqlite:///./var/slotmap.db",
+        "sqlite+pysqlite:///var/../var/slotmap.db",
+        "sqlite:///link/slotmap.db",
+        f"sqlite:///{tmp_path / 'link' / 'slotmap.db'}?timeout=5",
+        "sqlite:///file:link/slotmap.db?uri=true",
+    ]
+    assert {lock_path(url) for url in spellings} == {real.with_name("slotmap.db.lock")}
+    first = try_acquire(spellings[0])
+    assert isinstance(first, FileLease)
+    try:
+        for url in spellings[1:]:
+            assert try_acquire(url) is None, url
+    finally:
+        first.release()
+
+
+def test_an_unreachable_database_is_not_a_held_lock(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    with pytest.raises(DatabaseUnreachable, match="cannot open the lock file"):
+        try_acquire(f"sqlite:///{blocker / 'slotmap.db'}")
+    with pytest.raises(DatabaseUnreachable):
+        try_acquire(f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/nothing")
 
 
 def test_advisory_lock_keys_are_stable_signed_64_bit_numbers() -> None:

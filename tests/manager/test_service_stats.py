@@ -81,13 +81,13 @@ def test_a_forgotten_host_starts_a_new_baseline() -> None:
 
 
 def test_the_adopted_map_has_the_serving_slots_on_the_queue_the_master_wants() -> None:
-    seen = report("h:1", [
+    seen = report("h-1.example", [
         slot(1, "old", assigned="new"),
         slot(2, "q", state=SlotState.DRAINING),
         slot(3, "q", state=SlotState.STARTING),
     ])
-    assert adopt(seen) == {"h:1:1": "new", "h:1:3": "q"}
-    assert host_part("h:1", adopt(seen)) == {1: "new", 3: "q"}
+    assert adopt(seen) == {"h-1.example:1": "new", "h-1.example:3": "q"}
+    assert host_part("h-1.example", adopt(seen)) == {1: "new", 3: "q"}
 
 
 def test_overrides_pause_a_queue_and_change_its_min_and_max() -> None:

@@ -109,6 +109,9 @@ def test_stats_prints_a_table_with_a_row_per_queue(server: ServerProc) -> None:
     assert rows[1].split()[8] == "-"
     only_beta = slotmap("stats", "beta", "--server", server.address)
     assert [row.split()[0] for row in only_beta.stdout.splitlines()[1:]] == ["beta"]
+    top = slotmap("stats", "--top", "1", "--server", server.address)  # the fullest, * the rest
+    assert [row.split()[:4] for row in top.stdout.splitlines()[1:]] == [
+        ["*", "0", "1", "0"], ["alpha", "2", "0", "1"]]
 
 
 def test_unreachable_server_gives_one_line_and_exit_code_1() -> None:

@@ -1,0 +1,128 @@
+"""The queue server's memory under hostile connections (issue 16, points 8 and 9).
+
+A real `slotmap queue-server` with a token; --connections sockets each send
+`PUT q 0 1048576` and 1,000,000 bytes of its block, then hold: once without AUTH, once
+after the right AUTH (every client is "authenticated" on a server without a token). Then
+as many idle connections that only PING. Reported: the server's RSS growth for each, from
+/proc. With --base <commit> the same against that commit (git archive), for the A/B; the
+base is started without the new settings it does not know.
+
+    .venv/bin/python bench/door_memory.py --connections 300 --base f5016ee
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TOKEN = "bench_T0ken"
+HELD = 1_000_000
+
+
+def _rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _settled(pid: int) -> int:
+    last = _rss(pid)
+    for _ in range(60):
+        time.sleep(0.5)
+        now = _rss(pid)
+        if abs(now - last) < 1 << 20:
+            return now
+        last = now
+    return last
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _serve(code_dir: Path, work: Path, config: str) -> tuple[subprocess.Popen[bytes], int]:
+    port = _free_port()
+    (work / "server.toml").write_text(config)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "deploy.cli", "queue-server", "--listen", f"127.0.0.1:{port}",
+         "--data-dir", str(work / "data"), "--fsync", "never", "--config", str(work / "server.toml")],
+        cwd=code_dir, env=dict(os.environ, PYTHONPATH=str(code_dir)),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(300):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return process, port
+        except OSError:
+            time.sleep(0.05)
+    process.kill()
+    raise RuntimeError("the queue server did not start")
+
+
+def _attack(port: int, count: int, prefix: bytes, payload: bytes) -> list[socket.socket]:
+    opened = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        opened.append(sock)
+        try:
+            sock.sendall(prefix + payload)
+        except OSError:
+            pass
+    return opened
+
+
+def run(code_dir: Path, connections: int) -> dict[str, float]:
+    figures = {}
+    payload = b"PUT q 0 1048576\r\n" + b"x" * HELD
+    cases = {"unauthenticated": b"", "authenticated": f"AUTH {TOKEN}\r\n".encode(),
+             "idle PING": f"AUTH {TOKEN}\r\nPING\r\n".encode()}
+    for label, prefix in cases.items():
+        with tempfile.TemporaryDirectory() as work:
+            config = f'[queue_server]\ntoken = "{TOKEN}"\nmax_clients = {connections * 2}\n'
+            process, port = _serve(code_dir, Path(work), config)
+            try:
+                before = _settled(process.pid)
+                opened = _attack(port, connections, prefix, b"" if label == "idle PING" else payload)
+                figures[f"{label} MiB"] = (_settled(process.pid) - before) / 2**20
+                for sock in opened:
+                    sock.close()
+            finally:
+                process.kill()
+                process.wait()
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--connections", type=int, default=300)
+    parser.add_argument("--base", help="a commit to compare with")
+    args = parser.parse_args()
+    runs = {"new": REPO}
+    base_dir = None
+    if args.base:
+        base_dir = Path(tempfile.mkdtemp(prefix="door-memory-base-"))
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", args.base], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(base_dir)], input=archive, check=True)
+        runs = {f"base {args.base}": base_dir, "new": REPO}
+    try:
+        for label, code_dir in runs.items():
+            figures = run(code_dir, args.connections)
+            print(f"{label}, {args.connections} connections, RSS growth: "
+                  + ", ".join(f"{key} {value:.1f}" for key, value in figures.items()))
+    finally:
+        if base_dir is not None:
+            shutil.rmtree(base_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""Issue 16 on a real `slotmap admin` (uvicorn): the Host header must be one of the dashboard's
+names, a guessed session cookie counts as a wrong token, and X-Forwarded-For is believed
+only from [admin] trusted_proxies. Each test fails on f5016ee (said per test)."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import admin_sample
+import httpx
+import pytest
+from admin_proc import AdminProc, start_admin
+from procs import toml_value
+
+from admin_ui.auth import FREE_FAILURES, SESSION_COOKIE, session_value
+
+TOKEN = "doors-test-token-0123"
+StartAdmin = Callable[..., AdminProc]
+
+
+@pytest.fixture
+def start(database_url: str, tmp_path: Path) -> Iterator[StartAdmin]:
+    """start(**admin_settings): the dashboard with an admin token (from a 0600 file)."""
+    started: list[AdminProc] = []
+    token_file = tmp_path / "admin.token"
+    token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o600)
+
+    def run(**admin: object) -> AdminProc:
+        lines = [f"{key} = {toml_value(value)}" for key, value in {"token_file": str(token_file), **admin}.items()]
+        config = tmp_path / f"cluster{len(started)}.toml"
+        config.write_text(admin_sample.config_toml(database_url) + "\n[admin]\n" + "\n".join(lines) + "\n")
+        proc = start_admin(config, tmp_path)
+        started.append(proc)
+        return proc
+
+    yield run
+    for proc in started:
+        proc.stop()
+
+
+def test_a_host_header_that_is_not_one_of_the_dashboards_names_gets_400(start: StartAdmin) -> None:
+    """On f5016ee `Host: rebound.example` was served (200): the precondition of DNS rebinding."""
+    admin = start(allowed_hosts=["dash.example.org"])
+    port = admin.port
+    for host in (f"rebound.example:{port}", "rebound.example", f"127.0.0.1.rebound.example:{port}",
+                 f"dash.example.org.evil:{port}"):
+        response = admin.get("/api/queues", headers={"Host": host})
+        assert response.status_code == 400, (host, response.text)
+        assert "allowed_hosts" in response.text
+        assert response.headers["x-frame-options"] == "DENY"
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", "LOCALHOST", f"[::1]:{port}",
+                 f"dash.example.org:{port}", "Dash.Example.Org."):
+        assert admin.get("/api/queues", headers={"Host": host}).status_code == 200, host
+    assert "refused requests for Host 'rebound.example:" in admin.log_text()
+
+
+def test_guessed_session_cookies_are_slowed_down_and_logged(start: StartAdmin) -> None:
+    """On f5016ee a wrong cookie was neither counted nor logged: every guess got its 200."""
+    admin = start()
+    statuses = []
+    for attempt in range(FREE_FAILURES + 1):
+        response = admin.get("/api/health", cookies={SESSION_COOKIE: session_value(f"guess-{attempt}")})
+        statuses.append(response.status_code)
+        assert f'{SESSION_COOKIE}=""' in response.headers.get("set-cookie", ""), "a wrong cookie is cleared"
+    blocked = admin.get("/api/health", cookies={SESSION_COOKIE: session_value("guess-next")})
+    assert statuses == [200] * (FREE_FAILURES + 1) and blocked.status_code == 429, (statuses, blocked)
+    # The right cookie waits like any other credential from that address.
+    assert admin.get("/api/health", cookies={SESSION_COOKIE: session_value(TOKEN)}).status_code == 429
+    log = admin.log_text()
+    assert (f"wrong admin token from 127.0.0.1 (session cookie, GET /api/health): {FREE_FAILURES + 1} "
+            "in a row") in log
+    assert session_value("guess-0") not in log
+
+
+def test_rotating_x_forwarded_for_does_not_reset_the_throttle(start: StartAdmin) -> None:
+    """On f5016ee uvicorn believed X-Forwarded-For from 127.0.0.1: every wrong token from a
+    new made-up address was a first one, never slowed down."""
+    admin = start()
+    statuses = [
+        admin.get("/api/health", headers={"Authorization": f"Bearer wrong-{n}",
+                                          "X-Forwarded-For": f"10.9.{n}.{n + 1}"}).status_code
+        for n in range(FREE_FAILURES + 3)
+    ]
+    assert 429 in statuses, statuses
+    assert "wrong admin token from 127.0.0.1 " in admin.log_text()
+    assert "10.9." not in admin.log_text()
+
+
+def test_x_forwarded_for_from_a_trusted_proxy_names_the_client(start: StartAdmin) -> None:
+    admin = start(trusted_proxies=["127.0.0.0/8"])
+    for n in range(FREE_FAILURES + 1):
+        wrong = admin.get("/api/health", headers={"Authorization": f"Bearer wrong-{n}",
+                                                  "X-Forwarded-For": "10.9.0.1"})
+        assert wrong.status_code == 200
+    assert admin.get("/api/health", headers={"Authorization": "Bearer x",
+                                             "X-Forwarded-For": "10.9.0.1"}).status_code == 429
+    # Another client behind the same proxy is not held back by the first one's guesses.
+    assert admin.get("/api/health", headers={"Authorization": f"Bearer {TOKEN}",
+                                             "X-Forwarded-For": "10.9.0.2"}).status_code == 200
+    assert "wrong admin token from 10.9.0.1 (bearer" in admin.log_text()
+
+
+@pytest.mark.parametrize(("admin", "error"), [
+    ({"allowed_hosts": ["bad host"]}, "neither an IP address nor a host name"),
+    ({"trusted_proxies": ["proxy.example"]}, "not an IP address or network"),
+])
+def test_bad_door_settings_are_config_errors(admin: dict[str, object], error: str) -> None:
+    from config.errors import ConfigError
+    from config.load import parse_config
+
+    with pytest.raises(ConfigError, match=error):
+        parse_config({"admin": admin})
+
+
+def test_a_star_turns_the_host_check_off_and_names_are_normalised() -> None:
+    from admin_ui.host_check import allowed_names
+    from config.load import parse_config
+
+    config = parse_config({"admin": {"allowed_hosts": ["*", "Dash.Example.ORG.", "[fe80::1]"]}})
+    assert config.admin.allowed_hosts == ["*", "dash.example.org", "fe80::1"]
+    assert allowed_names(config.admin.allowed_hosts, "0.0.0.0") == {
+        "*", "dash.example.org", "fe80::1", "localhost", "127.0.0.1", "::1"}
+
+
+
+def test_a_logged_in_browser_does_not_wipe_the_guesses_of_its_address(start: StartAdmin) -> None:
+    """Guesses and a logged-in dashboard from one address (a NAT, this machine): the
+    browser's refreshes with the right cookie do not start the guesser's count over."""
+    admin = start()
+    right = {SESSION_COOKIE: session_value(TOKEN)}
+    statuses = []
+    for n in range(FREE_FAILURES + 3):
+        statuses.append(admin.get("/api/health", headers={"Authorization": f"Bearer wrong-{n}"}).status_code)
+        admin.get("/api/health", cookies=right)
+    assert statuses[:FREE_FAILURES] == [200] * FREE_FAILURES and 429 in statuses, statuses
+
+
+def test_a_login_with_a_stale_cookie_logs_in(start: StartAdmin) -> None:
+    """The form decides a login: a cookie left from an older token neither counts as a
+    failure nor has the new cookie deleted behind it."""
+    admin = start()
+    stale = {SESSION_COOKIE: session_value("the-old-token")}
+    login = httpx.post(admin.url + "/login", data={"token": TOKEN, "next": "/queues"}, cookies=stale,
+                       timeout=5.0)
+    assert login.status_code == 303, login.text
+    assert login.headers.get_list("set-cookie") == [
+        header for header in login.headers.get_list("set-cookie") if session_value(TOKEN) in header
+    ], login.headers.get_list("set-cookie")
+    assert "wrong admin token" not in admin.log_text()
