@@ -69,6 +69,9 @@ class _Totals:
         self.jobs_done: dict[str, float] = {}
         self.errors: dict[str, float] = {}
         self.events: dict[str, float] = {}
+        # (queue, cause) -> slot crashes, from slot_crashed events (their detail's causes)
+        self.crashes: dict[tuple[str, str], float] = {}
+        self.crash_event_id = 0
 
     def _start(self, reads: StoreReads) -> None:
         """Series for the current queues and known kinds, holding the manager's run so far."""
@@ -80,9 +83,11 @@ class _Totals:
         newest_sample, newest_event = reads.newest_ids()
         self._add_samples(reads, since_unix=since)
         self._add_events(reads, since_unix=since)
+        self._add_crashes(reads, since_unix=since)
         # Rows stored before the manager's run stay out later too.
         self.sample_id = max(self.sample_id, newest_sample)
         self.event_id = max(self.event_id, newest_event)
+        self.crash_event_id = max(self.crash_event_id, newest_event)
         self.started = True
 
     def _add_samples(self, reads: StoreReads, *, since_unix: float | None = None) -> None:
@@ -96,6 +101,15 @@ class _Totals:
             self.events[counted.kind] = self.events.get(counted.kind, 0) + float(counted.count)
             self.event_id = max(self.event_id, counted.last_id)
 
+    def _add_crashes(self, reads: StoreReads, *, since_unix: float | None = None) -> None:
+        for event_id, queue, detail in reads.crash_details(after_id=self.crash_event_id, since_unix=since_unix):
+            causes = detail.get("causes") if detail else None
+            for cause, count in (causes.items() if isinstance(causes, dict) else ()):
+                if isinstance(count, int | float) and math.isfinite(count) and count >= 0:
+                    key = (queue or "", str(cause))
+                    self.crashes[key] = self.crashes.get(key, 0) + float(count)
+            self.crash_event_id = max(self.crash_event_id, event_id)
+
     def advance(self, reads: StoreReads) -> None:
         with self.lock:
             if not self.started:
@@ -103,6 +117,7 @@ class _Totals:
                 return
             self._add_samples(reads)
             self._add_events(reads)
+            self._add_crashes(reads)
 
 
 class DashboardCollector(Collector):
@@ -172,6 +187,10 @@ class DashboardCollector(Collector):
         events = CounterMetricFamily(
             "slotmap_events", "Manager and admin events recorded since the manager became active, by kind.",
             labels=["kind"])
+        crashes = CounterMetricFamily(
+            "slotmap_slot_crashes", "Slots that died unasked or were killed by their master, since the manager "
+            "became active, by queue and cause (exit_<code>, SIG<NAME>, hung, over_memory, stop_deadline, "
+            "setup_failed, no_handler).", labels=["queue", "cause"])
         with totals.lock:
             for queue, value in sorted(totals.jobs_done.items()):
                 done.add_metric([queue], value)
@@ -179,7 +198,9 @@ class DashboardCollector(Collector):
                 errors.add_metric([queue], value)
             for kind, value in sorted(totals.events.items()):
                 events.add_metric([kind], value)
-        yield from (done, errors, events)
+            for (queue, cause), value in sorted(totals.crashes.items()):
+                crashes.add_metric([queue, cause], value)
+        yield from (done, errors, events, crashes)
 
 
 def make_registry(store: Store, *, forget_after_s: float, clock: Callable[[], float]) -> CollectorRegistry:

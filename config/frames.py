@@ -22,8 +22,9 @@ class Frame(BaseModel):
     LATER_FIELDS: ClassVar[frozenset[str]] = frozenset()
 
     def encode(self) -> bytes:
+        fields = type(self).model_fields
         unsent = {name for name in self.LATER_FIELDS
-                  if getattr(self, name) == type(self).model_fields[name].default}
+                  if getattr(self, name) == fields[name].get_default(call_default_factory=True)}
         return self.model_dump_json(exclude=unsent or None).encode()
 
     @classmethod

@@ -186,6 +186,11 @@ class ManagerConfig(_Strict):
     )
     database_url: str = Field(default="sqlite:///./var/slotmap.db", description="SQLAlchemy URL of the history (SQLite by default, postgresql://... in production).")
     plan_interval_s: float = Field(default=5.0, gt=0, description="How often the slot map is planned again.")
+    burst_check_s: float = Field(
+        default=0.25, ge=0, le=60, allow_inf_nan=False,
+        description="How often the manager reads the queue server's waiting counts between plans: a "
+                    "queue whose backlog appears or doubles gets a plan of its own at once (it grows "
+                    "from free capacity and lower priorities only). 0: bursts wait for the next plan.")
     heartbeat_interval_s: float = Field(default=1.0, gt=0, description="Heartbeats between the manager and each master.")
     heartbeat_liveness: int = Field(default=3, ge=1, description="Missed heartbeats after which the other side counts as dead.")
     stats_window_s: float = Field(default=60.0, gt=0, description="The recent window the planner measures each queue's load over.")

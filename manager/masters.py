@@ -7,9 +7,11 @@ to the caller as its event, which the caller records and answers with a plan.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from manager.crash_events import CrashEvents
 from manager.event_builders import change_event
 from manager.heartbeat import ADOPT, GONE, MasterState, PeerChange, Peers
 from manager.link import ManagerSocket, Received
@@ -67,6 +69,10 @@ class Masters:
         self.view = View()
         self.work = WorkWindow(window_s=stats_window_s, max_gap_s=self.peers.timeout_s, started_at=now)
         self.bound_seen_at: dict[str, float] = {}
+        # Slot crashes from the reports: recorded by the caller, no re-plan (a crashed slot
+        # is replaced by its master, the map does not change).
+        self.crashes = CrashEvents(started_unix=time.time())
+        self.crash_events: list[NewEvent] = []
 
     # Reports in
 
@@ -86,6 +92,7 @@ class Masters:
             report.host, routing_id=received.routing_id, master_pid=report.master_pid, now=now,
             leaving=frame.leaving,
         )
+        self.crash_events += self.crashes.on_report(report, now)
         if frame.leaving:
             # Kept only for a host the manager knows: goodbyes naming made-up hosts cost nothing.
             if self.peers.get(report.host) is not None:
@@ -96,6 +103,10 @@ class Masters:
         self.view.reports[report.host] = report
         self.work.on_report(report, now)
         return [self.on_change(change)] if change is not None else []
+
+    def take_crash_events(self) -> list[NewEvent]:
+        events, self.crash_events = self.crash_events, []
+        return events
 
     def from_its_connection(self, received: Received, now: float) -> bool:
         """Take a report for a host only from the connection it joined on, or once that one

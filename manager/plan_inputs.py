@@ -112,6 +112,8 @@ class OverrideReader:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.seen: dict[str, float] = {}
+        # The overrides of the last read (a burst plan between reads applies them too).
+        self.last: dict[str, Override] = {}
 
     def read(self) -> tuple[dict[str, Override], list[NewEvent]]:
         try:
@@ -123,4 +125,5 @@ class OverrideReader:
         for event in events:
             log.info("%s", event.message)
         self.seen = {name: o.updated_at_unix for name, o in overrides.items()}
+        self.last = overrides
         return overrides, events

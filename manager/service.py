@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from config.models import ClusterConfig
-from manager import planner
+from manager import burst, planner
 from manager.event_builders import moves_events
 from manager.history import History
 from manager.leader import Lease
@@ -31,6 +31,7 @@ from manager.plan_inputs import OverrideReader, QueueStatsReader, ServerFigures
 from manager.stats import settings_in_force, with_batch_sizes
 from manager.store import EventKind, NewEvent, Store, apply_overrides
 from master.manager_frames import BACKOFF_MAX_INTERVALS
+from queue_server.protocol.client_errors import QueueServerError
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,7 @@ class Schedule:
     expected_hosts: frozenset[str] = frozenset()
     expected_until: float = float("-inf")
     heartbeat_at: float = float("-inf")
+    burst_check_at: float = float("-inf")
     lease_check_at: float = float("-inf")
     prune_at: float = float("-inf")
     last_plan_at: float | None = None
@@ -85,6 +87,8 @@ class Manager:
             max_hosts=self.settings.max_hosts,
         )
         self.history = History(store, wall_clock=wall_clock)
+        # The queue server's waiting counts at the last plan: a burst is measured from them.
+        self.waiting_at_plan: dict[str, int] = {}
         self.server = ServerFigures(stats_reader)
         self.overrides = OverrideReader(store)
         self.rejected_inputs: set[str] = set()
@@ -110,10 +114,13 @@ class Manager:
                 at = self.clock()
                 self.on_master_events(self.masters.on_frame(received, at), at)
             self.note_refusals()
+            for crashed in self.masters.take_crash_events():
+                self.note(crashed)
             now = self.clock()
             self.on_master_events(self.masters.expire(now), now)
             self.send_heartbeats(now)
             self.maybe_plan(now)
+            self.maybe_plan_burst(now)
             self.maybe_prune(now)
             if self.history.events:
                 self.history.flush()
@@ -128,6 +135,7 @@ class Manager:
         due = min(
             self.schedule.heartbeat_at,
             self.schedule.plan_at,
+            self.schedule.burst_check_at if self.settings.burst_check_s > 0 else float("inf"),
             self.schedule.lease_check_at,
             self.masters.peers.next_expiry(),
         )
@@ -198,6 +206,7 @@ class Manager:
         for moved in moves_events(result):
             log.info("%s", moved.message)
             self.note(moved)
+        self.waiting_at_plan = self.server.waiting()
         self.history.record_plan(
             now=now, at_unix=at_unix, last_plan_at=self.schedule.last_plan_at, plan=result,
             queues=queues, overrides=overrides, in_force=in_force, work=masters.work,
@@ -216,6 +225,53 @@ class Manager:
                       "; ".join(f"{what}: {why}" for what, why in checked.rejected.items()))
         self.rejected_inputs = set(checked.rejected)
         return checked
+
+    def maybe_plan_burst(self, now: float) -> None:
+        """Between plans: a queue whose backlog appeared or jumped is planned for at once."""
+        if self.settings.burst_check_s <= 0 or now < self.schedule.burst_check_at:
+            return
+        self.schedule.burst_check_at = now + self.settings.burst_check_s
+        if self.schedule.last_plan_at is None or now >= self.schedule.plan_at:
+            return  # the full plan comes first (or is due now)
+        try:
+            self.plan_burst(now)
+        except Exception:  # the loop boundary: heartbeats must go on whatever a plan hits
+            log.exception("burst planning failed; the next full plan is in %.1f s",
+                          self.schedule.plan_at - now)
+
+    def plan_burst(self, now: float) -> Plan | None:
+        queues = apply_overrides(self.config.queues, self.overrides.last)
+        try:
+            # Read apart from the plan's figures: their failure counts run from plan to plan.
+            waiting = {name: s.ready for name, s in self.server.reader.read(queues).items()}
+        except QueueServerError:
+            return None  # the full plan says so (once)
+        masters = self.masters
+        alive = masters.alive_hosts()
+        current = masters.current_map(alive)
+        found = burst.bursting(self.waiting_at_plan, waiting, queues, current.counts())
+        if not found:
+            return None
+        in_force = settings_in_force(masters.view.reports[h] for h in alive)
+        checked = self.checked_inputs(
+            masters.work.queue_stats(now, waiting),
+            [HostCapacity(h, masters.view.reports[h].capacity) for h in alive],
+        )
+        result = burst.plan_burst(
+            current, with_batch_sizes(queues, in_force), checked.stats, checked.hosts, found,
+            target_load=self.settings.target_load,
+        )
+        # Measured from here on: one burst makes one plan however long its puts go on.
+        self.waiting_at_plan = waiting
+        if not result.moves:
+            return result
+        masters.take_plan(result.slot_map, alive)
+        masters.send_heartbeats()  # the masters get the map now, not at the next beat
+        self.schedule.heartbeat_at = now + self.settings.heartbeat_interval_s
+        log.info("burst in %s: %d moves", ", ".join(found), len(result.moves))
+        for moved in moves_events(result):
+            self.note(moved)
+        return result
 
     def all_expected_here(self, now: float) -> bool:
         """Before the first plan: have the hosts of the last stored history reported (or has

@@ -61,6 +61,8 @@ class EventKind(StrEnum):
     JOBS_FAILED = "jobs_failed"
     JOBS_DEAD = "jobs_dead"
     DEAD_JOBS_DROPPED = "dead_jobs_dropped"
+    # A slot died unasked or was killed by its master (manager/crash_events.py), with a count.
+    SLOT_CRASHED = "slot_crashed"
     # An admin's actions on the dashboard (actor admin); the overrides wait in queue_overrides.
     PAUSE_REQUESTED = "pause_requested"
     RESUME_REQUESTED = "resume_requested"

@@ -6,7 +6,7 @@ counts /metrics adds up, and never sees a table or a query.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import TypeVar
@@ -16,7 +16,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from manager.db import Event, HostSample, QueueOverride, QueueSample, SlotMapRow
-from manager.store import Override, Store
+from manager.store import EventKind, Override, Store
 
 # What the dashboard needs before it shows anything (the manager's first migration makes them).
 TABLES = ("queue_samples", "host_samples", "slot_map", "events", "queue_overrides")
@@ -285,6 +285,16 @@ class StoreReads:
             query = query.where(QueueSample.at_unix >= since_unix)
         return [QueueCounts(queue=queue, jobs_done=float(done or 0), errors=float(errors or 0), last_id=int(last_id))
                 for queue, done, errors, last_id in self.session.execute(query)]
+
+    def crash_details(self, *, after_id: int, since_unix: float | None = None,
+                      ) -> list[tuple[int, str | None, Mapping[str, object] | None]]:
+        """The slot_crashed events past `after_id` (and at or after `since_unix`): (id, queue,
+        detail), oldest first; their detail counts crashes by cause (manager/crash_events.py)."""
+        query = (select(Event.id, Event.queue, Event.detail)
+                 .where(Event.id > after_id, Event.kind == EventKind.SLOT_CRASHED).order_by(Event.id))
+        if since_unix is not None:
+            query = query.where(Event.at_unix >= since_unix)
+        return [(int(row_id), queue, detail) for row_id, queue, detail in self.session.execute(query)]
 
     def kind_counts(self, *, after_id: int, since_unix: float | None = None) -> list[KindCount]:
         """Per kind, the events past `after_id` (and at or after `since_unix`)."""

@@ -2,7 +2,7 @@
 
     while not stopping:                 # now = time.monotonic(), once per tick
         wait for beacons or a signal    # handlers only enqueue
-        dispatch signals; take beacons and lease notes; reap()   # a dead slot's jobs: FAIL SOLO
+        dispatch signals; take beacons and lease notes; reap()   # a dead slot's batch: settled
         kill_hung(now)                  # silent, batch past its timeout, over the hard limit
         renew leases                    # TOUCH the batches of live slots (lease keeper thread)
         reconcile(now)                  # desired slot map vs running slots; idempotent
@@ -21,7 +21,7 @@ import random
 import signal
 import time
 from collections import Counter as Tally
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 import zmq
@@ -33,7 +33,7 @@ from config.models import ClusterConfig
 from config.tokens import resolve_token
 from master import host
 from master.assignments import assignment_for, queue_settings
-from master.backoff import BootBackoff
+from master.deaths import Deaths
 from master.lease_keeper import LeaseKeeper
 from master.leases import LeasePipes, Note, renewals
 from master.lifecycle import (
@@ -44,10 +44,10 @@ from master.lifecycle import (
     Count,
     Counter,
     Exited,
-    FailJobs,
     Limits,
     Log,
     SendSignal,
+    SettleJobs,
     Slot,
     SlotEvent,
     SlotState,
@@ -58,14 +58,14 @@ from master.lifecycle import (
 from master.link import MasterLink
 from master.reconciler import Reconciler, Retarget, SlotAssignment, SlotCounts, Spawn, Stop, changes
 from master.report import HostReport, build_report
+from master.settle import ReplyTo, Settlement, settle
 from master.signal_queue import SignalQueue
 from master.sizing import Sizing
 from master.supervisor import Reaped, open_sockets, reap, send_signal, spawn
 from queue_server.client import QueueClient
 from slot.beacon import Assignment
 from slot.discovery import LoadedHandlers, load_handlers
-from slot.exit_codes import SlotExit
-from slot.outcomes import failure, handler_policy
+from slot.outcomes import handler_policy
 from slot.permits import limiters_of
 from slot.process import SlotSpec, run_slot
 
@@ -98,7 +98,7 @@ class Master:
         )
         self.slots: dict[int, Slot] = {}
         self.counters: Tally[Counter] = Tally()
-        self.backoff = BootBackoff()
+        self.deaths = Deaths()
         self.stopping = False
         self.loaded = LoadedHandlers(handlers={}, failures={})
         self.reconciler = Reconciler(handled_queues=frozenset())
@@ -229,8 +229,10 @@ class Master:
     def take_lease_notes(self, notes: Iterable[Note], now: float) -> None:
         for note in notes:
             slot = self.slots.get(note.slot_id)
-            if slot is not None and slot.pid == note.pid:
+            if slot is not None and note.pid in (None, slot.pid):
+                self.deaths.before_note(slot, note.event, now)
                 self._apply(slot, note.event, now)
+                self.deaths.after_note(slot)
 
     def reap(self, now: float) -> None:
         for child in reap():
@@ -243,19 +245,15 @@ class Master:
             self._forget(slot, child, now)
 
     def _forget(self, slot: Slot, child: Reaped, now: float) -> None:
-        killed_by_us = slot.state is SlotState.STOPPING
-        self._apply(slot, Exited(child.code, child.signal), now)
+        settled: Settlement | None = None
+        for action in on_event(slot, Exited(child.code, child.signal), now):
+            if isinstance(action, SettleJobs):
+                settled = self.settle_jobs(action)
+            else:
+                self._perform(action)
         del self.slots[slot.slot_id]
         self.leases.close(slot.slot_id)
-        boot_failure = child.code in (SlotExit.SETUP_FAILED, SlotExit.NO_HANDLER)
-        failed = slot.state is SlotState.FAILED and not killed_by_us
-        delay_s = self.backoff.record_exit(
-            slot.assignment.queue, lived_s=now - slot.started_at, failed=failed,
-            boot_failure=boot_failure, now=now,
-        )
-        if delay_s:
-            log.warning("queue %s: slot restarts wait %.1f s (%d failed starts in a row)",
-                        slot.assignment.queue, delay_s, self.backoff.failures(slot.assignment.queue))
+        self.deaths.died(slot, child.code, child.signal, settled, now)
 
     def kill_hung(self, now: float) -> None:
         for slot in list(self.slots.values()):
@@ -276,7 +274,7 @@ class Master:
                 case Retarget(slot_id, queue):
                     self._retarget(self.slots[slot_id], self.assignment_for(queue), now)
                 case Spawn(slot_id, queue):
-                    if slot_id not in self.slots and self.backoff.ready(queue, now):
+                    if slot_id not in self.slots and self.deaths.may_fork(queue, now):
                         self.spawn_slot(slot_id, queue, now)
         self._resend_retargets(now)
         self._warn_unhandled()
@@ -299,12 +297,13 @@ class Master:
             pulsar_curve=client_curve(self.config),
             lease_fd=lease_fd,
             close_fds=self.leases.inherited_fds(),
+            done_map=self.leases.done_map(slot_id),
         )
         try:
             pid = spawn(lambda: run_slot(spec), keep_sockets=self.slot_sockets)
         except OSError as exc:
             log.error("cannot fork slot %d for %s (%s); retrying with backoff", slot_id, queue, exc)
-            self.backoff.record_exit(queue, lived_s=0.0, failed=True, boot_failure=True, now=now)
+            self.deaths.failed_fork(queue, now)
             self.leases.close(slot_id)
             return
         finally:
@@ -354,6 +353,7 @@ class Master:
             handler_failures=self.loaded.failures,
             unhandled_queues=self.reconciler.unhandled_queues(),
             queue_settings=queue_settings(self.config, self.loaded.handlers),
+            crash_log=self.deaths.crashes,
         )
 
     def maybe_report(self, now: float) -> None:
@@ -379,21 +379,31 @@ class Master:
                 self.counters[counter] += 1
             case Log(warning, message):
                 log.log(logging.WARNING if warning else logging.INFO, message)
-            case FailJobs(queue, jobs, reason):
-                self.fail_jobs(queue, jobs, reason)
+            case SettleJobs():
+                self.settle_jobs(action)
 
-    def fail_jobs(self, queue: str, jobs: Sequence[tuple[int, int | None]], reason: str) -> None:
-        """A dead slot's batch: failed now, SOLO, so it comes back after its backoff and each
-        job alone (one of them may be what killed the slot), not after the lock time."""
+    def settle_jobs(self, action: SettleJobs) -> Settlement:
+        """A dead slot's batch, settled now (master/settle.py): what its handler decided
+        stands, one job is charged only when the death names it, the others go back uncharged."""
+        queue = action.queue
         cls = self.loaded.handlers.get(queue)
         policy = None if cls is None else handler_policy(cls, self.assignment_for(queue).retry_policy())
-        self.keeper.fail([
-            failure(job_id, reason, attempt=attempt, policy=policy, rng=self.rng, solo=True)
-            for job_id, attempt in jobs
-        ])
-        self.counters[Counter.JOBS_OF_DEAD_SLOTS_FAILED] += len(jobs)
-        log.warning("%s holding %d jobs of %s: failed them (SOLO), back after their backoff",
-                    reason, len(jobs), queue)
+        reply_to = None if cls is None else ReplyTo(cls.output_queue(), cls.reply_ttl_s)
+        running, done_positions = self.leases.batch_page(action.slot_id, len(action.lease.jobs))
+        settled = settle(action.lease, action.outcomes, reason=action.reason, blame=action.blame,
+                         ordered=action.ordered, running=running, done_positions=done_positions,
+                         policy=policy, reply_to=reply_to, rng=self.rng)
+        for bad in settled.bad_notes:
+            log.warning("%s: %s", action.reason, bad)
+        self.keeper.send(settled.requests)
+        self.counters[Counter.JOBS_OF_DEAD_SLOTS_FAILED] += settled.charged
+        self.counters[Counter.JOBS_OF_DEAD_SLOTS_HONOURED] += settled.honoured
+        self.counters[Counter.JOBS_OF_DEAD_SLOTS_GIVEN_BACK] += settled.given_back
+        log.warning("%s holding %d jobs of %s: %d outcomes honoured, %d given back uncharged, "
+                    "%d charged%s", action.reason, len(action.lease.jobs),
+                    queue, settled.honoured, settled.given_back, settled.charged,
+                    f" (job {settled.blamed_key})" if settled.blamed_key else "")
+        return settled
 
     def _queue_client(self) -> QueueClient:
         servers = self.config.queue_server.servers or self.config.queue_server.listen

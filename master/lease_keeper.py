@@ -1,19 +1,21 @@
 """The master's queue server connection, in a thread of its own: renews its live slots' locks
-(TOUCH) and fails a dead slot's jobs (FAIL ... SOLO).
+(TOUCH) and settles a dead slot's batch (master/settle.py: replies, DONE, LATER, FAIL).
 
 A thread, so a queue server that is slow or failing over never stalls the master's loop
 (which reaps, kills the hung and reconciles); the loop only hands work over. Renewals are
-coalesced (the latest set of due ids wins); failures wait in a bounded list and are tried
-again for a while, after which the queue server's own lock expiry fails those jobs.
+coalesced (the latest set of due ids wins); settlements wait in a bounded list, in order, and
+are tried again for a while, after which the queue server's own lock expiry fails those jobs.
 """
 from __future__ import annotations
 
+import codecs
 import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from master.settle import Done, Fail, Later, Replies, Request
 from queue_server.client import QueueClient
 from queue_server.protocol.client_errors import ConnectionLost, OfflineError, QueueServerError
 from slot.outcomes import Failure
@@ -21,16 +23,23 @@ from slot.wake import block_slot_signals_in_this_thread
 
 log = logging.getLogger(__name__)
 
-# Failures waiting for the queue server; past this, new ones are left to lock expiry.
+# The keeper thread's first connect resolves the server's host name, which imports the idna
+# codec. A slot forked while that thread holds the codec module's import lock inherits the
+# lock held by a thread that does not exist in it, and hangs for good at its own first
+# connect (seen: a slot forked right after a crash, as the keeper began to settle it). So the
+# codec is imported here, in the main thread, before the keeper starts.
+codecs.lookup("idna")
+
+# Requests waiting for the queue server; past this, new ones are left to lock expiry.
 MAX_PENDING_FAILURES = 100_000
-# How long a failure is tried again while the queue server cannot be reached.
+# How long a request is tried again while the queue server cannot be reached.
 FAIL_RETRY_FOR_S = 60.0
 RETRY_PAUSE_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
 class _Pending:
-    failure: Failure
+    request: Request
     queued_at: float
 
 
@@ -59,14 +68,18 @@ class LeaseKeeper:
             self._lock.notify()
 
     def fail(self, failures: Sequence[Failure]) -> None:
+        self.send([Fail(tuple(failures))])
+
+    def send(self, requests: Sequence[Request]) -> None:
+        """Settle a dead slot's batch: the requests go in this order."""
         now = time.monotonic()
         with self._lock:
             room = MAX_PENDING_FAILURES - len(self._failures)
-            if room < len(failures):
-                log.warning("%d failures of dead slots' jobs wait for the queue server already; "
+            if room < len(requests):
+                log.warning("%d requests for dead slots' jobs wait for the queue server already; "
                             "%d more are left to their lock expiry", len(self._failures),
-                            len(failures) - max(room, 0))
-            self._failures.extend(_Pending(f, now) for f in failures[: max(room, 0)])
+                            len(requests) - max(room, 0))
+            self._failures.extend(_Pending(r, now) for r in requests[: max(room, 0)])
             self._lock.notify()
 
     def close(self, timeout_s: float) -> None:
@@ -108,9 +121,9 @@ class LeaseKeeper:
             client = self._ready()
             if touch:
                 self.renewed += sum(client.touch(*touch))
-            if failures:
-                self._fail_all(client, [pending.failure for pending in failures])
-                sent = len(failures)
+            for pending in failures:
+                self._send_one(client, pending.request)
+                sent += 1
         except (QueueServerError, OSError) as exc:
             self._drop()
             self.failed += sent
@@ -122,6 +135,29 @@ class LeaseKeeper:
             return left
         self.failed += sent
         return []
+
+    @classmethod
+    def _send_one(cls, client: QueueClient, request: Request) -> None:
+        """One request. Connection trouble raises (it is tried again); a refusal is final."""
+        if isinstance(request, Fail):
+            cls._fail_all(client, list(request.failures))
+            return
+        try:
+            match request:
+                case Replies(queue, ttl_s, replies):
+                    for item, data in replies:
+                        client.put(queue, data, item=item, ttl_s=ttl_s)
+                case Done(ids):
+                    results = client.done(*ids)
+                    gone = [i for i, result in zip(ids, results, strict=True) if not result.found]
+                    if gone:
+                        log.info("DONE %s: no longer running (acknowledged before the slot died?)", gone)
+                case Later(ids, delay_s, solo):
+                    client.later(*ids, delay_s=delay_s, solo=solo)
+        except (ConnectionLost, OfflineError):
+            raise
+        except QueueServerError as exc:
+            log.warning("%s refused (%s); those jobs come back when their lock expires", request, exc)
 
     @staticmethod
     def _fail_all(client: QueueClient, failures: list[Failure]) -> None:

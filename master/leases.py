@@ -7,9 +7,11 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
-from master.lifecycle import ALIVE, Leased, Slot, SlotState
+from master.lifecycle import ALIVE, Leased, LoopStarted, Resolved, Slot, SlotState
 from slot.beacon import LeaseNote
+from slot.done_map import DoneMap
 from slot.errors import MessageError
+from slot.outcome_notes import STARTED, is_outcome_line
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +28,10 @@ RENEWED_STATES = ALIVE - {SlotState.STOPPING}
 @dataclass(frozen=True, slots=True)
 class Note:
     slot_id: int
-    pid: int
-    event: Leased
+    # None for outcome and start notes: they name no pid, the pipe is the slot's own
+    # (a new one per fork).
+    pid: int | None
+    event: Leased | LoopStarted | Resolved
 
 
 class LeasePipes:
@@ -37,6 +41,8 @@ class LeasePipes:
     def __init__(self) -> None:
         self._read_fds: dict[int, int] = {}
         self._buffers: dict[int, bytearray] = {}
+        # Each slot's DONE bits, shared with it (slot/done_map.py).
+        self._done_maps: dict[int, DoneMap] = {}
 
     def open(self, slot_id: int) -> int:
         """A new pipe for `slot_id` (closing its predecessor's); returns the write end for the
@@ -49,7 +55,20 @@ class LeasePipes:
         os.set_blocking(read_fd, False)
         self._read_fds[slot_id] = read_fd
         self._buffers[slot_id] = bytearray()
+        self._done_maps[slot_id] = DoneMap()
         return write_fd
+
+    def done_map(self, slot_id: int) -> DoneMap | None:
+        """The DONE bits shared with the slot forked after open(slot_id)."""
+        return self._done_maps.get(slot_id)
+
+    def batch_page(self, slot_id: int, jobs: int) -> tuple[int | None, list[int]]:
+        """Read after the slot died: the id of the job it was running (or NOT_STARTED,
+        HANDLED; None without a page), and the positions of the jobs it marked DONE."""
+        done_map = self._done_maps.get(slot_id)
+        if done_map is None:
+            return None, []
+        return int(done_map.running[0]), done_map.marked(jobs)
 
     def inherited_fds(self) -> tuple[int, ...]:
         """The read ends a forked slot must close (every slot's, its own included)."""
@@ -84,6 +103,9 @@ class LeasePipes:
         self._buffers.pop(slot_id, None)
         if fd is not None:
             os.close(fd)
+        done_map = self._done_maps.pop(slot_id, None)
+        if done_map is not None:
+            done_map.close()
 
     def close_all(self) -> None:
         for slot_id in list(self._read_fds):
@@ -97,12 +119,18 @@ def _notes(slot_id: int, buffer: bytearray) -> Iterator[Note]:
     lines = bytes(buffer[:end]).split(b"\n")
     del buffer[: end + 1]
     for line in lines:
+        if is_outcome_line(line):
+            # Kept raw: parsed only if the slot dies holding its batch (master/settle.py).
+            event = LoopStarted() if line == STARTED[:-1] else Resolved(line)
+            yield Note(slot_id, None, event)
+            continue
         try:
             note = LeaseNote.decode(line)
         except MessageError as exc:
             log.warning("slot %d: dropping a lease note: %s", slot_id, exc)
             continue
-        yield Note(note.slot_id, note.pid, Leased(tuple(note.jobs), note.lock_s))
+        yield Note(note.slot_id, note.pid, Leased(tuple(note.jobs), note.lock_s, tuple(note.keys),
+                                                           note.in_order))
 
 
 def renewals(slots: Iterable[Slot], now: float) -> list[int]:

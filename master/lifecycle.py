@@ -1,11 +1,12 @@
 """The life of one slot as seen by its master: states, allowed moves, events -> actions (pure).
 
 The slot's lease (the batch it holds) rides along: noted before its handler runs, renewed
-while it lives (master/leases.py), and failed at once when it dies (FailJobs)."""
+while it lives (master/leases.py), with the outcomes its handler decided meanwhile
+(slot/outcome_notes.py), and settled at once when it dies (SettleJobs, master/settle.py)."""
 from __future__ import annotations
 
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum, auto
 
 from slot.beacon import Assignment, Beacon
@@ -54,8 +55,19 @@ class Counter(StrEnum):
     KILLED_OVER_MEMORY = auto()
     CRASHED = auto()
     BOOT_FAILED = auto()
-    # Jobs a slot held when it died, failed by the master at once.
+    # Jobs a slot held when it died that the master charged with the death (FAIL SOLO).
     JOBS_OF_DEAD_SLOTS_FAILED = auto()
+    # ... whose outcome the handler had decided (honoured), and given back uncharged.
+    JOBS_OF_DEAD_SLOTS_HONOURED = auto()
+    JOBS_OF_DEAD_SLOTS_GIVEN_BACK = auto()
+
+
+class KillCause(StrEnum):
+    """Why the master SIGKILLed a slot (its crash cause in events and /metrics)."""
+
+    HUNG = auto()
+    OVER_MEMORY = auto()
+    STOP_DEADLINE = auto()
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +79,10 @@ class Lease:
     lock_s: float
     # When the master last learned of it or renewed it (monotonic).
     renewed_at: float
+    # Each job's key in the order of `jobs` (may be shorter: older slots send none).
+    keys: tuple[str | None, ...] = ()
+    # Run one by one in this order (handle_job): a death names the first job left undecided.
+    in_order: bool = False
 
 
 @dataclass(slots=True)
@@ -87,6 +103,11 @@ class Slot:
     lease: Lease | None = None
     # Why the master killed it (hung, over memory...), for the error of its failed jobs.
     kill_reason: str | None = None
+    kill_cause: KillCause | None = None
+    # It reached its job loop (its first fetch): a death from then on is no failed start.
+    loop_started: bool = False
+    # The outcome notes of its current batch (raw lines, parsed only if it dies holding it).
+    outcomes: list[bytes] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # A fresh slot has until its first beacon is due (plus grace) before it counts as hung.
@@ -139,9 +160,24 @@ class Leased:
 
     jobs: tuple[tuple[int, int | None], ...]
     lock_s: float
+    keys: tuple[str | None, ...] = ()
+    in_order: bool = False
 
 
-SlotEvent = Beaconed | StopRequested | DeadlinePassed | Hung | OverMemory | Exited | Leased
+@dataclass(frozen=True, slots=True)
+class LoopStarted:
+    """The slot's start note: it reached its job loop."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """An outcome note of the slot's current batch (one raw line)."""
+
+    line: bytes
+
+
+SlotEvent = (Beaconed | StopRequested | DeadlinePassed | Hung | OverMemory | Exited | Leased
+             | LoopStarted | Resolved)
 
 
 # Actions for the I/O shell
@@ -163,15 +199,24 @@ class Log:
 
 
 @dataclass(frozen=True, slots=True)
-class FailJobs:
-    """Fail the jobs a dead slot held, at once (SOLO: one of them may be what killed it)."""
+class SettleJobs:
+    """Settle the batch a dead slot held, at once (master/settle.py): its decided outcomes
+    honoured, the rest charged or given back."""
 
     queue: str
-    jobs: tuple[tuple[int, int | None], ...]
+    slot_id: int
+    lease: Lease
+    # Its outcome notes (the DONE bits are read from the slot's shared page: master/leases.py).
+    outcomes: tuple[bytes, ...]
     reason: str
+    # False when nobody is to blame (killed for a missed stop deadline).
+    blame: bool
+    # The death names the first job left undecided: its jobs ran in order (handle_job) and it
+    # died of itself or hung (not of memory, which a batch may have built up job by job).
+    ordered: bool = False
 
 
-Action = SendSignal | Count | Log | FailJobs
+Action = SendSignal | Count | Log | SettleJobs
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,20 +246,28 @@ def on_event(slot: Slot, event: SlotEvent, now: float) -> list[Action]:
         case DeadlinePassed():
             _move(slot, SlotState.STOPPING)
             slot.kill_reason = "it missed its stop deadline"
+            slot.kill_cause = KillCause.STOP_DEADLINE
             return [
                 SendSignal(slot.pid, signal.SIGKILL),
                 Log(True, f"slot {slot.slot_id} (pid {slot.pid}) missed its stop deadline: SIGKILL"),
             ]
         case Hung(reason):
-            return _kill(slot, Counter.KILLED_HUNG, f"hung ({reason})")
+            return _kill(slot, Counter.KILLED_HUNG, KillCause.HUNG, f"hung ({reason})")
         case OverMemory(used, limit):
-            return _kill(
-                slot, Counter.KILLED_OVER_MEMORY, f"Private_Dirty {used} B over the hard limit {limit} B"
-            )
+            return _kill(slot, Counter.KILLED_OVER_MEMORY, KillCause.OVER_MEMORY,
+                         f"Private_Dirty {used} B over the hard limit {limit} B")
         case Exited(code, sig):
-            return _exited(slot, code, sig) + _fail_held_jobs(slot, code, sig)
-        case Leased(jobs, lock_s):
-            slot.lease = Lease(jobs, lock_s, now) if jobs else None
+            return _exited(slot, code, sig) + _settle_held_jobs(slot, code, sig)
+        case Leased(jobs, lock_s, keys, in_order):
+            slot.lease = Lease(jobs, lock_s, now, keys, in_order) if jobs else None
+            slot.outcomes = []
+            return []
+        case LoopStarted():
+            slot.loop_started = True
+            return []
+        case Resolved(line):
+            if slot.lease is not None:
+                slot.outcomes.append(line)
             return []
     raise AssertionError(f"unknown event {event!r}")
 
@@ -245,11 +298,12 @@ def check(slot: Slot, now: float, limits: Limits) -> SlotEvent | None:
     return None
 
 
-def _kill(slot: Slot, counter: Counter, why: str) -> list[Action]:
+def _kill(slot: Slot, counter: Counter, cause: KillCause, why: str) -> list[Action]:
     if slot.state is SlotState.STOPPING:
         return []
     _move(slot, SlotState.STOPPING)
     slot.kill_reason = why
+    slot.kill_cause = cause
     return [
         SendSignal(slot.pid, signal.SIGKILL),
         Count(counter),
@@ -272,14 +326,17 @@ def _exited(slot: Slot, code: int | None, sig: int | None) -> list[Action]:
     return [Count(Counter.CRASHED), Log(True, f"{what}: died unexpectedly")]
 
 
-def _fail_held_jobs(slot: Slot, code: int | None, sig: int | None) -> list[Action]:
+def _settle_held_jobs(slot: Slot, code: int | None, sig: int | None) -> list[Action]:
     lease, slot.lease = slot.lease, None
+    outcomes, slot.outcomes = slot.outcomes, []
     if lease is None:
         return []
     reason = f"slot {slot.slot_id} (pid {slot.pid}) {describe_exit(code, sig)}"
     if slot.kill_reason is not None:
         reason += f": the master killed it, {slot.kill_reason}"
-    return [FailJobs(slot.queue, lease.jobs, reason)]
+    blame = slot.kill_cause is not KillCause.STOP_DEADLINE
+    ordered = blame and lease.in_order and slot.kill_cause is not KillCause.OVER_MEMORY
+    return [SettleJobs(slot.queue, slot.slot_id, lease, tuple(outcomes), reason, blame, ordered)]
 
 
 _BOOT_FAILURES = frozenset(code.value for code in SlotExit if code.is_boot_failure)

@@ -24,6 +24,7 @@ from config.bounded import (
 )
 from config.frames import Frame
 from master.capacity import Capacity
+from master.crashes import MAX_RECENT, CrashCounts, CrashLog, SlotCrash
 from master.host import HostFigures
 from master.lifecycle import Counter, Slot, SlotState
 from slot.beacon import SlotPhase
@@ -72,6 +73,9 @@ class QueueSettingsReport(_Model):
 class HostReport(_Model):
     """Every field bounded (config/bounded.py): the manager takes these from any peer."""
 
+    # Sent only when not empty: a manager of the release before reads the rest.
+    LATER_FIELDS = frozenset({"crashes", "crash_counts"})
+
     host: HostName
     master_pid: Pid
     sent_at_unix: UnixTime
@@ -96,6 +100,9 @@ class HostReport(_Model):
     unhandled_queues: list[QueueName] = Field(default_factory=list, max_length=MAX_QUEUES)
     # Each queue this host has a handler for -> the settings its slots get.
     queue_settings: dict[QueueName, QueueSettingsReport] = Field(default_factory=dict, max_length=MAX_QUEUES)
+    # The latest slot crashes (master/crashes.py), and all of them by queue and cause.
+    crashes: list[SlotCrash] = Field(default_factory=list, max_length=MAX_RECENT)
+    crash_counts: dict[QueueName, CrashCounts] = Field(default_factory=dict, max_length=MAX_QUEUES)
 
 
 def cut(text: str, limit: int) -> str:
@@ -140,6 +147,7 @@ def build_report(
     handler_failures: Mapping[str, str],
     unhandled_queues: Iterable[str],
     queue_settings: Mapping[str, QueueSettingsReport] | None = None,
+    crash_log: CrashLog | None = None,
 ) -> HostReport:
     reports = [slot_report(slot, now) for slot in sorted(slots, key=lambda s: s.slot_id)]
     return HostReport(
@@ -164,4 +172,6 @@ def build_report(
                           for source, why in handler_failures.items()},
         unhandled_queues=list(unhandled_queues),
         queue_settings=dict(queue_settings or {}),
+        crashes=list(crash_log.recent) if crash_log else [],
+        crash_counts={q: dict(c) for q, c in crash_log.counts.items()} if crash_log else {},
     )

@@ -104,11 +104,14 @@ class SlotJob:
         self._resolve()
         self.outcome = Outcome.LATER
         self.delay_s = delay if delay is not None else delay_s
+        self._told()
 
     def done(self) -> None:
-        """Mark the job finished now: it stays DONE even if handle() raises afterwards."""
+        """Mark the job finished now: it stays DONE even if handle() raises afterwards, or the
+        slot dies (the master learns it at once and acknowledges it then)."""
         self._resolve()
         self.outcome = Outcome.DONE
+        self._told()
 
     def fail(self, reason: str | BaseException, *, dead: bool = False) -> None:
         """The job failed: it comes back after the retry policy's backoff (its attempt counted),
@@ -120,6 +123,7 @@ class SlotJob:
         self.outcome = Outcome.FAILED
         self.error = error_text(reason)
         self.give_up = dead
+        self._told()
 
     def reply(self, data: bytes | str) -> None:
         """Answer a synchronous call (PUT ... WAIT): the reply job goes to the output queue
@@ -130,14 +134,32 @@ class SlotJob:
             )
         self._resolve()
         self.reply_data = data.encode("utf-8") if isinstance(data, str) else data
+        self._told()
 
     def reply_json(self, value: Any) -> None:
         self.reply(json.dumps(value, separators=(",", ":")))
+
+    def _told(self) -> None:
+        hook = _outcome_hook
+        if hook is not None:
+            hook(self)
 
     def _resolve(self) -> None:
         if self._resolved:
             raise JobResolutionError(f"job {self.id} of queue {self.queue} is already resolved")
         self._resolved = True
+
+
+# Told of each outcome the moment it is decided (the slot's notes to its master,
+# slot/outcome_notes.py), so a crash later in the batch does not undo it. One per process, set
+# by the slot loop around each batch: one batch runs at a time in a slot, and a module
+# global costs the all-good path nothing per job (a field set on each job did).
+_outcome_hook: Callable[[SlotJob], None] | None = None
+
+
+def set_outcome_hook(hook: Callable[[SlotJob], None] | None) -> None:
+    global _outcome_hook
+    _outcome_hook = hook
 
 
 def error_text(reason: str | BaseException) -> str:
@@ -184,14 +206,21 @@ class Handler:
     # fails the batch (its lock is renewed while the slot lives, so without this a loop
     # that never ends would hold its jobs forever). None: no limit.
     batch_timeout_s: ClassVar[float | None] = 7200.0
+    # Set by the slot: where handle()'s loop tells the master which job runs (slot/done_map.py).
+    _running: memoryview | None = None
 
     def setup(self) -> None:
         """Open connections and warm caches: runs once per slot, after the fork."""
 
     def handle(self, jobs: Sequence[SlotJob]) -> None:
         """The whole batch at once. By default: handle_job() for each job, an exception
-        failing that job (with its traceback) and the others going on."""
+        failing that job (with its traceback) and the others going on; a job whose
+        handle_job() returned is DONE (even if the slot dies later in the batch: its master
+        knows which job was running)."""
+        running = self._running
         for job in jobs:
+            if running is not None:
+                running[0] = job.id  # one store into the page shared with the master
             try:
                 self.handle_job(job)
             except Exception as exc:  # one job's failure, recorded with the job

@@ -19,7 +19,9 @@ import os
 from collections.abc import Sequence
 
 from slot.beacon import LeaseNote
-from slot.handler import SlotJob
+from slot.done_map import HANDLED, DoneMap
+from slot.handler import Outcome, SlotJob
+from slot.outcome_notes import STARTED, done_note, fail_note, later_note, reply_note
 
 log = logging.getLogger(__name__)
 
@@ -31,23 +33,66 @@ class LeaseReporter:
     buffer, about 100 batches of 10) holds the slot at its next batch; it reads every tick.
     """
 
-    def __init__(self, fd: int, *, slot_id: int, pid: int) -> None:
+    def __init__(self, fd: int, *, slot_id: int, pid: int, done_map: DoneMap | None = None) -> None:
         self.fd = fd
+        self.done_map = done_map
+        # The batch held, and job id -> its position (its DONE bit), made at the first job.done()
+        self._batch: Sequence[SlotJob] = ()
+        self._positions: dict[int, int] | None = None
         self.slot_id = slot_id
         self.pid = pid
         self._holding = False
         self._broken = False
         self._released = LeaseNote.encode_held(slot_id, pid, 0.0, ()) + b"\n"
 
-    def hold(self, jobs: Sequence[SlotJob], *, lock_s: float) -> None:
+    def hold(self, jobs: Sequence[SlotJob], *, lock_s: float, in_order: bool = False) -> None:
         held = [(job.id, job.attempt) for job in jobs]
-        self._write(LeaseNote.encode_held(self.slot_id, self.pid, lock_s, held) + b"\n")
+        keys = [job.key for job in jobs]
+        if self.done_map is not None:
+            # Reset before the note: the master reads the page only for the batch it holds.
+            self.done_map.reset(len(jobs))
+        self._batch = jobs
+        self._positions = None
+        self._write(LeaseNote.encode_held(self.slot_id, self.pid, lock_s, held, keys, in_order) + b"\n")
         self._holding = True
 
     def release(self) -> None:
         if self._holding:
             self._holding = False
             self._write(self._released)
+
+    def handled(self) -> None:
+        """handle() returned: every job not resolved otherwise is DONE, even if the slot dies
+        before its acknowledgement."""
+        if self.done_map is not None:
+            self.done_map.running[0] = HANDLED
+
+    def running_marker(self) -> memoryview | None:
+        """Where the handle() loop stores the id of the job it runs (slot/done_map.py)."""
+        return None if self.done_map is None else self.done_map.running
+
+    def started(self) -> None:
+        """The slot reached its job loop: a death from now on is not a failed start."""
+        self._write(STARTED)
+
+    def resolved(self, job: SlotJob) -> None:
+        """A job's outcome, the moment the handler decides it (slot/outcome_notes.py)."""
+        if job.reply_data is not None and job.item is not None:
+            line = reply_note(job.id, job.item, job.reply_data)
+            if line is None:
+                return
+        elif job.outcome is Outcome.FAILED:
+            line = fail_note(job.id, job.error or "failed", dead=job.give_up)
+        elif job.outcome is Outcome.LATER:
+            line = later_note(job.id, job.delay_s)
+        else:
+            if self._positions is None:
+                self._positions = {held.id: i for i, held in enumerate(self._batch)}
+            position = self._positions.get(job.id)
+            if self.done_map is not None and position is not None and self.done_map.mark(position):
+                return
+            line = done_note(job.id)
+        self._write(line)
 
     def _write(self, line: bytes) -> None:
         if self._broken:

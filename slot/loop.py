@@ -15,7 +15,7 @@ from typing import Protocol
 from queue_server.protocol.retry import RetryPolicy
 from slot.beacon import Assignment, SlotPhase
 from slot.exit_codes import SlotExit
-from slot.handler import Handler, QueueJob, SlotJob
+from slot.handler import Handler, QueueJob, SlotJob, set_outcome_hook
 from slot.memory import MemoryUsage, MemoryWatch
 from slot.outcomes import Failure, acknowledgement, fail_unresolved, handler_policy
 
@@ -61,8 +61,22 @@ class LeaseNotes(Protocol):
     """Tells the master which jobs this slot holds, before the handler runs: the master renews
     their locks while the slot lives and fails them at once if it dies (slot/leases.py)."""
 
-    def hold(self, jobs: Sequence[SlotJob], *, lock_s: float) -> None: ...
+    def hold(self, jobs: Sequence[SlotJob], *, lock_s: float, in_order: bool = False) -> None:
+        """`in_order`: the handler runs the jobs one by one in this order (handle_job)."""
+        ...
     def release(self) -> None: ...
+    def started(self) -> None:
+        """Once, before the first fetch: a death from now on is not a failed start."""
+        ...
+    def handled(self) -> None:
+        """handle() returned normally: the jobs it left unresolved are DONE."""
+        ...
+    def running_marker(self) -> memoryview | None:
+        """Where handle_job's loop stores the running job's id, or None."""
+        ...
+    def resolved(self, job: SlotJob) -> None:
+        """A job's outcome as soon as it is decided: honoured by the master if the slot dies."""
+        ...
 
 
 class SourceUnavailable(Exception):
@@ -122,6 +136,7 @@ class SlotLoop:
         # The handler class's own retry policy, when it overrides the queue's.
         self._policy: RetryPolicy | None = None
         self._failures_in_a_row = 0
+        self._loop_noted = False
 
     def request_stop(self) -> None:
         """Finish the batch in progress (if any), then exit."""
@@ -141,6 +156,9 @@ class SlotLoop:
                 return StepResult(StepKind.EXIT, exit_code=failed)
         handler = self._handler
         assert handler is not None
+        if not self._loop_noted and self.leases is not None:
+            self.leases.started()
+            self._loop_noted = True
         self.stats.phase = SlotPhase.IDLE
         queue = self.assignment.queue
         try:
@@ -170,13 +188,17 @@ class SlotLoop:
         self.stats.phase = SlotPhase.BUSY
         if self.leases is not None:
             # Before anything can go wrong (hooks, the handler, an os._exit in it).
-            self.leases.hold(jobs, lock_s=self.assignment.lock_timeout_s)
+            self.leases.hold(jobs, lock_s=self.assignment.lock_timeout_s,
+                             in_order=type(handler).handle is Handler.handle)
+            set_outcome_hook(self.leases.resolved)
         try:
             runnable: Sequence[SlotJob] = jobs
             for hook in self.before_batch:  # e.g. rate-limit permits; may postpone jobs
                 runnable = hook(self.assignment.queue, runnable)
             if runnable:
                 handler.handle(runnable)
+            if self.leases is not None:
+                self.leases.handled()
         except Exception as exc:  # the loop boundary: any handler bug is survived
             self.stats.errors += 1
             failed = fail_unresolved(jobs, exc)
@@ -188,6 +210,7 @@ class SlotLoop:
         try:
             self._acknowledge(handler, jobs)
         finally:
+            set_outcome_hook(None)
             if self.leases is not None:
                 self.leases.release()
             self.stats.busy_s += self.clock() - started
@@ -237,6 +260,8 @@ class SlotLoop:
             )
             return SlotExit.SETUP_FAILED
         self._handler = handler
+        if self.leases is not None:
+            handler._running = self.leases.running_marker()
         self._policy = handler_policy(cls, self.assignment.retry_policy())
         self.stats.queue = queue
         return None

@@ -14,6 +14,7 @@ from config.curve import ClientCurve
 from queue_server.client import QueueClient
 from slot import producer
 from slot.beacon import Assignment, Beacon
+from slot.done_map import DoneMap
 from slot.exit_codes import SlotExit
 from slot.handler import Handler
 from slot.leases import LeaseReporter
@@ -48,6 +49,8 @@ class SlotSpec:
     # master's descriptors the fork copied that the slot must not hold (other slots' pipes).
     lease_fd: int | None = None
     close_fds: tuple[int, ...] = ()
+    # The DONE bits of its batches, shared with the master (slot/done_map.py).
+    done_map: DoneMap | None = None
     pulsar_curve: ClientCurve | None = None
 
 
@@ -59,7 +62,8 @@ def run_slot(spec: SlotSpec) -> int:
             os.close(fd)
     leases = None
     if spec.lease_fd is not None:
-        leases = LeaseReporter(spec.lease_fd, slot_id=spec.slot_id, pid=os.getpid())
+        leases = LeaseReporter(spec.lease_fd, slot_id=spec.slot_id, pid=os.getpid(),
+                               done_map=spec.done_map)
     waker = Waker()
     waker.install()
     inbox: queue.SimpleQueue[Assignment] = queue.SimpleQueue()

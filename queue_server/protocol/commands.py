@@ -73,6 +73,8 @@ class Done:
 class Later:
     ids: tuple[int, ...]
     delay_s: float | None
+    # Part B: hand the jobs out alone next time (a crashed batch's jobs given back uncharged).
+    solo: bool = False
 
 
 @dataclass(slots=True)
@@ -246,11 +248,15 @@ def _parse_put(args: list[bytes]) -> Parsed:
 
 
 def _parse_later(args: list[bytes]) -> Later:
+    solo = False
+    if args and args[-1] == b"SOLO":
+        solo = True
+        args = args[:-1]
     delay_s = None
     if len(args) >= 2 and args[-2] == b"DELAY":
         delay_s = parse_seconds(args[-1], "DELAY")
         args = args[:-2]
-    return Later(parse_ids(args), delay_s)
+    return Later(parse_ids(args), delay_s, solo)
 
 
 def _parse_optional_queue(name: bytes, args: list[bytes]) -> Simple:
@@ -318,11 +324,14 @@ def _parse_sync(args: list[bytes]) -> Parsed:
     if verb == b"DONE":
         return Parsed(sr.SyncDone(parse_ids(rest)))
     if verb == b"LATER":
+        solo = rest[-1:] == [b"SOLO"]
+        if solo:
+            rest = rest[:-1]
         until = None
         if len(rest) >= 2 and rest[-2] == b"UNTIL":
             until = parse_unix_time(rest[-1])
             rest = rest[:-2]
-        return Parsed(sr.SyncLater(parse_ids(rest), until))
+        return Parsed(sr.SyncLater(parse_ids(rest), until, solo))
     if verb == b"WAKE" and len(rest) == 1:
         return Parsed(sr.SyncWake(parse_unix_time(rest[0])))
     if verb == b"IDS" and len(rest) in (2, 3):

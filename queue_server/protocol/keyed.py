@@ -40,6 +40,14 @@ def is_retry_wait(meta: Meta) -> bool:
     return type(meta) is JobMeta and meta.retry_wait  # type: ignore[union-attr]
 
 
+def solo_meta(meta: Meta) -> JobMeta:
+    """The same meta, marked to be handed out alone (LATER ... SOLO)."""
+    if type(meta) is int:
+        return JobMeta(meta, solo=True)
+    assert isinstance(meta, JobMeta)
+    return JobMeta(meta.attempts, meta.error, meta.failed_at, True, meta.retry_wait)
+
+
 def is_solo(meta: Meta) -> bool:
     return type(meta) is JobMeta and meta.solo  # type: ignore[union-attr]
 

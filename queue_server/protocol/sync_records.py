@@ -59,6 +59,7 @@ class SyncDone:
 class SyncLater:
     ids: tuple[int, ...]
     until: float | None
+    solo: bool = False
 
 
 @dataclass(slots=True)

@@ -97,7 +97,7 @@ def later(server: QueueServer, conn: Connection, command: p.Later) -> None:
         return
     now = time.time()
     until = now + command.delay_s if command.delay_s is not None else None
-    conn.write(responses.later_reply(server.store.later(command.ids, now, until)))
+    conn.write(responses.later_reply(server.store.later(command.ids, now, until, solo=command.solo)))
 
 
 def settle(server: QueueServer) -> None:

@@ -73,10 +73,13 @@ def done(ids: Iterable[int]) -> bytes:
     return b"SYNC DONE " + b" ".join(b"%d" % job_id for job_id in ids) + b"\r\n"
 
 
-def later(ids: Iterable[int], until: float | None) -> bytes:
+def later(ids: Iterable[int], until: float | None, solo: bool = False) -> bytes:
+    """`SYNC LATER <id> ...[ UNTIL <t>][ SOLO]`."""
     record = b"SYNC LATER " + b" ".join(b"%d" % job_id for job_id in ids)
     if until is not None:
         record += b" UNTIL " + _time(until)
+    if solo:
+        record += b" SOLO"
     return record + b"\r\n"
 
 

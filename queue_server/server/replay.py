@@ -138,7 +138,7 @@ def _done(store: Store, command: sr.SyncDone, now: float) -> bytes:
 
 
 def _later(store: Store, command: sr.SyncLater, now: float) -> bytes:
-    return later_reply(store.later(command.ids, now, command.until, replaying=True))
+    return later_reply(store.later(command.ids, now, command.until, replaying=True, solo=command.solo))
 
 
 def _wake(store: Store, command: sr.SyncWake, now: float) -> bytes:

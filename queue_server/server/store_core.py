@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable
 
-from queue_server.protocol.keyed import DeadJob, JobMeta, Key, Meta, is_retry_wait
+from queue_server.protocol.keyed import DeadJob, JobMeta, Key, Meta, is_retry_wait, solo_meta
 from queue_server.server import records
 from queue_server.server.store_index import StoreIndex
 from queue_server.server.store_types import (
@@ -227,8 +227,10 @@ class CoreStore(StoreIndex):
 
     def later(
         self, ids: Iterable[int], now: float, until: float | None = None, *, replaying: bool = False,
+        solo: bool = False,
     ) -> list[bool]:
-        """LATER: the jobs wait again and their hand-outs are taken back (not a failure)."""
+        """LATER: the jobs wait again and their hand-outs are taken back (not a failure);
+        `solo`: each is handed out alone next time (LATER ... SOLO)."""
         results = []
         found_ids = []
         delayed = until is not None and (until > now or replaying)
@@ -238,11 +240,14 @@ class CoreStore(StoreIndex):
                 results.append(False)
                 continue
             found_ids.append(job_id)
-            self._requeue(job, now, until if delayed else None, job.meta_back(job.attempts - 1))
+            meta = job.meta_back(job.attempts - 1)
+            if solo:
+                meta = solo_meta(meta)
+            self._requeue(job, now, until if delayed else None, meta)
             job.queue.later += 1
             results.append(True)
         if found_ids:
-            self.changes.append(records.later(found_ids, until if delayed else None))
+            self.changes.append(records.later(found_ids, until if delayed else None, solo))
         return results
 
     def _requeue(self, job: Job, now: float, until: float | None, meta: Meta) -> None:

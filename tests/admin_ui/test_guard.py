@@ -20,9 +20,12 @@ TOKEN = "guard-test-token-0123"
 WRONG = "not-the-token-but-close"
 SECURITY_HEADERS = {
     "x-frame-options": "DENY",
-    "content-security-policy": "frame-ancestors 'none'",
     "x-content-type-options": "nosniff",
 }
+
+
+def csp_of(response: httpx.Response) -> str:
+    return response.headers.get("content-security-policy", "")
 
 
 @pytest.fixture
@@ -58,6 +61,10 @@ def test_every_response_forbids_framing_and_sniffing(admin: AdminProc) -> None:
     for response in responses:
         for name, value in SECURITY_HEADERS.items():
             assert response.headers.get(name) == value, (response.request.url, dict(response.headers))
+        assert "frame-ancestors 'none'" in csp_of(response)
+        # Only our own script files run, except Swagger's inline start on /docs.
+        if response.request.url.path != "/docs":
+            assert "script-src 'self';" in csp_of(response) and "unsafe-inline" not in csp_of(response)
 
 
 def test_a_state_change_from_an_opaque_origin_is_refused_even_with_the_token(
@@ -92,6 +99,7 @@ def test_wrong_tokens_slow_that_client_down_while_another_client_is_served(admin
         assert blocked.status_code == 429 and int(blocked.headers["retry-after"]) >= 1
         for name, value in SECURITY_HEADERS.items():
             assert blocked.headers.get(name) == value
+        assert "frame-ancestors 'none'" in csp_of(blocked)
         # Even the right token waits: the guesser cannot tell a hit while it is blocked.
         assert guesser.get(admin.url + "/api/health", headers=bearer(TOKEN)).status_code == 429
         # Meanwhile another client is served at once.

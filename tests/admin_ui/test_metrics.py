@@ -133,3 +133,26 @@ def test_two_apps_in_one_process_keep_their_own_registries(engine: Engine) -> No
     first = TestClient(create_app(Store(engine), AdminSettings(allowed_hosts=TEST_CLIENT_HOSTS)))
     second = TestClient(create_app(Store(engine), AdminSettings(allowed_hosts=TEST_CLIENT_HOSTS)))
     assert scrape(first).keys() == scrape(second).keys()
+
+
+def test_slot_crashes_are_counted_by_queue_and_cause_from_the_crash_events(
+    client: TestClient, engine: Engine,
+) -> None:
+    def crash_event(at: float, queue: str, causes: dict[str, int]) -> Event:
+        return Event(at_unix=at, kind="slot_crashed", queue=queue, host="h1", actor="master",
+                     message="m", detail={"count": sum(causes.values()), "causes": causes, "crashes": []})
+
+    with Session(engine) as session:
+        session.add(crash_event(NOW, "mail_send", {"exit_7": 3, "SIGKILL": 1}))
+        session.commit()
+    first = scrape(client)
+    assert first[("slotmap_slot_crashes_total", (("cause", "exit_7"), ("queue", "mail_send")))] == 3
+    assert first[("slotmap_slot_crashes_total", (("cause", "SIGKILL"), ("queue", "mail_send")))] == 1
+    with Session(engine) as session:
+        session.add(crash_event(NOW + 5, "mail_send", {"exit_7": 10}))
+        session.add(crash_event(NOW + 5, "push_notify", {"hung": 1}))
+        session.commit()
+    second = scrape(client)
+    assert second[("slotmap_slot_crashes_total", (("cause", "exit_7"), ("queue", "mail_send")))] == 13
+    assert second[("slotmap_slot_crashes_total", (("cause", "hung"), ("queue", "push_notify")))] == 1
+    assert scrape(client) == second

@@ -68,8 +68,22 @@ def test_contested_capacity_goes_by_priority_weighted_demand() -> None:
     queues = {"low": QueueConfig(priority=0), "high": QueueConfig(priority=5)}
     stats = {"low": busy_stats(400.0), "high": busy_stats(40.0)}
     result = plan(SlotMap.empty(), queues, stats, hosts_of(4, 25), target_load=TARGET)
-    assert result.slot_map.counts() == {"high": 50, "low": 50}
+    # Tier one: high's 40 busy slots and 5/6 of its 10 of headroom (49), low's 400: high's
+    # weight (2^5) saturates it, low takes the rest; headroom would come after.
+    assert result.slot_map.counts() == {"high": 49, "low": 51}
     assert result.queues["low"].desired_slots == 500
+
+
+def test_a_short_cluster_gives_every_queue_what_keeps_it_up_before_anyones_headroom() -> None:
+    # Issue 19: with hosts lost, the low priorities got a priority-weighted share of
+    # everyone's headroom and starved (worst other queue 43 s at p99 in hosts_lost).
+    queues = {"low": QueueConfig(priority=0), "high": QueueConfig(priority=9)}
+    stats = {"low": busy_stats(30.0), "high": busy_stats(60.0)}
+    result = plan(SlotMap.empty(), queues, stats, hosts_of(1, 100), target_load=TARGET)
+    assert result.queues["high"].desired_slots == 75 and result.queues["low"].desired_slots == 38
+    # Tier one: low's 30 busy slots, high's 60 and 9/10 of its 15 of headroom (74); the
+    # 4 short come out of low (high's weight is 2^9). Before: high 75, low 25.
+    assert result.slot_map.counts() == {"high": 74, "low": 26}
 
 
 def test_max_slots_caps_a_queue_whatever_its_load() -> None:

@@ -15,12 +15,13 @@ from master.lifecycle import (
     Counter,
     DeadlinePassed,
     Exited,
-    FailJobs,
     Hung,
     Leased,
     Limits,
     OverMemory,
+    Resolved,
     SendSignal,
+    SettleJobs,
     Slot,
     SlotState,
     StopRequested,
@@ -116,29 +117,45 @@ def test_a_batch_past_the_lock_time_is_renewed_not_hung_and_past_its_timeout_is_
     assert isinstance(event, Hung) and "batch_timeout_s 30 s" in event.reason
 
 
-def test_a_dead_slots_lease_is_failed_with_the_reason_and_a_clean_one_is_not() -> None:
+def test_a_dead_slots_lease_is_settled_with_its_outcomes_and_a_clean_one_is_not() -> None:
     slot = running_slot()
-    on_event(slot, Leased(((7, 1), (8, 2)), 2.0), 101.0)
+    on_event(slot, Leased(((7, 1), (8, 2)), 2.0, ("k7", "k8")), 101.0)
+    on_event(slot, Resolved(b"D 7"), 101.2)
     assert slot.lease is not None and slot.lease.renewed_at == 101.0
     actions = on_event(slot, Exited(None, signal.SIGKILL), 102.0)
-    fails = [a for a in actions if isinstance(a, FailJobs)]
-    assert fails == [FailJobs("q", ((7, 1), (8, 2)), "slot 1 (pid 4242) killed by SIGKILL")]
+    [settle] = [a for a in actions if isinstance(a, SettleJobs)]
+    assert settle.lease.jobs == ((7, 1), (8, 2)) and settle.lease.keys == ("k7", "k8")
+    assert settle.outcomes == (b"D 7",) and settle.blame
+    assert settle.reason == "slot 1 (pid 4242) killed by SIGKILL"
     assert slot.lease is None
     released = running_slot()
     on_event(released, Leased(((7, 1),), 2.0), 101.0)
+    on_event(released, Resolved(b"D 7"), 101.2)
     on_event(released, Leased((), 0.0), 101.5)
+    assert released.outcomes == []
     assert not [a for a in on_event(released, Exited(None, signal.SIGKILL), 102.0)
-                if isinstance(a, FailJobs)]
+                if isinstance(a, SettleJobs)]
 
 
-def test_a_hung_slots_jobs_fail_with_why_the_master_killed_it() -> None:
+def test_a_hung_slots_jobs_are_settled_with_why_the_master_killed_it() -> None:
     slot = running_slot()
     on_event(slot, Leased(((7, 1),), 2.0), 101.0)
     on_event(slot, Hung("no beacon for 0.70 s"), 101.8)
     actions = on_event(slot, Exited(None, signal.SIGKILL), 101.9)
-    [fail] = [a for a in actions if isinstance(a, FailJobs)]
-    assert fail.reason == ("slot 1 (pid 4242) killed by SIGKILL: the master killed it, "
-                           "hung (no beacon for 0.70 s)")
+    [settle] = [a for a in actions if isinstance(a, SettleJobs)]
+    assert settle.reason == ("slot 1 (pid 4242) killed by SIGKILL: the master killed it, "
+                             "hung (no beacon for 0.70 s)")
+    assert settle.blame
+
+
+def test_a_slot_killed_for_its_stop_deadline_blames_no_job() -> None:
+    slot = running_slot()
+    on_event(slot, Leased(((7, 1),), 2.0), 101.0)
+    on_event(slot, StopRequested(1.0), 101.1)
+    on_event(slot, DeadlinePassed(), 102.2)
+    [settle] = [a for a in on_event(slot, Exited(None, signal.SIGKILL), 102.3)
+                if isinstance(a, SettleJobs)]
+    assert not settle.blame
 
 
 def test_leases_of_live_slots_are_renewed_every_third_of_their_lock() -> None:

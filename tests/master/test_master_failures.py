@@ -53,7 +53,7 @@ def test_a_slot_stuck_in_python_past_its_batch_timeout_is_killed_and_its_job_com
     # Its job was failed at once with the reason, not left to the lock time.
     assert (f"pid {hung_pid}) killed by SIGKILL: the master killed it, hung (batch running"
             in text)
-    assert "holding 1 jobs of sleepy: failed them (SOLO)" in text
+    assert "holding 1 jobs of sleepy: 0 outcomes honoured, 0 given back uncharged, 1 charged" in text
     master.wait_running("sleepy", 2)
 
 

@@ -195,6 +195,36 @@ def test_a_solo_job_is_handed_out_alone(start_queue_server) -> None:  # type: ig
         assert [j.data for j in client.get("q", count=10)] == [b"a", b"b", b"c"]
 
 
+def test_later_solo_takes_the_hand_out_back_and_each_job_runs_alone_after_a_restart_too(
+        start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    """Issue 15: how a master gives back a crashed batch's undecided jobs."""
+    server = start_queue_server("--fsync", "always")
+    with _client(server) as client:
+        for data in (b"a", b"b", b"c"):
+            client.put("q", data)
+        batch = client.get("q", count=10, keys=True)
+        assert client.later(*(job.id for job in batch[1:]), solo=True) == [True, True]
+        client.done(batch[0].id)
+        client.put("q", b"d")
+    server.kill()
+    restarted = start_queue_server("--fsync", "always", data_dir=server.data_dir)  # replayed from the log
+    with _client(restarted) as client:
+        runs = [client.get("q", count=10, keys=True) for _ in range(3)]
+        # Alone, each on its first attempt again (the LATER took the hand-out back), in order.
+        assert [[(j.data, j.attempt) for j in run] for run in runs] == [
+            [(b"b", 1)], [(b"c", 1)], [(b"d", 1)]]
+    raw = restarted.connect()
+    raw.send(b"PUT q 0 1\r\nx")
+    assert raw.line() == b"200 OK"
+    raw.send(b"GET q\r\n")
+    job_id = raw.line().split()[3]
+    raw.exact(1)
+    raw.send(b"LATER " + job_id + b" DELAY 5 SOLO\r\n")
+    assert raw.line() == b"200 OK"
+    raw.send(b"LATER 999999 SOLO\r\n")
+    assert raw.line() == b"404 Job Not Found"
+
+
 def test_retry_and_delete_one_list_and_all(start_queue_server) -> None:  # type: ignore[no-untyped-def]
     with _client(start_queue_server("--fsync", "never")) as client:
         keys = [client.put("q", b"job%d" % n, key=f"k{n}") for n in range(4)]

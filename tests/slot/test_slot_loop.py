@@ -63,11 +63,23 @@ class FakeLeases:
     source: FakeSource
     notes: list[tuple[str, list[int], int]] = field(default_factory=list)
 
-    def hold(self, jobs: Sequence[SlotJob], *, lock_s: float) -> None:
+    def hold(self, jobs: Sequence[SlotJob], *, lock_s: float, in_order: bool = False) -> None:
         self.notes.append(("hold", [j.id for j in jobs], len(self.source.done_calls)))
 
     def release(self) -> None:
         self.notes.append(("release", [], len(self.source.done_calls)))
+
+    def started(self) -> None:
+        self.notes.append(("started", [], len(self.source.done_calls)))
+
+    def resolved(self, job: SlotJob) -> None:
+        self.notes.append(("resolved", [job.id], len(self.source.done_calls)))
+
+    def handled(self) -> None:
+        self.notes.append(("handled", [], len(self.source.done_calls)))
+
+    def running_marker(self) -> memoryview | None:
+        return None
 
 
 class Recorder(Handler):
@@ -233,8 +245,18 @@ def test_the_master_learns_the_batch_before_the_handler_and_its_release_after_th
     leases = FakeLeases(source)
     loop = make_loop(source, leases=leases)
     loop.step(0.0)
-    assert leases.notes == [("hold", [1, 2], 0), ("release", [], 1)]
+    assert leases.notes == [("started", [], 0), ("hold", [1, 2], 0), ("handled", [], 0), ("release", [], 1)]
     assert Recorder.batches == [[1, 2]]
+
+
+def test_each_outcome_goes_to_the_master_as_the_handler_decides_it() -> None:
+    source = FakeSource(ready={"a": jobs("a", b"x", b"later", b"call")})
+    leases = FakeLeases(source)
+    loop = make_loop(source, leases=leases)
+    loop.step(0.0)
+    # Before the acknowledgement (no DONE sent yet): a crash after them would not undo them.
+    assert leases.notes == [("started", [], 0), ("hold", [1, 2, 3], 0), ("resolved", [2], 0),
+                            ("resolved", [3], 0), ("handled", [], 0), ("release", [], 1)]
 
 
 def test_setup_runs_once_per_slot_and_teardown_on_close() -> None:

@@ -1,0 +1,91 @@
+"""Bursts between plans (pure): which queues' backlogs appeared or jumped, and a plan that grows
+only them, taking slots from free capacity and then from lower priorities.
+
+The full plan runs every `plan_interval_s` (5 s): a burst waited up to that long before
+anything saw it (4,000 jobs into a queue with 1 slot of 8 stayed at 1 slot for 4.6-5.2 s).
+The manager reads the queue server's waiting counts every `burst_check_s` and, when a queue
+bursts, plans for it alone: no other queue grows, none of equal or higher priority shrinks,
+and the burst queue grows only past its dead band (as in a full plan).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from config.models import QueueConfig
+from manager.model import HostCapacity, Plan, QueuePlan, QueueStats, SlotMap
+from manager.placement import place
+from manager.planner import NO_STATS, desired_count, queue_demand
+
+# A backlog "jumps" when it at least doubles and grows by this many batches: smaller
+# changes are noise the full plan handles on its interval.
+JUMP_FACTOR = 2.0
+JUMP_BATCHES = 2
+
+
+def bursting(
+    waiting_at_plan: Mapping[str, int], waiting_now: Mapping[str, int],
+    queues: Mapping[str, QueueConfig], slots: Mapping[str, int],
+) -> list[str]:
+    """Queues whose backlog appeared (none at the last plan) or jumped since, and that could
+    have more slots; most important first."""
+    found = []
+    for name, config in queues.items():
+        now = waiting_now.get(name, 0)
+        before = waiting_at_plan.get(name, 0)
+        if now <= 0 or slots.get(name, 0) >= config.max_slots:
+            continue
+        appeared = before == 0
+        jumped = now >= JUMP_FACTOR * before and now - before >= JUMP_BATCHES * config.batch_size
+        if appeared or jumped:
+            found.append(name)
+    return sorted(found, key=lambda q: (-queues[q].priority, q))
+
+
+def plan_burst(
+    current: SlotMap,
+    queues: Mapping[str, QueueConfig],
+    stats: Mapping[str, QueueStats],
+    hosts: Sequence[HostCapacity],
+    bursts: Sequence[str],
+    *,
+    target_load: float,
+) -> Plan:
+    """Grow the bursting queues to their desired counts where free capacity and lower-priority
+    queues (down to their minimums, lowest priority first) allow; nothing else changes."""
+    capacities = {h.host: max(h.capacity_slots, 0) for h in hosts if h.alive}
+    alive = SlotMap(hosts={h: s for h, s in current.hosts.items() if h in capacities})
+    planned = {name: count for name, count in alive.counts().items() if name in queues}
+    free = sum(capacities.values()) - sum(alive.counts().values())
+    wanted: dict[str, int] = {}
+    for name in bursts:
+        config = queues[name]
+        now = planned.get(name, 0)
+        demand = queue_demand(stats.get(name, NO_STATS), batch_size=config.batch_size,
+                              current_slots=now, target_load=target_load, priority=config.priority)
+        wanted[name] = desired_count(now, demand.slots, priority=config.priority,
+                                     min_slots=config.min_slots, max_slots=config.max_slots)
+        grow = max(0, wanted[name] - now)
+        from_free = min(grow, max(free, 0))
+        free -= from_free
+        grow -= from_free
+        donors = sorted((q for q in planned if queues[q].priority < config.priority and q not in bursts),
+                        key=lambda q: (queues[q].priority, q))
+        taken = 0
+        for donor in donors:
+            give = min(grow - taken, max(0, planned[donor] - queues[donor].min_slots))
+            planned[donor] -= give
+            taken += give
+        planned[name] = now + from_free + taken
+    new_map, moves = place(
+        current, capacities, planned,
+        priorities={q: c.priority for q, c in queues.items()},
+        max_slots={q: c.max_slots for q, c in queues.items()},
+    )
+    counts = new_map.counts()
+    plans = {
+        name: QueuePlan(queue=name, priority=queues[name].priority, load=0.0, demand_slots=0.0,
+                        desired_slots=wanted[name], planned_slots=planned[name],
+                        slots=counts.get(name, 0))
+        for name in bursts
+    }
+    return Plan(slot_map=new_map, queues=plans, moves=tuple(moves))

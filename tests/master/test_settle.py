@@ -1,0 +1,117 @@
+"""Settling a dead slot's batch (pure): decided outcomes stand, one job is charged only when the
+death names it, the others go back uncharged and alone."""
+from __future__ import annotations
+
+import random
+
+from master.lifecycle import Lease
+from master.settle import Done, Fail, Later, Replies, ReplyTo, settle
+from queue_server.protocol.retry import RetryPolicy
+from slot.done_map import HANDLED, NOT_STARTED
+from slot.handler import SlotJob, set_outcome_hook
+from slot.outcome_notes import (
+    MAX_NOTED_ERROR_CHARS,
+    MAX_NOTED_REPLY_BYTES,
+    NoteKind,
+    done_note,
+    fail_note,
+    later_note,
+    parse,
+    reply_note,
+)
+
+LEASE = Lease(jobs=((1, 1), (2, 1), (3, 2), (4, 1)), lock_s=60.0, renewed_at=0.0, keys=("a", "b", "c", "d"))
+
+
+def settled(notes: list[bytes], *, blame: bool = True, lease: Lease = LEASE, policy: RetryPolicy | None = None):  # type: ignore[no-untyped-def]
+    return settle(lease, [n.rstrip(b"\n") for n in notes], reason="slot 1 (pid 9) exit 7", blame=blame,
+                  policy=policy, reply_to=ReplyTo("q_reply", 600.0), rng=random.Random(1))
+
+
+def test_outcome_notes_read_back_as_written() -> None:
+    assert parse(done_note(7)[:-1]).kind is NoteKind.DONE
+    assert parse(later_note(7, 2.5)[:-1]).delay_s == 2.5
+    assert parse(later_note(7, None)[:-1]).delay_s is None
+    failed = parse(fail_note(7, "bad\nline \"quoted\"", dead=True)[:-1])
+    assert (failed.error, failed.dead) == ("bad\nline \"quoted\"", True)
+    replied = parse(reply_note(7, "item with space", b"\x00answer \n")[:-1])  # type: ignore[index]
+    assert (replied.item, replied.reply) == ("item with space", b"\x00answer \n")
+    assert reply_note(7, "i", b"x" * (MAX_NOTED_REPLY_BYTES + 1)) is None
+    long = parse(fail_note(7, "x" * 100_000, dead=False)[:-1]).error
+    assert long is not None and len(long) < MAX_NOTED_ERROR_CHARS + 100
+
+
+def test_decided_outcomes_are_honoured_and_the_undecided_go_back_uncharged_and_alone() -> None:
+    result = settled([done_note(1), reply_note(2, "it", b"ok") or b"", later_note(3, 5.0)])
+    assert result.requests == (Replies("q_reply", 600.0, (("it", b"ok"),)), Done((1, 2)),
+                               Later((3,), 5.0), Fail((
+                                   # the only undecided job: the death names it
+                                   result.requests[-1].failures[0],  # type: ignore[union-attr]
+                               )))
+    [charged] = result.requests[-1].failures  # type: ignore[union-attr]
+    assert (charged.id, charged.solo, charged.error) == (4, True, "slot 1 (pid 9) exit 7")
+    assert (result.blamed_key, result.honoured, result.given_back, result.charged) == ("d", 3, 0, 1)
+
+
+def test_several_undecided_jobs_are_given_back_solo_and_nobody_is_charged() -> None:
+    result = settled([fail_note(1, "bad", dead=False)])
+    assert result.requests[0] == Later((2, 3, 4), solo=True)
+    [failed] = result.requests[1].failures  # type: ignore[union-attr]
+    assert (failed.id, failed.error, failed.solo) == (1, "bad", False)
+    assert (result.blamed_key, result.given_back, result.charged) == (None, 3, 0)
+
+
+def test_a_job_running_alone_is_charged_with_its_own_policy() -> None:
+    lease = Lease(jobs=((9, 3),), lock_s=60.0, renewed_at=0.0, keys=("k9",))
+    result = settled([], lease=lease, policy=RetryPolicy(max_attempts=3, retry_base_s=1, retry_max_s=2))
+    [dead] = result.requests[0].failures  # type: ignore[union-attr]
+    assert dead.dead and result.blamed_key == "k9"
+
+
+def test_a_kill_for_a_missed_stop_deadline_gives_everything_back_uncharged() -> None:
+    lease = Lease(jobs=((9, 1),), lock_s=60.0, renewed_at=0.0)
+    result = settled([], lease=lease, blame=False)
+    assert result.requests == (Later((9,), solo=False),) and result.charged == 0
+
+
+def test_notes_of_other_jobs_and_bad_lines_are_ignored() -> None:
+    result = settled([done_note(99), b"Z nonsense\n", done_note(1), fail_note(1, "second", dead=False)])
+    assert result.requests[0] == Done((1,))
+    assert len(result.bad_notes) == 1
+
+
+def test_a_job_told_to_the_master_as_it_resolves() -> None:
+    told: list[int] = []
+    set_outcome_hook(lambda j: told.append(j.id))
+    try:
+        SlotJob("q", 5, 0, b"", None, "k5", 1).done()
+    finally:
+        set_outcome_hook(None)
+    SlotJob("q", 6, 0, b"", None, "k6", 1).done()
+    assert told == [5]
+
+
+def test_a_batch_run_in_order_names_the_first_undecided_job_and_the_rest_never_started() -> None:
+    lease = Lease(jobs=LEASE.jobs, lock_s=60.0, renewed_at=0.0, keys=LEASE.keys, in_order=True)
+    # handle_job returned for jobs 1 and 2 (job 2 failed itself), job 3 was running.
+    result = settle(lease, [fail_note(2, "bad", dead=False)[:-1]], reason="slot 1 (pid 9) exit 7",
+                    blame=True, ordered=True, running=3, policy=None, reply_to=None, rng=random.Random(1))
+    assert result.requests[:2] == (Done((1,)), Later((4,), solo=False))
+    failed, charged = result.requests[2].failures  # type: ignore[union-attr]
+    assert (failed.id, failed.error, charged.id, charged.solo) == (2, "bad", 3, True)
+    assert (result.blamed_key, result.honoured, result.given_back, result.charged) == ("c", 2, 1, 1)
+
+
+def test_a_death_after_handle_returned_leaves_every_undecided_job_done() -> None:
+    result = settle(LEASE, [later_note(2, None)[:-1]], reason="slot 1 (pid 9) killed by SIGKILL",
+                    blame=True, running=HANDLED, policy=None, reply_to=None, rng=random.Random(1))
+    assert result.requests == (Done((1, 3, 4)), Later((2,), None))
+    assert (result.charged, result.given_back) == (0, 0)
+
+
+def test_jobs_marked_done_in_the_shared_page_are_done() -> None:
+    result = settle(LEASE, [], reason="slot 1 (pid 9) exit 7", blame=True, ordered=True, done_positions=[0, 1],
+                    running=NOT_STARTED, policy=None, reply_to=None, rng=random.Random(1))
+    # Two undecided and no job running by the page: neither is named, both go back alone.
+    assert result.requests == (Done((1, 2)), Later((3, 4), solo=True))
+    assert (result.blamed_key, result.honoured) == (None, 2)
