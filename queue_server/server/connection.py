@@ -319,6 +319,17 @@ class Connection(asyncio.Protocol):
             self.dirty = True
             self.server.mark_dirty(self)
 
+    def write_status(self, reply: bytes) -> None:
+        """A reply that acknowledges no change (PING, ROLE, REPLICAS, INFO): sent now, so
+        that in sync mode it never waits behind other clients' unconfirmed changes, unless
+        replies before it on this connection still wait (their order)."""
+        transport = self.transport
+        if (self.held_turns or self.out or self.state is not _OPEN or transport is None
+                or transport.is_closing()):
+            self.write(reply)
+        else:
+            transport.write(reply)
+
     def write_parts(self, parts: list[bytes]) -> None:
         self.out.extend(parts)
         if not self.dirty:

@@ -53,11 +53,11 @@ def _simple(server: QueueServer, conn: Connection, command: p.Simple) -> None:
     elif name == b"RUNLIST":
         conn.write(responses.runlist_reply(store, command.flag))
     elif name == b"PING":
-        conn.write(responses.PONG)
+        conn.write_status(responses.PONG)
     elif name == b"REPLICAS":
-        conn.write(server.replicas.replicas_reply(time.monotonic()))
+        conn.write_status(server.replicas.replicas_reply(time.monotonic()))
     elif name == b"ROLE":
-        conn.write(server.replicas.role_reply(
+        conn.write_status(server.replicas.role_reply(
             following=server.following, epoch=server.term.epoch,
             lease=server.term.lease_word(time.monotonic()), position=server.position()))
     elif name == b"INFO":  # ours (PROTOCOL.md Part B): the server, not its queues
