@@ -17,6 +17,10 @@ from manager.placement import place
 BASE_BAND = 0.3
 MIN_BAND = 0.02
 DOWN_BAND = 0.3
+# Whatever the band, a queue is not held at a count it would run above this load: at 0.8
+# target, priority 0's 30% band let a queue run at 104% with its backlog growing (hosts_lost:
+# archive lost a fifth of its slots and stayed at the reduced count, p99 19 s).
+MAX_HELD_LOAD = 0.9
 # Each priority step doubles a queue's claim on contested capacity; bounded so that
 # 2 ** priority stays a finite float for any configured integer.
 MAX_WEIGHT_EXPONENT = 60
@@ -42,6 +46,12 @@ class Demand:
 def band_fraction(priority: int) -> float:
     """Relative upward dead band: wide for unimportant queues, narrow for important ones."""
     return max(MIN_BAND, BASE_BAND / (1 + max(priority, 0)))
+
+
+def up_band(priority: int, target_load: float) -> float:
+    """The upward dead band the planner uses: band_fraction, narrowed so that a queue held
+    at its count never runs above MAX_HELD_LOAD."""
+    return max(MIN_BAND, min(band_fraction(priority), MAX_HELD_LOAD / target_load - 1))
 
 
 def backlog_urgency(priority: int) -> float:
@@ -77,10 +87,11 @@ def queue_demand(
 ) -> Demand:
     """Load of a queue over the window, and the slots that would run it at target_load.
 
-    desired = current x load / target, where load = (busy + backlog time) / slot lifetime
-    and current is the larger of the slots now and their average over the window (a
-    queue that just lost slots is not judged by its reduced count). For the slot count the
-    backlog weighs backlog_urgency(priority) times: important queues clear it sooner.
+    load = (busy + backlog time) / slot lifetime. Slots = (busy slots on average over the
+    window + current x backlog time / slot lifetime) / target, where current is the larger
+    of the slots now and their average over the window (a queue that just lost slots is not
+    judged by its reduced count). For the slot count the backlog weighs
+    backlog_urgency(priority) times: important queues clear it sooner.
     """
     job_s = job_time_s(stats)
     if job_s is None:
@@ -102,27 +113,49 @@ def queue_demand(
         return Demand(load=load, slots=slots, need_slots=need)
     load = (stats.busy_s + backlog_s) / stats.slot_lifetime_s
     current = max(float(current_slots), stats.slot_lifetime_s / window_s)
-    busy_slots = current * stats.busy_s / stats.slot_lifetime_s
+    # The slots that were busy on average over the window, not the count now times the
+    # window's busy share: right after growth that share was measured on fewer slots, and
+    # with no backlog left it compounded the growth plan after plan (steady: reports grew
+    # 17 -> 36 in 15 s for 15 busy slots, thumbnails 16 -> 24). A backlog still compounds
+    # (below): waiting jobs are what shows a saturated queue's excess.
+    busy_slots = stats.busy_s / window_s
     backlog_slots = min(current * urgent_backlog_s / stats.slot_lifetime_s, batches)
     need = busy_slots + min(current * backlog_s / stats.slot_lifetime_s, batches)
     return Demand(load=load, slots=(busy_slots + backlog_slots) / target_load, need_slots=need)
 
 
+def window_slot_count(stats: QueueStats) -> float:
+    """Average slot count over the window (inf when the window is empty: nothing to lag)."""
+    if stats.window_s <= 0:
+        return math.inf
+    return stats.slot_lifetime_s / stats.window_s
+
+
 def desired_count(
-    current_slots: int, demand_slots: float, *, priority: int, min_slots: int, max_slots: int
+    current_slots: int, demand_slots: float, *, priority: int, min_slots: int, max_slots: int,
+    target_load: float, window_slots: float = math.inf,
 ) -> int:
-    """Slots a queue should have, from its current count: no change inside the dead band."""
+    """Slots a queue should have, from its current count: no change inside the dead band.
+
+    window_slots: the queue's average slot count over the window (slot lifetime / window).
+    """
     frac = band_fraction(priority)
     # Any demand above max_slots means max_slots; this also tames inf from a tiny lifetime.
     demand_slots = min(demand_slots, max_slots + 1.0)
-    upper = current_slots * (1 + frac)
+    upper = current_slots * (1 + up_band(priority, target_load))
     # Down, every queue keeps the widest band: giving a slot back on a quiet minute only to
     # take it again the next is churn, and in a full cluster each give-back is a move.
     # Measured from one slot below: right after rounding up, demand sits within 1 of count.
     lower = (current_slots - 1) * (1 - max(frac, DOWN_BAND))
     if demand_slots <= 0:
         target = 0
-    elif lower <= demand_slots <= upper:
+    elif lower <= demand_slots <= upper or (
+        demand_slots < lower and window_slots < current_slots * (1 - DOWN_BAND)
+    ):
+        # Below the band, a queue whose window mostly saw fewer slots than it has now (it
+        # grew within the window) keeps them until the window has seen them busy or idle: its
+        # window average lags a burst that is still on (priority_storm: api_hooks went
+        # 8 -> 33 -> 4 -> 11 slots in 15 s, each step a round of retargets).
         target = current_slots
     else:
         target = math.ceil(demand_slots - EPSILON_SLOTS)
@@ -276,6 +309,8 @@ def plan(
             priority=config.priority,
             min_slots=config.min_slots,
             max_slots=config.max_slots,
+            target_load=target_load,
+            window_slots=window_slot_count(stats.get(name, NO_STATS)),
         )
     tiers = capacity_tiers(desired, demands, queues, target_load=target_load)
     capacity = sum(capacities.values())

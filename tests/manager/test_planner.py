@@ -5,7 +5,7 @@ from collections import Counter
 
 from config.models import QueueConfig
 from manager.model import HostCapacity, MoveKind, QueueStats, SlotMap
-from manager.planner import band_fraction, plan
+from manager.planner import MAX_HELD_LOAD, band_fraction, plan, up_band
 
 TARGET = 0.8
 
@@ -110,6 +110,32 @@ def test_a_queue_that_just_lost_slots_is_judged_by_its_average_over_the_window()
     assert result.queues["q"].desired_slots == 10
 
 
+def test_growth_does_not_compound_on_a_window_measured_with_fewer_slots() -> None:
+    # Grown from 10 to 15 slots a plan ago; the window still shows the 10, busy 90%, and no
+    # job waits. 9 slots were busy: 15 is plenty. Judged as 15 x 90% busy it grew again
+    # (steady: reports went 17 -> 36 slots in 15 s for 15 busy).
+    current = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(15)}})
+    result = plan(current, {"q": QueueConfig()}, {"q": running(10, 0.9)}, hosts_of(1, 40),
+                  target_load=TARGET)
+    assert result.queues["q"].demand_slots == 9 / TARGET
+    assert result.moves == ()
+
+
+def test_a_queue_that_grew_within_the_window_keeps_its_slots_until_the_window_saw_them() -> None:
+    # A burst: 2 slots for 50 s, 8 for 5 s, 33 for the last 5 s; the backlog is gone and the
+    # window's average shows 3.7 busy slots while the burst is still on. Shrinking to 5 on
+    # that lagging average took the slots away and gave them back a plan later.
+    queues = {"q": QueueConfig(priority=9)}
+    current = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(33)}})
+    grew = QueueStats(jobs_done=222, busy_s=222.0, slot_lifetime_s=2 * 50 + 8 * 5 + 33 * 5.0)
+    result = plan(current, queues, {"q": grew}, hosts_of(1, 40), target_load=TARGET)
+    assert result.queues["q"].desired_slots == 33
+    # Once the window has seen the 33 slots mostly idle, they go back.
+    seen = QueueStats(jobs_done=222, busy_s=222.0, slot_lifetime_s=33 * 60.0)
+    result = plan(current, queues, {"q": seen}, hosts_of(1, 40), target_load=TARGET)
+    assert result.queues["q"].desired_slots == 5
+
+
 def test_a_second_plan_with_the_same_stats_moves_nothing() -> None:
     queues = {"a": QueueConfig(priority=2), "b": QueueConfig(min_slots=3)}
     stats = {"a": busy_stats(11.3), "b": busy_stats(0.5)}
@@ -130,7 +156,7 @@ def test_dead_band_keeps_the_map_under_noise_smaller_than_half_the_band() -> Non
     for step in range(40):
         sign = 1 if step % 2 else -1
         noisy = {
-            q: running(n, TARGET * (1 + sign * 0.49 * band_fraction(queues[q].priority)))
+            q: running(n, TARGET * (1 + sign * 0.49 * up_band(queues[q].priority, TARGET)))
             for q, n in counts.items()
         }
         result = plan(current, queues, noisy, hosts_of(1, 60), target_load=TARGET)
@@ -141,10 +167,29 @@ def test_the_dead_band_narrows_as_priority_grows() -> None:
     assert band_fraction(0) > band_fraction(1) > band_fraction(5) >= band_fraction(100) > 0
     queues = {"low": QueueConfig(priority=0), "high": QueueConfig(priority=8)}
     current = SlotMap(hosts={"h0": {f"h0:{i}": "low" if i < 10 else "high" for i in range(20)}})
-    # Both queues ran 10 slots flat out: they need 12.5, 25% more than they have.
-    stats = {"low": running(10, 1.0), "high": running(10, 1.0)}
+    # Both queues ran 10 slots at 88%: they need 11, 10% more than they have.
+    stats = {"low": running(10, 0.88), "high": running(10, 0.88)}
     result = plan(current, queues, stats, hosts_of(1, 40), target_load=TARGET)
-    assert result.slot_map.counts() == {"low": 10, "high": 13}
+    assert result.slot_map.counts() == {"low": 10, "high": 11}
+
+
+def test_no_band_holds_a_queue_at_a_count_it_runs_above_the_held_load_ceiling() -> None:
+    # hosts_lost: a priority-0 queue lost a fifth of its slots and ran the rest flat out. Its
+    # demand (40 / 0.8 = 50) sat inside the 30% band (up to 52), so it stayed at 40 with its
+    # backlog growing: p99 19 s against 2.3 s under a static map.
+    assert up_band(0, TARGET) == MAX_HELD_LOAD / TARGET - 1 < band_fraction(0)
+    current = SlotMap(hosts={"h0": {f"h0:{i}": "archive" for i in range(40)}})
+    result = plan(
+        current, {"archive": QueueConfig(priority=0)}, {"archive": running(40, 1.0)},
+        hosts_of(1, 64), target_load=TARGET,
+    )
+    assert result.queues["archive"].desired_slots == 50
+    # Just below the ceiling the band still holds.
+    held = plan(
+        current, {"archive": QueueConfig(priority=0)},
+        {"archive": running(40, MAX_HELD_LOAD - 0.01)}, hosts_of(1, 64), target_load=TARGET,
+    )
+    assert held.moves == ()
 
 
 def test_slots_keep_their_queue_and_ids_when_the_map_is_rebuilt() -> None:
@@ -201,8 +246,9 @@ def test_a_dead_hosts_slots_are_replanned_onto_the_rest_by_priority() -> None:
     hosts[0] = HostCapacity("h0", 10, alive=False)
     after = plan(before.slot_map, queues, stats, hosts, target_load=TARGET)
     assert "h0" not in after.slot_map.hosts
-    # The high-priority queue's narrow band refills it; 24 of 30 is inside the low one's band.
-    assert after.slot_map.counts() == {"low": 24, "high": 10}
+    # Both refill: judged by its window, the low queue needs its 30; held at the 24 left it
+    # would run at 100% load, above the band's ceiling.
+    assert after.slot_map.counts() == {"low": 30, "high": 10}
     hosts[1] = HostCapacity("h1", 10, alive=False)
     short = plan(after.slot_map, queues, stats, hosts, target_load=TARGET)
     assert short.slot_map.counts() == {"high": 10, "low": 20}

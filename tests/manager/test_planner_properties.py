@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from config.models import QueueConfig
 from manager.model import HostCapacity, MoveKind, Plan, QueueStats, SlotMap
-from manager.planner import band_fraction, plan
+from manager.planner import plan, up_band
 
 TARGET = 0.8
 
@@ -179,7 +179,7 @@ def test_load_noise_within_half_the_dead_band_never_moves_a_slot(
     counts = cluster.current.counts()
     stats = {
         q: window_stats(
-            counts.get(q, 0), TARGET * (1 + 0.49 * noise[q] * band_fraction(config.priority))
+            counts.get(q, 0), TARGET * (1 + 0.49 * noise[q] * up_band(config.priority, TARGET))
         )
         for q, config in cluster.queues.items()
     }
@@ -213,7 +213,7 @@ def test_under_noise_within_a_third_of_the_band_each_queue_adjusts_at_most_once(
         counts = current.counts()
         stats = {}
         for i, (queue, config) in enumerate(queues.items()):
-            spread = noise[round_index * 4 + i] * band_fraction(config.priority) / 3
+            spread = noise[round_index * 4 + i] * up_band(config.priority, TARGET) / 3
             wanted = busy_slots[i] * (1 + spread)
             busy = min(wanted, counts[queue])
             stats[queue] = QueueStats(
