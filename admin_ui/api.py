@@ -12,6 +12,7 @@ from admin_ui.errors import UnknownQueue
 from admin_ui.limiters import queue_limiter, queue_limiters
 from admin_ui.metrics import exposition
 from admin_ui.queue_metrics import make_queue_registry
+from admin_ui.queue_roles import QueueServerRole, read_roles
 from admin_ui.schemas import (
     ActionResult,
     EventFilter,
@@ -133,6 +134,13 @@ def events(
                       since_unix=since_unix, until_unix=until_unix, before_id=before_id, limit=limit,
                       group=group)
     return views.events_view(reads, flt)
+
+
+@router.get("/api/queue-servers", tags=["status"])
+def queue_servers(request: Request) -> list[QueueServerRole]:
+    """Each queue server: role, epoch, lease, sync state, and a primary's replicas with
+    their lag (ROLE and REPLICAS, read now; docs/DESIGN.md "Failover that loses nothing")."""
+    return read_roles(request.app.state.settings)
 
 
 @router.get("/metrics", tags=["status"], response_class=Response)

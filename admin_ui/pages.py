@@ -16,6 +16,7 @@ from admin_ui.charts import QUEUE_CHARTS, queue_chart
 from admin_ui.deps import ActorDep, FormDep, ReadsDep, SettingsDep, StoreDep, get_access, readable
 from admin_ui.errors import AdminError, InvalidLimits, UnknownQueue
 from admin_ui.limiters import queue_limiter, queue_limiters
+from admin_ui.queue_roles import read_roles
 from admin_ui.schemas import EventFilter, LimitsChange, QueueSortKey, SortOrder
 from admin_ui.settings import AdminSettings
 from config.models import QUEUE_NAME_PATTERN
@@ -119,7 +120,10 @@ def slot_map_page(
     order = views.queues_view(reads, now=now, forget_after_s=settings.forget_after_s)
     view = views.slot_map_view(reads, now=now, forget_after_s=settings.forget_after_s,
                                queue_order=[row.queue for row in order.queues])
-    return render(request, "slotmap.html", access, settings, view=view, nav="slotmap")
+    # With two or more queue servers, each one's role (ROLE and REPLICAS, read now).
+    servers = read_roles(settings) if len(settings.queue_servers) > 1 else []
+    return render(request, "slotmap.html", access, settings, view=view, nav="slotmap",
+                  queue_servers=servers)
 
 
 def _parse_utc(name: str, raw: str | None) -> float | None:

@@ -16,6 +16,7 @@ from prometheus_client.registry import Collector
 
 from admin_ui.errors import QueueServerUnavailable
 from admin_ui.queue_link import ask
+from admin_ui.queue_roles import QueueRolesCollector
 from admin_ui.settings import AdminSettings
 from queue_server.client import QueueClient
 from queue_server.protocol.client_errors import QueueServerError
@@ -105,4 +106,5 @@ def families(stats: dict[str, QueueStats]) -> Iterator[Metric]:
 def make_queue_registry(settings: AdminSettings) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(QueueServerCollector(settings))
+    registry.register(QueueRolesCollector(settings))
     return registry

@@ -47,12 +47,18 @@ class QueueServerConfig(_Strict):
     servers: list[str] = Field(default_factory=list, description="Every queue server of the cluster (HOST:PORT) for clients (slots, manager, producers); empty: listen alone.")
     # Follow this primary (HOST:PORT) as a replica; promoted after promote_after_s without it.
     replica_of: str | None = Field(default=None, description="Follow this primary (HOST:PORT) as a replica; promoted after promote_after_s without it.")
-    promote_after_s: float = Field(default=5.0, gt=0, description="A replica goes online after this long without its primary.")
+    promote_after_s: float = Field(default=2.0, gt=0, le=3600, description="A replica goes online after this long without hearing from its primary (with managed_failover: the manager promotes one then, once the old primary's lease is surely over).")
+    managed_failover: bool = Field(default=False, description="The active manager decides which queue server is primary, through the cluster database (epoch, lease, promotion of an in-sync replica; docs/DESIGN.md \"Failover that loses nothing\"); servers acknowledge nothing without its lease.")
+    lease_s: float = Field(default=1.5, gt=0, le=60, description="managed_failover: how long a primary may acknowledge after the manager's last renewal (every 0.5 s); shorter than promote_after_s.")
     # The cluster's servers asked at start (queue_server/server/join.py): if any answers, this one
     # becomes a replica of the lowest id with the highest id + 1.
     join: list[str] = Field(default_factory=list, description="Queue servers asked at start (HOST:PORT): if any answers, this one becomes a replica of the lowest id with the highest id + 1.")
     # A replica whose unread stream passes this is cut off and must resync from a snapshot.
     replica_backlog_bytes: int = Field(default=256 * 1024 * 1024, ge=1, description="A replica whose unread replication stream passes this is cut off and must resync from a snapshot.")
+    replicate: Literal["async", "sync"] = Field(default="async", description="sync: every change is acknowledged only once min_sync_replicas replicas wrote it (under their fsync policy) and confirmed it; async: replicas follow behind (docs/DESIGN.md, \"Failover that loses nothing\").")
+    min_sync_replicas: int = Field(default=1, ge=1, le=16, description="replicate = \"sync\": replicas that must confirm a change before it is acknowledged.")
+    sync_timeout_s: float = Field(default=2.0, gt=0, le=3600, description="replicate = \"sync\": with no confirmation for this long, the primary refuses queue commands (500 Offline Mode) or, with sync_fallback = \"async\", goes on alone.")
+    sync_fallback: Literal["refuse", "async"] = Field(default="refuse", description="replicate = \"sync\" and no replica confirms: refuse (acknowledge nothing more until one does) or async (go on alone, logged and shown in ROLE and /metrics).")
     token_file: str | None = Field(default=None, description="A file whose first line is the token (instead of token; chmod 600). $SLOTMAP_QUEUE_TOKEN or --token-file override both.")
     max_clients: int = Field(default=10000, ge=1, description="Connections served at once (replication links included); one more gets `503 Too Many Clients` and is closed. The open-file limit is raised to fit when allowed.")
     idle_timeout_s: float = Field(default=0.0, ge=0, description="Close a connection that sent nothing for this long (0: never). Clients blocked in GETB/GETBE/WAIT and replication links are never closed for idling.")
@@ -81,6 +87,9 @@ class QueueServerConfig(_Strict):
     def _one_token_source(self) -> QueueServerConfig:
         if self.token is not None and self.token_file is not None:
             raise ValueError("queue_server: give token or token_file, not both")
+        if self.managed_failover and self.lease_s >= self.promote_after_s:
+            raise ValueError(f"queue_server: lease_s ({self.lease_s}) must be shorter than "
+                             f"promote_after_s ({self.promote_after_s})")
         if self.output_soft_limit_bytes > self.output_hard_limit_bytes:
             raise ValueError(f"queue_server: output_soft_limit_bytes ({self.output_soft_limit_bytes}) "
                              f"> output_hard_limit_bytes ({self.output_hard_limit_bytes})")

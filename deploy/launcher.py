@@ -50,6 +50,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--config", help=f"cluster config (TOML); default {DEFAULT_CONFIG.name}")
     parser.add_argument("--no-producer", action="store_true", help="do not start the demo producer")
     parser.add_argument("--producer-scale", type=float, default=1.0, help="multiply the demo job rate")
+    parser.add_argument("--replicas", type=int, default=0, choices=range(0, 3), metavar="N",
+                        help="N queue-server replicas (0-2) beside the primary, in sync mode with "
+                             "the manager's failover (deploy/replicas.py)")
     parser.set_defaults(func=run)
 
 
@@ -66,15 +69,19 @@ class ChildSpec:
 
 def child_specs(
     config: ClusterConfig, config_path: Path, *, with_admin: bool, with_producer: bool,
-    producer_scale: float = 1.0, queue_token: str | None = None,
+    producer_scale: float = 1.0, queue_token: str | None = None, replicas: int = 0,
 ) -> list[ChildSpec]:
     """The children in start order (pure). `queue_token` is the queue server's token as
     resolved from the environment, a token file or the config (config/tokens.py)."""
+    from deploy.replicas import replica_args
+
     servers = ",".join(config.queue_server.servers) or config.queue_server.listen
     cfg = ("--config", str(config_path))
     specs = [
         ChildSpec("queue-server", ("queue-server", *cfg),
                   f"{config.queue_server.listen} (data in {config.queue_server.data_dir})"),
+        *(ChildSpec(f"queue-replica-{i}", args, f"{args[4]} (replica, data in {args[6]})")
+          for i, args in enumerate(replica_args(config, config_path, replicas), start=1)),
         ChildSpec("pulsar", ("pulsar", *cfg), f"{config.pulsar.listen} (cluster rate limits)"),
         ChildSpec("manager", ("manager", *cfg),
                   f"{config.manager.listen} for masters (history in {config.manager.database_url})"),
@@ -319,9 +326,13 @@ def run(args: argparse.Namespace) -> int:
     from config.errors import ConfigError
     from config.load import load_config
     from config.tokens import resolve_token
+    from deploy.replicas import with_replicas, write_config
 
     config_path = Path(args.config) if args.config else DEFAULT_CONFIG
     config = load_config(config_path)
+    if args.replicas:
+        config = with_replicas(config, args.replicas)
+        config_path = write_config(config, LOG_DIR / "cluster-with-replicas.toml")
     try:
         token = resolve_token(config_token=config.queue_server.token,
                               config_file=config.queue_server.token_file)
@@ -330,5 +341,6 @@ def run(args: argparse.Namespace) -> int:
     specs = child_specs(
         config, config_path.resolve(), with_admin=admin_available(),
         with_producer=not args.no_producer, producer_scale=args.producer_scale, queue_token=token,
+        replicas=args.replicas,
     )
     return Launcher(specs, config, out=sys.stdout, queue_token=token).run()

@@ -139,6 +139,8 @@ def _run_active(config: ClusterConfig, flag: _StopFlag, lease: Lease) -> int:
     )
     flag.manager = manager
     manager.stopping = flag.stopping
+    if config.queue_server.managed_failover:
+        _start_sentinel(config, store, manager)
     log.info("manager listening on %s for masters; queue server %s; database %s",
              socket.endpoint, servers, _safe_url(config.manager.database_url))
     schedules = start_schedules(config, store)
@@ -173,6 +175,22 @@ def start_schedules(config: ClusterConfig, store: Store) -> FiringThread | None:
     thread.start()
     log.info("firing %d schedules: %s", len(config.schedules), ", ".join(sorted(config.schedules)))
     return thread
+
+
+def _start_sentinel(config: ClusterConfig, store: Store, manager: Manager) -> None:
+    """The queue servers' failover (manager/sentinel.py), in a thread of the active manager;
+    its lock is checked every LOCK_CHECK_S meanwhile, so that a manager that lost it stops
+    renewing leases within the sentinel's margin."""
+    from manager import sentinel
+
+    qs = config.queue_server
+    servers = qs.servers or [qs.listen]
+    manager.lease_check_s = sentinel.LOCK_CHECK_S
+    sentinel.start(sentinel.Sentinel(
+        store.engine, servers, token=queue_token(config), lease_s=qs.lease_s,
+        promote_after_s=qs.promote_after_s, sync_mode=qs.replicate == "sync",
+        note=lambda event: store.add_event(time.time(), event),
+        stopping=lambda: manager.stopping))
 
 
 def check_election(url: str, *, standby: bool) -> None:

@@ -122,6 +122,21 @@ class ScheduleRow(Base):
     updated_at_unix: Mapped[float] = mapped_column(Float)
 
 
+class QueueAuthority(Base):
+    """Who is the queue servers' primary, in which epoch: one row, changed only by the
+    active manager with compare-and-set on the epoch (manager/sentinel.py)."""
+
+    __tablename__ = "queue_authority"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)  # always 1
+    epoch: Mapped[int] = mapped_column(BigInteger)
+    primary: Mapped[str] = mapped_column(String(255))  # HOST:PORT
+    # False once the primary went on alone (sync_fallback = "async"): no replica is in
+    # sync, so none may be promoted without an operator.
+    in_sync: Mapped[bool] = mapped_column(Boolean, default=True)
+    sync_replicas: Mapped[str] = mapped_column(Text, default="")  # HOST:PORT,... at the last look
+    updated_at_unix: Mapped[float] = mapped_column(Float)
+
+
 WAL_SWITCH_DEADLINE_S = 30.0
 WAL_SWITCH_RETRY_S = 0.05
 

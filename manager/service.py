@@ -77,6 +77,7 @@ class Manager:
         self.clock = clock
         self.wall_clock = wall_clock
         self.stopping = False
+        self.lease_check_s = LEASE_CHECK_S  # shorter while the sentinel runs (manager/cli.py)
         self.pid = os.getpid()
         now = clock()
         interval_s = self.settings.heartbeat_interval_s
@@ -125,6 +126,7 @@ class Manager:
                 self.history.flush()
             if not self.check_lease(now):
                 log.error("the leadership lock is gone: stopping so that only one manager acts")
+                self.stopping = True  # the sentinel stops granting leases at once
                 return EXIT_LEASE_LOST
         log.info("manager stopped")
         return 0
@@ -294,5 +296,5 @@ class Manager:
     def check_lease(self, now: float) -> bool:
         if now < self.schedule.lease_check_at:
             return True
-        self.schedule.lease_check_at = now + LEASE_CHECK_S
+        self.schedule.lease_check_at = now + self.lease_check_s
         return self.lease.still_held()

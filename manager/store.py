@@ -48,6 +48,12 @@ class EventKind(StrEnum):
     SLOTS_MOVED = "slots_moved"
     OVERRIDE_APPLIED = "override_applied"
     QUEUE_SERVER_UNREACHABLE = "queue_server_unreachable"
+    # The sentinel's (manager/sentinel.py): failover of the queue servers.
+    QUEUE_SERVER_PROMOTED = "queue_server_promoted"
+    QUEUE_SERVER_DEMOTED = "queue_server_demoted"
+    QUEUE_SYNC_LOST = "queue_sync_lost"
+    QUEUE_SYNC_REGAINED = "queue_sync_regained"
+    QUEUE_PROMOTION_REFUSED = "queue_promotion_refused"
     # Frames refused at the master door (bad, out of bounds, spoofed, past max_hosts),
     # at most one per reason every few seconds (manager/refusals.py), with a count.
     PEER_REFUSED = "peer_refused"

@@ -31,7 +31,7 @@ _DEFAULT: Final = CLIENT_TIMEOUT
 class _Connection:
     """One stream pair, its unparsed bytes and its read loop."""
 
-    __slots__ = ("_poll", "_timeout_s", "address", "reader", "replies", "server_id", "writer")
+    __slots__ = ("_poll", "_timeout_s", "address", "reader", "replies", "server_id", "serving", "writer")
 
     def __init__(
         self,
@@ -44,6 +44,7 @@ class _Connection:
         self.writer = writer
         self.address = address
         self.server_id: int | None = None
+        self.serving: bool | None = None
         self.replies = ReplyBuffer()
         self._timeout_s = timeout_s
         # The loop may not have seen the server's FIN yet when the next request

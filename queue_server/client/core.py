@@ -7,8 +7,10 @@ Reconnect rule (both clients):
   never-opened connection is replaced first: nothing of the request was sent,
   so any request goes on transparently to the primary found then.
 - Connecting tries every server of the list; reachable ones are sent
-  `AUTH <token>` (when a token is set) and asked INTERCONNECT for their id; the
-  lowest id wins (list order breaks ties, a server without an id ranks last).
+  `AUTH <token>` (when a token is set) and asked INTERCONNECT for their id and ROLE
+  whether they acknowledge now; the lowest id among those that do wins (a replica, a
+  deposed primary or one refusing in sync mode after them; list order breaks ties, a
+  server without an id ranks last), so a failover is followed whatever the ids.
   With a single server no INTERCONNECT is sent. Unreachable servers are
   skipped; with none reachable it retries the list
   `reconnect_attempts` more times, then raises ServerUnreachable.
@@ -16,7 +18,9 @@ Reconnect rule (both clients):
   lose the connection mid-way are repeated on a fresh connection.
 - Requests that change state (PUT, GET*, DONE, LATER, FAIL, call) that lose the
   connection after sending raise ConnectionLost: the server may have acted on
-  them. The next call reconnects.
+  them. The next call reconnects. Except a PUT with the producer's own key: sent
+  again with the same key it is never a second job (`EXISTS` if the first arrived),
+  so it is retried like a read-only request (a primary cut off mid-failover).
 - A reply that does not come within `timeout_s` (or `call`'s own timeout)
   closes the connection and raises ReplyTimeout: a late reply would otherwise
   be read as the answer to the next request. Blocking GETs wait without limit.
@@ -43,7 +47,7 @@ from queue_server.protocol.client_errors import (
     closes_connection,
     connection_failure,
 )
-from queue_server.protocol.reply_parsers import parse_ok, parse_server_id
+from queue_server.protocol.reply_parsers import parse_ok, parse_server_id, parse_serving
 from queue_server.protocol.reply_reading import Parser
 from queue_server.protocol.requests import Address
 
@@ -119,6 +123,7 @@ class Connection(Protocol):
 
     address: Address
     server_id: int | None
+    serving: bool | None  # ROLE: acknowledges now (None: not asked, or no ROLE)
 
     def unusable(self) -> bool: ...
 
@@ -167,13 +172,14 @@ class ClientCore(Generic[C]):
         timeout_s: float | None = CLIENT_TIMEOUT,
         *,
         read_only: bool = False,
+        idempotent: bool = False,
         wake_fd: int | None = None,
     ) -> Op[T]:
         """Send `request` and read its reply, on the primary, by the reconnect rule."""
         conn = self._conn
         if conn is None or conn.unusable():
             conn = yield from self._ready()
-        retries = self.reconnect_attempts if read_only else 0
+        retries = self.reconnect_attempts if read_only or idempotent else 0
         offline_since: float | None = None
         while True:
             try:
@@ -236,6 +242,7 @@ class ClientCore(Generic[C]):
                 yield Request(conn, self._auth, parse_ok, CLIENT_TIMEOUT)
             if ask_id:
                 conn.server_id = yield Request(conn, req.INTERCONNECT, parse_server_id, CLIENT_TIMEOUT)
+                conn.serving = yield Request(conn, req.ROLE, parse_serving, CLIENT_TIMEOUT)
         except (OSError, EOFError) as exc:
             conn.close()
             errors[address] = lost_while_connecting(exc)
@@ -304,7 +311,8 @@ class ClientCore(Generic[C]):
         """The connection to the lowest server id (see rank_servers); the others are closed."""
         if not reachable:
             return None
-        order = req.rank_servers([conn.server_id for conn in reachable])
+        order = req.rank_servers([conn.server_id for conn in reachable],
+                                 [conn.serving for conn in reachable])
         for index in order[1:]:
             reachable[index].close()
         return reachable[order[0]]

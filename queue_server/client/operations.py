@@ -98,7 +98,8 @@ def put_job(
     `new_item=True`, and `existing_state` when `key` was taken (unique job: nothing added)."""
     request = req.put_request(queue, data, priority_=priority, item=item, new_item=new_item,
                               delay_s=delay_s, keyed=True, key_=key, ttl_s=ttl_s)
-    return client._request(request, parse_put_keyed)
+    # The producer's own key makes the PUT idempotent: retried after a lost connection.
+    return client._request(request, parse_put_keyed, idempotent=key is not None)
 
 
 def put_many(client: Client, queue: str, datas: Iterable[bytes | str], *, priority: int = 0) -> Op[int]:

@@ -31,13 +31,14 @@ _DEFAULT: Final = CLIENT_TIMEOUT
 class _Connection:
     """One socket, its unparsed bytes and its read loop."""
 
-    __slots__ = ("_poll", "_timeout_s", "_view", "address", "half_closed", "replies", "server_id",
+    __slots__ = ("_poll", "_timeout_s", "_view", "address", "half_closed", "replies", "server_id", "serving",
                  "sock")
 
     def __init__(self, sock: socket.socket, address: Address, view: memoryview, timeout_s: float):
         self.sock = sock
         self.address = address
         self.server_id: int | None = None
+        self.serving: bool | None = None
         self.replies = ReplyBuffer()
         self._view = view
         self._timeout_s = timeout_s

@@ -98,6 +98,25 @@ class Link:
 
 
 @dataclass(slots=True)
+class ReplAck:
+    """`REPLACK <bytes>`: a replica confirms its stream up to there (PROTOCOL.md Part B)."""
+
+    confirmed_bytes: int
+
+
+@dataclass(slots=True)
+class Authority:
+    """From the manager (PROTOCOL.md Part B): `LEASE <epoch> <ms> <echo>`, `PROMOTE <epoch>`,
+    `FOLLOW <host:port> <epoch>`."""
+
+    verb: bytes
+    epoch: int
+    lease_ms: int = 0
+    echo_ms: int = 0
+    primary: tuple[str, int] | None = None
+
+
+@dataclass(slots=True)
 class Clone:
     data: bytes = b""
 
@@ -108,7 +127,7 @@ class Auth:
 
 
 Command = (
-    Get | Put | Done | Later | Simple | Link | Clone | Auth
+    Get | Put | Done | Later | Simple | Link | Clone | Auth | ReplAck | Authority
     | sr.SyncPut | sr.SyncGet | sr.SyncDone | sr.SyncLater | sr.SyncWake | sr.SyncIds
     | pj.Fail | pj.Touch | pj.JobLookup | pj.JobsList | pj.Retry | pj.Delete
     | pj.SyncFail | pj.SyncTouch | pj.SyncKeyed | pj.SyncDead
@@ -345,6 +364,41 @@ def _parse_clone(args: list[bytes]) -> Parsed:
     return Parsed(Clone(), parse_length(args[0]))
 
 
+def _uint64(raw: bytes, what: str) -> int:
+    if len(raw) > 19 or _UINT.fullmatch(raw) is None or int(raw) > INT64_MAX:
+        raise bad_request(f"bad {what}")
+    return int(raw)
+
+
+def _parse_repl_ack(args: list[bytes]) -> Parsed:
+    if len(args) != 1:
+        raise bad_request("REPLACK <bytes> expected")
+    return Parsed(ReplAck(_uint64(args[0], "byte count")))
+
+
+def _parse_lease(args: list[bytes]) -> Parsed:
+    if len(args) != 3:
+        raise bad_request("LEASE <epoch> <ms> <echo> expected")
+    return Parsed(Authority(b"LEASE", _uint64(args[0], "epoch"), _uint64(args[1], "lease"),
+                            _uint64(args[2], "echo")))
+
+
+def _parse_promote(args: list[bytes]) -> Parsed:
+    if len(args) != 1:
+        raise bad_request("PROMOTE <epoch> expected")
+    return Parsed(Authority(b"PROMOTE", _uint64(args[0], "epoch")))
+
+
+def _parse_follow(args: list[bytes]) -> Parsed:
+    if len(args) != 2:
+        raise bad_request("FOLLOW <host:port> <epoch> expected")
+    host, _, port = args[0].rpartition(b":")
+    if not host or _UINT.fullmatch(port) is None or len(port) > 5 or not 0 < int(port) < 65536:
+        raise bad_request("bad address")
+    return Parsed(Authority(b"FOLLOW", _uint64(args[1], "epoch"),
+                            primary=(host.decode("ascii", "replace"), int(port))))
+
+
 def _parse_auth(args: list[bytes]) -> Parsed:
     if len(args) != 1:
         raise bad_request("AUTH <token> expected")
@@ -382,11 +436,15 @@ _PARSERS: dict[bytes, Callable[[list[bytes]], Parsed]] = {
     b"TOTAL": _optional_queue(b"TOTAL"),
     b"STATS": lambda args: Parsed(_parse_stats(args)),
     b"RUNLIST": lambda args: _parse_runlist(b"RUNLIST", args),
-    **{name: _no_args(name) for name in (b"OFFLINE", b"ONLINE", b"QUIT", b"SHUTDOWN", b"PING", b"INFO")},
+    **{name: _no_args(name) for name in (b"OFFLINE", b"ONLINE", b"QUIT", b"SHUTDOWN", b"PING", b"INFO", b"ROLE", b"REPLICAS")},
     b"SNAPSHOT": _link(b"SNAPSHOT"),
     b"INTERCONNECT": _link(b"INTERCONNECT"),
     b"CLONE": _parse_clone,
     b"AUTH": _parse_auth,
+    b"REPLACK": _parse_repl_ack,
+    b"LEASE": _parse_lease,
+    b"PROMOTE": _parse_promote,
+    b"FOLLOW": _parse_follow,
 }
 
 

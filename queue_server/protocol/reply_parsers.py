@@ -183,6 +183,16 @@ def parse_server_id(reader: FrameReader) -> int | None:
         return None
 
 
+def parse_serving(reader: FrameReader) -> bool | None:
+    """The reply to ROLE (PROTOCOL.md Part B): True for a primary that acknowledges now
+    (its lease held or unmanaged, sync not refusing), False for a replica or a primary
+    that may not acknowledge, None for a server without ROLE (any other reply)."""
+    words = (ok_text(need_line(reader).rstrip(b"\r")) or b"").split()
+    if len(words) < 6:
+        return None
+    return words[0] == b"primary" and words[1] != b"refusing" and words[5] != b"lapsed"
+
+
 def parse_stats(reader: FrameReader) -> dict[str, QueueStats]:
     """`200 OK <len>` CRLF `<json>`: queue name -> QueueStats."""
     data = sized_block(reader, "STATS")

@@ -32,6 +32,7 @@ _GET_VERBS: Final[dict[object, bytes]] = {False: b"GET", True: b"GETB", "until_e
 
 PING: Final = b"PING\r\n"
 INTERCONNECT: Final = b"INTERCONNECT\r\n"
+ROLE: Final = b"ROLE\r\n"
 
 
 def name(value: str, *, what: str = "queue") -> bytes:
@@ -261,13 +262,18 @@ def parse_servers(servers: str | Sequence[str]) -> list[Address]:
     return addresses
 
 
-def rank_servers(server_ids: Sequence[int | None]) -> list[int]:
+def rank_servers(server_ids: Sequence[int | None], serving: Sequence[bool | None] = ()) -> list[int]:
     """Indexes into `server_ids` (one per reachable server, in list order), primary first:
-    lowest server id, then list order. None (a server that did not tell its id) ranks last.
+    a server whose ROLE says it does not acknowledge (a replica, a deposed or refusing
+    primary: `serving` False) after the others, then lowest server id, then list order.
+    None (a server that did not tell its id) ranks last among its kind.
     """
+    def says_not(i: int) -> bool:
+        return i < len(serving) and serving[i] is False
+
     return sorted(
         range(len(server_ids)),
-        key=lambda i: (server_ids[i] is None, server_ids[i] or 0, i),
+        key=lambda i: (says_not(i), server_ids[i] is None, server_ids[i] or 0, i),
     )
 
 

@@ -16,6 +16,7 @@ from queue_server.protocol.retry import queue_policy
 from queue_server.server.errors import DataCorrupt, DataDirLocked
 from queue_server.server.join import join
 from queue_server.server.listen import ListenError, bind_listeners, fit_open_files
+from queue_server.server.replication import SyncSettings
 from queue_server.server.server import QueueServer, ServerSettings
 
 
@@ -39,6 +40,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--join", metavar="HOST:PORT,...",
                         help="the cluster's servers: if any answers, start as a replica of the "
                              "lowest id, with the highest id + 1")
+    parser.add_argument("--replicate", choices=("async", "sync"),
+                        help="sync: acknowledge a change only once min_sync_replicas replicas "
+                             "confirmed it (default async)")
+    parser.add_argument("--sync-timeout", metavar="S", type=float,
+                        help="sync mode: refuse (or fall back) after S seconds without a "
+                             "confirmation (2)")
+    parser.add_argument("--sync-fallback", choices=("refuse", "async"),
+                        help="sync mode, no confirmation in time: refuse writes or go on alone")
+    parser.add_argument("--managed", action="store_true",
+                        help="the manager decides the primary (managed_failover): acknowledge "
+                             "nothing without its lease, never promote alone")
     parser.add_argument("--repair", action="store_true",
                         help="repair a data directory the server refuses to start on (damage "
                              "in a log or snapshot): the bad bytes are kept aside, what is "
@@ -79,6 +91,13 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         idle_timeout_s=config.idle_timeout_s,
         output_soft_limit_bytes=config.output_soft_limit_bytes,
         output_hard_limit_bytes=config.output_hard_limit_bytes,
+        managed=args.managed or config.managed_failover,
+        sync=SyncSettings(
+            replicate=args.replicate or config.replicate,
+            min_sync_replicas=config.min_sync_replicas,
+            sync_timeout_s=args.sync_timeout or config.sync_timeout_s,
+            sync_fallback=args.sync_fallback or config.sync_fallback,
+        ),
         max_input_bytes=config.max_input_bytes,
         max_output_bytes=config.max_output_bytes,
         auth_timeout_s=config.auth_timeout_s,

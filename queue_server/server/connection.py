@@ -70,6 +70,7 @@ class Connection(asyncio.Protocol):
         self.waiter: Waiter | None = None
         self.state = ConnState.OPEN  # moved only by move() (conn_state.py)
         self.is_replication_link = False  # set by start_replication()
+        self.held_turns = 0  # sync mode: turns of replies waiting for replicas (sync_commit.py)
         self._reading_paused = False
         self._writing_paused = False
         # group commit's cohort (queue_server/server/cohort.py)
@@ -105,11 +106,12 @@ class Connection(asyncio.Protocol):
         """QUIT, SHUTDOWN: read nothing more; close once the replies written are sent."""
         self.move(ConnState.QUITTING)
 
-    def start_replication(self) -> None:
-        """This connection is a replica's link now (SNAPSHOT, INTERCONNECT from a peer):
-        the journal streams the records to it, and its output is never cut at the limit."""
+    def start_replication(self, peer: bytes) -> None:
+        """This connection is a replica's link now (SNAPSHOT, INTERCONNECT from a peer at
+        `peer`, HOST:PORT): the journal streams the records to it, and its output is never
+        cut at the limit."""
         self.is_replication_link = True
-        self.server.link_replica(self)
+        self.server.link_replica(self, peer)
 
     def close(self) -> None:
         """Close now; replies already handed to the transport still go out."""
@@ -136,7 +138,8 @@ class Connection(asyncio.Protocol):
         cohort = self.cohort
         if cohort is not None and not self.requested:
             cohort.arrived(self, time.perf_counter())
-        if self.waiter is None and self.hold is None and not self._writing_paused:
+        if self.waiter is None and self.hold is None and (
+                not self._writing_paused or self.is_replication_link):
             self.server.process_and_answer(self)
         # process() compacts the reader: all of its buffer is unread here.
         held = len(self.reader.buffer)
@@ -316,6 +319,17 @@ class Connection(asyncio.Protocol):
             self.dirty = True
             self.server.mark_dirty(self)
 
+    def write_status(self, reply: bytes) -> None:
+        """A reply that acknowledges no change (PING, ROLE, REPLICAS, INFO): sent now, so
+        that in sync mode it never waits behind other clients' unconfirmed changes, unless
+        replies before it on this connection still wait (their order)."""
+        transport = self.transport
+        if (self.held_turns or self.out or self.state is not _OPEN or transport is None
+                or transport.is_closing()):
+            self.write(reply)
+        else:
+            transport.write(reply)
+
     def write_parts(self, parts: list[bytes]) -> None:
         self.out.extend(parts)
         if not self.dirty:
@@ -325,10 +339,7 @@ class Connection(asyncio.Protocol):
     def flush(self) -> None:
         self.dirty = False
         if self.out_bytes:
-            self.out_bytes = 0
-            if self.hold is HOLD_OUTPUT:  # the held replies go out now: read on after them
-                self.hold = None
-                asyncio.get_running_loop().call_soon(self.resume)
+            self._output_taken()
         transport = self.transport
         if transport is None or transport.is_closing():
             self.out.clear()
@@ -340,6 +351,16 @@ class Connection(asyncio.Protocol):
                 self._cut_over_hard_limit(len(data))
                 return
             transport.write(data)
+        if self.state is not _OPEN:
+            self._close_after_replies(transport)
+
+    def _output_taken(self) -> None:
+        self.out_bytes = 0
+        if self.hold is HOLD_OUTPUT:  # the held replies go out now: read on after them
+            self.hold = None
+            asyncio.get_running_loop().call_soon(self.resume)
+
+    def _close_after_replies(self, transport: asyncio.Transport) -> None:
         state = self.state
         if state is _FAILING:
             self.move(ConnState.DRAINING)
@@ -348,6 +369,29 @@ class Connection(asyncio.Protocol):
             asyncio.get_running_loop().call_later(GRACEFUL_CLOSE_S, transport.close)
         elif state is _QUITTING:
             self.close()
+
+    def take_out(self) -> bytes:
+        """Sync mode: the turn's replies, taken to be held until replicas confirm them
+        (sync_commit.py); the next turn's replies gather anew."""
+        self.dirty = False
+        if self.out_bytes:
+            self._output_taken()
+        data = b"".join(self.out)
+        self.out.clear()
+        return data
+
+    def send_held(self, data: bytes) -> None:
+        """Sync mode: replies the replicas confirmed (or the fallback released)."""
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        if len(data) > self.hard_limit_bytes and not self.is_replication_link:
+            self._cut_over_hard_limit(len(data))
+            return
+        if data:
+            transport.write(data)
+        if self.state is not _OPEN and self.held_turns == 0 and not self.dirty:
+            self._close_after_replies(transport)
 
     def abort(self) -> None:
         """Cut the connection at once, replies unsent."""
@@ -393,7 +437,8 @@ class Connection(asyncio.Protocol):
         transport = self.transport
         if transport is None or transport.is_closing():
             return
-        should_pause = self._writing_paused or self.hold is not None or self.starved or (
+        # A replication link is read while its stream backs up: its REPLACKs are its heartbeat.
+        should_pause = (self._writing_paused and not self.is_replication_link) or self.hold is not None or self.starved or (
             self.reader.unread() > INPUT_HIGH_WATER and (self.waiter is not None or self.pending is None)
         )
         if should_pause and not self._reading_paused:

@@ -21,14 +21,18 @@ log = logging.getLogger("slotmap.queue_server")
 
 
 def execute(server: QueueServer, conn: Connection, command: p.Command) -> None:
-    """TOTAL, STATS, INFO, RUNLIST, PING, OFFLINE, ONLINE, QUIT, SHUTDOWN, AUTH, SNAPSHOT,
-    INTERCONNECT and CLONE: everything but the queue commands and SYNC records."""
+    """TOTAL, STATS, INFO, RUNLIST, PING, ROLE, REPLICAS, OFFLINE, ONLINE, QUIT, SHUTDOWN, AUTH,
+    SNAPSHOT, INTERCONNECT, CLONE and REPLACK: everything but the queue commands and SYNC records."""
     if isinstance(command, p.Simple):
         _simple(server, conn, command)
     elif isinstance(command, p.Link):
         _link(server, conn, command)
     elif isinstance(command, p.Clone):
         _clone(server, conn, command)
+    elif isinstance(command, p.ReplAck):
+        server.replica_acked(conn, command.confirmed_bytes)  # no reply: the link is a stream
+    elif isinstance(command, p.Authority):
+        conn.write(_authority(server, command))
     elif isinstance(command, p.Auth):
         expected = server.token
         if expected is None or hmac.compare_digest(command.token, expected):
@@ -49,7 +53,13 @@ def _simple(server: QueueServer, conn: Connection, command: p.Simple) -> None:
     elif name == b"RUNLIST":
         conn.write(responses.runlist_reply(store, command.flag))
     elif name == b"PING":
-        conn.write(responses.PONG)
+        conn.write_status(responses.PONG)
+    elif name == b"REPLICAS":
+        conn.write_status(server.replicas.replicas_reply(time.monotonic()))
+    elif name == b"ROLE":
+        conn.write_status(server.replicas.role_reply(
+            following=server.following, epoch=server.term.epoch,
+            lease=server.term.lease_word(time.monotonic()), position=server.position()))
     elif name == b"INFO":  # ours (PROTOCOL.md Part B): the server, not its queues
         body = json.dumps({"server_id": server.settings.server_id, "following": server.following,
                            "offline": server.offline, **server.replication.as_json()}).encode()
@@ -91,8 +101,18 @@ def _link(server: QueueServer, conn: Connection, command: p.Link) -> None:
     else:
         conn.write(b"200 OK %d\r\n" % server.settings.server_id)
     if command.peer is not None:
-        conn.start_replication()
+        conn.start_replication(b"%s:%d" % (command.peer[1].encode(), command.peer[2]))
         log.info("replication link to server %d at %s:%d", *command.peer)
+
+
+def _authority(server: QueueServer, command: p.Authority) -> bytes:
+    """LEASE, PROMOTE, FOLLOW: the manager's word (roles.py)."""
+    if command.verb == b"LEASE":
+        return server.lease(command.epoch, command.lease_ms, command.echo_ms)
+    if command.verb == b"PROMOTE":
+        return server.promote_by_manager(command.epoch)
+    assert command.primary is not None
+    return server.follow(command.primary, command.epoch)
 
 
 def _clone(server: QueueServer, conn: Connection, command: p.Clone) -> None:

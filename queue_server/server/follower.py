@@ -8,9 +8,12 @@ commands (`500 Offline Mode`; TOTAL, STATS, RUNLIST and PING answer): producers 
 slots use the live server with the lowest id, the primary. It fires no timer of its own
 (server.py `following`): expiries, WAKEs and dead bounds arrive as the primary's records.
 
-If the link breaks, the follower reconnects (and syncs from a new snapshot). If the
-primary has not been reachable for `promote_after_s`, this server goes online and is
-the primary from then on. The old primary must then come back as a replica of it,
+If the link breaks, the follower reconnects (and syncs from a new snapshot). Heartbeats
+go both ways (liveness.py): the replica confirms what it applied and wrote with
+`REPLACK <bytes>` after each commit and every HEARTBEAT_S, and closes a link on which
+the primary stayed silent for LIVENESS heartbeats, whatever TCP says (a frozen primary).
+If the primary has not been heard from for `promote_after_s`, this server goes online and
+is the primary from then on. The old primary must then come back as a replica of it,
 with a new, higher id (PROTOCOL.md: "a former primary that comes back gets max+1").
 """
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, cast
 from queue_server.protocol.framing import FrameReader
 from queue_server.server import replay
 from queue_server.server.errors import ReplicationApplyError, SnapshotError
+from queue_server.server.liveness import HEARTBEAT_S, SILENCE_LIMIT_S, Heard
 
 if TYPE_CHECKING:
     from queue_server.server.server import QueueServer
@@ -36,6 +40,7 @@ CONNECT_TIMEOUT_S = 2.0
 
 class LinkState(enum.Enum):
     AUTHENTICATING = "authenticating"
+    CHECKING_EPOCH = "checking epoch"  # ROLE's reply: a primary of an older epoch is refused
     AWAITING_SNAPSHOT = "awaiting snapshot"
     STREAMING = "streaming"
     CLOSED = "closed"
@@ -51,24 +56,41 @@ class FollowLink(asyncio.Protocol):
         self.reader = FrameReader(None)  # the primary is trusted: no line limit, as before
         self.snapshot_len = -1
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.heard = Heard(time.monotonic())  # the primary's last byte
+        self.applied = 0  # bytes of the stream applied (after the SNAPSHOT reply)
+        self.acked = -1  # bytes confirmed to the primary (REPLACK)
+        # A primary in sync mode waits for each commit's REPLACK; an async one needs only
+        # the heartbeat's (ROLE says which): no REPLACK per record for it to read.
+        self.ack_each_commit = True
+        self.committed_bytes = 0  # applied and committed here (what a heartbeat confirms)
+        self.base = 0  # the primary's position (records) where our snapshot stands
+        self.records = 0  # records applied from the stream
+        self._ticker: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
         settings = self.server.settings
         own_ip = transport.get_extra_info("sockname")[0]
-        request = b"SNAPSHOT %d %s %d\r\n" % (settings.server_id, own_ip.encode(), settings.port)
+        request = b"ROLE\r\nSNAPSHOT %d %s %d\r\n" % (settings.server_id, own_ip.encode(),
+                                                       settings.port)
         if settings.token is not None:
             request = b"AUTH " + settings.token.encode() + b"\r\n" + request
         else:
-            self.state = LinkState.AWAITING_SNAPSHOT
+            self.state = LinkState.CHECKING_EPOCH
         self.transport.write(request)
+        self._ticker = asyncio.get_running_loop().call_later(HEARTBEAT_S, self._tick)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.state = LinkState.CLOSED
+        if self._ticker is not None:
+            self._ticker.cancel()
+        if self.server.upstream is self:
+            self.server.upstream = None
         if not self.closed.done():
             self.closed.set_result(None)
 
     def data_received(self, data: bytes) -> None:
+        self.heard.at = time.monotonic()
         self.reader.feed(data)
         try:
             self._advance()
@@ -103,6 +125,12 @@ class FollowLink(asyncio.Protocol):
                 return
             if line != b"200 OK":
                 raise ValueError(f"the primary refused AUTH: {line[:200]!r}")
+            self.state = LinkState.CHECKING_EPOCH
+        if self.state is LinkState.CHECKING_EPOCH:
+            line = self._line()
+            if line is None:
+                return
+            self._check_epoch(line)
             self.state = LinkState.AWAITING_SNAPSHOT
         if self.state is LinkState.AWAITING_SNAPSHOT:
             if self.snapshot_len < 0:
@@ -122,10 +150,60 @@ class FollowLink(asyncio.Protocol):
             log.info("replica of the primary: snapshot of %d bytes applied, streaming", len(blob))
             self.server.replication.snapshot_applied()
             self.state = LinkState.STREAMING
+            self.server.upstream = self
+            self._confirm(0)  # the snapshot is written (replace_state): all before it is here
         if self.state is LinkState.STREAMING:
+            before = self.reader.position
             commands = replay.take_records(self.reader)
+            self.applied += self.reader.position - before  # empty lines (heartbeats) too
+            self.records += len(commands)
             if commands:
                 self.server.apply_replicated(commands)
+
+    def _check_epoch(self, line: bytes) -> None:
+        """ROLE's reply: `200 OK <role> <sync> <links> <released> <epoch> ...`; a server
+        without ROLE (400) has no epoch. A primary of an epoch older than ours was deposed:
+        its stream is refused."""
+        words = line.split()
+        if len(words) < 7 or words[:2] != [b"200", b"OK"] or not words[6].isdigit():
+            return
+        # The primary's position as its snapshot will stand (ROLE and SNAPSHOT are read in
+        # one turn there): ours counts on from it with every record applied.
+        self.base = int(words[9]) if len(words) >= 10 and words[9].isdigit() else 0
+        self.ack_each_commit = words[3] != b"async"
+        epoch, ours = int(words[6]), self.server.term.epoch
+        if epoch < ours:
+            raise ValueError(f"the primary is in epoch {epoch}, older than ours ({ours}): "
+                             "its stream is refused")
+
+    def position(self) -> int:
+        return self.base + self.records
+
+    def committed(self) -> None:
+        """The server committed (under its fsync policy) all it applied so far."""
+        self.committed_bytes = self.applied
+        if self.applied != self.acked and self.ack_each_commit:
+            self._confirm(self.applied)
+
+    def _confirm(self, applied: int) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(b"REPLACK %d\r\n" % applied)
+            self.acked = applied
+
+    def _tick(self) -> None:
+        """Every HEARTBEAT_S while streaming: our heartbeat, and the primary's checked."""
+        self._ticker = None
+        if self.state is LinkState.CLOSED:
+            return
+        if self.state is LinkState.STREAMING:
+            now = time.monotonic()
+            if self.heard.dead(now):
+                log.warning("the primary sent nothing for %.1f s (liveness %.1f s): link closed",
+                            self.heard.silent_for(now), SILENCE_LIMIT_S)
+                self._close()
+                return
+            self._confirm(self.committed_bytes)
+        self._ticker = asyncio.get_running_loop().call_later(HEARTBEAT_S, self._tick)
 
     def _line(self) -> bytes | None:
         line = self.reader.line()
@@ -147,7 +225,7 @@ class Follower:
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         host, port = self.primary
-        unreachable_since = time.monotonic()
+        heard = Heard(time.monotonic())  # the primary's last sign of life, over every link
         while True:
             try:
                 _, link = await asyncio.wait_for(
@@ -156,14 +234,32 @@ class Follower:
             except (TimeoutError, OSError) as exc:
                 log.warning("primary %s:%d unreachable: %s", host, port, exc)
             else:
-                await link.closed
+                try:
+                    await self._watch(link, heard)
+                except asyncio.CancelledError:  # told to FOLLOW another, or stopping
+                    link._close()
+                    raise
                 if self.server.log_error is not None:
                     return  # stopping
                 log.warning("link to the primary %s:%d lost", host, port)
-                unreachable_since = time.monotonic()
-            if time.monotonic() - unreachable_since >= self.promote_after_s:
-                log.warning("primary %s:%d unreachable for %.1f s: promoting this server",
-                            host, port, self.promote_after_s)
+            if heard.dead(time.monotonic(), self.promote_after_s):
+                log.warning("primary %s:%d not heard from for %.1f s: promoting this server",
+                            host, port, heard.silent_for(time.monotonic()))
                 self.server.promote()
                 return
             await asyncio.sleep(self.server.replication.retry_delay(RETRY_S))
+
+    async def _watch(self, link: FollowLink, heard: Heard) -> None:
+        """Until the link closes. A link that is not streaming yet is closed once the
+        primary has been silent for promote_after_s (a frozen primary's kernel still
+        accepts connections: the SNAPSHOT is never answered)."""
+        while True:
+            done, _ = await asyncio.wait({link.closed}, timeout=HEARTBEAT_S)
+            heard.at = max(heard.at, link.heard.at)
+            if done:
+                return
+            if link.state is not LinkState.STREAMING and heard.dead(time.monotonic(),
+                                                                    self.promote_after_s):
+                link._close()
+                await link.closed
+                return

@@ -9,13 +9,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from queue_server.server.drained import DrainedQueues
+from queue_server.server.liveness import HEARTBEAT_S
 
 if TYPE_CHECKING:
     from queue_server.server.server import QueueServer
 
 log = logging.getLogger("slotmap.queue_server")
 
-HOUSEKEEPING_S = 0.5
+HOUSEKEEPING_S = HEARTBEAT_S  # replication heartbeats are one of the chores
 
 
 class Housekeeping:
@@ -52,7 +53,8 @@ class Housekeeping:
         steps: list[Callable[[], None]] = []
         if settings.fsync == "everysec":
             steps.append(self.sync_everysec)
-        steps += [self.server.data_dir.reap_snapshot, self.snapshot_if_due, self.drop_aged_dead_jobs]
+        steps += [self.server.data_dir.reap_snapshot, self.snapshot_if_due, self.drop_aged_dead_jobs,
+                  self.server.replication_tick]
         if settings.idle_timeout_s:
             steps.append(self.close_idle)
         if self.server.token is not None:

@@ -23,6 +23,7 @@ import time
 from typing import TYPE_CHECKING
 
 from queue_server.server.cohort import Cohort
+from queue_server.server.liveness import HEARTBEAT_LINE
 from queue_server.server.persistence import DataDir, FsyncPolicy
 from queue_server.server.store import Store
 
@@ -45,6 +46,11 @@ class Journal:
         self._replicated: list[bytes] = []  # this turn's records for the links
         # Links added this turn after some of its records: where their stream starts.
         self._stream_from: dict[Connection, int] = {}
+        # Bytes written to each link after its SNAPSHOT reply (records and heartbeats): the
+        # position its REPLACK confirms (replica_watch.py, sync_commit.py).
+        self.sent: dict[Connection, int] = {}
+        self.appended = 0  # bytes of records written since start (sync mode: any new ones?)
+        self.records = 0  # records written since start (what a deposed primary drops)
 
     def link(self, conn: Connection) -> None:
         """Stream the records to `conn` from now on: those recorded before are in the
@@ -52,19 +58,30 @@ class Journal:
         if self._replicated:
             self._stream_from[conn] = len(self._replicated)
         self.links.add(conn)
+        self.sent[conn] = 0
 
     def unlink(self, conn: Connection) -> None:
         self.links.discard(conn)
         self._stream_from.pop(conn, None)
+        self.sent.pop(conn, None)
 
     def cut_links(self, why: str) -> None:
         """Close every replication link: each replica reconnects and starts again from a
         snapshot of the state as it is now (after CLONE, no record could bring it there)."""
         for link in list(self.links):
-            peer = link.transport.get_extra_info("peername") if link.transport else None
-            log.warning("replication link %s cut (%s): it must resync", peer, why)
-            self.unlink(link)
-            link.abort()
+            self.cut(link, why)
+
+    def cut(self, link: Connection, why: str) -> None:
+        """Close one replication link (too far behind, silent: liveness.py, a CLONE)."""
+        peer = link.transport.get_extra_info("peername") if link.transport else None
+        log.warning("replication link %s cut (%s): it must resync", peer, why)
+        self.unlink(link)
+        link.abort()
+
+    def heartbeat(self, links: list[Connection]) -> None:
+        """An empty line to each of `links` (nothing was streamed to them for a heartbeat)."""
+        for link in links:
+            self._send(link, HEARTBEAT_LINE)
 
     def record(self, changes: list[bytes], *, replicate: bool) -> None:
         """Take one operation's records; `replicate=False` for records that came from a
@@ -86,8 +103,10 @@ class Journal:
             return False
         if pending:
             chunk = b"".join(pending)
+            self.records += len(pending)
             pending.clear()
             self.data_dir.append(chunk)
+            self.appended += len(chunk)
         if self._replicated:  # even with nothing pending: write_and_sync may have written it
             self._stream()
         if cohort is not None:
@@ -107,8 +126,11 @@ class Journal:
         Raises OSError from the log."""
         self.pending += changes
         if self.pending:
-            self.data_dir.append(b"".join(self.pending))
+            chunk = b"".join(self.pending)
+            self.records += len(self.pending)
             self.pending.clear()
+            self.data_dir.append(chunk)
+            self.appended += len(chunk)
         if self._replicated:
             self._stream()
         self.data_dir.fsync_log()
@@ -140,18 +162,21 @@ class Journal:
             if transport is None or transport.is_closing():
                 continue
             if transport.get_write_buffer_size() > self.replica_backlog_bytes:
-                log.warning("replication link %s is %d bytes behind: cut off, it must resync",
-                            transport.get_extra_info("peername"), transport.get_write_buffer_size())
-                self.unlink(link)
-                link.abort()
+                self.cut(link, f"{transport.get_write_buffer_size()} bytes behind")
                 continue
             start = stream_from.get(link)
             records = stream if start is None else b"".join(replicated[start:])
-            if not records:
-                continue
-            if link.out:  # its SNAPSHOT reply, held for the turn's fsync: the stream follows it
-                link.out.append(records)
-            else:
-                transport.write(records)
+            if records:
+                self._send(link, records)
         replicated.clear()
         stream_from.clear()
+
+    def _send(self, link: Connection, data: bytes) -> None:
+        transport = link.transport
+        if transport is None or transport.is_closing():
+            return
+        if link.out:  # its SNAPSHOT reply, held for the turn's fsync: the stream follows it
+            link.out.append(data)
+        else:
+            transport.write(data)
+        self.sent[link] += len(data)

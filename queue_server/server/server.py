@@ -3,26 +3,31 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import signal
 import socket
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from queue_server.protocol import commands as p
 from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
 from queue_server.protocol.retry import QueuePolicy
 from queue_server.server import queue_commands, replay, replica_health, responses, snapshot
+from queue_server.server.authority import Term
 from queue_server.server.connection import Connection
 from queue_server.server.door import Door
 from queue_server.server.errors import ReplicationApplyError
 from queue_server.server.follower import Follower
 from queue_server.server.housekeeping import Housekeeping
 from queue_server.server.journal import Journal
+from queue_server.server.liveness import Upstream
 from queue_server.server.persistence import DataDir, FsyncPolicy
 from queue_server.server.queue_commands import COMMANDS, CONTROL, SYNC_TYPES
 from queue_server.server.recovery import RecoveryReport
+from queue_server.server.replication import Replication, SyncSettings
+from queue_server.server.roles import Roles
 from queue_server.server.stats import StatsBuilds
 from queue_server.server.store import Store
 from queue_server.server.waiters import Waiter, Waiters
@@ -52,6 +57,8 @@ class ServerSettings:
     replica_of: tuple[str, int] | None = None  # follow this primary (queue_server/server/follower.py)
     replica_backlog_bytes: int = 256 * 1024 * 1024  # unread stream that cuts a replica off
     promote_after_s: float = 5.0
+    managed: bool = False  # the manager grants the lease and decides the primary (roles.py)
+    sync: SyncSettings = field(default_factory=SyncSettings)  # replicate = "sync" and its bounds (replication.py)
     join: tuple[tuple[str, int], ...] = ()  # peers asked at start (queue_server/server/join.py)
     # The door's bounds (queue_server/server/connection.py; README "Limits"):
     max_clients: int = 10000
@@ -68,7 +75,7 @@ class ServerSettings:
     forget_drained_queues_s: float = 600.0
 
 
-class QueueServer:
+class QueueServer(Roles):
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
         self.token = settings.token.encode() if settings.token else None
@@ -87,7 +94,9 @@ class QueueServer:
         self.following = False
         self.replication = replica_health.ReplicationHealth()  # INFO shows it
         self._dirty: list[Connection] = []
-        self._durable_replies = self.journal.durable_replies
+        # Replies wait for the loop turn's end with fsync "always" (the turn's one fsync) and
+        # in sync mode (the turn's one confirmation): one group per turn, not per read.
+        self._durable_replies = self.journal.durable_replies or settings.sync.replicate == "sync"
         self.log_error: OSError | None = None  # the log failed: stopping, nothing more answered
         self._flush_scheduled = False
         self._timer: asyncio.TimerHandle | None = None
@@ -95,6 +104,18 @@ class QueueServer:
         self._stopped: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.housekeeping = Housekeeping(self)
+        self.term = Term(managed=settings.managed)
+        self.replicas: Replication[Connection] = Replication(
+            self.journal, settings.sync, lambda conns: self.journal.answered(conns),  # type: ignore[arg-type]
+            self.acknowledging)
+        self._sync_hold = self.replicas.hold if self.replicas.sync is not None else None
+        self._auto_offline = False  # offline for sync mode or the lease (roles.py)
+        self._follow_task: asyncio.Task[None] | None = None
+        self._written_at_flush = 0  # journal.appended at the last flush: were records made?
+        # Anything to do after a commit besides sending replies (roles.py sets it on a LEASE).
+        self._replicating = (settings.managed or settings.sync.replicate == "sync"
+                             or settings.replica_of is not None)
+        self.upstream: Upstream | None = None  # following: the link told of each commit
 
     def _new_store(self) -> Store:
         return Store(expire_done_default=self.settings.expire_done_default,
@@ -131,17 +152,18 @@ class QueueServer:
         self.housekeeping.schedule()
         log.info("queue server %d listening on %s:%d (fsync %s)", self.settings.server_id,
                  self.settings.host, self.settings.port, self.settings.fsync)
-        following = None
         if self.settings.replica_of is not None:
             self.offline = True  # queue commands go to the primary while it lives
             self.following = True
-            following = loop.create_task(Follower(self, self.settings.replica_of,
-                                                  self.settings.promote_after_s).run())
+            # A managed replica never promotes itself: the manager does (roles.py).
+            self.start_following(self.settings.replica_of,
+                                 math.inf if self.settings.managed else self.settings.promote_after_s)
+        self.update_offline()  # a managed server acknowledges nothing before its first lease
         try:
             await self._stopped
         finally:
-            if following is not None:
-                following.cancel()
+            if self._follow_task is not None:
+                self._follow_task.cancel()
             for server in servers:
                 server.close()
             if self.log_error is None:
@@ -152,6 +174,11 @@ class QueueServer:
             self.data_dir.close(sync=self.log_error is None)
             if self.log_error is None:
                 log.info("queue server stopped; log flushed")
+
+    def start_following(self, primary: tuple[str, int], promote_after_s: float) -> None:
+        self._replicating = True
+        self._follow_task = asyncio.get_running_loop().create_task(
+            Follower(self, primary, promote_after_s).run())
 
     def shutdown(self) -> None:
         if self._stopped is not None and not self._stopped.done():
@@ -165,10 +192,12 @@ class QueueServer:
         # Every deadline the primary left (running jobs' locks, delayed jobs) is ours now.
         self.fire_timers_if_due()
         self._arm_timer()
+        self.update_offline()
 
     def _final_flush(self) -> None:
-        """On the way out: everything written and synced, every held reply sent."""
-        if not self.flush_records():
+        """On the way out: everything written and synced, every held reply sent (in sync
+        mode none: what no replica confirmed is never acknowledged)."""
+        if not self.flush_records() or self._sync_hold is not None:
             return
         held, self._dirty = self._dirty, []
         for conn in held:
@@ -245,6 +274,8 @@ class QueueServer:
         except OSError as error:
             self.log_failed(error)
             return
+        if self._replicating:  # one test on the plain path (bench/hot_path_instructions.py)
+            self._after_commit()
         if self._dirty:
             dirty, self._dirty = self._dirty, []
             for conn in dirty:
@@ -255,6 +286,29 @@ class QueueServer:
         if data_dir.log_bytes >= data_dir.snapshot_log_bytes and data_dir.wants_snapshot():
             self.start_snapshot()  # (the first test saves wants_snapshot's call per turn)
         self._arm_timer()
+
+    def _after_commit(self) -> None:
+        """Following, managed or in sync mode: tell the primary what is written here; cut
+        a turn's changes that a primary whose lease lapsed may not acknowledge; hold the
+        replies for the replicas' confirmation (what is left in _dirty goes out now)."""
+        if self.upstream is not None:
+            self.upstream.committed()
+        appended = self.journal.appended
+        if self.term.managed and appended != self._written_at_flush:
+            self._written_at_flush = appended
+            if self._dirty and not self.acknowledging():
+                self.fence(self._dirty)
+                self._dirty = []
+        if self._dirty and self._sync_hold is not None and not self.following:  # a replica holds nothing
+            dirty, self._dirty = self._dirty, []
+            self._sync_hold(dirty, time.monotonic())
+
+    def position(self) -> int:
+        """Where this server stands in the primary's history, in records: a primary's every
+        record so far (those in its state); a replica's, from its link (follower.py)."""
+        if self.following:
+            return self.upstream.position() if self.upstream is not None else 0
+        return self.journal.records + len(self.journal.pending) + len(self.store.changes)
 
     def _after_change(self) -> None:
         """After any change of the store: answer waiters it woke; with replicas linked, hand
@@ -267,13 +321,14 @@ class QueueServer:
         if self.journal.links:
             self.journal.record(store.drain_changes(), replicate=True)
 
-    def link_replica(self, conn: Connection) -> None:
+    def link_replica(self, conn: Connection, peer: bytes) -> None:
         """Stream the records to `conn` from now on. Records still waiting in the store (no
         replica was linked when they were made) are in the snapshot just sent, or came
         before the link: they go to the log only, never down the new link; the journal
         starts the link's stream after this turn's records so far (journal.py `link`)."""
         self._record_unreplicated()
         self.journal.link(conn)
+        self.replicas.linked(conn, peer)
 
     def _record_unreplicated(self) -> None:
         """The store's records so far go to the log only: a SYNC record (from a primary or

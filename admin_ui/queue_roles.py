@@ -1,0 +1,102 @@
+"""The queue servers as the dashboard shows them (issue 17): which is primary, in which
+epoch, under a lease or not, sync state, and each replica's lag; read with ROLE and
+REPLICAS at each request (PROTOCOL.md Part B). /metrics gets the same as gauges."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from pydantic import BaseModel
+
+from admin_ui.settings import AdminSettings
+from manager.sentinel import View
+from manager.server_link import ServerLink
+
+SYNC_STATES = ("async", "sync", "waiting", "refusing", "alone")
+
+
+class ReplicaLag(BaseModel):
+    replica: str  # HOST:PORT as the replica gave it
+    behind_bytes: int  # streamed to it, not confirmed yet
+    silent_s: float  # since its last confirmation (-1: none yet)
+
+
+class QueueServerRole(BaseModel):
+    server: str
+    reachable: bool
+    role: str | None = None  # primary | replica
+    epoch: int | None = None
+    lease: str | None = None  # unmanaged | held | lapsed
+    sync: str | None = None  # async | sync | waiting | refusing | alone
+    in_sync: list[str] = []
+    replicas: list[ReplicaLag] = []
+
+
+def read_roles(settings: AdminSettings) -> list[QueueServerRole]:
+    return [read_role(address, settings.queue_token) for address in settings.queue_servers]
+
+
+def read_role(address: str, token: str | None) -> QueueServerRole:
+    link = ServerLink(address, token)
+    try:
+        view = View.parse(link.ask(b"ROLE", timeout_s=1.0))
+        if view is None:
+            return QueueServerRole(server=address, reachable=False)
+        replicas = _replicas(link) if view.role == "primary" else []
+        return QueueServerRole(server=address, reachable=True, role=view.role, epoch=view.epoch,
+                               lease=view.lease, sync=view.sync, in_sync=list(view.in_sync),
+                               replicas=replicas)
+    finally:
+        link.close()
+
+
+def _replicas(link: ServerLink) -> list[ReplicaLag]:
+    head = (link.ask(b"REPLICAS", timeout_s=1.0) or b"").split()
+    if len(head) != 3 or head[:2] != [b"200", b"OK"] or not head[2].isdigit():
+        return []
+    found = []
+    for _ in range(min(int(head[2]), 64)):
+        words = (link.read_line(1.0) or b"").split()
+        if len(words) == 3 and words[1].isdigit():
+            found.append(ReplicaLag(replica=words[0].decode("ascii", "replace"),
+                                    behind_bytes=int(words[1]), silent_s=float(words[2])))
+    return found
+
+
+class QueueRolesCollector(Collector):
+    """Gauges per queue server: primary, epoch, lease held, sync state, replica lag."""
+
+    def __init__(self, settings: AdminSettings) -> None:
+        self.settings = settings
+
+    def collect(self) -> Iterator[Metric]:
+        yield from role_families(read_roles(self.settings))
+
+
+def role_families(roles: list[QueueServerRole]) -> Iterator[Metric]:
+    """Pure: the servers' roles -> metric families."""
+    primary = GaugeMetricFamily("slotmap_queue_server_primary", "1 for the primary.", labels=["server"])
+    epoch = GaugeMetricFamily("slotmap_queue_server_epoch", "The epoch (term) the server knows.",
+                              labels=["server"])
+    leased = GaugeMetricFamily("slotmap_queue_server_lease_held",
+                               "1 while the server may acknowledge (its lease holds, or it is unmanaged).",
+                               labels=["server"])
+    sync = GaugeMetricFamily("slotmap_queue_server_sync_state", "1 for the server's sync state.",
+                             labels=["server", "state"])
+    lag = GaugeMetricFamily("slotmap_queue_replica_lag_bytes",
+                            "Bytes streamed to a replica and not confirmed yet.", labels=["server", "replica"])
+    silent = GaugeMetricFamily("slotmap_queue_replica_silent_seconds",
+                               "Seconds since the replica's last confirmation.", labels=["server", "replica"])
+    for role in roles:
+        if not role.reachable:
+            continue
+        primary.add_metric([role.server], 1.0 if role.role == "primary" else 0.0)
+        epoch.add_metric([role.server], float(role.epoch or 0))
+        leased.add_metric([role.server], 0.0 if role.lease == "lapsed" else 1.0)
+        for state in SYNC_STATES:
+            sync.add_metric([role.server, state], 1.0 if role.sync == state else 0.0)
+        for replica in role.replicas:
+            lag.add_metric([role.server, replica.replica], float(replica.behind_bytes))
+            silent.add_metric([role.server, replica.replica], replica.silent_s)
+    yield from (primary, epoch, leased, sync, lag, silent)

@@ -1,0 +1,228 @@
+"""The active manager as the queue servers' sentinel (`managed_failover = true`; docs/
+DESIGN.md "Failover that loses nothing"). One thread of the active manager, every
+LEASE_RENEW_S:
+
+    look at every server (ROLE)
+    read the authority record (manager/authority.py): the primary and the epoch
+    renew the primary's lease (LEASE <epoch> <ms> <echo>), note which replicas are in sync
+    tell every other server to FOLLOW the primary in this epoch (a deposed primary too:
+        it rewinds to the new primary's history)
+    primary silent for promote_after_s, and its last lease surely over: promote the
+        replica that was in sync (epoch + 1 in the database first, then PROMOTE)
+
+The database decides; the queue servers never vote. A manager that takes over waits a
+whole lease from its start before promoting anyone: it cannot know the last grant.
+"""
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from manager import authority
+from manager.authority import Record
+from manager.server_link import ServerLink
+from manager.store import EventKind, NewEvent
+
+log = logging.getLogger(__name__)
+
+LEASE_RENEW_S = 0.5
+# A replica is promoted only once the old primary's lease is over by this much: the lease
+# runs from the primary's own clock reading echoed by the manager (no clock offset to
+# cover), so the margin covers what remains: clock rate differences (< 0.1 % of 1.5 s),
+# a previous manager that lost its lock and has not noticed yet (it checks every
+# LOCK_CHECK_S and stops granting at once), and this turn's own lateness.
+LEASE_MARGIN_S = 0.5
+LOCK_CHECK_S = 0.25  # the active manager's lock is checked this often while it is sentinel
+assert LEASE_MARGIN_S >= 2 * LOCK_CHECK_S
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """A server's ROLE reply: `200 OK <role> <sync> <links> <released> <epoch> <lease>
+    <in-sync> <position>`."""
+
+    role: str
+    sync: str
+    epoch: int
+    lease: str
+    in_sync: tuple[str, ...]
+    position: int
+
+    @classmethod
+    def parse(cls, line: bytes | None) -> View | None:
+        words = (line or b"").decode("ascii", "replace").split()
+        if (len(words) != 10 or words[:2] != ["200", "OK"] or not words[6].isdigit()
+                or not words[9].isdigit()):
+            return None
+        in_sync = () if words[8] == "-" else tuple(words[8].split(","))
+        return cls(words[2], words[3], int(words[6]), words[7], in_sync, int(words[9]))
+
+
+def same_server(a: str, b: str) -> bool:
+    """HOST:PORT of the config against a replica's own IP:PORT (from its SNAPSHOT)."""
+    if a == b:
+        return True
+    (host_a, _, port_a), (host_b, _, port_b) = a.rpartition(":"), b.rpartition(":")
+    if port_a != port_b:
+        return False
+    try:
+        return socket.gethostbyname(host_a) == socket.gethostbyname(host_b)
+    except OSError:
+        return False
+
+
+class Sentinel:
+    def __init__(self, engine: Engine, servers: list[str], *, token: str | None, lease_s: float,
+                 promote_after_s: float, sync_mode: bool, note: Callable[[NewEvent], object],
+                 stopping: Callable[[], bool]) -> None:
+        self.engine = engine
+        self.servers = servers
+        self.links = {address: ServerLink(address, token) for address in servers}
+        self.lease_ms = int(lease_s * 1000)
+        self.lease_s = lease_s
+        self.promote_after_s = promote_after_s
+        self.sync_mode = sync_mode
+        self.note = note
+        self.stopping = stopping
+        start = time.monotonic()
+        self.last_grant_sent = start  # unknown before us: count a whole lease from our start
+        self.primary_heard = start
+        self.echo: dict[str, int] = {}  # server -> its clock (ms) from its last LEASE reply
+        self.refused_promotion = False
+
+    def run(self) -> None:
+        log.info("sentinel of the queue servers %s (lease %.1f s, promotion after %.1f s)",
+                 ", ".join(self.servers), self.lease_s, self.promote_after_s)
+        while not self.stopping():
+            started = time.monotonic()
+            try:
+                self.turn(started)
+            except SQLAlchemyError as exc:
+                log.warning("sentinel: the database is unreachable (%s): no lease renewed", exc)
+            except Exception:  # the thread must go on: the next turn may succeed
+                log.exception("sentinel turn failed")
+            time.sleep(max(0.0, LEASE_RENEW_S - (time.monotonic() - started)))
+        for link in self.links.values():
+            link.close()
+
+    def turn(self, now: float) -> None:
+        views = {address: View.parse(self.links[address].ask(b"ROLE")) for address in self.servers}
+        record = authority.read(self.engine) or self._first_record(views)
+        if record is None:
+            return
+        primary = views.get(record.primary)
+        if primary is not None and primary.role == "primary" and primary.epoch <= record.epoch:
+            if self._grant(record):
+                self.primary_heard = time.monotonic()
+                record = self._note_sync(record, primary)
+        self._align(record, views)
+        now = time.monotonic()
+        if (now - self.primary_heard >= self.promote_after_s
+                and now >= self.last_grant_sent + self.lease_s + LEASE_MARGIN_S):
+            self._fail_over(record, views)
+
+    def _first_record(self, views: dict[str, View | None]) -> Record | None:
+        """No record yet: the first server that says it is primary (or the first answering)."""
+        answering = [address for address, view in views.items() if view is not None]
+        primaries = [address for address in answering if views[address].role == "primary"]  # type: ignore[union-attr]
+        chosen = (primaries or answering or [""])[0]
+        if not chosen or not authority.create(self.engine, chosen):
+            return authority.read(self.engine)
+        log.warning("queue servers: %s is the primary in epoch 1", chosen)
+        return authority.read(self.engine)
+
+    def _grant(self, record: Record) -> bool:
+        """LEASE to the primary (twice the first time: its clock is not known yet)."""
+        link = self.links[record.primary]
+        for _ in range(2):
+            if self.stopping():
+                return False
+            echo = self.echo.get(record.primary, 0)
+            self.last_grant_sent = time.monotonic()  # received or not, it may count
+            reply = link.ask(b"LEASE %d %d %d" % (record.epoch, self.lease_ms, echo))
+            words = (reply or b"").split()
+            if len(words) != 3 or words[:2] != [b"200", b"OK"] or not words[2].isdigit():
+                if reply is not None:
+                    log.warning("queue server %s refused the lease: %r", record.primary, reply[:100])
+                return False
+            self.echo[record.primary] = int(words[2])
+            if echo:
+                return True
+        return True
+
+    def _note_sync(self, record: Record, primary: View) -> Record:
+        if not self.sync_mode:
+            return record
+        in_sync = primary.sync != "alone"
+        replicas = tuple(sorted(primary.in_sync))
+        if in_sync == record.in_sync and (replicas == record.sync_replicas or not replicas):
+            return record
+        if in_sync != record.in_sync:
+            kind = EventKind.QUEUE_SYNC_REGAINED if in_sync else EventKind.QUEUE_SYNC_LOST
+            self.note(NewEvent(kind=kind, host=record.primary, message=(
+                f"queue server {record.primary}: synchronous replication "
+                + ("regained" if in_sync else "lost: it goes on alone; no replica may be promoted"))))
+        return authority.note_sync(self.engine, record, in_sync, replicas or record.sync_replicas) or record
+
+    def _align(self, record: Record, views: dict[str, View | None]) -> None:
+        """Every other answering server follows the primary in the record's epoch."""
+        for address, view in views.items():
+            if address == record.primary or view is None:
+                continue
+            if view.role == "replica" and view.epoch == record.epoch:
+                continue
+            reply = self.links[address].ask(b"FOLLOW %s %d" % (record.primary.encode(), record.epoch))
+            if reply == b"200 OK" and view.role == "primary":
+                self.note(NewEvent(kind=EventKind.QUEUE_SERVER_DEMOTED, host=address, message=(
+                    f"queue server {address} (epoch {view.epoch}) follows {record.primary} "
+                    f"(epoch {record.epoch}): what it never had confirmed is dropped")))
+
+    def _fail_over(self, record: Record, views: dict[str, View | None]) -> None:
+        candidates = [address for address, view in views.items()
+                      if address != record.primary and view is not None
+                      and view.role == "replica" and view.epoch == record.epoch]
+        if self.sync_mode:
+            if not record.in_sync:
+                return self._refuse(record, "the primary had gone on alone: no replica is in sync")
+            if record.sync_replicas:
+                candidates = [c for c in candidates
+                              if any(same_server(c, r) for r in record.sync_replicas)]
+        if not candidates:
+            return self._refuse(record, "no replica in sync answers")
+        # The furthest along the dead primary's history: every replica got the same stream
+        # in order, and each acknowledged change was confirmed by one of them at least.
+        chosen = max(candidates, key=lambda c: views[c].position)  # type: ignore[union-attr]
+        new = authority.promote(self.engine, record, chosen)
+        if new is None:
+            return None  # the record changed meanwhile: next turn reads it again
+        reply = self.links[chosen].ask(b"PROMOTE %d" % new.epoch)
+        self.echo.pop(chosen, None)
+        self.primary_heard = time.monotonic()
+        self._grant(new)
+        self.refused_promotion = False
+        log.warning("queue servers: %s promoted in epoch %d (%s silent for %.1f s): %r",
+                    chosen, new.epoch, record.primary, self.promote_after_s, reply)
+        self.note(NewEvent(kind=EventKind.QUEUE_SERVER_PROMOTED, host=chosen, message=(
+            f"queue server {chosen} is the primary in epoch {new.epoch}; {record.primary} "
+            f"was silent for {self.promote_after_s:.1f} s")))
+        return None
+
+    def _refuse(self, record: Record, why: str) -> None:
+        if not self.refused_promotion:
+            self.refused_promotion = True
+            log.error("queue servers: primary %s is silent, not promoting: %s", record.primary, why)
+            self.note(NewEvent(kind=EventKind.QUEUE_PROMOTION_REFUSED, host=record.primary,
+                               message=f"primary {record.primary} is silent; not promoting: {why}"))
+
+
+def start(sentinel: Sentinel) -> threading.Thread:
+    thread = threading.Thread(target=sentinel.run, name="sentinel", daemon=True)
+    thread.start()
+    return thread

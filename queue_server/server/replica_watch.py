@@ -1,0 +1,91 @@
+"""The primary's side of the replication links' liveness and confirmations.
+
+A replica opts in by sending `REPLACK <bytes>` (queue_server/server/follower.py does,
+after each of its commits and every HEARTBEAT_S): from then on the primary sends it an
+empty line whenever nothing was streamed to it for a heartbeat, and cuts the link when it
+stays silent for LIVENESS heartbeats (it reconnects and resyncs, or it is gone). A link
+that never sent REPLACK (a sockPQd peer) is left as it always was. In sync mode the
+confirmations go to SyncCommit (sync_commit.py). No import of the server's other modules:
+the journal and the links are seen through the small protocols below.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Hashable
+from typing import Generic, Protocol, TypeVar
+
+from queue_server.server.liveness import SILENCE_LIMIT_S, Heard
+from queue_server.server.sync_commit import Released, SyncCommit
+
+log = logging.getLogger("slotmap.queue_server")
+
+L = TypeVar("L", bound=Hashable)  # a replication link (a Connection in the server)
+
+
+class Stream(Protocol[L]):
+    """What the journal tells and does for the links (journal.py)."""
+
+    @property
+    def sent(self) -> dict[L, int]: ...  # link -> bytes streamed to it since its snapshot
+
+    @property
+    def appended(self) -> int: ...  # bytes of records written since start
+
+    @property
+    def records(self) -> int: ...  # records written since start
+
+    def heartbeat(self, links: list[L]) -> None: ...
+
+    def cut(self, link: L, why: str) -> None: ...
+
+
+class ReplicaWatch(Generic[L]):
+    def __init__(self, stream: Stream[L], sync: SyncCommit | None) -> None:
+        self.stream = stream
+        self.sync = sync
+        self.heard: dict[L, Heard] = {}  # links that sent REPLACK
+        self.confirmed: dict[L, int] = {}  # link -> bytes its last REPLACK confirmed
+        self._sent_at_tick: dict[L, int] = {}
+
+    def linked(self, link: L) -> None:
+        if self.sync is not None:
+            self.sync.link_added(link)
+
+    def acked(self, link: L, confirmed_bytes: int, now: float) -> Released:
+        self.confirmed[link] = confirmed_bytes
+        heard = self.heard.get(link)
+        if heard is None:
+            self.heard[link] = Heard(now)
+        else:
+            heard.at = now
+        if self.sync is None or link not in self.stream.sent:
+            return []
+        return self.sync.ack(link, confirmed_bytes)
+
+    def tick(self, now: float) -> Released:
+        """Every HEARTBEAT_S: heartbeats to idle links, silent links cut, the sync timeout."""
+        sent = self.stream.sent
+        for link in [link for link in self.heard if link not in sent]:
+            self._forget(link)
+        idle = []
+        for link, heard in list(self.heard.items()):
+            if heard.dead(now):
+                self.stream.cut(link, f"the replica sent nothing for {heard.silent_for(now):.1f} s "
+                                      f"(liveness {SILENCE_LIMIT_S:.1f} s)")
+                self._forget(link)
+            elif sent[link] == self._sent_at_tick.get(link):
+                idle.append(link)
+        if idle:
+            self.stream.heartbeat(idle)
+        self._sent_at_tick = {link: sent[link] for link in self.heard}
+        return [] if self.sync is None else self.sync.tick(now)
+
+    def _forget(self, link: L) -> None:
+        self.heard.pop(link, None)
+        self.confirmed.pop(link, None)
+        if self.sync is not None:
+            self.sync.link_gone(link)
+
+    def in_sync_links(self) -> int:
+        """Links that confirmed within the liveness limit (ROLE)."""
+        return len(self.heard)

@@ -1,0 +1,137 @@
+"""Primary or replica, as the manager says (docs/DESIGN.md "Failover that loses nothing"):
+the LEASE, PROMOTE and FOLLOW commands, the fence of a primary whose lease lapsed, and
+the offline switch that sync mode and the lease drive. A mixin of QueueServer, kept out
+of the server's import circle: it knows the server only by the attributes below.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Hashable, Sequence
+from typing import Protocol
+
+from queue_server.server import authority
+from queue_server.server.authority import Term
+from queue_server.server.replication import Replication
+
+log = logging.getLogger("slotmap.queue_server")
+
+NOT_PRIMARY = b"409 Not Primary\r\n"
+
+
+class Cuttable(Protocol):
+    def abort(self) -> None: ...
+
+
+class Roles:
+    term: Term
+    following: bool
+    offline: bool
+    replicas: Replication  # type: ignore[type-arg]  # the links and sync mode (replication.py)
+    _auto_offline: bool  # offline because of sync mode or the lease, not by hand
+    _follow_task: asyncio.Task[None] | None
+    _replicating: bool  # server.py's flush takes the replication path
+
+    def promote(self) -> None: ...
+
+    def start_following(self, primary: tuple[str, int], promote_after_s: float) -> None: ...
+
+    # ------------------------------------------------------------ the manager's commands
+
+    def lease(self, epoch: int, lease_ms: int, echo_ms: int) -> bytes:
+        if self.following:
+            return NOT_PRIMARY
+        reply = self.term.grant(epoch, lease_ms, echo_ms, time.monotonic())
+        self._replicating = self._replicating or self.term.managed
+        self.update_offline()
+        return reply
+
+    def promote_by_manager(self, epoch: int) -> bytes:
+        if not self.term.adopt(epoch):
+            return authority.stale_epoch(self.term.epoch)
+        self._replicating = True
+        if self.following:
+            self._stop_following()
+            log.warning("promoted by the manager in epoch %d", epoch)
+            self.promote()
+        self.update_offline()
+        return authority.OK
+
+    def follow(self, primary: tuple[str, int], epoch: int) -> bytes:
+        """FOLLOW: from now on a replica of `primary`. A deposed primary drops whatever no
+        replica confirmed: its state is replaced by the new primary's snapshot (its history
+        rewound to the new primary's, as pg_rewind does); it says how much that was."""
+        if not self.term.adopt(epoch):
+            return authority.stale_epoch(self.term.epoch)
+        if not self.following:
+            self._log_rewind(primary, epoch)
+            self.replicas.drop_held(f"deposed: following {primary[0]}:{primary[1]}")
+            # Its own replicas hold its history: they start again from the new primary.
+            self.replicas.cut_links(f"deposed in epoch {epoch}")
+        self._stop_following()
+        self.following = True
+        self.offline = True
+        self._auto_offline = False
+        self.start_following(primary, math.inf)  # the manager alone promotes now
+        return authority.OK
+
+    def _log_rewind(self, primary: tuple[str, int], epoch: int) -> None:
+        dropped = self.replicas.unconfirmed()
+        if dropped is None:
+            log.warning("deposed in epoch %d: following %s:%d; async replication: records it "
+                        "did not receive are dropped with this state (its snapshot replaces it)",
+                        epoch, *primary)
+        else:
+            log.warning("deposed in epoch %d: following %s:%d; rewinding to its history drops "
+                        "%d record(s) (%d bytes) no replica confirmed (never acknowledged)",
+                        epoch, *primary, dropped[0], dropped[1])
+
+    def _stop_following(self) -> None:
+        task, self._follow_task = self._follow_task, None
+        if task is not None:
+            task.cancel()
+
+    # ------------------------------------------------------------ acknowledging or not
+
+    def acknowledging(self) -> bool:
+        """May replies that acknowledge a change leave now (the lease, if managed)?"""
+        return self.following or self.term.acknowledging(time.monotonic())
+
+    def fence(self, conns: Sequence[Cuttable]) -> None:
+        """The lease lapsed after this turn's changes were made: they may be a deposed
+        primary's, so none is acknowledged; the clients retry on the primary."""
+        log.error("lease lapsed (epoch %d): %d connection(s) cut without their replies; "
+                  "acknowledging nothing until the manager renews it", self.term.epoch, len(conns))
+        for conn in conns:
+            conn.abort()
+        self.update_offline()
+
+    def update_offline(self) -> None:
+        """Offline while no replica confirms in time (sync_fallback "refuse") or the lease
+        lapsed; online again once both are well. An OFFLINE by hand or a replica's
+        following is left alone."""
+        if self.following:
+            return
+        now = time.monotonic()
+        want = self.replicas.refusing or not self.term.acknowledging(now)
+        if want != self._auto_offline:
+            self._auto_offline = want
+            self.offline = want
+            log.warning("queue commands %s (lease %s, sync %s)",
+                        "refused" if want else "served again",
+                        self.term.lease_word(now).decode(), self.replicas.sync_word())
+
+    # ------------------------------------------------------------ heartbeats and confirmations
+
+    def replica_acked(self, conn: Hashable, confirmed_bytes: int) -> None:
+        """REPLACK on a replication link: its heartbeat, and in sync mode a confirmation."""
+        self.replicas.acked(conn, confirmed_bytes, time.monotonic())
+        self.update_offline()
+
+    def replication_tick(self) -> None:
+        """Every HEARTBEAT_S (housekeeping): heartbeats, silent links, the sync timeout,
+        the lease."""
+        self.replicas.tick(time.monotonic())
+        self.update_offline()

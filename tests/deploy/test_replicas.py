@@ -1,0 +1,26 @@
+"""`slotmap run --replicas N` (issue 17, G): the derived config and the replica children."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from config.load import load_config
+from deploy.launcher import DEFAULT_CONFIG, child_specs
+from deploy.replicas import with_replicas, write_config
+
+
+def test_the_derived_config_reads_back_the_same(tmp_path: Path) -> None:
+    derived = with_replicas(load_config(DEFAULT_CONFIG), 2)
+    assert derived.queue_server.servers == ["127.0.0.1:7400", "127.0.0.1:7401", "127.0.0.1:7402"]
+    assert derived.queue_server.replicate == "sync" and derived.queue_server.managed_failover
+    assert load_config(write_config(derived, tmp_path / "derived.toml")) == derived
+
+
+def test_a_replica_starts_beside_the_primary_and_follows_it(tmp_path: Path) -> None:
+    derived = with_replicas(load_config(DEFAULT_CONFIG), 1)
+    path = write_config(derived, tmp_path / "derived.toml")
+    specs = child_specs(derived, path, with_admin=False, with_producer=False, replicas=1)
+    assert [s.name for s in specs][:2] == ["queue-server", "queue-replica-1"]
+    replica = specs[1].args
+    assert replica[replica.index("--replica-of") + 1] == "127.0.0.1:7400"
+    assert replica[replica.index("--listen") + 1] == "127.0.0.1:7401"
+    assert replica[replica.index("--data-dir") + 1] == "./var/queue-replica1"

@@ -1,0 +1,165 @@
+"""Helpers for the failover tests: producers that remember what was acknowledged, a
+server's whole content drained, ROLE, freezing a process. Real processes and sockets."""
+from __future__ import annotations
+
+import contextlib
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from tests.queue_server.util import get
+
+PRODUCER_TIMEOUT_S = 10.0
+
+
+def role(conn) -> list[bytes]:  # type: ignore[no-untyped-def]
+    conn.send(b"ROLE\r\n")
+    reply = conn.line().split()
+    assert reply[:2] == [b"200", b"OK"], reply
+    return reply[2:]
+
+
+@contextlib.contextmanager
+def frozen(server) -> Iterator[None]:  # type: ignore[no-untyped-def]
+    """SIGSTOP the server's process for the block (SIGCONT even when the block fails)."""
+    server.process.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        if server.process.poll() is None:
+            server.process.send_signal(signal.SIGCONT)
+
+
+@dataclass
+class Producer:
+    """A thread PUTting numbered jobs (`<name>-<n>`) one at a time on its own connection,
+    moving to the next address when refused or cut; `acked` holds what got `200 OK`."""
+
+    name: str
+    addresses: list[tuple[str, int]]
+    queue: str = "q"
+    acked: list[bytes] = field(default_factory=list)
+    # (port, monotonic time) of each acknowledgement, in order
+    acked_at: list[tuple[int, float]] = field(default_factory=list)
+    refused: int = 0
+    stop: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+
+    def start(self) -> Producer:
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def finish(self) -> None:
+        self.stop.set()
+        assert self.thread is not None
+        self.thread.join(PRODUCER_TIMEOUT_S + 5)
+        assert not self.thread.is_alive(), f"producer {self.name} hung"
+
+    def _run(self) -> None:
+        number = 0
+        target = 0
+        while not self.stop.is_set():
+            address = self.addresses[target % len(self.addresses)]
+            try:
+                with socket.create_connection(address, timeout=PRODUCER_TIMEOUT_S) as sock:
+                    reader = sock.makefile("rb")
+                    while not self.stop.is_set():
+                        data = f"{self.name}-{number}".encode()
+                        sock.sendall(b"PUT %s 0 %d\r\n%s" % (self.queue.encode(), len(data), data))
+                        line = reader.readline()
+                        if line == b"200 OK\r\n":
+                            self.acked.append(data)
+                            self.acked_at.append((address[1], time.monotonic()))
+                            number += 1
+                        elif not line:
+                            raise ConnectionError("closed")
+                        else:
+                            self.refused += 1
+                            number += 1  # may be on the server all the same: never reused
+                            break
+            except OSError:
+                number += 1  # the last one may or may not have been applied
+            target += 1
+            self.stop.wait(0.05)
+
+
+def drained(conn, queue: str = "q") -> set[bytes]:  # type: ignore[no-untyped-def]
+    """Every ready job of `queue` on the server (taken with GET, each kept running)."""
+    found: set[bytes] = set()
+    while (job := get(conn, f"GET {queue}")) is not None:
+        found.add(job.data)
+    return found
+
+
+@dataclass
+class KeyedProducer:
+    """A thread PUTting jobs with its own keys through QueueClient (issue 17, F): the
+    client finds the primary by ROLE, waits out `500 Offline Mode` and retries a keyed PUT
+    whose connection was lost. `acked` holds the keys it was told were stored."""
+
+    name: str
+    servers: list[str]
+    acked: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+
+    def start(self) -> KeyedProducer:
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def finish(self) -> None:
+        self.stop.set()
+        assert self.thread is not None
+        self.thread.join(PRODUCER_TIMEOUT_S * 3)
+        assert not self.thread.is_alive(), f"producer {self.name} hung"
+
+    def _run(self) -> None:
+        from queue_server.client import QueueClient
+        from queue_server.protocol.client_errors import QueueServerError
+
+        number = 0
+        with QueueClient(self.servers, timeout_s=PRODUCER_TIMEOUT_S, connect_timeout_s=1.0,
+                         reconnect_attempts=20, offline_wait_s=PRODUCER_TIMEOUT_S) as client:
+            while not self.stop.is_set():
+                key = f"{self.name}-{number}"
+                number += 1
+                try:
+                    client.put("q", key.encode(), key=key)
+                except (QueueServerError, OSError) as exc:
+                    self.failed.append(f"{key}: {exc}")
+                    self.stop.wait(0.1)
+                else:
+                    self.acked.append(key)
+
+
+@contextlib.contextmanager
+def cluster_database(tmp_path) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """SQLite in tmp_path; PostgreSQL when SLOTMAP_TEST_PG is set, in a schema of its own
+    (the manager's lock and the authority row are per schema), dropped at the end."""
+    import os
+    import uuid
+    from urllib.parse import quote
+
+    from sqlalchemy import create_engine, text
+
+    dsn = os.environ.get("SLOTMAP_TEST_PG")
+    if not dsn:
+        yield f"sqlite:///{tmp_path / 'slotmap.db'}"
+        return
+    schema = f"slotmap_ha_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(dsn, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+    try:
+        separator = "&" if "?" in dsn else "?"
+        yield f"{dsn}{separator}options={quote(f'-csearch_path={schema}')}"
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
