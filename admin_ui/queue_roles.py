@@ -3,9 +3,10 @@ epoch, under a lease or not, sync state, and each replica's lag; read with ROLE 
 REPLICAS at each request (PROTOCOL.md Part B). /metrics gets the same as gauges."""
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from pydantic import BaseModel
 
@@ -31,6 +32,9 @@ class QueueServerRole(BaseModel):
     sync: str | None = None  # async | sync | waiting | refusing | alone
     in_sync: list[str] = []
     replicas: list[ReplicaLag] = []
+    # A replica's records it could not apply (each one a resync from a snapshot), from INFO.
+    replication_errors: int | None = None
+    last_replication_error: str | None = None
 
 
 def read_roles(settings: AdminSettings) -> list[QueueServerRole]:
@@ -44,11 +48,29 @@ def read_role(address: str, token: str | None) -> QueueServerRole:
         if view is None:
             return QueueServerRole(server=address, reachable=False)
         replicas = _replicas(link) if view.role == "primary" else []
+        info = _info(link)
+        errors = info.get("replication_errors")
+        last = info.get("last_replication_error")
         return QueueServerRole(server=address, reachable=True, role=view.role, epoch=view.epoch,
                                lease=view.lease, sync=view.sync, in_sync=list(view.in_sync),
-                               replicas=replicas)
+                               replicas=replicas,
+                               replication_errors=errors if isinstance(errors, int) else None,
+                               last_replication_error=last[:500] if isinstance(last, str) else None)
     finally:
         link.close()
+
+
+def _info(link: ServerLink) -> dict[str, object]:
+    """INFO's JSON (the server, not its queues); {} from a server without it."""
+    head = (link.ask(b"INFO", timeout_s=1.0) or b"").split()
+    if len(head) != 3 or head[:2] != [b"200", b"OK"] or not head[2].isdigit():
+        return {}
+    block = link.read_block(int(head[2]), timeout_s=1.0)
+    try:
+        found = json.loads(block) if block is not None else {}
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def _replicas(link: ServerLink) -> list[ReplicaLag]:
@@ -88,6 +110,8 @@ def role_families(roles: list[QueueServerRole]) -> Iterator[Metric]:
                             "Bytes streamed to a replica and not confirmed yet.", labels=["server", "replica"])
     silent = GaugeMetricFamily("slotmap_queue_replica_silent_seconds",
                                "Seconds since the replica's last confirmation.", labels=["server", "replica"])
+    apply_errors = CounterMetricFamily("slotmap_queue_replication_errors",
+                                       "Records this replica could not apply (each a resync).", labels=["server"])
     for role in roles:
         if not role.reachable:
             continue
@@ -99,4 +123,6 @@ def role_families(roles: list[QueueServerRole]) -> Iterator[Metric]:
         for replica in role.replicas:
             lag.add_metric([role.server, replica.replica], float(replica.behind_bytes))
             silent.add_metric([role.server, replica.replica], replica.silent_s)
-    yield from (primary, epoch, leased, sync, lag, silent)
+        if role.replication_errors is not None:
+            apply_errors.add_metric([role.server], float(role.replication_errors))
+    yield from (primary, epoch, leased, sync, lag, silent, apply_errors)

@@ -46,6 +46,24 @@ class ServerLink:
             self.close()
             return None
 
+    def read_block(self, size: int, timeout_s: float = ASK_TIMEOUT_S) -> bytes | None:
+        """A data block of `size` bytes after a `200 OK <len>` line, or None."""
+        if self.sock is None or not 0 <= size <= MAX_REPLY_BYTES:
+            return None
+        deadline = time.monotonic() + timeout_s
+        try:
+            while len(self.buffer) < size:
+                self.sock.settimeout(max(0.001, deadline - time.monotonic()))
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    raise EOFError("closed")
+                self.buffer += chunk
+        except (OSError, EOFError):
+            self.close()
+            return None
+        block, self.buffer = self.buffer[:size], self.buffer[size:]
+        return block
+
     def _connect(self, timeout_s: float) -> socket.socket:
         host, port = parse_host_port(self.address)
         sock = socket.create_connection((host, port), timeout=timeout_s)

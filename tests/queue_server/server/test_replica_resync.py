@@ -145,6 +145,11 @@ def test_a_replica_that_cannot_apply_a_record_logs_error_counts_it_and_resyncs_t
     output = replica.output_text()
     assert " ERROR replication: cannot apply what the primary sent" in output and shown in output
     assert relay.links >= 2  # a new link: a full snapshot
+    # The dashboard's queue-servers table (and /metrics) show it, not only the log.
+    from admin_ui.queue_roles import read_role
+
+    shown_role = read_role(replica.address, None)
+    assert shown_role.replication_errors == 1 and shown in (shown_role.last_replication_error or "")
 
     for n in range(5):
         put_ok(producer, "r", 0, b"after %d" % n)

@@ -133,8 +133,11 @@ def test_the_dashboard_reads_each_servers_role_and_each_replicas_lag(start_queue
     assert seen.replicas[0].behind_bytes == 0 and 0 <= seen.replicas[0].silent_s < 5
     follower = read_role(replica.address, None)
     assert (follower.role, follower.replicas) == ("replica", [])
+    # INFO's count of records the replica could not apply (issue 16: shown, not only logged).
+    assert (follower.replication_errors, follower.last_replication_error) == (0, None)
     names = {family.name: family for family in role_families([seen, follower])}
     assert [s.value for s in names["slotmap_queue_server_primary"].samples] == [1.0, 0.0]
+    assert [s.value for s in names["slotmap_queue_replication_errors"].samples] == [0.0, 0.0]
     assert read_role("127.0.0.1:1", None).reachable is False
 
 
