@@ -8,22 +8,21 @@ from enum import IntEnum
 from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
 from queue_server.protocol.errors import UNKNOWN_COMMAND, ProtocolError, bad_request
-from queue_server.protocol.fields import (
-    _UINT,
+from queue_server.protocol.fields import keyword_values, parse_name, parse_queue_list, parse_then
+from queue_server.protocol.keyed import Key
+from queue_server.protocol.numbers import (
     INT64_MAX,
     INT64_MIN,
-    keyword_values,
+    parse_count,
+    parse_counter,
     parse_id,
     parse_ids,
     parse_length,
-    parse_name,
+    parse_port,
     parse_priority,
-    parse_queue_list,
     parse_seconds,
-    parse_then,
     parse_unix_time,
 )
-from queue_server.protocol.keyed import Key
 
 __all__ = ["INT64_MAX", "INT64_MIN", "MAX_LINE_BYTES", "parse_line"]
 
@@ -167,12 +166,7 @@ def _parse_get(mode: GetMode, args: list[bytes]) -> Get:
         if expire_s is None:
             raise bad_request("THEN without EXPIRE")
         then_done = parse_then(values[b"THEN"])
-    count = None
-    if b"COUNT" in values:
-        raw = values[b"COUNT"]
-        if _UINT.fullmatch(raw) is None or int(raw) < 1:
-            raise bad_request("COUNT must be an integer >= 1")
-        count = int(raw)
+    count = parse_count(values[b"COUNT"]) if b"COUNT" in values else None
     return Get(mode, queues, expire_s, then_done, count, keys)
 
 
@@ -296,10 +290,7 @@ def _parse_peer(args: list[bytes]) -> tuple[int, str, int] | None:
         return None
     if len(args) != 3:
         raise bad_request("<n> <ip> <port> expected")
-    server_id = parse_id(args[0])
-    if _UINT.fullmatch(args[2]) is None or not 0 < int(args[2]) < 65536:
-        raise bad_request("bad port")
-    return server_id, args[1].decode("ascii", "replace"), int(args[2])
+    return parse_id(args[0]), args[1].decode("ascii", "replace"), parse_port(args[2])
 
 
 def _with_block(parse: Callable[[list[bytes]], tuple[Command, int]], rest: list[bytes]) -> Parsed:
@@ -335,7 +326,7 @@ def _parse_sync(args: list[bytes]) -> Parsed:
     if verb == b"WAKE" and len(rest) == 1:
         return Parsed(sr.SyncWake(parse_unix_time(rest[0])))
     if verb == b"IDS" and len(rest) in (2, 3):
-        return Parsed(sr.SyncIds(*(parse_id(raw) for raw in rest)))
+        return Parsed(sr.SyncIds(*(parse_counter(raw) for raw in rest)))
     if verb == b"FAIL":
         return _with_block(pj.parse_sync_fail, rest)
     if verb == b"TOUCH":

@@ -5,17 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from queue_server.protocol.errors import ProtocolError, bad_request
-from queue_server.protocol.fields import (
+from queue_server.protocol.fields import parse_name
+from queue_server.protocol.keyed import KEY_RE, Key, parse_key
+from queue_server.protocol.numbers import (
+    parse_bounded,
     parse_id,
     parse_ids,
     parse_length,
-    parse_name,
     parse_priority,
     parse_seconds,
     parse_uint,
     parse_unix_time,
 )
-from queue_server.protocol.keyed import KEY_RE, Key, parse_key
 
 JOB_STATES = frozenset((b"ready", b"delayed", b"failed", b"running", b"dead"))
 JOBS_LIMIT_DEFAULT = 100
@@ -177,9 +178,7 @@ def parse_jobs(args: list[bytes]) -> JobsList:
             raise bad_request(f"{word.decode('ascii', 'replace')} given twice")
         seen.add(word)
         if word == b"LIMIT":
-            limit = parse_uint(value, "LIMIT")
-            if not 1 <= limit <= JOBS_LIMIT_MAX:
-                raise bad_request(f"LIMIT must be 1..{JOBS_LIMIT_MAX}")
+            limit = parse_bounded(value, "LIMIT", 1, JOBS_LIMIT_MAX)
         elif word == b"AFTER":
             after = parse_job_key(value)
         else:

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from queue_server.protocol.numbers import counter_of_name
+
 Key = int | str
 KEY_RE: Final = re.compile(rb"[A-Za-z0-9_.:@-]{1,128}")
 MAX_ERROR_BYTES: Final = 16 * 1024
@@ -79,10 +81,12 @@ def key_bytes(key: Key) -> bytes:
 
 
 def parse_key(raw: bytes) -> Key:
-    """A key from the wire (already checked against KEY_RE): `_<n>` is the server's key n."""
-    if raw[:1] == b"_" and raw[1:].isdigit() and raw[1:2] != b"0":
-        return int(raw[1:])
-    return raw.decode("ascii")
+    """A key from the wire (already checked against KEY_RE): `_<n>` is the server's key n
+    (up to numbers.COUNTER_NAME_DIGITS digits; a longer one is a plain key, so the key
+    counter stays within the bound SYNC IDS accepts)."""
+    text = raw.decode("ascii")
+    counter = counter_of_name(text)
+    return text if counter is None else counter
 
 
 def cap_error(error: bytes) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Final, Literal
 
 from config.models import parse_host_port
+from queue_server.protocol.numbers import COUNT_MAX, ID_MAX, INT64_MAX, INT64_MIN, MAX_SECONDS
 
 Then = Literal["done", "later"]
 Block = Literal[False, True, "until_empty"]
@@ -18,8 +19,8 @@ Address = tuple[str, int]
 
 DEFAULT_SERVER: Final = "127.0.0.1:7400"
 CRLF: Final = b"\r\n"
-PRIORITY_MIN: Final = -(2**63)
-PRIORITY_MAX: Final = 2**63 - 1
+PRIORITY_MIN: Final = INT64_MIN
+PRIORITY_MAX: Final = INT64_MAX
 
 _NAME_RE: Final = re.compile(r"[A-Za-z0-9_]{1,128}\Z", re.ASCII)
 KEY_PATTERN: Final = r"[A-Za-z0-9_.:@-]{1,128}"
@@ -62,8 +63,8 @@ def seconds(value: float, *, what: str) -> bytes:
     """A non-negative, finite number of seconds, written without an exponent."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{what} must be a number of seconds, got {value!r}")
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{what} must be finite and >= 0, got {value!r}")
+    if not math.isfinite(value) or not 0 <= value <= MAX_SECONDS:
+        raise ValueError(f"{what} must be finite and 0..{MAX_SECONDS} seconds, got {value!r}")
     if isinstance(value, int) or value.is_integer():
         return b"%d" % int(value)
     return (b"%.6f" % value).rstrip(b"0").rstrip(b".")
@@ -78,8 +79,8 @@ def priority(value: int) -> bytes:
 
 
 def job_id(value: int) -> bytes:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"job id must be a positive integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= ID_MAX:
+        raise ValueError(f"job id must be a positive integer up to {ID_MAX}, got {value!r}")
     return b"%d" % value
 
 
@@ -179,8 +180,8 @@ def get_request(
             raise ValueError("queues must name at least one queue (or be None for any queue)")
         parts += (b" ", b"|".join(name(q) for q in names))
     if count is not None:
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ValueError(f"count must be an integer >= 1, got {count!r}")
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= COUNT_MAX:
+            raise ValueError(f"count must be an integer 1..{COUNT_MAX}, got {count!r}")
         parts.append(b" COUNT %d" % count)
     parts.append(_expire(expire_s, then))
     if keys:

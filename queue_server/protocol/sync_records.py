@@ -6,19 +6,16 @@ from dataclasses import dataclass
 
 from queue_server.protocol import jobs as pj
 from queue_server.protocol.errors import bad_request
-from queue_server.protocol.fields import (
-    NEW_KEYWORD,
-    keyword_values,
+from queue_server.protocol.fields import NEW_KEYWORD, keyword_values, parse_name, parse_then
+from queue_server.protocol.keyed import Key
+from queue_server.protocol.numbers import (
     parse_id,
     parse_length,
-    parse_name,
     parse_priority,
     parse_seconds,
-    parse_then,
     parse_uint,
     parse_unix_time,
 )
-from queue_server.protocol.keyed import Key
 
 
 @dataclass(slots=True)

@@ -11,6 +11,7 @@ import heapq
 from collections.abc import Iterable
 
 from queue_server.protocol.keyed import DeadJob, JobMeta, Key, Meta, is_retry_wait, solo_meta
+from queue_server.protocol.numbers import counter_of_name
 from queue_server.server import records
 from queue_server.server.store_index import StoreIndex
 from queue_server.server.store_types import (
@@ -64,8 +65,9 @@ class CoreStore(StoreIndex):
         state.put += 1
         if item is not None:
             self.items[item] = self.items.get(item, 0) + 1
-            if item[0] == "_" and item[1:].isdigit():
-                self.next_item = max(self.next_item, int(item[1:]) + 1)
+            number = counter_of_name(item)  # a producer's `_<n>`: NEW never makes it again
+            if number is not None and number >= self.next_item:
+                self.next_item = number + 1
         if until is not None and (until > now or replaying):
             self.changes.append(records.put(name, priority, data, item, until, record_key, meta, ttl_at))
             self._delay(state, priority, data, item, until, key, meta)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from queue_server.protocol import requests as req
+from queue_server.protocol.numbers import MAX_SECONDS
 
 
 def test_plain_put_is_the_sockpqd_line_and_the_data() -> None:
@@ -48,10 +49,13 @@ def test_seconds_are_written_without_exponent_and_negative_ones_refused() -> Non
     assert req.seconds(1.25, what="t") == b"1.25"
     assert req.seconds(3.0, what="t") == b"3"
     assert req.seconds(1e-5, what="t") == b"0.00001"
-    with pytest.raises(ValueError, match=">= 0"):
+    with pytest.raises(ValueError, match="0..10000000000 seconds"):
         req.seconds(-1, what="t")
     with pytest.raises(ValueError, match="finite"):
         req.seconds(float("inf"), what="t")
+    assert req.seconds(MAX_SECONDS, what="t") == b"10000000000"
+    with pytest.raises(ValueError, match="0..10000000000 seconds"):  # the server's bound
+        req.seconds(MAX_SECONDS + 1, what="t")
 
 
 def test_get_request_names_the_verb_queues_count_and_expiry() -> None:

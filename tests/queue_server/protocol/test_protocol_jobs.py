@@ -11,6 +11,7 @@ from queue_server.protocol import requests as req
 from queue_server.protocol.commands import Get, Put, parse_line
 from queue_server.protocol.errors import ProtocolError
 from queue_server.protocol.keyed import DeadJob, JobMeta, parse_key
+from queue_server.protocol.numbers import ID_MAX
 from queue_server.protocol.sync_records import SyncPut
 from queue_server.server import records
 
@@ -18,7 +19,7 @@ names = st.text("abcXYZ019_", min_size=1, max_size=12)
 producer_keys = st.from_regex(r"[A-Za-z0-9.:-][A-Za-z0-9_.:-]{0,20}", fullmatch=True)
 server_keys = st.integers(1, 10**12)
 keys = st.one_of(producer_keys, server_keys.map(lambda n: f"_{n}"))
-ids = st.integers(1, 2**62)
+ids = st.integers(1, ID_MAX)
 seconds = st.one_of(st.integers(0, 10**6).map(float), st.floats(0, 10**6, allow_nan=False).map(
     lambda x: round(x, 3)))
 unix = st.floats(0, 4e9, allow_nan=False, allow_infinity=False)
