@@ -57,6 +57,11 @@ class Session:
     client: RawClient
     ids: list[int] = field(default_factory=list)
     keys: list[str] = field(default_factory=lambda: ["k1", "_1"])
+    sent: list[bytes] = field(default_factory=list)  # what was sent, cut, for a failure's report
+
+    def send(self, request: bytes, client: RawClient | None = None) -> None:
+        self.sent.append(request[:160])
+        (client or self.client).send(request)
 
 
 def _reply_keys(session: Session, reply: bytes) -> None:
@@ -119,7 +124,7 @@ def put(draw: st.DrawFn, session: Session) -> None:
     ttl = draw(st.one_of(st.none(), long_seconds))
     words += [f"TTL {ttl}"] if ttl is not None else []
     order = draw(st.permutations(words[1:]))  # keywords after <len> in any order
-    session.client.send(" ".join([words[0], *order]).encode() + b"\r\n" + data)
+    session.send(" ".join([words[0], *order]).encode() + b"\r\n" + data)
     reply = session.client.line()
     assert reply.startswith(b"200 OK") or _refused(reply), reply
     _reply_keys(session, reply)
@@ -132,14 +137,14 @@ def put_wait(draw: st.DrawFn, session: Session, waiter: RawClient) -> None:
     then = draw(st.sampled_from(["", " THEN DONE", " THEN LATER"])) if expire else ""
     output = draw(datas)  # drawn before any reply: the draws must not depend on the server
     priority = draw(st.integers(numbers.INT64_MIN, numbers.INT64_MAX))
-    waiter.send(f"PUT {draw(queues)} {draw(priorities)} {len(data)} NEW WAIT {OUTPUT}{expire}{then}"
-                .encode() + b"\r\n" + data)
+    session.send(f"PUT {draw(queues)} {draw(priorities)} {len(data)} NEW WAIT {OUTPUT}{expire}{then}"
+                 .encode() + b"\r\n" + data, waiter)
     reply = waiter.line()
     if _refused(reply):
         return
     match = re.fullmatch(rb"206 Wait for output IS (_[0-9]+)", reply)
     assert match, reply
-    session.client.send(b"PUT %s %d %d IS %s\r\n" % (OUTPUT.encode(), priority, len(output), match[1]) + output)
+    session.send(b"PUT %s %d %d IS %s\r\n" % (OUTPUT.encode(), priority, len(output), match[1]) + output)
     assert session.client.line() == b"200 OK"
     _take_job(session, waiter.line(), waiter)
 
@@ -153,12 +158,12 @@ def get(draw: st.DrawFn, session: Session) -> None:
     if expire is not None:
         words += [f"EXPIRE {expire}", *draw(st.sampled_from([[], ["THEN", "DONE"], ["THEN", "LATER"]]))]
     words += ["KEYS"] if draw(st.booleans()) else []
-    session.client.send(" ".join(words).encode() + b"\r\n")
+    session.send(" ".join(words).encode() + b"\r\n")
     _read_jobs(session, batch=count is not None)
 
 
 def _lines(session: Session, request: str, count: int, pattern: bytes) -> None:
-    session.client.send(request.encode() + b"\r\n")
+    session.send(request.encode() + b"\r\n")
     for _ in range(count):
         reply = session.client.line()
         if _refused(reply):
@@ -190,7 +195,7 @@ def fail(draw: st.DrawFn, session: Session) -> None:
     error = draw(st.binary(max_size=30))
     how = draw(st.sampled_from(["", " DEAD", f" DELAY {draw(delays)}"]))
     solo = " SOLO" if draw(st.booleans()) else ""
-    session.client.send(f"FAIL {job_id}{how}{solo} {len(error)}".encode() + b"\r\n" + error)
+    session.send(f"FAIL {job_id}{how}{solo} {len(error)}".encode() + b"\r\n" + error)
     reply = session.client.line()
     assert re.fullmatch(rb"200 OK( DEAD| RETRY [0-9.e+]+)?|404 Job Not Found", reply) or _refused(reply), reply
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -101,6 +102,7 @@ def _check(client: RawClient, template: Template, request: bytes) -> None:
         line = client.line()
 
 
+@pytest.mark.timeout(600)  # 300 examples on a busy 2-core CI machine
 def test_every_numeric_field_gets_a_clean_reply_and_the_log_replays(
         start_queue_server: StartServer) -> None:
     server = start_queue_server("--fsync", "always")
