@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ipaddress
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -9,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from config.endpoints import check_host, check_token, parse_zmq_endpoint
 from config.names import HOST_NAME_PATTERN, QUEUE_NAME_PATTERN
 from config.schedules import SCHEDULE_NAME_PATTERN, ScheduleConfig
+from queue_server.protocol.numbers import MAX_SECONDS
 
 
 class _Strict(BaseModel):
@@ -43,7 +45,7 @@ class QueueServerConfig(_Strict):
     max_job_bytes: int = Field(default=1024 * 1024, ge=1, description="Largest job data accepted; a bigger block gets 413 and the connection is closed.")
     snapshot_log_bytes: int = Field(default=256 * 1024 * 1024, ge=4096, description="A snapshot is written (in a forked child) when the log grows past this.")
     # Default lock time for jobs handed out without EXPIRE, per queue (over [queues.*].lock_timeout_s).
-    lock_timeouts_s: dict[str, float] = Field(default_factory=dict, description="Queue -> lock time for jobs handed out without EXPIRE; overrides [queues.<q>].lock_timeout_s for the server.")
+    lock_timeouts_s: dict[str, float] = Field(default_factory=dict, description="Queue -> lock time for jobs handed out without EXPIRE; overrides [queues.<q>].lock_timeout_s for the server. Each > 0 and <= 10000000000 (the bound of EXPIRE).")
     servers: list[str] = Field(default_factory=list, description="Every queue server of the cluster (HOST:PORT) for clients (slots, manager, producers); empty: listen alone.")
     # Follow this primary (HOST:PORT) as a replica; promoted after promote_after_s without it.
     replica_of: str | None = Field(default=None, description="Follow this primary (HOST:PORT) as a replica; promoted after promote_after_s without it.")
@@ -70,6 +72,16 @@ class QueueServerConfig(_Strict):
     max_unauthenticated_clients: int = Field(default=1000, ge=1, le=1_000_000, description="With a token: connections not authenticated yet, at most; a new one (or one arriving at max_clients) takes the place of the oldest of them, never of an authenticated client.")
     unauthenticated_input_bytes: int = Field(default=4096, ge=256, le=1024 * 1024, description="With a token: all a connection may send before AUTH (lines and data blocks); more gets `401 Auth Required` (a bigger block `413 Job Too Large`) and the connection is closed.")
     forget_drained_queues_s: float = Field(default=600.0, ge=0, le=10**9, description="A queue with no job ready, delayed or running, no dead job and no client waiting on it is forgotten this long after it drained (STATS stops listing it; its counters start again from 0 if it comes back). 0: never.")
+
+    @field_validator("lock_timeouts_s")
+    @classmethod
+    def _lock_times_are_bounded(cls, value: dict[str, float]) -> dict[str, float]:
+        # The server adds a lock time to now and logs the sum as a unix time: bounded as the
+        # door bounds EXPIRE (queue_server/protocol/numbers.py), so the log replays it.
+        for queue, seconds in value.items():
+            if not (math.isfinite(seconds) and 0 < seconds <= MAX_SECONDS):
+                raise ValueError(f"lock_timeouts_s.{queue} must be > 0 and <= {MAX_SECONDS}, got {seconds}")
+        return value
 
     @field_validator("listen", "replica_of")
     @classmethod
@@ -116,7 +128,7 @@ class QueueConfig(_Strict):
     max_slots: int = Field(default=1000, ge=0, description="Most slots the planner gives the queue.")
     batch_size: int = Field(default=10, ge=1, description="Jobs a slot fetches and hands to handle() at once. Written here it wins over the handler class's batch_size; left out, the class's value is used.")
     lock_timeout_s: float = Field(
-        default=60.0, gt=0,
+        default=60.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False,
         description="Lock time of a job handed out to a slot: if it is not DONE (or its lock "
                     "renewed with TOUCH, which a live slot does) within this many seconds, it "
                     "counts as a failed attempt and comes back after its backoff.")
@@ -125,11 +137,11 @@ class QueueConfig(_Strict):
         description="Runs a job gets: after this many failed attempts it is dead (kept, "
                     "never handed out again, until retried by hand).")
     retry_base_s: float = Field(
-        default=15.0, ge=0,
+        default=15.0, ge=0, le=MAX_SECONDS, allow_inf_nan=False,
         description="Wait after a job's first failure; each further failure doubles it "
                     "(plus up to 25% random jitter), up to retry_max_s.")
     retry_max_s: float = Field(
-        default=86400.0, ge=0,
+        default=86400.0, ge=0, le=MAX_SECONDS, allow_inf_nan=False,
         description="Longest wait between two attempts of a failed job, in seconds.")
     dead_max: int = Field(
         default=10_000, ge=0,

@@ -9,7 +9,9 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
+from config.models import QueueConfig, QueueServerConfig
 from queue_server.protocol import numbers
 from queue_server.protocol import requests as req
 from queue_server.protocol.commands import parse_line
@@ -108,3 +110,13 @@ def test_a_name_stands_for_a_counter_only_within_its_bound() -> None:
     assert parse_key(b"_1" + b"0" * 18) == "_1" + "0" * 18  # 19 digits: a plain key
     assert numbers.counter_of_name("_" + "9" * 127) is None
     assert numbers.counter_of_name("_042") is None and numbers.counter_of_name("_42") == 42
+
+
+@pytest.mark.parametrize("seconds", [math.inf, math.nan, numbers.MAX_SECONDS * 10.0])
+def test_config_durations_the_server_adds_to_now_are_bounded_as_the_door_bounds_expire(seconds: float) -> None:
+    """A lock time or retry delay from the config becomes a logged deadline, like EXPIRE."""
+    for make in (lambda: QueueConfig(lock_timeout_s=seconds), lambda: QueueConfig(retry_max_s=seconds),
+                 lambda: QueueServerConfig(lock_timeouts_s={"q": seconds})):
+        with pytest.raises(ValidationError):
+            make()
+    assert QueueConfig(lock_timeout_s=numbers.MAX_SECONDS, retry_max_s=numbers.MAX_SECONDS).lock_timeout_s == numbers.MAX_SECONDS
