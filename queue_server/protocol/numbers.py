@@ -18,7 +18,8 @@ The bounds:
 - lengths: MAX_LENGTH_DIGITS digits (a longer one is over every block limit: 413);
 - counters (SYNC IDS): 0..ID_MAX + 1; attempts, COUNT: up to INT64_MAX.
 A counter reaches its bound only after about 10**18 hand-outs (or when a replication
-peer, which holds the token, sends a value next to it).
+peer, which holds the token, sends a value next to it). The durations the server adds to
+now itself (lock times, retry delays) are bounded by MAX_SECONDS in config/models.py.
 """
 from __future__ import annotations
 
