@@ -13,6 +13,7 @@ from queue_server.protocol.keyed import Key
 from queue_server.protocol.numbers import (
     INT64_MAX,
     INT64_MIN,
+    parse_bounded,
     parse_count,
     parse_counter,
     parse_id,
@@ -267,10 +268,7 @@ def _parse_stats(args: list[bytes]) -> Simple:
     """`STATS`, `STATS q` (Part A); `STATS q1|q2|...`, `STATS TOP <n>` (Part B). A queue
     named TOP stays `STATS TOP`: the opt-in forms are lines a plain client never sends."""
     if len(args) == 2 and args[0] == b"TOP":
-        raw = args[1]
-        if len(raw) > 4 or _UINT.fullmatch(raw) is None or not 1 <= int(raw) <= STATS_MAX_TOP:
-            raise bad_request(f"TOP must be an integer from 1 to {STATS_MAX_TOP}")
-        return Simple(b"STATS", top=int(raw))
+        return Simple(b"STATS", top=parse_bounded(args[1], "TOP", 1, STATS_MAX_TOP))
     if len(args) == 1 and b"|" in args[0]:
         names = args[0].split(b"|")
         if len(names) > STATS_MAX_NAMES:

@@ -98,13 +98,20 @@ def test_a_5000_digit_length_is_a_block_over_the_limit_after_the_ack_before_it(
     assert RawClient(queue_server.host, queue_server.port).request(b"TOTAL q") == b"200 OK 1 1 1 0"
 
 
-def test_a_5000_digit_integer_before_auth_gets_401_and_the_connection_stays(
-        start_queue_server: StartServer) -> None:
+def test_huge_integers_before_auth_get_401_and_after_it_400(start_queue_server: StartServer) -> None:
+    """Before AUTH a connection may send 4 KiB in all (door.py): 1,000 digits get the 401 of
+    any request; 5,000 are over that bound (400 Line Too Long, closed). After AUTH 5,000
+    digits get the 400 naming the bound, and the PUT before them its ack."""
     server = start_queue_server("--token", "s3cret")
     client = server.connect()
-    client.send(b"DONE " + HUGE_DIGITS + b"\r\nPUT q " + HUGE_DIGITS + b" 1\r\nxPING\r\n")
+    thousand = b"7" * 1000
+    client.send(b"DONE " + thousand + b"\r\nPUT q " + thousand + b" 1\r\nxPING\r\n")
     client.expect(b"401 Auth Required\r\n" * 3)
     client.send(b"AUTH s3cret\r\nPUT q 0 1\r\nxDONE " + HUGE_DIGITS + b"\r\nTOTAL\r\n")
     client.expect(b"200 OK\r\n200 OK\r\n400 Bad Request: job id must be at most 999999999999999999\r\n"
                   b"200 OK 1 1 1 0\r\n")
+    other = server.connect()
+    other.send(b"DONE " + HUGE_DIGITS + b"\r\n")
+    other.expect(b"400 Line Too Long\r\n")
+    assert other.closed()
     assert "Traceback" not in server.output_text()
