@@ -22,6 +22,7 @@ from queue_server.protocol.numbers import (
     parse_port,
     parse_priority,
     parse_seconds,
+    parse_uint,
     parse_unix_time,
 )
 
@@ -353,39 +354,33 @@ def _parse_clone(args: list[bytes]) -> Parsed:
     return Parsed(Clone(), parse_length(args[0]))
 
 
-def _uint64(raw: bytes, what: str) -> int:
-    if len(raw) > 19 or _UINT.fullmatch(raw) is None or int(raw) > INT64_MAX:
-        raise bad_request(f"bad {what}")
-    return int(raw)
-
-
 def _parse_repl_ack(args: list[bytes]) -> Parsed:
     if len(args) != 1:
         raise bad_request("REPLACK <bytes> expected")
-    return Parsed(ReplAck(_uint64(args[0], "byte count")))
+    return Parsed(ReplAck(parse_uint(args[0], "byte count")))
 
 
 def _parse_lease(args: list[bytes]) -> Parsed:
     if len(args) != 3:
         raise bad_request("LEASE <epoch> <ms> <echo> expected")
-    return Parsed(Authority(b"LEASE", _uint64(args[0], "epoch"), _uint64(args[1], "lease"),
-                            _uint64(args[2], "echo")))
+    return Parsed(Authority(b"LEASE", parse_uint(args[0], "epoch"), parse_uint(args[1], "lease"),
+                            parse_uint(args[2], "echo")))
 
 
 def _parse_promote(args: list[bytes]) -> Parsed:
     if len(args) != 1:
         raise bad_request("PROMOTE <epoch> expected")
-    return Parsed(Authority(b"PROMOTE", _uint64(args[0], "epoch")))
+    return Parsed(Authority(b"PROMOTE", parse_uint(args[0], "epoch")))
 
 
 def _parse_follow(args: list[bytes]) -> Parsed:
     if len(args) != 2:
         raise bad_request("FOLLOW <host:port> <epoch> expected")
     host, _, port = args[0].rpartition(b":")
-    if not host or _UINT.fullmatch(port) is None or len(port) > 5 or not 0 < int(port) < 65536:
+    if not host:
         raise bad_request("bad address")
-    return Parsed(Authority(b"FOLLOW", _uint64(args[1], "epoch"),
-                            primary=(host.decode("ascii", "replace"), int(port))))
+    return Parsed(Authority(b"FOLLOW", parse_uint(args[1], "epoch"),
+                            primary=(host.decode("ascii", "replace"), parse_port(port))))
 
 
 def _parse_auth(args: list[bytes]) -> Parsed:
