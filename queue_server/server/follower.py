@@ -138,7 +138,9 @@ class FollowLink(asyncio.Protocol):
                 if line is None:
                     return
                 head = line.split()
-                if len(head) != 3 or head[:2] != [b"200", b"OK"] or not head[2].isdigit():
+                # Digits bounded before int(): 20 hold any length a snapshot can have.
+                if (len(head) != 3 or head[:2] != [b"200", b"OK"] or not head[2].isdigit()
+                        or len(head[2]) > 20):
                     raise ValueError(f"unexpected reply to SNAPSHOT: {line[:200]!r}")
                 self.snapshot_len = int(head[2])
             blob = self.reader.block(self.snapshot_len)
