@@ -151,6 +151,11 @@ class QueueConfig(_Strict):
         default=15_552_000.0, gt=0,
         description="Dead jobs older than this (seconds; default 180 days) are dropped "
                     "(counted and logged as a warning).")
+    errors_kept: int = Field(
+        default=5, ge=1, le=50,
+        description="Errors a job keeps, of its last failed attempts (time, attempt, text): the "
+                    "last one up to 16 KiB, earlier ones cut to their last 2 KiB. `slotmap job`, "
+                    "the API and the job page show them.")
     private_dirty_limit_bytes: int = Field(default=256 * 1024 * 1024, ge=1, description="A slot whose Private_Dirty memory passes this finishes its batch and exits; its master forks a fresh one.")
     rate_limit: RateLimitConfig | None = Field(default=None, description="Cluster-wide limiter named after the queue: each job waits for a permit as the handler reaches it (self.limiter in the handler).")
 

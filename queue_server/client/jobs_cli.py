@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     _add_server_options(jobs)
     jobs.set_defaults(func=_command(_jobs))
 
-    job = subparsers.add_parser("job", help="where a job is: state, queue, attempts, error, data")
+    job = subparsers.add_parser("job", help="where a job is: state, queue, attempts, errors, data")
     job.add_argument("key", metavar="KEY")
     job.add_argument("--json", action="store_true", help="one JSON object")
     _add_server_options(job)
@@ -109,7 +109,7 @@ def _jobs(client: QueueClient, args: argparse.Namespace) -> int:
 
 
 def _job(client: QueueClient, args: argparse.Namespace) -> int:
-    info = client.job(args.key)
+    info = client.job(args.key, errors=True)
     if info is None:
         print(f"slotmap job: no job {args.key!r} (done, deleted, or never put)", file=sys.stderr)
         return EXIT_FAILED
@@ -198,9 +198,14 @@ def job_text(info: JobInfo) -> str:
             fields.append((label, _time(at) + " UTC"))
     fields.append(("data bytes", str(info.data_len)))
     text = "".join(f"{label}: {value}\n" for label, value in fields)
-    text += "error:\n" + _indent(info.error or "none") + "data:\n" + _indent(info.data)
-    return text
+    if info.errors:
+        text += f"errors of the last {len(info.errors)} failed attempts, oldest first:\n"
+        for entry in info.errors:
+            text += f"  attempt {entry.attempt} at {_time(entry.at)} UTC:\n" + _indent(entry.error, "      ")
+    else:
+        text += "error:\n" + _indent(info.error or "none")
+    return text + "data:\n" + _indent(info.data)
 
 
-def _indent(text: str) -> str:
-    return "".join(f"    {line}\n" for line in text.splitlines() or [""])
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "".join(f"{prefix}{line}\n" for line in text.splitlines() or [""])

@@ -245,9 +245,10 @@ def touch(client: Client, *ids: int, expire_s: float | None = None) -> Op[list[b
     return client._request(request, found_parser(len(ids)))
 
 
-def job(client: Client, key: str) -> Op[JobInfo | None]:
-    """JOB: where the job with `key` is; None when no job has it."""
-    return client._request(jreq.job_request(key), parse_job_info, read_only=True)
+def job(client: Client, key: str, *, errors: bool = False) -> Op[JobInfo | None]:
+    """JOB: where the job with `key` is; None when no job has it. `errors`: with the errors
+    of its last failed attempts (JobInfo.errors; JOB ... ERRORS)."""
+    return client._request(jreq.job_request(key, errors=errors), parse_job_info, read_only=True)
 
 
 def jobs(client: Client, queue: str, state: str, *, limit: int = 100,

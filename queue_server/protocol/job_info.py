@@ -17,6 +17,16 @@ ExistingState = Literal["ready", "delayed", "failed", "running"]
 DeleteOutcome = Literal["ok", "not_found", "running"]
 
 
+class JobError(BaseModel):
+    """One failed attempt of a job: when, which attempt, its error (JOB ... ERRORS)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    at: float  # unix time
+    attempt: int  # the run that failed (1 = the first)
+    error: str
+
+
 class JobInfo(BaseModel):
     """One job as JOB and JOBS describe it (docs/PROTOCOL.md Part B, "Job JSON")."""
 
@@ -37,6 +47,8 @@ class JobInfo(BaseModel):
     data_len: int
     data: str  # UTF-8, invalid bytes replaced; JOBS cuts it at 1 KiB
     data_truncated: bool = False
+    # The errors of its last failed attempts, oldest first: only when asked (JOB ... ERRORS).
+    errors: list[JobError] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,8 +66,9 @@ def touch_request(ids: Sequence[int], *, expire_s: float | None = None) -> bytes
     return b"".join(parts)
 
 
-def job_request(value: str) -> bytes:
-    return b"JOB " + key(value) + CRLF
+def job_request(value: str, *, errors: bool = False) -> bytes:
+    """`JOB <key>[ ERRORS]`."""
+    return b"JOB " + key(value) + (b" ERRORS" if errors else b"") + CRLF
 
 
 def jobs_request(queue: str, state: str, *, limit: int = 100, after: str | None = None) -> bytes:

@@ -53,6 +53,7 @@ class Touch:
 @dataclass(frozen=True, slots=True)
 class JobLookup:
     key: Key
+    errors: bool = False  # JOB <key> ERRORS: with the job's error history
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +114,7 @@ class SyncDead:
     error_len: int
     failed_at: float | None
     data: bytes = b""  # the job's data, then error_len bytes of its last error
+    errors_len: int = -1  # or errors_len bytes of its error history (ERRORS, version 3)
 
 
 def parse_fail(args: list[bytes]) -> tuple[Fail | None, int, ProtocolError | None]:
@@ -155,8 +157,10 @@ def parse_touch(args: list[bytes]) -> Touch:
 
 
 def parse_job(args: list[bytes]) -> JobLookup:
+    if len(args) == 2 and args[1] == b"ERRORS":
+        return JobLookup(parse_job_key(args[0]), errors=True)
     if len(args) != 1:
-        raise bad_request("JOB <key> expected")
+        raise bad_request("JOB <key> [ERRORS] expected")
     return JobLookup(parse_job_key(args[0]))
 
 
@@ -242,22 +246,33 @@ def parse_sync_keyed(verb: bytes, rest: list[bytes]) -> SyncKeyed:
     return SyncKeyed(verb, parse_name(rest[0]), parse_job_keys(rest[1:]))
 
 
+def error_lengths(values: dict[bytes, bytes], data_len: int) -> tuple[int, int]:
+    """(ERROR <m>, ERRORS <m>) of a SYNC PUT/DEAD, -1 when absent: the block's last m bytes
+    are the last error (version 2) or the error history as JSON (version 3), not both."""
+    error_len = parse_length(values[b"ERROR"]) if b"ERROR" in values else -1
+    errors_len = parse_length(values[b"ERRORS"]) if b"ERRORS" in values else -1
+    if error_len >= 0 and errors_len >= 0:
+        raise bad_request("ERROR and ERRORS together")
+    if max(error_len, errors_len) > data_len:
+        raise bad_request("ERROR longer than the block")
+    return error_len, errors_len
+
+
 def parse_sync_dead(rest: list[bytes]) -> tuple[SyncDead, int]:
-    """`SYNC DEAD <q> <p> <len> KEY <k> ATTEMPTS <n> DIED <t>[ IS <item>][ ERROR <m>[ AT <t>]]`."""
+    """`SYNC DEAD <q> <p> <len> KEY <k> ATTEMPTS <n> DIED <t>[ IS <item>][ ERRORS <m>]` (or
+    ERROR <m>[ AT <t>] before version 3)."""
     if len(rest) < 9:
         raise bad_request("SYNC DEAD <q> <p> <len> KEY <k> ATTEMPTS <n> DIED <t> ... expected")
     data_len = parse_length(rest[2])
     values = dict(zip(rest[3::2], rest[4::2], strict=False))
     if len(rest[3:]) % 2 or len(values) != len(rest[3:]) // 2 or not {b"KEY", b"ATTEMPTS", b"DIED"} <= values.keys():
         raise bad_request("bad SYNC DEAD options")
-    if not values.keys() <= {b"KEY", b"ATTEMPTS", b"DIED", b"IS", b"ERROR", b"AT"}:
+    if not values.keys() <= {b"KEY", b"ATTEMPTS", b"DIED", b"IS", b"ERROR", b"AT", b"ERRORS"}:
         raise bad_request("unexpected SYNC DEAD option")
-    error_len = parse_length(values[b"ERROR"]) if b"ERROR" in values else -1
-    if error_len > data_len:
-        raise bad_request("ERROR longer than the block")
+    error_len, errors_len = error_lengths(values, data_len)
     return SyncDead(
         parse_name(rest[0]), parse_priority(rest[1]), parse_job_key(values[b"KEY"]),
         parse_uint(values[b"ATTEMPTS"], "ATTEMPTS"), parse_unix_time(values[b"DIED"]),
         parse_name(values[b"IS"], "item name") if b"IS" in values else None, error_len,
-        parse_unix_time(values[b"AT"]) if b"AT" in values else None,
+        parse_unix_time(values[b"AT"]) if b"AT" in values else None, errors_len=errors_len,
     ), data_len

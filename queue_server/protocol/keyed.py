@@ -6,6 +6,8 @@ starts with `_`, so the two never collide.
 """
 from __future__ import annotations
 
+import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Final
@@ -15,20 +17,38 @@ from queue_server.protocol.numbers import counter_of_name
 Key = int | str
 KEY_RE: Final = re.compile(rb"[A-Za-z0-9_.:@-]{1,128}")
 MAX_ERROR_BYTES: Final = 16 * 1024
+# An error that is no longer a job's last one is kept shorter (its end: a traceback's last
+# lines say what went wrong), so a job's history costs at most 16 KiB + 4 x 2 KiB by default.
+EARLIER_ERROR_BYTES: Final = 2 * 1024
 _CUT_MARKER: Final = b"\n[... cut: the error was %d bytes, the first %d are kept]"
+_EARLIER_MARKER: Final = "[... cut: the error was %d bytes, the last %d are kept]\n"
 
+
+# One failed attempt: (unix time, attempt number, error text); a plain tuple of atomic
+# values, which the garbage collector stops tracking.
+ErrorRecord = tuple[float, int, str]
+Errors = tuple[ErrorRecord, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class JobMeta:
-    """A waiting job's attempts with its last failure (a job that never failed has a plain
-    int instead). `solo`: hand it out alone; `retry_wait`: delayed by a failure, not run since."""
+    """A waiting job's attempts with the errors of its last failed attempts, oldest first (a
+    job that never failed has a plain int instead, and costs nothing more). `solo`: hand it
+    out alone; `retry_wait`: delayed by a failure, not run since."""
 
     attempts: int
-    error: str | None = None
-    failed_at: float | None = None
+    errors: Errors = ()
     solo: bool = False
     retry_wait: bool = False
+
+    @property
+    def error(self) -> str | None:
+        """The last error."""
+        return self.errors[-1][2] if self.errors else None
+
+    @property
+    def failed_at(self) -> float | None:
+        return self.errors[-1][0] if self.errors else None
 
 
 Meta = int | JobMeta
@@ -57,19 +77,26 @@ def is_solo(meta: Meta) -> bool:
 class DeadJob:
     """A job that used up its attempts (or was failed with DEAD): kept, never handed out."""
 
-    __slots__ = ("attempts", "data", "died_at", "error", "failed_at", "item", "key", "priority", "queue")
+    __slots__ = ("attempts", "data", "died_at", "errors", "item", "key", "priority", "queue")
 
     def __init__(self, key: Key, queue: str, priority: int, data: bytes, item: str | None,
-                 attempts: int, error: str | None, failed_at: float | None, died_at: float) -> None:
+                 attempts: int, errors: Errors, died_at: float) -> None:
         self.key = key
         self.queue = queue
         self.priority = priority
         self.data = data
         self.item = item
         self.attempts = attempts
-        self.error = error
-        self.failed_at = failed_at
+        self.errors = errors  # the last attempts' errors, oldest first
         self.died_at = died_at
+
+    @property
+    def error(self) -> str | None:
+        return self.errors[-1][2] if self.errors else None
+
+    @property
+    def failed_at(self) -> float | None:
+        return self.errors[-1][0] if self.errors else None
 
 
 def key_text(key: Key) -> str:
@@ -94,3 +121,44 @@ def cap_error(error: bytes) -> str:
     if len(error) > MAX_ERROR_BYTES:
         error = error[:MAX_ERROR_BYTES] + _CUT_MARKER % (len(error), MAX_ERROR_BYTES)
     return error.decode("utf-8", "replace")
+
+
+def shorten_earlier(text: str) -> str:
+    """An error that is no longer the last: its end, at most EARLIER_ERROR_BYTES (UTF-8)."""
+    raw = text.encode("utf-8")
+    if len(raw) <= EARLIER_ERROR_BYTES:
+        return text
+    tail = raw[-EARLIER_ERROR_BYTES:].decode("utf-8", "ignore")
+    return _EARLIER_MARKER % (len(raw), EARLIER_ERROR_BYTES) + tail
+
+
+def push_error(errors: Errors, record: ErrorRecord, keep: int) -> Errors:
+    """The history with `record` added as the last error: the one before it shortened, the
+    oldest dropped past `keep`. Pure, so a replay builds the very same history."""
+    if keep <= 1 or not errors:
+        return (record,)
+    last = errors[-1]
+    earlier = (*errors[:-1], (last[0], last[1], shorten_earlier(last[2])))
+    return (*earlier[max(0, len(earlier) - keep + 1):], record)
+
+
+def encode_errors(errors: Errors) -> bytes:
+    """A history as records carry it (`ERRORS <m>`): JSON `[[at, attempt, text], ...]`,
+    oldest first (floats in repr, so they read back exactly)."""
+    return json.dumps([list(record) for record in errors], ensure_ascii=False,
+                      separators=(",", ":")).encode("utf-8")
+
+
+def decode_errors(raw: bytes) -> Errors:
+    """The inverse of encode_errors; ValueError for anything else."""
+    value = json.loads(raw.decode("utf-8"))
+    if not isinstance(value, list) or not value:
+        raise ValueError("ERRORS: a non-empty JSON array expected")
+    errors: list[ErrorRecord] = []
+    for entry in value:
+        if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], int | float)
+                and not isinstance(entry[0], bool) and math.isfinite(entry[0])
+                and type(entry[1]) is int and entry[1] >= 0 and isinstance(entry[2], str)):
+            raise ValueError("ERRORS: each entry must be [unix time, attempt, text]")
+        errors.append((float(entry[0]), entry[1], entry[2]))
+    return tuple(errors)

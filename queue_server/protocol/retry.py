@@ -27,6 +27,7 @@ DEFAULT_RETRY_BASE_S = 15.0
 DEFAULT_RETRY_MAX_S = 86400.0
 DEFAULT_DEAD_MAX = 10_000
 DEFAULT_DEAD_MAX_AGE_S = 15_552_000.0  # 180 days
+DEFAULT_ERRORS_KEPT = 5
 JITTER = 0.25  # up to this fraction more, at random
 
 
@@ -64,6 +65,7 @@ class QueuePolicy:
     retry: RetryPolicy = RetryPolicy()
     dead_max: int = DEFAULT_DEAD_MAX
     dead_max_age_s: float = DEFAULT_DEAD_MAX_AGE_S
+    errors_kept: int = DEFAULT_ERRORS_KEPT  # a job's error history, last failures first
 
 
 DEFAULT_POLICY = QueuePolicy()
@@ -77,9 +79,10 @@ class QueueSettings(Protocol):
     retry_max_s: float
     dead_max: int
     dead_max_age_s: float
+    errors_kept: int
 
 
 def queue_policy(config: QueueSettings) -> QueuePolicy:
     """A queue's policy from its `[queues.<q>]` config."""
     return QueuePolicy(RetryPolicy(config.max_attempts, config.retry_base_s, config.retry_max_s),
-                       config.dead_max, config.dead_max_age_s)
+                       config.dead_max, config.dead_max_age_s, config.errors_kept)

@@ -10,7 +10,6 @@ from queue_server.protocol.fields import NEW_KEYWORD, keyword_values, parse_name
 from queue_server.protocol.keyed import Key
 from queue_server.protocol.numbers import (
     parse_id,
-    parse_length,
     parse_priority,
     parse_seconds,
     parse_uint,
@@ -34,6 +33,7 @@ class SyncPut:
     retry_wait: bool = False  # FAILED: delayed by a failure
     data: bytes = b""
     ttl_at: float | None = None  # TTL <unix>: deleted then unless handed out before
+    errors_len: int = -1  # >= 0: the block ends with its error history (ERRORS, JSON; version 3)
 
 
 @dataclass(slots=True)
@@ -72,12 +72,13 @@ class SyncIds:
 
 
 _SYNC_PUT_FLAGS = frozenset((NEW_KEYWORD, b"SOLO", b"FAILED"))
-_SYNC_PUT_VALUES = frozenset((b"IS", b"UNTIL", b"DELAY", b"KEY", b"ATTEMPTS", b"ERROR", b"AT", b"TTL"))
+_SYNC_PUT_VALUES = frozenset((b"IS", b"UNTIL", b"DELAY", b"KEY", b"ATTEMPTS", b"ERROR", b"AT", b"TTL",
+                              b"ERRORS"))
 
 
 def parse_sync_put(rest: list[bytes], data_len: int) -> SyncPut:
-    """As PUT (IS / NEW / DELAY), plus UNTIL <unix time>, KEY, ATTEMPTS, ERROR <len> [AT <t>],
-    SOLO, FAILED; a replica never waits (no WAIT)."""
+    """As PUT (IS / NEW / DELAY), plus UNTIL <unix time>, KEY, ATTEMPTS, ERRORS <len> (ERROR
+    <len> [AT <t>] before version 3), SOLO, FAILED; a replica never waits (no WAIT)."""
     options = [arg for arg in rest[3:] if arg not in _SYNC_PUT_FLAGS]
     flags = [arg for arg in rest[3:] if arg in _SYNC_PUT_FLAGS]
     if len(set(flags)) != len(flags):
@@ -89,9 +90,7 @@ def parse_sync_put(rest: list[bytes], data_len: int) -> SyncPut:
         raise bad_request("IS and NEW together")
     until = parse_unix_time(values[b"UNTIL"]) if b"UNTIL" in values else None
     delay_s = parse_seconds(values[b"DELAY"], "DELAY") if b"DELAY" in values else None
-    error_len = parse_length(values[b"ERROR"]) if b"ERROR" in values else -1
-    if error_len > data_len:
-        raise bad_request("ERROR longer than the block")
+    error_len, errors_len = pj.error_lengths(values, data_len)
     return SyncPut(
         parse_name(rest[0]), parse_priority(rest[1]), item, until, delay_s, new_item,
         pj.parse_job_key(values[b"KEY"]) if b"KEY" in values else None,
@@ -99,6 +98,7 @@ def parse_sync_put(rest: list[bytes], data_len: int) -> SyncPut:
         error_len, parse_unix_time(values[b"AT"]) if b"AT" in values else None,
         b"SOLO" in flags, b"FAILED" in flags,
         ttl_at=parse_unix_time(values[b"TTL"]) if b"TTL" in values else None,
+        errors_len=errors_len,
     )
 
 

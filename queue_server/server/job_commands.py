@@ -34,7 +34,7 @@ def touch(server: QueueServer, conn: Connection, command: pj.Touch) -> None:
 
 
 def job(server: QueueServer, conn: Connection, command: pj.JobLookup) -> None:
-    view = job_views.job_view(server.store, command.key)
+    view = job_views.job_view(server.store, command.key, with_errors=command.errors)
     conn.write(responses.JOB_NOT_FOUND if view is None else job_views.json_block(view))
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from queue_server.protocol.keyed import (
     DeadJob,
+    Errors,
     JobMeta,
     Key,
     Meta,
@@ -72,28 +73,37 @@ def _dead(dead: DeadJob, limit: int | None) -> dict[str, Any]:
                  limit, error=dead.error, failed_at=dead.failed_at, died_at=dead.died_at)
 
 
-def job_view(store: Store, key: Key) -> dict[str, Any] | None:
-    """The whole job (its data uncut), or None for an unknown key."""
-    view = _whole_job(store, key)
-    if view is not None:
-        view["expires_at"] = store.ttl_at(key)
+def job_view(store: Store, key: Key, *, with_errors: bool = False) -> dict[str, Any] | None:
+    """The whole job (its data uncut), or None for an unknown key. `with_errors` (JOB ...
+    ERRORS): also `errors`, the errors of its last failed attempts, oldest first."""
+    found = _whole_job(store, key)
+    if found is None:
+        return None
+    view, errors = found
+    view["expires_at"] = store.ttl_at(key)
+    if with_errors:
+        view["errors"] = [{"at": at, "attempt": attempt, "error": text} for at, attempt, text in errors]
     return view
 
 
-def _whole_job(store: Store, key: Key) -> dict[str, Any] | None:
+def _errors(meta: Meta) -> Errors:
+    return meta.errors if type(meta) is JobMeta else ()  # type: ignore[union-attr]
+
+
+def _whole_job(store: Store, key: Key) -> tuple[dict[str, Any], Errors] | None:
     place = store.keys.get(key)
     if place is None:
         return None
     if type(place) is Job:
-        return _running(place, None)
+        return _running(place, None), place.history.errors if place.history else ()  # type: ignore[union-attr]
     if type(place) is DeadJob:
-        return _dead(place, None)
+        return _dead(place, None), place.errors  # type: ignore[union-attr]
     if type(place) is tuple:
-        return _delayed(place, None)
+        return _delayed(place, None), _errors(place[7])  # type: ignore[arg-type, index]
     assert isinstance(place, QueueState)
     for priority, entry in _ready_entries(place):
         if entry[3] == key:
-            return _ready(place, priority, entry, None)
+            return _ready(place, priority, entry, None), _errors(entry[4])
     raise AssertionError(f"key {key!r} indexed as ready in {place.name} but not there")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from queue_server.protocol.keyed import JobMeta, Key, Meta, key_bytes
+from queue_server.protocol.keyed import JobMeta, Key, Meta, encode_errors, key_bytes
 
 if TYPE_CHECKING:
     from queue_server.protocol.keyed import DeadJob
@@ -19,17 +19,15 @@ def _time(value: float) -> bytes:
 
 
 def _meta(meta: Meta) -> tuple[bytes, bytes]:
-    """(options, error block) of a waiting job's attempts and last failure."""
+    """(options, error block) of a waiting job's attempts and the errors of its last failures."""
     if type(meta) is int:
         return (b" ATTEMPTS %d" % meta if meta else b""), b""
     assert isinstance(meta, JobMeta)
     options = b" ATTEMPTS %d" % meta.attempts
     error = b""
-    if meta.error is not None:
-        error = meta.error.encode("utf-8")
-        options += b" ERROR %d" % len(error)
-        if meta.failed_at is not None:
-            options += b" AT " + _time(meta.failed_at)
+    if meta.errors:
+        error = encode_errors(meta.errors)
+        options += b" ERRORS %d" % len(error)
     if meta.solo:
         options += b" SOLO"
     if meta.retry_wait:
@@ -40,7 +38,7 @@ def _meta(meta: Meta) -> tuple[bytes, bytes]:
 def put(queue: str, priority: int, data: bytes, item: str | None, until: float | None,
         key: Key | None = None, meta: Meta = 0, ttl_at: float | None = None) -> bytes:
     """`SYNC PUT <q> <p> <len>[ IS <item>][ UNTIL <t>][ KEY <k>][ TTL <t>][ ATTEMPTS <n>]
-    [ ERROR <m>[AT <t>]][ SOLO][ FAILED]` + data (+ the m bytes of the last error: <len>
+    [ ERRORS <m>][ SOLO][ FAILED]` + data (+ the m bytes of its error history as JSON: <len>
     counts both). Without KEY the job gets the next server key (the replay makes the same
     one). TTL: the unix time it is deleted at unless handed out before."""
     if meta == 0 and key is None and item is None and until is None and ttl_at is None:  # hot
@@ -103,18 +101,16 @@ def keyed(verb: bytes, queue: str, keys: Sequence[Key]) -> bytes:
 
 
 def dead(job: DeadJob) -> bytes:
-    """`SYNC DEAD <q> <p> <len> KEY <k> ATTEMPTS <n> DIED <t>[ IS <item>][ ERROR <m>[ AT <t>]]`
-    + data + error (snapshots)."""
-    error = job.error.encode("utf-8") if job.error is not None else b""
+    """`SYNC DEAD <q> <p> <len> KEY <k> ATTEMPTS <n> DIED <t>[ IS <item>][ ERRORS <m>]`
+    + data + its error history as JSON (snapshots)."""
+    error = encode_errors(job.errors) if job.errors else b""
     head = b"SYNC DEAD %s %d %d KEY %s ATTEMPTS %d DIED %s" % (
         job.queue.encode(), job.priority, len(job.data) + len(error), key_bytes(job.key),
         job.attempts, _time(job.died_at))
     if job.item is not None:
         head += b" IS " + job.item.encode()
-    if job.error is not None:
-        head += b" ERROR %d" % len(error)
-        if job.failed_at is not None:
-            head += b" AT " + _time(job.failed_at)
+    if job.errors:
+        head += b" ERRORS %d" % len(error)
     return head + b"\r\n" + job.data + error
 
 

@@ -9,7 +9,7 @@ from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
 from queue_server.protocol.errors import ProtocolError
 from queue_server.protocol.framing import FrameReader
-from queue_server.protocol.keyed import JobMeta, Meta
+from queue_server.protocol.keyed import Errors, JobMeta, Meta, decode_errors
 from queue_server.server.errors import SnapshotError
 from queue_server.server.responses import OK, done_reply, item_reply, later_reply
 from queue_server.server.store import Store
@@ -90,19 +90,29 @@ def _take_record(reader: FrameReader) -> SyncCommand | None:
     return command
 
 
-def _split_error(data: bytes, error_len: int) -> tuple[bytes, str | None]:
-    """A record's block: the job's data, then `error_len` bytes of its last error (-1: none)."""
+def _split_errors(data: bytes, error_len: int, errors_len: int, attempts: int,
+                  failed_at: float | None) -> tuple[bytes, Errors]:
+    """A record's block: the job's data, then its error history (ERRORS, JSON), or its last
+    error alone (ERROR, version 2: its attempt taken as the job's count, its time 0 if none)."""
+    if errors_len >= 0:
+        cut = len(data) - errors_len
+        try:
+            return data[:cut], decode_errors(data[cut:])
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise SnapshotError(f"bad ERRORS block: {exc}") from None
     if error_len < 0:
-        return data, None
+        return data, ()
     cut = len(data) - error_len
-    return data[:cut], data[cut:].decode("utf-8", "replace")
+    text = data[cut:].decode("utf-8", "replace")
+    return data[:cut], ((failed_at if failed_at is not None else 0.0, attempts, text),)
 
 
 def _put(store: Store, command: sr.SyncPut, now: float) -> bytes:
-    data, error = _split_error(command.data, command.error_len)
+    data, errors = _split_errors(command.data, command.error_len, command.errors_len,
+                                 command.attempts, command.failed_at)
     meta: Meta = command.attempts
-    if error is not None or command.solo or command.retry_wait:
-        meta = JobMeta(command.attempts, error, command.failed_at, command.solo, command.retry_wait)
+    if errors or command.solo or command.retry_wait:
+        meta = JobMeta(command.attempts, errors, command.solo, command.retry_wait)
     if command.until is not None:
         store.put(command.queue, command.priority, data, command.item, now,
                   until=command.until, replaying=True, key=command.key, meta=meta,
@@ -162,9 +172,10 @@ def _touch(store: Store, command: pj.SyncTouch, now: float) -> bytes:
 
 
 def _dead(store: Store, command: pj.SyncDead, now: float) -> bytes:
-    data, error = _split_error(command.data, command.error_len)
+    data, errors = _split_errors(command.data, command.error_len, command.errors_len,
+                                 command.attempts, command.failed_at)
     store.bury_record(command.queue, command.priority, data, command.item, command.key,
-                      command.attempts, error, command.failed_at, command.died_at)
+                      command.attempts, errors, command.died_at)
     return OK
 
 

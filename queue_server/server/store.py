@@ -5,7 +5,16 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable
 
-from queue_server.protocol.keyed import DeadJob, JobMeta, Key, Meta, cap_error, is_retry_wait
+from queue_server.protocol.keyed import (
+    DeadJob,
+    Errors,
+    JobMeta,
+    Key,
+    Meta,
+    cap_error,
+    is_retry_wait,
+    push_error,
+)
 from queue_server.server import records
 from queue_server.server.store_core import CoreStore
 from queue_server.server.store_types import (
@@ -124,22 +133,24 @@ class Store(CoreStore):
                 until = now + delay_s
             elif not policy.is_exhausted(job.attempts):
                 until = now + policy.delay_s(job.attempts, self.rng)
+        errors = push_error(job.history.errors if job.history else (), (now, job.attempts, text),
+                            self.policy(state.name).errors_kept)
         if until is None or dead:
             self.changes.append(records.fail(job_id, now, None, solo, text))
-            self._bury(job, text, now, replaying=replaying)
+            self._bury(job, errors, now, replaying=replaying)
             return None
         self.changes.append(records.fail(job_id, now, until, solo, text))
         # A replay passes the record's own time as `now`, so `until > now` is the primary's
         # decision again (a FAIL with DELAY 0 made the job ready at once).
-        meta = JobMeta(job.attempts, text, now, solo, retry_wait=until > now)
+        meta = JobMeta(job.attempts, errors, solo, retry_wait=until > now)
         self._requeue(job, now, until if until > now else None, meta)
         return until
 
-    def _bury(self, job: Job, error: str, now: float, *, replaying: bool) -> None:
+    def _bury(self, job: Job, errors: Errors, now: float, *, replaying: bool) -> None:
         state = self._stop_running(job)
         self._forget(state, job.item)
         dead = DeadJob(job.key, state.name, job.priority, job.data, job.item, job.attempts,
-                       error, now, now)
+                       errors, now)
         state.dead[job.key] = dead
         self.with_dead[state.name] = state
         self.keys[job.key] = dead
@@ -267,7 +278,7 @@ class Store(CoreStore):
         state = self.queues[dead.queue]
         self._enter(state, dead.priority)
         self._count_item(dead.item)
-        meta: Meta = 0 if dead.error is None else JobMeta(0, dead.error, dead.failed_at)
+        meta: Meta = JobMeta(0, dead.errors) if dead.errors else 0
         self._append_ready(state, dead.priority, (dead.data, dead.item, now, dead.key, meta))
 
     def _undelay(self, entry: Delayed) -> None:
@@ -349,12 +360,12 @@ class Store(CoreStore):
             self.changes.append(records.keyed(verb, name, keys[start:start + records.KEYS_PER_RECORD]))
 
     def bury_record(self, name: str, priority: int, data: bytes, item: str | None, key: Key,
-                    attempts: int, error: str | None, failed_at: float | None, died_at: float) -> None:
+                    attempts: int, errors: Errors, died_at: float) -> None:
         """SYNC DEAD (snapshots): a dead job as it was."""
         state = self.queue(name)
         if type(key) is int and key >= self.next_key:
             self.next_key = key + 1
-        dead = DeadJob(key, name, priority, data, item, attempts, error, failed_at, died_at)
+        dead = DeadJob(key, name, priority, data, item, attempts, errors, died_at)
         state.dead[key] = dead
         self.with_dead[name] = state
         self.keys[key] = dead

@@ -188,8 +188,8 @@ class CoreStore(StoreIndex):
         if type(meta) is int:
             job = Job(state, priority, entry[0], entry[1], job_id, entry[3], meta + 1, None,
                       expire_at, lock_s, managed, then_done)
-        else:  # a job that failed before: its last error stays with it (solo and retry-wait end)
-            history = None if meta.error is None else JobMeta(meta.attempts, meta.error, meta.failed_at)  # type: ignore[union-attr]
+        else:  # a job that failed before: its errors stay with it (solo and retry-wait end)
+            history = JobMeta(meta.attempts, meta.errors) if meta.errors else None  # type: ignore[union-attr]
             job = Job(state, priority, entry[0], entry[1], job_id, entry[3], meta.attempts + 1,  # type: ignore[union-attr]
                       history, expire_at, lock_s, managed, then_done)
         self.running[job_id] = job

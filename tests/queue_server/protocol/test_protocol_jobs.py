@@ -10,7 +10,7 @@ from queue_server.protocol import jobs as pj
 from queue_server.protocol import requests as req
 from queue_server.protocol.commands import Get, Put, parse_line
 from queue_server.protocol.errors import ProtocolError
-from queue_server.protocol.keyed import DeadJob, JobMeta, parse_key
+from queue_server.protocol.keyed import DeadJob, JobMeta, decode_errors, encode_errors, parse_key
 from queue_server.protocol.numbers import ID_MAX
 from queue_server.protocol.sync_records import SyncPut
 from queue_server.server import records
@@ -85,21 +85,26 @@ def test_sync_fail_records_parse_back(job_id: int, at: float, until: float | Non
 
 
 @given(names, st.integers(-(2**63), 2**63 - 1), st.binary(max_size=40), server_keys, st.integers(0, 30),
-       st.one_of(st.none(), st.text(max_size=40)), unix, st.booleans(), st.booleans())
-def test_sync_put_and_dead_records_carry_key_attempts_and_error(
-    queue: str, priority: int, data: bytes, key: int, attempts: int, error: str | None,
-    at: float, solo: bool, waiting: bool,
+       st.lists(st.tuples(unix, st.integers(0, 30), st.text(max_size=40)), max_size=5), unix,
+       st.booleans(), st.booleans())
+def test_sync_put_and_dead_records_carry_key_attempts_and_error_history(
+    queue: str, priority: int, data: bytes, key: int, attempts: int,
+    errors: list[tuple[float, int, str]], at: float, solo: bool, waiting: bool,
 ) -> None:
-    meta = JobMeta(attempts, error, at if error is not None else None, solo, waiting)
+    history = tuple(errors)
+    meta = JobMeta(attempts, history, solo, waiting)
     command, _ = _parse(records.put(queue, priority, data, None, None, key, meta))
     assert isinstance(command, SyncPut)
     assert (command.key, command.attempts, command.solo, command.retry_wait) == (key, attempts, solo, waiting)
-    body = data + (error.encode() if error is not None else b"")
-    assert command.data == body and command.error_len == (-1 if error is None else len(error.encode()))
-    dead = DeadJob(key, queue, priority, data, "it", attempts, error, None, at)
+    block = encode_errors(history) if history else b""
+    assert command.data == data + block and command.errors_len == (len(block) if history else -1)
+    if history:
+        assert decode_errors(command.data[len(data):]) == history
+    dead = DeadJob(key, queue, priority, data, "it", attempts, history, at)
     command, _ = _parse(records.dead(dead))
     assert isinstance(command, pj.SyncDead)
     assert (command.key, command.attempts, command.died_at, command.item) == (key, attempts, at, "it")
+    assert command.errors_len == (len(block) if history else -1)
 
 
 WORDS = [b"FAIL", b"TOUCH", b"JOB", b"JOBS", b"RETRY", b"DELETE", b"ALL", b"DEAD", b"FAILED",
