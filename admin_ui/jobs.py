@@ -1,7 +1,9 @@
 """Jobs on the queue server as the dashboard shows and changes them: lists, one job, retry, delete.
 
 The queue server answers (through queue_link); every retry or delete also writes an event
-with actor `admin`, like the dashboard's other actions.
+with actor `admin` that says its door (the dashboard's forms or the JSON API), like the
+dashboard's other actions. The queue server counts them under that door too (CLIENT NAME),
+and the manager writes events for the other doors' (manager/job_actions.py).
 """
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ from queue_server.protocol.job_info import JobInfo
 
 ACTOR = "admin"
 Verb = Literal["retry", "delete"]
+Door = Literal["dashboard", "api"]
+DOOR_WORDS: dict[Door, str] = {"dashboard": "on the dashboard", "api": "through the API"}
 EVENT_KINDS: dict[Verb, EventKind] = {"retry": EventKind.JOBS_RETRIED, "delete": EventKind.JOBS_DELETED}
 MAX_LIMIT = 1000
 # Keys kept in an event's detail: a retry of 10,000 jobs names the first ones only.
@@ -88,24 +92,25 @@ def _all(client: QueueClient, verb: Verb, queue: str, state: str) -> int:
 
 
 def change_jobs(settings: AdminSettings, store: Store, queue: str, action: JobsAction, verb: Verb, *,
-                now: float, client_host: str | None = None) -> JobsActionResult:
+                now: float, door: Door, client_host: str | None = None) -> JobsActionResult:
     """Retry: dead jobs go back to ready with attempts reset, failed ones run now (attempts kept).
     Delete: ready, delayed, failed or dead jobs by key (running ones are refused), or all dead.
-    Either writes an event with actor admin."""
+    Either writes an event with actor admin, saying the door (dashboard or api)."""
     _check(action, verb)
     results: dict[str, str] = {}
     state = action.all
     if state is not None:
-        count = ask(settings, lambda client: _all(client, verb, queue, state))
+        count = ask(settings, lambda client: _all(client, verb, queue, state), door=door)
         what = f"all {count} {state} jobs"
     else:
-        outcomes = ask(settings, lambda client: _by_key(client, verb, queue, action.keys))
+        outcomes = ask(settings, lambda client: _by_key(client, verb, queue, action.keys), door=door)
         results = dict(zip(action.keys, outcomes, strict=True))
         count = sum(1 for outcome in outcomes if outcome == "ok")
         what = _what(action.keys, count)
-    message = f"{verb} of {what} of {queue} by {ACTOR}"
+    message = f"{verb} of {what} of {queue} by {ACTOR} {DOOR_WORDS[door]}"
+    detail = {**_detail(action, results, count, client_host), "door": door}
     event_id = store.add_event(now, NewEvent(kind=EVENT_KINDS[verb], message=message, queue=queue, actor=ACTOR,
-                                             detail=_detail(action, results, count, client_host)))
+                                             detail=detail))
     return JobsActionResult(queue=queue, action=verb, results=results, count=count,
                             event_id=event_id, message=message)
 

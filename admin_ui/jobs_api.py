@@ -49,7 +49,7 @@ def retry(queue: QueueName, action: JobsAction, request: Request, store: StoreDe
           settings: SettingsDep, _: ActorDep) -> JobsActionResult:
     """`{"keys": [...]}`: those jobs run again (dead ones with attempts reset);
     `{"all": "dead"}` or `{"all": "failed"}`: every such job of the queue."""
-    return jobs.change_jobs(settings, store, queue, action, "retry", now=settings.clock(),
+    return jobs.change_jobs(settings, store, queue, action, "retry", now=settings.clock(), door="api",
                             client_host=request.client.host if request.client else None)
 
 
@@ -57,5 +57,5 @@ def retry(queue: QueueName, action: JobsAction, request: Request, store: StoreDe
 def delete(queue: QueueName, action: JobsAction, request: Request, store: StoreDep,
            settings: SettingsDep, _: ActorDep) -> JobsActionResult:
     """`{"keys": [...]}`: delete those jobs (not running ones); `{"all": "dead"}`: every dead job."""
-    return jobs.change_jobs(settings, store, queue, action, "delete", now=settings.clock(),
+    return jobs.change_jobs(settings, store, queue, action, "delete", now=settings.clock(), door="api",
                             client_host=request.client.host if request.client else None)

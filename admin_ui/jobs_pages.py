@@ -101,7 +101,7 @@ def jobs_action(
     settings: SettingsDep, fields: Annotated[dict[str, list[str]], Depends(jobs_form)], _: ActorDep,
 ) -> RedirectResponse:
     change = form_action(fields)
-    result = jobs.change_jobs(settings, store, queue, change, action, now=settings.clock(),
+    result = jobs.change_jobs(settings, store, queue, change, action, now=settings.clock(), door="dashboard",
                               client_host=request.client.host if request.client else None)
     state = (fields.get("state") or ["failed"])[0]
     back = (fields.get("next") or [""])[0]

@@ -21,24 +21,25 @@ REPLY_TIMEOUT_S = 5.0
 
 
 @contextmanager
-def queue_client(settings: AdminSettings) -> Iterator[QueueClient]:
-    """A connected client; QueueServerUnavailable (503) when none is configured or reachable."""
+def queue_client(settings: AdminSettings, door: str = "dashboard") -> Iterator[QueueClient]:
+    """A connected client; QueueServerUnavailable (503) when none is configured or reachable.
+    `door`: its CLIENT NAME (the queue server counts RETRY and DELETE per door)."""
     if not settings.queue_servers:
         raise QueueServerUnavailable("no queue server configured ([queue_server] listen or servers)")
     client = QueueClient(list(settings.queue_servers), token=settings.queue_token,
                          timeout_s=REPLY_TIMEOUT_S, connect_timeout_s=CONNECT_TIMEOUT_S,
-                         reconnect_attempts=0)
+                         reconnect_attempts=0, name=door)
     try:
         yield client
     finally:
         client.close()
 
 
-def ask(settings: AdminSettings, request: Callable[[QueueClient], T]) -> T:
+def ask(settings: AdminSettings, request: Callable[[QueueClient], T], *, door: str = "dashboard") -> T:
     """`request(client)` on a fresh connection; a refusal or an outage becomes one AdminError."""
     where = ", ".join(settings.queue_servers) or "no queue server"
     try:
-        with queue_client(settings) as client:
+        with queue_client(settings, door) as client:
             return request(client)
     except ConnectionLost as exc:  # also ServerUnreachable and ReplyTimeout
         raise QueueServerUnavailable(str(exc)) from exc

@@ -13,6 +13,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from config.models import QueueConfig
 from manager.event_builders import override_events
 from manager.failures import failed_attempts, failure_events
+from manager.job_actions import job_action_events
 from manager.store import EventKind, NewEvent, Override, Store
 from queue_server.client import QueueClient
 from queue_server.protocol.client_errors import QueueServerError
@@ -23,6 +24,10 @@ log = logging.getLogger(__name__)
 
 # Queues named per `STATS q1|q2|...`: 400 names of up to 128 characters fit the line limit.
 NAMES_PER_REQUEST = 400
+# The fullest queues read besides the configured ones (`STATS TOP n`): those no config names
+# get a sample row, so the Queues page shows jobs that no slot will take (issue 15).
+FULLEST_QUEUES = 20
+OTHERS = "*"  # STATS TOP's entry for the queues left out
 
 
 class QueueStatsReader:
@@ -39,7 +44,7 @@ class QueueStatsReader:
     def read(self, queues: Mapping[str, QueueConfig]) -> dict[str, ServerQueueStats]:
         if self.has_stats_of:
             try:
-                return self._read_named(sorted(queues))
+                return {**self._fullest_unconfigured(queues), **self._read_named(sorted(queues))}
             except QueueServerError as exc:
                 if exc.code != 400:
                     raise
@@ -61,6 +66,10 @@ class QueueStatsReader:
                 later=0, expired=0, by_priority={}, oldest_ready_age_s=None,
             )
         return result
+
+    def _fullest_unconfigured(self, queues: Mapping[str, QueueConfig]) -> dict[str, ServerQueueStats]:
+        top = self.client.stats_top(FULLEST_QUEUES)
+        return {name: stats for name, stats in top.items() if name != OTHERS and name not in queues}
 
     def _read_named(self, names: list[str]) -> dict[str, ServerQueueStats]:
         result: dict[str, ServerQueueStats] = {}
@@ -100,7 +109,7 @@ class ServerFigures:
         self.down = False
         self.read_once = True
         self.failed_since_plan = failed_attempts(previous, self.stats)
-        return failure_events(previous, self.stats)
+        return failure_events(previous, self.stats) + job_action_events(previous, self.stats)
 
     def waiting(self) -> dict[str, int]:
         return {name: s.ready for name, s in self.stats.items()}

@@ -15,6 +15,8 @@ from queue_server.protocol.requests import DEFAULT_SERVER
 EXIT_OK = 0
 EXIT_FAILED = 1  # the server could not be reached or refused the request
 EXIT_USAGE = 2
+# The door the queue server counts this CLI's RETRY and DELETE under (the manager's events).
+DOOR = "cli"
 
 STATS_COLUMNS = ("queue", "ready", "delayed", "running", "put", "done", "later", "expired",
                  "oldest age")
@@ -77,7 +79,7 @@ def _command(action: Action) -> Callable[[argparse.Namespace], int]:
         try:
             token = resolve_token(flag=args.token, flag_file=args.token_file)
             client = QueueClient(args.server or DEFAULT_SERVER, token=token,
-                                 timeout_s=args.timeout)
+                                 timeout_s=args.timeout, name=DOOR)
         except ValueError as exc:
             print(f"{name}: {exc}", file=sys.stderr)
             return EXIT_USAGE

@@ -60,6 +60,7 @@ CLIENT_TIMEOUT: Final = -1.0
 T = TypeVar("T")
 # Between two tries of a request refused with `500 Offline Mode` (offline_wait_s).
 OFFLINE_RETRY_S: Final = 0.2
+BAD_REQUEST_CODE: Final = 400  # a server that does not know an optional request (CLIENT NAME)
 
 
 def backoff_s(attempt: int) -> float:
@@ -146,10 +147,14 @@ class ClientCore(Generic[C]):
         connect_timeout_s: float = 3.0,
         reconnect_attempts: int = 2,
         offline_wait_s: float = 0.0,
+        name: str | None = None,
     ) -> None:
+        """`name`: sent as `CLIENT NAME <name>` on each connection, the door the server counts
+        this client's RETRY and DELETE under (cli, dashboard, api; none: `client`)."""
         self.addresses = req.parse_servers(servers)
         self.offline_wait_s = offline_wait_s
         self._auth = None if token is None else req.auth_request(token)
+        self._name = None if name is None else req.client_name_request(name)
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
         self.reconnect_attempts = reconnect_attempts
@@ -240,6 +245,8 @@ class ClientCore(Generic[C]):
         try:
             if self._auth is not None:
                 yield Request(conn, self._auth, parse_ok, CLIENT_TIMEOUT)
+            if self._name is not None:
+                yield from self._send_name(conn)
             if ask_id:
                 conn.server_id = yield Request(conn, req.INTERCONNECT, parse_server_id, CLIENT_TIMEOUT)
                 conn.serving = yield Request(conn, req.ROLE, parse_serving, CLIENT_TIMEOUT)
@@ -251,6 +258,14 @@ class ClientCore(Generic[C]):
             conn.close()
             raise
         return conn
+
+    def _send_name(self, conn: C) -> Op[None]:
+        """CLIENT NAME; a server older than issue 15 answers 400, and is used unnamed."""
+        try:
+            yield Request(conn, self._name, parse_ok, CLIENT_TIMEOUT)  # type: ignore[arg-type]
+        except QueueServerError as exc:
+            if exc.code != BAD_REQUEST_CODE:
+                raise
 
     def _close_answered_waits(self) -> None:
         """Before a call: close the given-up waits whose late reply came (calls.py)."""

@@ -130,7 +130,7 @@ class Auth:
 Command = (
     Get | Put | Done | Later | Simple | Link | Clone | Auth | ReplAck | Authority
     | sr.SyncPut | sr.SyncGet | sr.SyncDone | sr.SyncLater | sr.SyncWake | sr.SyncIds
-    | pj.Fail | pj.Touch | pj.JobLookup | pj.JobsList | pj.Retry | pj.Delete
+    | pj.Fail | pj.Touch | pj.JobLookup | pj.JobsList | pj.Retry | pj.Delete | pj.ClientName
     | pj.SyncFail | pj.SyncTouch | pj.SyncKeyed | pj.SyncDead
 )
 
@@ -417,6 +417,7 @@ _PARSERS: dict[bytes, Callable[[list[bytes]], Parsed]] = {
     b"JOBS": lambda args: Parsed(pj.parse_jobs(args)),
     b"RETRY": lambda args: Parsed(pj.parse_retry(args)),
     b"DELETE": lambda args: Parsed(pj.parse_delete(args)),
+    b"CLIENT": lambda args: Parsed(pj.parse_client(args)),
     b"TOTAL": _optional_queue(b"TOTAL"),
     b"STATS": lambda args: Parsed(_parse_stats(args)),
     b"RUNLIST": lambda args: _parse_runlist(b"RUNLIST", args),

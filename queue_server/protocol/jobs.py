@@ -2,6 +2,7 @@
 FAIL, TOUCH, JOB, JOBS, RETRY, DELETE; SYNC FAIL/TOUCH/RETRY/DELETE/DROP/DEAD."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from queue_server.protocol.errors import ProtocolError, bad_request
@@ -21,6 +22,7 @@ from queue_server.protocol.numbers import (
 JOB_STATES = frozenset((b"ready", b"delayed", b"failed", b"running", b"dead"))
 JOBS_LIMIT_DEFAULT = 100
 JOBS_LIMIT_MAX = 1000
+DOOR_RE = re.compile(rb"[A-Za-z0-9_.:-]{1,64}")
 
 
 def parse_job_key(raw: bytes) -> Key:
@@ -76,6 +78,13 @@ class Delete:
     queue: str
     keys: tuple[Key, ...]
     all_dead: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ClientName:
+    """CLIENT NAME <name>: which door (cli, dashboard, api, ...) this connection is."""
+
+    name: str
 
 
 # SYNC records of the keyed commands (times are absolute unix seconds).
@@ -212,6 +221,14 @@ def parse_delete(args: list[bytes]) -> Delete:
             raise bad_request("DELETE <q> ALL DEAD expected")
         return Delete(queue, (), True)
     return Delete(queue, parse_job_keys(args[1:]), False)
+
+
+def parse_client(args: list[bytes]) -> ClientName:
+    if len(args) != 2 or args[0] != b"NAME":
+        raise bad_request("CLIENT NAME <name> expected")
+    if DOOR_RE.fullmatch(args[1]) is None:
+        raise bad_request("a client name is 1..64 of A-Z a-z 0-9 _ . : -")
+    return ClientName(args[1].decode("ascii"))
 
 
 def parse_sync_fail(rest: list[bytes]) -> tuple[SyncFail, int]:

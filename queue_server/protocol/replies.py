@@ -3,7 +3,7 @@ TOTAL and STATS counters, RUNLIST entries. Parsed in reply_parsers.py."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -69,6 +69,11 @@ class QueueStats:
     retried: int = 0
     deleted: int = 0
     ttl_expired: int = 0  # PUT ... TTL jobs deleted, not handed out in time
+    # Issue 15: whether the server's config names the queue (None: a server that does not
+    # say); RETRY / DELETE per door (CLIENT NAME) since start.
+    configured: bool | None = None
+    retried_by: dict[str, int] = field(default_factory=dict)
+    deleted_by: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,4 +107,13 @@ def queue_stats(queue: str, entry: dict[str, Any]) -> QueueStats:
         by_priority={int(p): int(n) for p, n in entry.get("by_priority", {}).items()},
         oldest_ready_age_s=None if age is None else float(age),
         **{name: int(entry.get(name, 0)) for name in _KEYED_STATS},
+        configured=bool(entry["configured"]) if "configured" in entry else None,
+        retried_by=_door_counts(entry.get("retried_by")),
+        deleted_by=_door_counts(entry.get("deleted_by")),
     )
+
+
+def _door_counts(value: object) -> dict[str, int]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(door): int(count) for door, count in value.items()}

@@ -243,6 +243,17 @@ def stats_top_request(count: int) -> bytes:
     return b"STATS TOP %d\r\n" % count
 
 
+def client_name_request(name: str) -> bytes:
+    """`CLIENT NAME <name>`: the door the connection's RETRY and DELETE are counted under."""
+    encoded = name.encode("ascii", "replace")
+    if not 1 <= len(encoded) <= 64 or not all(c in _NAME_BYTES for c in encoded):
+        raise ValueError(f"client name {name!r}: 1..64 of A-Z a-z 0-9 _ . : -")
+    return b"CLIENT NAME " + encoded + CRLF
+
+
+_NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:-")
+
+
 def auth_request(token: str) -> bytes:
     encoded = token.encode("utf-8")
     if not encoded or any(c in encoded for c in b" \r\n"):

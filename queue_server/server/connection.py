@@ -79,6 +79,7 @@ class Connection(asyncio.Protocol):
         self.requested = False
         self.quick = True
         self.answered_at = 0.0
+        self.door: str | None = None  # CLIENT NAME: who its RETRY/DELETE are counted for
 
     # ------------------------------------------------------------ asyncio callbacks
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from queue_server.protocol import jobs as pj
 from queue_server.server import job_views, responses
+from queue_server.server.store_types import UNNAMED_DOOR
 
 if TYPE_CHECKING:
     from queue_server.server.connection import Connection
@@ -49,10 +50,11 @@ def retry(server: QueueServer, conn: Connection, command: pj.Retry) -> None:
         return
     store = server.store
     now = time.time()
+    door = conn.door or UNNAMED_DOOR
     if command.all_of is not None:
-        conn.write(responses.count_reply(store.retry_all(command.queue, command.all_of, now)))
+        conn.write(responses.count_reply(store.retry_all(command.queue, command.all_of, now, door)))
     else:
-        conn.write(responses.later_reply(store.retry(command.queue, command.keys, now)))
+        conn.write(responses.later_reply(store.retry(command.queue, command.keys, now, door)))
 
 
 def delete(server: QueueServer, conn: Connection, command: pj.Delete) -> None:
@@ -60,7 +62,14 @@ def delete(server: QueueServer, conn: Connection, command: pj.Delete) -> None:
         conn.write(responses.OFFLINE)
         return
     store = server.store
+    door = conn.door or UNNAMED_DOOR
     if command.all_dead:
-        conn.write(responses.count_reply(store.delete_all_dead(command.queue)))
+        conn.write(responses.count_reply(store.delete_all_dead(command.queue, door)))
     else:
-        conn.write(responses.delete_reply(store.delete(command.queue, command.keys)))
+        conn.write(responses.delete_reply(store.delete(command.queue, command.keys, door)))
+
+
+def client_name(server: QueueServer, conn: Connection, command: pj.ClientName) -> None:
+    """CLIENT NAME <name>: the door this connection's RETRY and DELETE are counted under."""
+    conn.door = command.name
+    conn.write(responses.OK)

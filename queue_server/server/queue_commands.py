@@ -145,6 +145,7 @@ COMMANDS: dict[type, Handler] = {
     pj.JobsList: job_commands.jobs,
     pj.Retry: job_commands.retry,
     pj.Delete: job_commands.delete,
+    pj.ClientName: job_commands.client_name,
     **{kind: sync for kind in replay.SYNC_TYPES},
 }
 CONTROL: Handler = _control

@@ -66,16 +66,42 @@ def _by_priority(waiting: dict[int, int]) -> str:
     return ",".join(f'"{priority}":{count}' for priority, count in sorted(waiting.items(), reverse=True))
 
 
-def entry(name: str, state: QueueState | None, now: float) -> str:
-    """One queue's `"name":{...}`, exactly as json.dumps wrote it."""
+def entry(name: str, state: QueueState | None, now: float, configured: frozenset[str] | None = None) -> str:
+    """One queue's `"name":{...}`, exactly as json.dumps wrote it, with issue 15's keys after
+    the others: `configured` when the server's config names queues (`configured` not None),
+    `retried_by` / `deleted_by` once a RETRY / DELETE of the queue was carried out."""
     if state is None:
-        return quoted(name) + ":" + _EMPTY
-    return _ENTRY % (
+        text = quoted(name) + ":" + _EMPTY
+        return text if configured is None else text[:-1] + _configured(name, configured) + "}"
+    text = _ENTRY % (
         quoted(name), state.ready, state.delayed, state.running, state.put, state.done,
         state.later, state.expired, _by_priority(state.waiting_by_priority) if state.waiting_by_priority
         else "", _age_s(state, now) if state.ready else 0.0, state.failed, len(state.dead),
         state.failed_total, state.dead_total, state.dead_dropped, state.retried, state.deleted,
         state.ttl_expired)
+    if configured is None and state.retried_by is None and state.deleted_by is None:
+        return text
+    return text[:-1] + _configured(name, configured) + _doors(state) + "}"
+
+
+def _configured(name: str, configured: frozenset[str] | None) -> str:
+    if configured is None:
+        return ""
+    return ',"configured":true' if name in configured else ',"configured":false'
+
+
+def _doors(state: QueueState) -> str:
+    text = ""
+    for key, counts in (("retried_by", state.retried_by), ("deleted_by", state.deleted_by)):
+        if counts:
+            inner = ",".join(f"{quoted(door)}:{n}" for door, n in sorted(counts.items()))
+            text += f',"{key}":{{{inner}}}'
+    return text
+
+
+def configured_names(store: Store) -> frozenset[str] | None:
+    """The queues the server's config names; None when it names none (it cannot say)."""
+    return frozenset(store.policies) if store.policies else None
 
 
 def _others(count: int, sums: list[int], age_s: float) -> str:
@@ -101,7 +127,8 @@ def reply(parts: list[bytes]) -> list[bytes]:
 def named(store: Store, names: list[str], now: float) -> list[bytes]:
     """STATS q, STATS q1|q2|...: the named queues, at once."""
     queues = store.queues
-    return reply([",".join(entry(name, queues.get(name), now) for name in names).encode()])
+    configured = configured_names(store)
+    return reply([",".join(entry(name, queues.get(name), now, configured) for name in names).encode()])
 
 
 class _Build:
@@ -136,10 +163,11 @@ class _Build:
             self.merged = heapq.merge(*self.sorted)
         names = self.merged
         queues, now, chunk = self.store.queues, time.time(), []
+        configured = configured_names(self.store)
         for index, name in enumerate(names, 1):
             state = queues.get(name)
             if state is not None:  # (a queue forgotten meanwhile is gone)
-                chunk.append(entry(name, state, now))
+                chunk.append(entry(name, state, now, configured))
             if index % CHECK_EVERY == 0 and time.perf_counter() >= deadline:
                 self.parts.append(",".join(chunk).encode())
                 return None
@@ -180,7 +208,8 @@ class _Build:
         for _, _, counts, _ in chosen:
             for index, value in enumerate(counts):
                 sums[index] -= value
-        parts = [entry(name, queues.get(name), now) for _, name, _, _ in chosen]
+        configured = configured_names(self.store)
+        parts = [entry(name, queues.get(name), now, configured) for _, name, _, _ in chosen]
         others = self.seen - len(chosen)
         if others:
             parts.append(_others(others, sums, self.others_age_s))

@@ -26,6 +26,7 @@ from queue_server.server.store_types import (
     QueueState,
     Totals,
     TtlMark,
+    count_door,
 )
 
 __all__ = ["NOT_FOUND", "Delayed", "DoneResult", "Entry", "Job", "QueueState", "Store", "Totals"]
@@ -248,9 +249,10 @@ class Store(CoreStore):
         self.changes.append(records.touch(job_id, until))
         return True
 
-    def retry(self, name: str, keys: Iterable[Key], now: float) -> list[bool]:
-        """RETRY: a dead job becomes ready with attempts reset (its last error kept); a
-        failed job waiting for its retry becomes ready now (attempts kept)."""
+    def retry(self, name: str, keys: Iterable[Key], now: float, door: str | None = None) -> list[bool]:
+        """RETRY: a dead job becomes ready with attempts reset (its errors kept); a failed
+        job waiting for its retry becomes ready now (attempts kept). `door`: who asked
+        (counted per queue for STATS `retried_by`; None for a replayed record)."""
         results = []
         done: list[Key] = []
         for key in keys:
@@ -270,6 +272,9 @@ class Store(CoreStore):
             self.queues[name].retried += 1
             done.append(key)
             results.append(True)
+        if done and door is not None:
+            state = self.queues[name]
+            state.retried_by = count_door(state.retried_by, door, len(done))
         self._record_keyed(b"RETRY", name, done)
         return results
 
@@ -291,7 +296,7 @@ class Store(CoreStore):
         self._leave_waiting(state, entry[3])
         del self.keys[entry[6]]
 
-    def retry_all(self, name: str, which: str, now: float) -> int:
+    def retry_all(self, name: str, which: str, now: float, door: str | None = None) -> int:
         """RETRY <q> ALL DEAD|FAILED: how many became ready."""
         state = self.queues.get(name)
         if state is None:
@@ -300,10 +305,11 @@ class Store(CoreStore):
             keys = list(state.dead)
         else:
             keys = [entry[6] for entry in self.delayed_jobs() if entry[2] == name and is_retry_wait(entry[7])]
-        return sum(self.retry(name, keys, now))
+        return sum(self.retry(name, keys, now, door))
 
-    def delete(self, name: str, keys: Iterable[Key]) -> list[str]:
-        """DELETE: "ok", "not_found" or "running" per key (running jobs are not deleted)."""
+    def delete(self, name: str, keys: Iterable[Key], door: str | None = None) -> list[str]:
+        """DELETE: "ok", "not_found" or "running" per key (running jobs are not deleted);
+        `door` as for retry()."""
         results = []
         done: list[Key] = []
         for key in keys:
@@ -331,6 +337,9 @@ class Store(CoreStore):
                 self._ttl_marks.pop(key, None)
             done.append(key)
             results.append("ok")
+        if done and door is not None:
+            state = self.queues[name]
+            state.deleted_by = count_door(state.deleted_by, door, len(done))
         self._record_keyed(b"DELETE", name, done)
         return results
 
@@ -349,11 +358,11 @@ class Store(CoreStore):
                     return
         raise AssertionError(f"key {key!r} indexed as ready in {state.name} but not there")
 
-    def delete_all_dead(self, name: str) -> int:
+    def delete_all_dead(self, name: str, door: str | None = None) -> int:
         state = self.queues.get(name)
         if state is None:
             return 0
-        return self.delete(name, list(state.dead)).count("ok")
+        return self.delete(name, list(state.dead), door).count("ok")
 
     def _record_keyed(self, verb: bytes, name: str, keys: list[Key]) -> None:
         for start in range(0, len(keys), records.KEYS_PER_RECORD):

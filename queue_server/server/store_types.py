@@ -60,6 +60,7 @@ class QueueState:
         "dead_total",
         "delayed",
         "deleted",
+        "deleted_by",
         "done",
         "expired",
         "failed",
@@ -74,6 +75,7 @@ class QueueState:
         "put",
         "ready",
         "retried",
+        "retried_by",
         "running",
         "ttl_expired",
         "waiting_by_priority",
@@ -101,6 +103,9 @@ class QueueState:
         self.retried = 0
         self.deleted = 0
         self.ttl_expired = 0
+        # RETRY and DELETE per door (the name a client gave with CLIENT NAME); None until one.
+        self.retried_by: dict[str, int] | None = None
+        self.deleted_by: dict[str, int] | None = None
         # id() of ready entries whose job's TTL ran out while other jobs stood before it in
         # its level: deleting from a deque's middle is O(n), so they are skipped when popped.
         self.gone: set[int] = set()
@@ -114,6 +119,22 @@ class QueueState:
             return None
         heads = [level[0][2] for level in self.levels.values() if level]
         return min(heads) if heads else None
+
+
+# Distinct doors counted per queue and verb: a client names itself as it likes, so past
+# this many the rest are counted as OTHER_DOOR (STATS stays small).
+MAX_DOORS = 16
+OTHER_DOOR = "other"
+UNNAMED_DOOR = "client"  # a connection that sent no CLIENT NAME
+
+
+def count_door(counts: dict[str, int] | None, door: str, n: int) -> dict[str, int]:
+    """`counts` with `n` more for `door` (made when None)."""
+    counts = {} if counts is None else counts
+    if door not in counts and len(counts) >= MAX_DOORS:
+        door = OTHER_DOOR
+    counts[door] = counts.get(door, 0) + n
+    return counts
 
 
 @dataclass(frozen=True, slots=True)
