@@ -15,7 +15,7 @@ QUEUE_SORT_KEYS = (
 )
 QueueSortKey = Literal[
     "queue", "priority", "min_slots", "max_slots", "slots_current", "slots_avg", "slots_desired",
-    "load", "waiting", "running", "delayed", "jobs_per_s", "mean_job_s", "errors",
+    "load", "waiting", "running", "delayed", "jobs_per_s", "mean_job_s", "errors", "failed", "dead",
 ]
 
 
@@ -51,6 +51,14 @@ class QueueRow(_View):
     jobs_per_s: float
     mean_job_s: float
     errors: int = Field(description="failed attempts in the interval (the queue server's count)")
+    failed: int = Field(default=0, description="failed jobs waiting for their retry now (also counted in delayed)")
+    dead: int = Field(default=0, description="dead jobs kept now: out of attempts; retry or delete them")
+    configured: bool = Field(default=True, description="False: no config names the queue, so no slot serves it")
+    handled: bool | None = Field(
+        default=None, description="whether some live master has the queue's handler (None: not known)")
+    unhandled: bool = Field(
+        default=False, description="it holds jobs that no slot can take: not configured, or no live "
+                                   "master has its handler")
     paused: bool
     override: OverrideView | None = None
     batch_size: int | None = Field(
@@ -68,6 +76,8 @@ class QueueTotals(_View):
     delayed: int
     jobs_per_s: float
     errors: int
+    failed: int = Field(default=0, description="failed jobs waiting for their retry, all queues")
+    dead: int = Field(default=0, description="dead jobs kept, all queues")
 
 
 class QueuesView(_View):
@@ -78,6 +88,10 @@ class QueuesView(_View):
     queues: list[QueueRow]
     totals: QueueTotals
     unreported: list[str] = Field(description="configured queues with no sample yet")
+    unhandled: list[str] = Field(
+        default_factory=list,
+        description="queues that hold jobs but that no slot can serve: no config names them, or no "
+                    "live master has their handler")
 
 
 class QueuePoint(_View):

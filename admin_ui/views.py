@@ -61,6 +61,12 @@ def override_view(override: Override) -> OverrideView:
 
 def queue_row(sample: QueueReading, override: OverrideView | None,
               limiter: LimiterStatus | None = None) -> QueueRow:
+    row = _queue_row(sample, override, limiter)
+    return row.model_copy(update={"unhandled": is_unhandled(row)}) if is_unhandled(row) else row
+
+
+def _queue_row(sample: QueueReading, override: OverrideView | None,
+               limiter: LimiterStatus | None) -> QueueRow:
     return QueueRow(
         queue=sample.queue, at_unix=sample.at_unix, priority=sample.priority,
         min_slots=sample.min_slots, max_slots=sample.max_slots,
@@ -69,6 +75,8 @@ def queue_row(sample: QueueReading, override: OverrideView | None,
         trend=trend_of(sample.slots_current, sample.slots_desired),
         waiting=sample.waiting, running=sample.running, delayed=sample.delayed,
         jobs_per_s=sample.jobs_per_s, mean_job_s=sample.mean_job_s, errors=sample.errors,
+        failed=sample.failed or 0, dead=sample.dead or 0,
+        configured=sample.configured is not False, handled=sample.handled,
         paused=sample.paused, override=override,
         batch_size=sample.batch_size, batch_size_source=_source(sample.batch_size_source),
         limiter=limiter,
@@ -118,9 +126,19 @@ def queues_view(
             delayed=sum(row.delayed for row in rows),
             jobs_per_s=sum(row.jobs_per_s for row in rows),
             errors=sum(row.errors for row in rows),
+            failed=sum(row.failed for row in rows),
+            dead=sum(row.dead for row in rows),
         ),
         unreported=sorted(set(configured) - reported),
+        unhandled=sorted(row.queue for row in rows if row.unhandled),
     )
+
+
+def is_unhandled(row: QueueRow) -> bool:
+    """Jobs wait (or died) that no slot can take: no config names the queue, or no live
+    master has its handler."""
+    holds = row.waiting + row.delayed + row.running + row.dead > 0
+    return holds and (not row.configured or row.handled is False)
 
 
 def queue_detail(

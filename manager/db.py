@@ -44,6 +44,14 @@ class QueueSample(Base):
     # What the slots use (the masters' reports); None while no master has the queue's handler.
     batch_size: Mapped[int | None] = mapped_column(Integer, nullable=True)
     batch_size_source: Mapped[str | None] = mapped_column(String(16), nullable=True)  # config | handler
+    # The queue server's failed (waiting for a retry, also in delayed) and dead jobs now; None in
+    # samples from before migration 0003.
+    failed: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    dead: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # False: a queue the queue server holds jobs of, that no config names (no slot ever serves it).
+    configured: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    # Whether some live master has the queue's handler (reports its settings); None: not known.
+    handled: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
 
     __table_args__ = (Index("ix_queue_samples_queue_at", "queue", "at_unix"),)
 

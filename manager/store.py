@@ -151,7 +151,10 @@ def queue_samples(
     the samples' errors (slots resolve failures per job now, so the errors slots report, a
     handler raising out of a whole batch, would read 0 while jobs fail). None: the slots'.
     `in_force`: the settings the masters give each queue's slots (manager/stats.py
-    settings_in_force); a queue no master handles gets no batch size."""
+    settings_in_force); a queue no master handles gets no batch size, and `handled` False
+    (None when `in_force` is not given). A queue the queue server holds jobs of (dead ones
+    too) that no config names gets a row as well, `configured` False: nothing serves it."""
+    handled_known = in_force is not None
     in_force = in_force or {}
     paused = set(paused)
     rows: list[QueueSample] = []
@@ -180,8 +183,28 @@ def queue_samples(
             paused=name in paused,
             batch_size=in_force[name].batch_size if name in in_force else None,
             batch_size_source=in_force[name].batch_size_source if name in in_force else None,
+            failed=on_server.failed if on_server else 0,
+            dead=on_server.dead if on_server else 0,
+            configured=True,
+            handled=name in in_force if handled_known else None,
+        ))
+    for name, on_server in sorted(server.items()):
+        if name in plan.queues or not holds_jobs(on_server):
+            continue
+        rows.append(QueueSample(
+            at_unix=at_unix, queue=name, priority=0, min_slots=0, max_slots=0, slots_current=0,
+            slots_avg=0.0, slots_desired=0, load=0.0, waiting=on_server.ready,
+            running=on_server.running, delayed=on_server.delayed, jobs_done=0, jobs_per_s=0.0,
+            mean_job_s=0.0, errors=failed.get(name, 0) if failed is not None else 0, paused=False,
+            failed=on_server.failed, dead=on_server.dead, configured=False,
+            handled=name in in_force if handled_known else None,
         ))
     return rows
+
+
+def holds_jobs(stats: ServerQueueStats) -> bool:
+    """Waiting, running or dead jobs on the queue server (a queue with none is not shown)."""
+    return stats.ready + stats.delayed + stats.running + stats.dead > 0
 
 
 def host_samples(*, at_unix: float, reports: Sequence[tuple[HostReport, bool]]) -> list[HostSample]:

@@ -49,6 +49,10 @@ class QueueReading:
     paused: bool
     batch_size: int | None
     batch_size_source: str | None  # config | handler; anything else is a newer manager's word
+    failed: int | None  # None: stored before migration 0003
+    dead: int | None
+    configured: bool | None
+    handled: bool | None
 
 
 @dataclass(frozen=True, slots=True)
