@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TextIO
@@ -18,8 +19,10 @@ EXIT_USAGE = 2
 # The door the queue server counts this CLI's RETRY and DELETE under (the manager's events).
 DOOR = "cli"
 
-STATS_COLUMNS = ("queue", "ready", "delayed", "running", "put", "done", "later", "expired",
-                 "oldest age")
+# failed: waiting for a retry (also in delayed); dead: out of attempts (put = done + deleted +
+# ready + delayed + running + dead + ..., so a job that failed for good is accounted for).
+STATS_COLUMNS = ("queue", "ready", "delayed", "running", "failed", "dead", "put", "done", "later",
+                 "expired", "oldest age")
 _ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
 
 Action = Callable[[QueueClient, argparse.Namespace], int]
@@ -34,7 +37,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     item = put.add_mutually_exclusive_group()
     item.add_argument("--item", metavar="NAME", help="the item (group of jobs) the job belongs to")
     item.add_argument("--new-item", action="store_true",
-                      help="a new item made by the server; its name is printed")
+                      help="a new item made by the server; its name is printed after the key")
+    put.add_argument("--key", metavar="KEY",
+                     help="the job's key (unique jobs: nothing is added while a job holds it); "
+                          "default: the server makes one")
+    put.add_argument("--json", action="store_true",
+                     help='print {"key", "queue", "item", "existing_state"} as one JSON object')
     _add_server_options(put)
     put.set_defaults(func=_command(_put))
 
@@ -100,12 +108,34 @@ def _command(action: Action) -> Callable[[argparse.Namespace], int]:
 
 
 def _put(client: QueueClient, args: argparse.Namespace) -> int:
+    """Prints the job's key (`slotmap job KEY` finds it), then its new item's name if asked;
+    warns on stderr when the server's config names no such queue (the job is put anyway:
+    sockPQd takes any queue, but no slot serves one that no config names)."""
     data = sys.stdin.buffer.read() if args.data == "-" else args.data.encode("utf-8")
     result = client.put_job(args.queue, data, priority=args.priority, item=args.item,
-                            new_item=args.new_item, delay_s=args.delay)
-    if result.item is not None:
-        print(result.item)
+                            new_item=args.new_item, delay_s=args.delay, key=args.key)
+    warning = unknown_queue_warning(client, args.queue)
+    if warning is not None:
+        print(f"slotmap put: warning: {warning}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"key": result.key, "queue": args.queue, "item": result.item,
+                          "existing_state": result.existing_state}))
+    else:
+        print(result.key if result.item is None else f"{result.key} {result.item}")
+    if result.existing_state is not None:
+        print(f"slotmap put: nothing added: job {result.key} exists ({result.existing_state})",
+              file=sys.stderr)
     return EXIT_OK
+
+
+def unknown_queue_warning(client: QueueClient, queue: str) -> str | None:
+    """What to say when the queue server's config names no queue `queue` (a typo, or a
+    queue nobody set up); None when it does, or when the server does not say."""
+    stats = client.stats(queue).get(queue)
+    if stats is None or stats.configured is not False:
+        return None
+    return (f"no config names queue {queue!r} ([queues.{queue}] in the cluster config): no slot "
+            f"serves it, so the job waits until one does; check the name")
 
 
 def _get(client: QueueClient, args: argparse.Namespace) -> int:
@@ -152,8 +182,8 @@ def _age(stats: QueueStats) -> str:
 def stats_table(stats: Iterable[QueueStats]) -> str:
     """Aligned columns, one row per queue in name order; numbers right-aligned."""
     rows = [
-        [s.queue, *(str(n) for n in (s.ready, s.delayed, s.running, s.put, s.done, s.later,
-                                     s.expired)), _age(s)]
+        [s.queue, *(str(n) for n in (s.ready, s.delayed, s.running, s.failed, s.dead, s.put, s.done,
+                                     s.later, s.expired)), _age(s)]
         for s in sorted(stats, key=lambda s: s.queue)
     ]
     widths = [max(len(cell) for cell in column) for column in zip(STATS_COLUMNS, *rows, strict=True)]

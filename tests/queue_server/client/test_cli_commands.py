@@ -1,6 +1,7 @@
 """`slotmap put`, `slotmap get`, `slotmap stats` run as subprocesses against a real server."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -35,21 +36,47 @@ def slotmap(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_put_stores_the_job_with_priority_and_prints_nothing(server: ServerProc) -> None:
+def test_put_stores_the_job_with_priority_and_prints_its_key(server: ServerProc) -> None:
     result = slotmap("put", "q", "hello world", "--priority", "4", "--server", server.address)
-    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert (result.returncode, result.stderr) == (0, "")
     with QueueClient(server.address) as client:
-        [job] = client.get("q")
+        [job] = client.get("q", keys=True)
     assert (job.data, job.priority, job.item) == (b"hello world", 4, None)
+    assert result.stdout == f"{job.key}\n"
 
 
-def test_put_with_new_item_prints_the_item_name(server: ServerProc) -> None:
+def test_put_with_new_item_prints_the_key_and_the_item_name(server: ServerProc) -> None:
     result = slotmap("put", "q", "x", "--new-item", "--server", server.address)
     assert result.returncode == 0
     with QueueClient(server.address) as client:
-        [job] = client.get("q")
-    assert result.stdout == f"{job.item}\n"
+        [job] = client.get("q", keys=True)
+    assert result.stdout == f"{job.key} {job.item}\n"
     assert job.item is not None and job.item.startswith("_")
+
+
+def test_put_json_gives_the_key_and_a_taken_key_adds_nothing(server: ServerProc) -> None:
+    first = slotmap("put", "q", "x", "--key", "order-7", "--json", "--server", server.address)
+    assert json.loads(first.stdout) == {"key": "order-7", "queue": "q", "item": None, "existing_state": None}
+    again = slotmap("put", "q", "y", "--key", "order-7", "--json", "--server", server.address)
+    assert json.loads(again.stdout)["existing_state"] == "ready"
+    assert "nothing added: job order-7 exists (ready)" in again.stderr
+    plain = slotmap("put", "q", "z", "--json", "--server", server.address)
+    assert json.loads(plain.stdout)["key"].startswith("_")
+
+
+def test_put_into_a_queue_no_config_names_warns_and_still_puts(tmp_path: Path) -> None:
+    config = tmp_path / "cluster.toml"
+    config.write_text("[queues.thumbnails]\n")
+    with running_queue_server(tmp_path, "--fsync", "never", "--config", str(config)) as configured:
+        typo = slotmap("put", "thumbnail", "x", "--server", configured.address)
+        assert typo.returncode == 0 and typo.stdout.strip().startswith("_")
+        assert typo.stderr == (
+            "slotmap put: warning: no config names queue 'thumbnail' ([queues.thumbnail] in the "
+            "cluster config): no slot serves it, so the job waits until one does; check the name\n")
+        right = slotmap("put", "thumbnails", "x", "--server", configured.address)
+        assert (right.returncode, right.stderr) == (0, "")
+        with QueueClient(configured.address) as client:
+            assert client.stats("thumbnail")["thumbnail"].ready == 1
 
 
 def test_put_dash_reads_the_data_from_stdin_and_delay_hides_it(server: ServerProc) -> None:
@@ -100,18 +127,31 @@ def test_stats_prints_a_table_with_a_row_per_queue(server: ServerProc) -> None:
     result = slotmap("stats", "--server", server.address)
     assert result.returncode == 0, result.stderr
     header, *rows = result.stdout.splitlines()
-    assert header.split() == ["queue", "ready", "delayed", "running", "put", "done", "later",
-                              "expired", "oldest", "age"]
-    assert [row.split()[:8] for row in rows] == [
-        ["alpha", "2", "0", "1", "3", "0", "0", "0"],
-        ["beta", "0", "1", "0", "1", "0", "0", "0"],
+    assert header.split() == ["queue", "ready", "delayed", "running", "failed", "dead", "put", "done",
+                              "later", "expired", "oldest", "age"]
+    assert [row.split()[:10] for row in rows] == [
+        ["alpha", "2", "0", "1", "0", "0", "3", "0", "0", "0"],
+        ["beta", "0", "1", "0", "0", "0", "1", "0", "0", "0"],
     ]
-    assert rows[1].split()[8] == "-"
+    assert rows[1].split()[10] == "-"
     only_beta = slotmap("stats", "beta", "--server", server.address)
     assert [row.split()[0] for row in only_beta.stdout.splitlines()[1:]] == ["beta"]
     top = slotmap("stats", "--top", "1", "--server", server.address)  # the fullest, * the rest
     assert [row.split()[:4] for row in top.stdout.splitlines()[1:]] == [
         ["*", "0", "1", "0"], ["alpha", "2", "0", "1"]]
+
+
+def test_stats_accounts_for_failed_and_dead_jobs(server: ServerProc) -> None:
+    with QueueClient(server.address) as client:
+        client.put_many("q", [b"1", b"2", b"3"])
+        first, second, _ = client.get("q", count=3, keys=True)
+        client.fail(first.id, "boom", delay_s=3600)
+        client.fail(second.id, "boom", dead=True)
+    result = slotmap("stats", "q", "--server", server.address)
+    header, row = result.stdout.splitlines()
+    assert dict(zip(header.split()[:10], row.split()[:10], strict=True)) == {
+        "queue": "q", "ready": "0", "delayed": "1", "running": "1", "failed": "1", "dead": "1",
+        "put": "3", "done": "0", "later": "0", "expired": "0"}
 
 
 def test_unreachable_server_gives_one_line_and_exit_code_1() -> None:

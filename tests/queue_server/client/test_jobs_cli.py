@@ -113,6 +113,24 @@ def test_job_json_is_one_object_with_invalid_utf8_replaced(server: ServerProc) -
     assert missing.stderr == "slotmap job: no job 'nope' (done, deleted, or never put)\n"
 
 
+def test_job_shows_the_errors_of_its_last_attempts_and_json_carries_them(server: ServerProc) -> None:
+    with QueueClient(server.address) as client:
+        client.put_job("photos", b"p", key="flaky-1")
+        for attempt in (1, 2, 3):
+            [job] = client.get("photos", keys=True)
+            assert job.attempt == attempt
+            client.fail(job.id, f"OSError: disk full ({attempt})", delay_s=0)
+    text = slotmap("job", "flaky-1", "--server", server.address)
+    assert text.returncode == 0, text.stderr
+    assert "errors of the last 3 failed attempts, oldest first:\n" in text.stdout
+    for attempt in (1, 2, 3):
+        assert f"  attempt {attempt} at " in text.stdout
+        assert f"      OSError: disk full ({attempt})\n" in text.stdout
+    job = json.loads(slotmap("job", "flaky-1", "--json", "--server", server.address).stdout)
+    assert [(e["attempt"], e["error"]) for e in job["errors"]] == [
+        (n, f"OSError: disk full ({n})") for n in (1, 2, 3)]
+
+
 def test_retry_brings_a_dead_job_back_ready_with_attempts_reset(server: ServerProc) -> None:
     with QueueClient(server.address) as client:
         make_dead(client, "photos", "photo-7")
