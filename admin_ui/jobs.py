@@ -21,8 +21,7 @@ from admin_ui.schemas import JobCounts, JobsAction, JobsActionResult, JobState, 
 from admin_ui.settings import AdminSettings
 from manager.store import EventKind, NewEvent, Store
 from queue_server.client import QueueClient
-from queue_server.client.jobs_cli import error_summary
-from queue_server.protocol.job_info import JobInfo
+from queue_server.protocol.job_info import JobInfo, error_summary
 
 ACTOR = "admin"
 Verb = Literal["retry", "delete"]

@@ -11,15 +11,23 @@ convention, the request, and the waits a caller gave up on.
   to that connection, with EXPIRE 0 THEN DONE, and so deleted instead of staying in the
   reply queue forever. Past `late_reply_s`, or when the client closes, the connection is
   closed and a reply that comes even later stays in the reply queue.
+- A call that times out says why, as far as the queue server can tell (`why_no_reply`): it
+  asks for the call's job by key (the request has `KEY *`) and for the queue's STATS, on a
+  fresh connection, then says whether the job still waits with nothing serving the queue
+  (a typo, a queue no config names, no master with its handler), waits behind busy slots,
+  runs still, failed (with the error's last line), or was taken and finished without a reply.
 """
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Final, Generic, TypeVar
 
 from queue_server.protocol import requests as req
 from queue_server.protocol.client_errors import ReplyTimeout
+from queue_server.protocol.job_info import JobInfo, error_summary
+from queue_server.protocol.replies import QueueStats
 from queue_server.protocol.requests import Address, Then
 
 REPLY_SUFFIX: Final = "_reply"
@@ -51,15 +59,47 @@ def call_request(
     return req.put_request(
         queue, data, priority_=priority, new_item=True,
         wait_queue=output_queue if output_queue is not None else reply_queue(queue),
-        expire_s=expire_s, then=then,
+        expire_s=expire_s, then=then, keyed=True,
     )
 
 
-def reply_timeout(address: Address, timeout_s: float | None, late_reply_s: float) -> ReplyTimeout:
-    """What a caller that gave up is told."""
+def reply_timeout(address: Address, timeout_s: float | None, late_reply_s: float,
+                  why: str | None = None) -> ReplyTimeout:
+    """What a caller that gave up is told; `why`: what the server says of the job (why_no_reply)."""
     server = req.format_address(address)
-    return ReplyTimeout(f"no reply to PUT ... WAIT from {server} within {timeout_s} s; "
+    reason = f": {why}" if why else ""
+    return ReplyTimeout(f"no reply to PUT ... WAIT from {server} within {timeout_s} s{reason}; "
                         f"a reply within {late_reply_s:.0f} s more is deleted")
+
+
+def why_no_reply(queue: str, output_queue: str, info: JobInfo | None, stats: QueueStats | None,
+                 *, timeout_s: float | None) -> str:
+    """Pure: what the call's job and its queue's STATS say about a missing reply."""
+    if info is None:
+        return (f"the job was taken and finished (or deleted) without a reply to {output_queue!r}: "
+                "does its handler call job.reply()?")
+    if info.state == "ready":
+        return _still_waiting(queue, stats)
+    if info.state == "running":
+        return (f"a slot is running the job (attempt {info.attempts}): its handler takes longer "
+                f"than {timeout_s} s")
+    error = error_summary(info.error) or "no error text"
+    if info.state == "failed":
+        when = time.strftime("%H:%M:%S UTC", time.gmtime(info.next_run_at)) if info.next_run_at else "later"
+        return f"its handler failed (attempt {info.attempts}: {error}); it runs again at {when}"
+    if info.state == "dead":
+        return f"its handler failed and the job is dead after {info.attempts} attempts ({error})"
+    return f"the job is {info.state} until {info.next_run_at}"
+
+
+def _still_waiting(queue: str, stats: QueueStats | None) -> str:
+    if stats is not None and stats.consumers == 0 and stats.running == 0:
+        unnamed = " and no config names it" if stats.configured is False else ""
+        return (f"nothing took the job: no slot serves queue {queue!r} (no consumer waits on it, "
+                f"none of its jobs runs{unnamed}); check the queue's name, and that a master "
+                "runs its handler")
+    ahead = f" behind {stats.ready - 1} ready jobs" if stats is not None and stats.ready > 1 else ""
+    return f"the job still waits in {queue!r}{ahead}: the queue's slots are busy"
 
 
 @dataclass(frozen=True, slots=True)

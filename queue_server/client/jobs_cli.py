@@ -18,10 +18,9 @@ from queue_server.client.commands_cli import (
     _add_server_options,
     _command,
 )
-from queue_server.protocol.job_info import JOB_STATES, JobInfo
+from queue_server.protocol.job_info import JOB_STATES, JobInfo, error_summary
 from queue_server.protocol.job_requests import JOBS_LIMIT_MAX
 
-SUMMARY_CHARS = 200
 PREVIEW_CHARS = 40
 DEFAULT_LIMIT = 100
 _ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
@@ -70,15 +69,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     delete.add_argument("--all-dead", action="store_true", help="every dead job of the queue")
     _add_server_options(delete)
     delete.set_defaults(func=_command(_delete))
-
-
-def error_summary(error: str | None) -> str | None:
-    """The line that says what went wrong: a traceback's last line ('ValueError: bad photo')."""
-    lines = [line.strip() for line in (error or "").splitlines() if line.strip()]
-    if not lines:
-        return None
-    line = lines[-1]
-    return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 1] + "\u2026"
 
 
 def fetch_jobs(client: QueueClient, queue: str, state: str, *, limit: int,

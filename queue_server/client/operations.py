@@ -39,7 +39,7 @@ from queue_server.protocol.reply_parsers import (
     parse_server_id,
     parse_stats,
     parse_total,
-    parse_wait_ack,
+    parse_wait_ack_keyed,
     runlist_parser,
 )
 from queue_server.protocol.requests import Block, Then
@@ -183,7 +183,7 @@ def call(
     client._close_answered_waits()
     conn = yield from client._ready()
     try:
-        yield Request(conn, request, parse_wait_ack, CLIENT_TIMEOUT)
+        _item, key = yield Request(conn, request, parse_wait_ack_keyed, CLIENT_TIMEOUT)
     except BaseException as exc:
         client._raise_failed(conn, "PUT ... WAIT", exc)
     try:
@@ -192,10 +192,25 @@ def call(
         # Still waiting in the server: keep it so a late reply is handed out (and deleted).
         client._conn = None
         client._keep_for_late_reply(conn, late_reply_s)
-        raise calls.reply_timeout(conn.address, timeout_s, late_reply_s) from None
+        oq = output_queue if output_queue is not None else calls.reply_queue(queue)
+        why = yield from _why_no_reply(client, queue, oq, key, timeout_s)
+        raise calls.reply_timeout(conn.address, timeout_s, late_reply_s, why) from None
     except BaseException as exc:  # a late output job would be read as the next reply
         client._raise_failed(conn, "PUT ... WAIT", exc)
     return job
+
+
+def _why_no_reply(client: Client, queue: str, output_queue: str, key: str | None,
+                  timeout_s: float | None) -> Op[str | None]:
+    """Ask the server (a fresh connection) about the call's job; None when it cannot say."""
+    if key is None:
+        return None
+    try:
+        info = yield from job(client, key)
+        counters = (yield from stats(client, queue)).get(queue)
+    except (QueueServerError, OSError) as exc:  # a refusal, a lost connection, a timeout
+        return f"(the server could not say why: {exc})"
+    return calls.why_no_reply(queue, output_queue, info, counters, timeout_s=timeout_s)
 
 
 def fail(

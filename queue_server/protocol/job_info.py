@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+SUMMARY_CHARS = 200
 JobState = Literal["ready", "delayed", "failed", "running", "dead"]
 JOB_STATES: tuple[JobState, ...] = ("ready", "delayed", "failed", "running", "dead")
 # What a unique PUT finds when its key is taken (`200 OK KEY <key> EXISTS <state>`).
@@ -71,3 +72,12 @@ class FailResult:
 
     dead: bool
     next_run_at: float | None = None
+
+
+def error_summary(error: str | None) -> str | None:
+    """The line that says what went wrong: a traceback's last line ('ValueError: bad photo')."""
+    lines = [line.strip() for line in (error or "").splitlines() if line.strip()]
+    if not lines:
+        return None
+    line = lines[-1]
+    return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 1] + "\u2026"

@@ -67,14 +67,22 @@ def parse_put_outcome(reader: FrameReader) -> QueueServerError | None:
 
 def parse_wait_ack(reader: FrameReader) -> str | None:
     """`206 Wait for output[ IS <item>]`, the first reply to PUT ... WAIT; the value is the item."""
+    return parse_wait_ack_keyed(reader)[0]
+
+
+def parse_wait_ack_keyed(reader: FrameReader) -> tuple[str | None, str | None]:
+    """`206 Wait for output[ IS <item>][ KEY <key>]` (PUT ... WAIT ... KEY *): (item, key)."""
     line = need_line(reader)
-    if line == b"206 Wait for output":
-        return None
-    if line.startswith(b"206 Wait for output IS "):
-        return line[23:].decode("ascii")
-    if line[:1] == b"2":
+    if not line.startswith(b"206 Wait for output"):
+        if line[:1] == b"2":
+            raise BadReply(f"unexpected reply to PUT ... WAIT: {line!r}")
+        raise error_for(line)
+    words = line[19:].split()
+    values = dict(zip(words[::2], words[1::2], strict=False))
+    if len(words) % 2 or not values.keys() <= {b"IS", b"KEY"} or len(values) != len(words) // 2:
         raise BadReply(f"unexpected reply to PUT ... WAIT: {line!r}")
-    raise error_for(line)
+    item, key = values.get(b"IS"), values.get(b"KEY")
+    return (None if item is None else item.decode("ascii"), None if key is None else key.decode("ascii"))
 
 
 def _job_block(header: bytes, reader: FrameReader) -> Job:

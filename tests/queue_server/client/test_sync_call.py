@@ -109,10 +109,10 @@ def test_the_async_call_uses_the_same_reply_queue_and_deletes_late_replies(serve
 
 def test_the_call_request_names_the_reply_queue_and_acknowledges_by_expiry() -> None:
     assert call_request("emails", b"hi", output_queue=None, priority=0, expire_s=None, then=None) == (
-        b"PUT emails 0 2 NEW WAIT emails_reply EXPIRE 0 THEN DONE\r\nhi"
+        b"PUT emails 0 2 NEW WAIT emails_reply EXPIRE 0 THEN DONE KEY *\r\nhi"
     )
     assert call_request("emails", b"hi", output_queue="out", priority=5, expire_s=30, then=None) == (
-        b"PUT emails 5 2 NEW WAIT out EXPIRE 30\r\nhi"
+        b"PUT emails 5 2 NEW WAIT out EXPIRE 30 KEY *\r\nhi"
     )
 
 
