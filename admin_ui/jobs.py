@@ -17,7 +17,15 @@ from admin_ui.errors import (
     QueueServerUnavailable,
 )
 from admin_ui.queue_link import ask
-from admin_ui.schemas import JobCounts, JobsAction, JobsActionResult, JobState, JobsView, JobView
+from admin_ui.schemas import (
+    JobCounts,
+    JobErrorView,
+    JobsAction,
+    JobsActionResult,
+    JobState,
+    JobsView,
+    JobView,
+)
 from admin_ui.settings import AdminSettings
 from manager.store import EventKind, NewEvent, Store
 from queue_server.client import QueueClient
@@ -35,7 +43,11 @@ EVENT_KEYS = 100
 
 def job_view(info: JobInfo) -> JobView:
     """The queue server's JobInfo (the JOB/JOBS JSON) as the view model, with the error's summary."""
-    return JobView(**info.model_dump(), error_summary=error_summary(info.error))
+    fields = info.model_dump()
+    if info.errors is not None:
+        fields["errors"] = [JobErrorView(**entry.model_dump(), error_summary=error_summary(entry.error))
+                            for entry in info.errors]
+    return JobView(**fields, error_summary=error_summary(info.error))
 
 
 def _counts(client: QueueClient, queue: str) -> JobCounts | None:
@@ -66,7 +78,7 @@ def list_jobs(settings: AdminSettings, queue: str, state: JobState, *, limit: in
 
 
 def find_job(settings: AdminSettings, key: str) -> JobView:
-    info = ask(settings, lambda client: client.job(key))
+    info = ask(settings, lambda client: client.job(key, errors=True))
     if info is None:
         raise JobNotFound(f"no job {key!r} on the queue server (done, deleted, or never put)")
     return job_view(info)

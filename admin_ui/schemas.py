@@ -257,6 +257,15 @@ JOB_KEY_PATTERN = r"^[A-Za-z0-9_.:@-]{1,128}$"
 MAX_JOB_KEYS = 1000
 
 
+class JobErrorView(_View):
+    """One failed attempt of a job."""
+
+    at: float = Field(description="unix time of the failure")
+    attempt: int = Field(description="the run that failed (1 = the first; a retry of a dead job starts again)")
+    error: str = Field(description="the error; earlier ones than the last are cut to their last 2 KiB")
+    error_summary: str | None = Field(description="its last line")
+
+
 class JobView(_View):
     """One job as the queue server's JOB/JOBS describe it."""
 
@@ -276,6 +285,9 @@ class JobView(_View):
     data_len: int
     data: str = Field(description="UTF-8 text, invalid bytes replaced; lists cut it at 1 KiB")
     data_truncated: bool = False
+    errors: list[JobErrorView] | None = Field(
+        default=None, description="one job only (not lists): the errors of its last failed attempts, "
+                                  "oldest first (errors_kept per queue, default 5)")
 
 
 class JobCounts(_View):

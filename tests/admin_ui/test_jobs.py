@@ -45,6 +45,22 @@ def test_the_api_lists_a_dead_job_with_its_error_and_finds_it_by_key(cluster: Jo
     assert missing.status_code == 404 and "nope" in missing.json()["detail"]
 
 
+def test_one_job_shows_the_errors_of_its_last_attempts_on_the_api_and_its_page(cluster: JobsCluster) -> None:
+    with cluster.client() as client:
+        client.put_job("photos", b"p.jpg", key="flaky-1")
+        for attempt in (1, 2, 3):
+            [job] = client.get("photos", keys=True)
+            client.fail(job.id, f"Traceback (most recent call last):\nOSError: disk full {attempt}", delay_s=0)
+    one = cluster.admin.get("/api/jobs/flaky-1", headers=cluster.auth).json()
+    assert [(e["attempt"], e["error_summary"]) for e in one["errors"]] == [
+        (n, f"OSError: disk full {n}") for n in (1, 2, 3)]
+    listed = cluster.admin.get("/api/queues/photos/jobs", params={"state": "ready"}, headers=cluster.auth).json()
+    assert listed["jobs"][0]["errors"] is None  # lists stay small: one job's page has them
+    page = cluster.admin.get("/jobs/flaky-1", headers=cluster.auth).text
+    assert "Earlier attempts" in page and 'data-attempt="1"' in page and 'data-attempt="2"' in page
+    assert "OSError: disk full 3" in page
+
+
 def test_retry_needs_the_token_then_brings_the_job_back_ready_and_records_an_event(
     cluster: JobsCluster,
 ) -> None:
