@@ -19,6 +19,7 @@ from procs import REPO_ROOT, import_by_path, slotmap_command
 from queue_server.client import QueueClient
 
 TOKEN = "failures-token"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 # No master: `photos` is configured but nothing has its handler; `photoz` (a typo) is not
 # configured at all. max_slots 0 keeps the planner from wanting slots nobody can give.
 QUEUES = {"photos": {"max_slots": 0}}
@@ -147,6 +148,8 @@ def test_the_queues_page_shows_the_cluster_totals_and_marks_dead_and_unserved_qu
         photoz = page.locator('#queues tbody tr[data-key="photoz"]')
         assert photoz.locator("[data-unhandled]").text_content() == "not configured"
         assert "photoz" in page.text_content("#unhandled-queues")
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "queues-failed-dead.png"), full_page=True)
         # The dashboard's own door: retry a dead job from its page, logged in.
         page.goto(f"{admin.url}/login?next={quote('/jobs/dead-4')}")
         page.fill("input[name=token]", TOKEN)
