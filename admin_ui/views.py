@@ -62,7 +62,7 @@ def override_view(override: Override) -> OverrideView:
 def queue_row(sample: QueueReading, override: OverrideView | None,
               limiter: LimiterStatus | None = None) -> QueueRow:
     row = _queue_row(sample, override, limiter)
-    return row.model_copy(update={"unhandled": is_unhandled(row)}) if is_unhandled(row) else row
+    return row.model_copy(update={"unhandled": True}) if is_unhandled(row) else row
 
 
 def _queue_row(sample: QueueReading, override: OverrideView | None,
