@@ -22,6 +22,9 @@ MAX_ERROR_BYTES: Final = 16 * 1024
 EARLIER_ERROR_BYTES: Final = 2 * 1024
 _CUT_MARKER: Final = b"\n[... cut: the error was %d bytes, the first %d are kept]"
 _EARLIER_MARKER: Final = "[... cut: the error was %d bytes, the last %d are kept]\n"
+# Bounds on a history read from a record (config.models caps errors_kept at 50).
+MAX_ERRORS: Final = 50
+MAX_ATTEMPT: Final = 2**63 - 1
 
 
 # One failed attempt: (unix time, attempt number, error text); a plain tuple of atomic
@@ -150,15 +153,19 @@ def encode_errors(errors: Errors) -> bytes:
 
 
 def decode_errors(raw: bytes) -> Errors:
-    """The inverse of encode_errors; ValueError for anything else."""
-    value = json.loads(raw.decode("utf-8"))
-    if not isinstance(value, list) or not value:
-        raise ValueError("ERRORS: a non-empty JSON array expected")
+    """The inverse of encode_errors; ValueError for anything else (nesting too deep included)."""
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise ValueError("ERRORS: nested too deep") from None
+    if not isinstance(value, list) or not 0 < len(value) <= MAX_ERRORS:
+        raise ValueError(f"ERRORS: a JSON array of 1..{MAX_ERRORS} entries expected")
     errors: list[ErrorRecord] = []
     for entry in value:
         if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], int | float)
                 and not isinstance(entry[0], bool) and math.isfinite(entry[0])
-                and type(entry[1]) is int and entry[1] >= 0 and isinstance(entry[2], str)):
+                and type(entry[1]) is int and 0 <= entry[1] <= MAX_ATTEMPT
+                and isinstance(entry[2], str)):
             raise ValueError("ERRORS: each entry must be [unix time, attempt, text]")
         errors.append((float(entry[0]), entry[1], entry[2]))
     return tuple(errors)

@@ -2,6 +2,7 @@
 records parse back to what was meant, and any token soup gives a command or a 400."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -124,3 +125,12 @@ def test_any_token_soup_is_a_command_or_a_400(words: list[bytes]) -> None:
         assert error.reply.startswith(b"400 ")
         return
     assert parsed.command is not None or (parsed.error is not None and parsed.data_len >= 0)
+
+
+@pytest.mark.parametrize("raw", [b"", b"[]", b"{}", b"[[1, 2]]", b'[[1, -1, "x"]]', b'[["1", 1, "x"]]',
+                                 b'[[NaN, 1, "x"]]', b'[[true, 1, "x"]]', b'[[1, 1.5, "x"]]',
+                                 b"[" * 100_000 + b"]" * 100_000, b'[[1, 1, "x"]' + b', [1, 1, "x"]' * 50 + b"]",
+                                 b'[[1, 99999999999999999999, "x"]]', b"\xff"])
+def test_a_bad_errors_block_is_refused(raw: bytes) -> None:
+    with pytest.raises((ValueError, UnicodeDecodeError)):
+        decode_errors(raw)
