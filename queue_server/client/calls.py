@@ -93,11 +93,12 @@ def why_no_reply(queue: str, output_queue: str, info: JobInfo | None, stats: Que
 
 
 def _still_waiting(queue: str, stats: QueueStats | None) -> str:
-    if stats is not None and stats.consumers == 0 and stats.running == 0:
+    """A job still ready after the whole timeout, with none of its queue's jobs running:
+    a slot of the queue, idle or done with its batch, would have taken it by then."""
+    if stats is not None and stats.running == 0:
         unnamed = " and no config names it" if stats.configured is False else ""
-        return (f"nothing took the job: no slot serves queue {queue!r} (no consumer waits on it, "
-                f"none of its jobs runs{unnamed}); check the queue's name, and that a master "
-                "runs its handler")
+        return (f"nothing took the job: no slot serves queue {queue!r} (none of its jobs "
+                f"runs{unnamed}); check the queue's name, and that a master runs its handler")
     ahead = f" behind {stats.ready - 1} ready jobs" if stats is not None and stats.ready > 1 else ""
     return f"the job still waits in {queue!r}{ahead}: the queue's slots are busy"
 
