@@ -44,7 +44,7 @@ class QueueStatsReader:
     def read(self, queues: Mapping[str, QueueConfig]) -> dict[str, ServerQueueStats]:
         if self.has_stats_of:
             try:
-                return {**self._fullest_unconfigured(queues), **self._read_named(sorted(queues))}
+                return self._read_named(sorted(queues))
             except QueueServerError as exc:
                 if exc.code != 400:
                     raise
@@ -67,8 +67,17 @@ class QueueStatsReader:
             )
         return result
 
-    def _fullest_unconfigured(self, queues: Mapping[str, QueueConfig]) -> dict[str, ServerQueueStats]:
-        top = self.client.stats_top(FULLEST_QUEUES)
+    def fullest_unconfigured(self, queues: Mapping[str, QueueConfig]) -> dict[str, ServerQueueStats]:
+        """Among the FULLEST_QUEUES queues holding the most jobs, those `queues` leaves out (a
+        server without STATS TOP: none)."""
+        if not self.has_stats_of:
+            return {}
+        try:
+            top = self.client.stats_top(FULLEST_QUEUES)
+        except QueueServerError as exc:
+            if exc.code != 400:
+                raise
+            return {}
         return {name: stats for name, stats in top.items() if name != OTHERS and name not in queues}
 
     def _read_named(self, names: list[str]) -> dict[str, ServerQueueStats]:
@@ -94,7 +103,7 @@ class ServerFigures:
         # None until a read succeeded: no baseline (an empty dict is a server with no queues yet).
         previous = self.stats if self.read_once else None
         try:
-            self.stats = self.reader.read(queues)
+            self.stats = {**self.reader.fullest_unconfigured(queues), **self.reader.read(queues)}
         except QueueServerError as exc:
             events = []
             if not self.down:
