@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from queue_server.server.snapshot import HEADER
 from tests.queue_server.server_proc import HOST
 from tests.queue_server.util import poll_until, put_ok
 
@@ -63,7 +64,7 @@ class Relay:
             while chunk := source.recv(65536):
                 if to_replica:
                     if self.spoil_snapshots:  # same length: only the version changes
-                        chunk = chunk.replace(b"SLOTMAP-SNAPSHOT 2", b"SLOTMAP-SNAPSHOT 9")
+                        chunk = chunk.replace(HEADER.rstrip(), b"SLOTMAP-SNAPSHOT 9")
                     with self._lock:
                         sink.sendall(chunk)
                 else:
