@@ -70,7 +70,7 @@ def solo_meta(meta: Meta) -> JobMeta:
     if type(meta) is int:
         return JobMeta(meta, solo=True)
     assert isinstance(meta, JobMeta)
-    return JobMeta(meta.attempts, meta.error, meta.failed_at, True, meta.retry_wait)
+    return JobMeta(meta.attempts, meta.errors, True, meta.retry_wait)
 
 
 def is_solo(meta: Meta) -> bool:
