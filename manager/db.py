@@ -45,7 +45,7 @@ class QueueSample(Base):
     batch_size: Mapped[int | None] = mapped_column(Integer, nullable=True)
     batch_size_source: Mapped[str | None] = mapped_column(String(16), nullable=True)  # config | handler
     # The queue server's failed (waiting for a retry, also in delayed) and dead jobs now; None in
-    # samples from before migration 0004.
+    # samples from before migration 0005.
     failed: Mapped[int | None] = mapped_column(Integer, nullable=True)
     dead: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # False: a queue the queue server holds jobs of, that no config names (no slot ever serves it).

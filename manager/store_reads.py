@@ -49,7 +49,7 @@ class QueueReading:
     paused: bool
     batch_size: int | None
     batch_size_source: str | None  # config | handler; anything else is a newer manager's word
-    failed: int | None  # None: stored before migration 0004
+    failed: int | None  # None: stored before migration 0005
     dead: int | None
     configured: bool | None
     handled: bool | None
