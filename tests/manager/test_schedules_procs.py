@@ -91,10 +91,8 @@ def test_every_tick_exists_exactly_once_across_kill_9_failovers(cluster: Cluster
 
 
 def test_after_a_ten_second_outage_skip_fires_none_of_the_missed_ticks_and_all_fires_each(
-    cluster: Cluster, database_url: str,  # noqa: F811
+    cluster: Cluster,
 ) -> None:
-    if not database_url.startswith("sqlite"):
-        pytest.skip("the catch-up policies do not depend on the database: SQLite is enough")
     cluster.extra_sections = {
         "schedules.skip_them": {"every_s": 1.0, "queue": "skipped", "catch_up": "skip"},
         "schedules.all_of_them": {"every_s": 1.0, "queue": "caught", "catch_up": "all"},
