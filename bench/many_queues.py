@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from base_checkout import code_dirs
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -121,21 +122,10 @@ def main() -> None:
     parser.add_argument("--stats", type=int, default=5, help="STATS asked back to back")
     parser.add_argument("--base", help="a commit to compare with")
     args = parser.parse_args()
-    runs = {"new": REPO}
-    base_dir = None
-    if args.base:
-        base_dir = Path(tempfile.mkdtemp(prefix="many-queues-base-"))
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", args.base], check=True,
-                                 capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(base_dir)], input=archive, check=True)
-        runs = {f"base {args.base}": base_dir, "new": REPO}
-    try:
+    with code_dirs(args.base, prefix="many-queues-base-") as runs:
         for label, code_dir in runs.items():
             figures = run(code_dir, args.queues, args.stats)
             print(f"{label}: " + ", ".join(f"{key} {value:.3g}" for key, value in figures.items()))
-    finally:
-        if base_dir is not None:
-            shutil.rmtree(base_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":
