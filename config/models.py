@@ -49,9 +49,9 @@ class QueueServerConfig(_Strict):
     servers: list[str] = Field(default_factory=list, description="Every queue server of the cluster (HOST:PORT) for clients (slots, manager, producers); empty: listen alone.")
     # Follow this primary (HOST:PORT) as a replica; promoted after promote_after_s without it.
     replica_of: str | None = Field(default=None, description="Follow this primary (HOST:PORT) as a replica; promoted after promote_after_s without it.")
-    promote_after_s: float = Field(default=2.0, gt=0, le=3600, description="A replica goes online after this long without hearing from its primary (with managed_failover: the manager promotes one then, once the old primary's lease is surely over).")
+    promote_after_s: float = Field(default=1.5, gt=0, le=3600, description="A replica goes online after this long without hearing from its primary (with managed_failover: the manager promotes one then, once the old primary's lease is surely over).")
     managed_failover: bool = Field(default=False, description="The active manager decides which queue server is primary, through the cluster database (epoch, lease, promotion of an in-sync replica; docs/DESIGN.md \"Failover that loses nothing\"); servers acknowledge nothing without its lease.")
-    lease_s: float = Field(default=1.5, gt=0, le=60, description="managed_failover: how long a primary may acknowledge after the manager's last renewal (every 0.5 s); shorter than promote_after_s.")
+    lease_s: float = Field(default=1.25, gt=0, le=60, description="managed_failover: how long a primary may acknowledge, counted from its reply to the manager's renewal before the last (renewals every 0.25 s); shorter than promote_after_s.")
     # The cluster's servers asked at start (queue_server/server/join.py): if any answers, this one
     # becomes a replica of the lowest id with the highest id + 1.
     join: list[str] = Field(default_factory=list, description="Queue servers asked at start (HOST:PORT): if any answers, this one becomes a replica of the lowest id with the highest id + 1.")

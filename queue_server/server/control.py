@@ -32,7 +32,7 @@ def execute(server: QueueServer, conn: Connection, command: p.Command) -> None:
     elif isinstance(command, p.ReplAck):
         server.replica_acked(conn, command.confirmed_bytes)  # no reply: the link is a stream
     elif isinstance(command, p.Authority):
-        conn.write(_authority(server, command))
+        conn.write_status(_authority(server, command))  # never held behind sync replies
     elif isinstance(command, p.Auth):
         expected = server.token
         if expected is None or hmac.compare_digest(command.token, expected):

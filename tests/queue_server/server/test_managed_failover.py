@@ -28,8 +28,6 @@ from tests.queue_server.server.ha import (
 )
 from tests.queue_server.util import poll_until
 
-PROMOTE_AFTER_S = 2.0
-LEASE_S = 1.5
 FAILOVER_DEADLINE_S = 40.0  # generous: a busy CI machine
 
 
@@ -93,8 +91,7 @@ def _started(cluster: HaCluster, start_queue_server) -> Iterator[HaCluster]:  # 
     config = tmp_path / "manager.toml"
     config.write_text(to_toml({
         "queue_server": {"servers": cluster.addresses, "managed_failover": True,
-                         "replicate": "sync", "promote_after_s": PROMOTE_AFTER_S,
-                         "lease_s": LEASE_S},
+                         "replicate": "sync"},  # default lease_s and promote_after_s
         "manager": {"listen": f"tcp://127.0.0.1:{server_proc.free_port()}",
                     "database_url": cluster.database_url},
     }))
