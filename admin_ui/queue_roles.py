@@ -21,6 +21,7 @@ class ReplicaLag(BaseModel):
     replica: str  # HOST:PORT as the replica gave it
     behind_bytes: int  # streamed to it, not confirmed yet
     silent_s: float  # since its last confirmation (-1: none yet)
+    behind_records: int | None = None  # records written and not confirmed (None: not known)
 
 
 class QueueServerRole(BaseModel):
@@ -80,9 +81,11 @@ def _replicas(link: ServerLink) -> list[ReplicaLag]:
     found = []
     for _ in range(min(int(head[2]), 64)):
         words = (link.read_line(1.0) or b"").split()
-        if len(words) == 3 and words[1].isdigit():
+        if len(words) in (3, 4) and words[1].isdigit():
+            records = int(words[3]) if len(words) == 4 and words[3].isdigit() else None
             found.append(ReplicaLag(replica=words[0].decode("ascii", "replace"),
-                                    behind_bytes=int(words[1]), silent_s=float(words[2])))
+                                    behind_bytes=int(words[1]), silent_s=float(words[2]),
+                                    behind_records=records))
     return found
 
 
@@ -108,6 +111,9 @@ def role_families(roles: list[QueueServerRole]) -> Iterator[Metric]:
                              labels=["server", "state"])
     lag = GaugeMetricFamily("slotmap_queue_replica_lag_bytes",
                             "Bytes streamed to a replica and not confirmed yet.", labels=["server", "replica"])
+    lag_records = GaugeMetricFamily("slotmap_queue_replica_lag_records",
+                                    "Records written by the primary and not confirmed by the replica yet.",
+                                    labels=["server", "replica"])
     silent = GaugeMetricFamily("slotmap_queue_replica_silent_seconds",
                                "Seconds since the replica's last confirmation.", labels=["server", "replica"])
     apply_errors = CounterMetricFamily("slotmap_queue_replication_errors",
@@ -122,7 +128,9 @@ def role_families(roles: list[QueueServerRole]) -> Iterator[Metric]:
             sync.add_metric([role.server, state], 1.0 if role.sync == state else 0.0)
         for replica in role.replicas:
             lag.add_metric([role.server, replica.replica], float(replica.behind_bytes))
+            if replica.behind_records is not None:
+                lag_records.add_metric([role.server, replica.replica], float(replica.behind_records))
             silent.add_metric([role.server, replica.replica], replica.silent_s)
         if role.replication_errors is not None:
             apply_errors.add_metric([role.server], float(role.replication_errors))
-    yield from (primary, epoch, leased, sync, lag, silent, apply_errors)
+    yield from (primary, epoch, leased, sync, lag, lag_records, silent, apply_errors)

@@ -100,9 +100,11 @@ class Link:
 
 @dataclass(slots=True)
 class ReplAck:
-    """`REPLACK <bytes>`: a replica confirms its stream up to there (PROTOCOL.md Part B)."""
+    """`REPLACK <bytes> [<records>]`: a replica confirms its stream up to there, and where
+    that leaves it in the primary's history in records (PROTOCOL.md Part B)."""
 
     confirmed_bytes: int
+    confirmed_records: int | None = None  # a replica before the record count sends none
 
 
 @dataclass(slots=True)
@@ -355,9 +357,10 @@ def _parse_clone(args: list[bytes]) -> Parsed:
 
 
 def _parse_repl_ack(args: list[bytes]) -> Parsed:
-    if len(args) != 1:
-        raise bad_request("REPLACK <bytes> expected")
-    return Parsed(ReplAck(parse_uint(args[0], "byte count")))
+    if len(args) not in (1, 2):
+        raise bad_request("REPLACK <bytes> [<records>] expected")
+    records = parse_uint(args[1], "record count") if len(args) == 2 else None
+    return Parsed(ReplAck(parse_uint(args[0], "byte count"), records))
 
 
 def _parse_lease(args: list[bytes]) -> Parsed:

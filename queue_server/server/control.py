@@ -30,7 +30,8 @@ def execute(server: QueueServer, conn: Connection, command: p.Command) -> None:
     elif isinstance(command, p.Clone):
         _clone(server, conn, command)
     elif isinstance(command, p.ReplAck):
-        server.replica_acked(conn, command.confirmed_bytes)  # no reply: the link is a stream
+        # no reply: the link is a stream
+        server.replica_acked(conn, command.confirmed_bytes, command.confirmed_records)
     elif isinstance(command, p.Authority):
         conn.write_status(_authority(server, command))  # never held behind sync replies
     elif isinstance(command, p.Auth):
@@ -62,7 +63,8 @@ def _simple(server: QueueServer, conn: Connection, command: p.Simple) -> None:
             lease=server.term.lease_word(time.monotonic()), position=server.position()))
     elif name == b"INFO":  # ours (PROTOCOL.md Part B): the server, not its queues
         body = json.dumps({"server_id": server.settings.server_id, "following": server.following,
-                           "offline": server.offline, **server.replication.as_json()}).encode()
+                           "offline": server.offline, **server.replication.as_json(),
+                           "replicas": server.replicas.lags_json(time.monotonic())}).encode()
         conn.write(b"200 OK %d\r\n" % len(body) + body)
     elif name == b"OFFLINE":
         server.offline = True

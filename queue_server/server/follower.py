@@ -63,6 +63,7 @@ class FollowLink(asyncio.Protocol):
         # the heartbeat's (ROLE says which): no REPLACK per record for it to read.
         self.ack_each_commit = True
         self.committed_bytes = 0  # applied and committed here (what a heartbeat confirms)
+        self.committed_records = 0  # our position (records) at that commit
         self.base = 0  # the primary's position (records) where our snapshot stands
         self.records = 0  # records applied from the stream
         self._ticker: asyncio.TimerHandle | None = None
@@ -153,6 +154,7 @@ class FollowLink(asyncio.Protocol):
             self.server.replication.snapshot_applied()
             self.state = LinkState.STREAMING
             self.server.upstream = self
+            self.committed_records = self.base
             self._confirm(0)  # the snapshot is written (replace_state): all before it is here
         if self.state is LinkState.STREAMING:
             before = self.reader.position
@@ -184,12 +186,14 @@ class FollowLink(asyncio.Protocol):
     def committed(self) -> None:
         """The server committed (under its fsync policy) all it applied so far."""
         self.committed_bytes = self.applied
+        self.committed_records = self.position()
         if self.applied != self.acked and self.ack_each_commit:
             self._confirm(self.applied)
 
     def _confirm(self, applied: int) -> None:
         if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(b"REPLACK %d\r\n" % applied)
+            # The position lets the primary show our lag in records (REPLICAS, INFO).
+            self.transport.write(b"REPLACK %d %d\r\n" % (applied, self.committed_records))
             self.acked = applied
 
     def _tick(self) -> None:

@@ -45,14 +45,18 @@ class ReplicaWatch(Generic[L]):
         self.sync = sync
         self.heard: dict[L, Heard] = {}  # links that sent REPLACK
         self.confirmed: dict[L, int] = {}  # link -> bytes its last REPLACK confirmed
+        # link -> its position (records of our history) at that REPLACK, when it says
+        self.confirmed_records: dict[L, int] = {}
         self._sent_at_tick: dict[L, int] = {}
 
     def linked(self, link: L) -> None:
         if self.sync is not None:
             self.sync.link_added(link)
 
-    def acked(self, link: L, confirmed_bytes: int, now: float) -> Released:
+    def acked(self, link: L, confirmed_bytes: int, now: float, confirmed_records: int | None = None) -> Released:
         self.confirmed[link] = confirmed_bytes
+        if confirmed_records is not None:
+            self.confirmed_records[link] = confirmed_records
         heard = self.heard.get(link)
         if heard is None:
             self.heard[link] = Heard(now)
@@ -83,6 +87,7 @@ class ReplicaWatch(Generic[L]):
     def _forget(self, link: L) -> None:
         self.heard.pop(link, None)
         self.confirmed.pop(link, None)
+        self.confirmed_records.pop(link, None)
         if self.sync is not None:
             self.sync.link_gone(link)
 

@@ -75,8 +75,8 @@ class Replication(Generic[L]):
         self.peers[link] = peer
         self.watch.linked(link)
 
-    def acked(self, link: L, confirmed_bytes: int, now: float) -> None:
-        self._send(self.watch.acked(link, confirmed_bytes, now))
+    def acked(self, link: L, confirmed_bytes: int, now: float, confirmed_records: int | None = None) -> None:
+        self._send(self.watch.acked(link, confirmed_bytes, now, confirmed_records))
 
     def tick(self, now: float) -> None:
         self._send(self.watch.tick(now))
@@ -117,17 +117,34 @@ class Replication(Generic[L]):
     def sync_word(self) -> str:
         return "async" if self.sync is None else self.sync.describe()
 
-    def replicas_reply(self, now: float) -> bytes:
-        """`REPLICAS` (PROTOCOL.md Part B): `200 OK <n>` then per link `<HOST:PORT> <bytes
-        behind> <seconds since its last REPLACK>` (-1: it never sent one)."""
-        lines = [b"200 OK %d\r\n" % len(self.peers)]
+    def lags(self, now: float) -> list[tuple[bytes, int, float, int]]:
+        """Per replica: (HOST:PORT, bytes behind, seconds since its last REPLACK or -1,
+        records behind or -1). Records: our count of records written (and streamed) less
+        the position its last REPLACK confirmed; nothing is counted per operation."""
+        found = []
         for link, peer in self.peers.items():
             sent = self.stream.sent.get(link, 0)
             acked = self.sync.acked.get(link, -1) if self.sync is not None else self.watch.confirmed.get(link, -1)
             heard = self.watch.heard.get(link)
-            lines.append(b"%s %d %.3f\r\n" % (peer, max(0, sent - max(acked, 0)),
-                                                -1.0 if heard is None else heard.silent_for(now)))
+            position = self.watch.confirmed_records.get(link)
+            found.append((peer, max(0, sent - max(acked, 0)),
+                          -1.0 if heard is None else heard.silent_for(now),
+                          -1 if position is None else max(0, self.stream.records - position)))
+        return found
+
+    def replicas_reply(self, now: float) -> bytes:
+        """`REPLICAS` (PROTOCOL.md Part B): `200 OK <n>` then per link `<HOST:PORT> <bytes
+        behind> <seconds since its last REPLACK> <records behind>` (-1: not known yet)."""
+        lags = self.lags(now)
+        lines = [b"200 OK %d\r\n" % len(lags)]
+        lines += [b"%s %d %.3f %d\r\n" % lag for lag in lags]
         return b"".join(lines)
+
+    def lags_json(self, now: float) -> list[dict[str, object]]:
+        """INFO's `replicas` (a primary's links)."""
+        return [{"replica": peer.decode("ascii", "replace"), "behind_bytes": behind,
+                 "silent_s": round(silent, 3), "behind_records": records}
+                for peer, behind, silent, records in self.lags(now)]
 
     def role_reply(self, *, following: bool, epoch: int, lease: bytes, position: int) -> bytes:
         """`ROLE` (PROTOCOL.md Part B): role, sync state, acknowledging links, released

@@ -125,9 +125,9 @@ class Roles:
 
     # ------------------------------------------------------------ heartbeats and confirmations
 
-    def replica_acked(self, conn: Hashable, confirmed_bytes: int) -> None:
+    def replica_acked(self, conn: Hashable, confirmed_bytes: int, confirmed_records: int | None) -> None:
         """REPLACK on a replication link: its heartbeat, and in sync mode a confirmation."""
-        self.replicas.acked(conn, confirmed_bytes, time.monotonic())
+        self.replicas.acked(conn, confirmed_bytes, time.monotonic(), confirmed_records)
         self.update_offline()
 
     def replication_tick(self) -> None:
