@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, TextIO
@@ -40,6 +40,9 @@ READY_DEADLINE_S = 20.0
 STOP_DEADLINE_S = 10.0
 POLL_S = 0.5
 STATUS_EVERY_S = 10.0
+# With replicas, a queue server that dies after this long is started again (it comes back
+# as a replica of the new primary); one that dies sooner is a crash loop: everything stops.
+RESTART_MIN_UPTIME_S = 2.0
 PR_SET_PDEATHSIG = 1
 
 
@@ -114,6 +117,7 @@ def admin_available() -> bool:
 class Child:
     def __init__(self, spec: ChildSpec, log_dir: Path) -> None:
         self.spec = spec
+        self.started_at = time.monotonic()
         self.log_path = log_dir / f"{spec.name}.log"
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
@@ -173,6 +177,7 @@ class Launcher:
         self.children: list[Child] = []
         self.stopping = False
         self.failed: Child | None = None
+        self.up = False  # every child started: from then on a queue server may fail over
         self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
 
     def handle_signal(self, signum: int, frame: FrameType | None) -> None:
@@ -185,6 +190,7 @@ class Launcher:
             signal.signal(signum, self.handle_signal)
         try:
             if self.start_all():
+                self.up = True
                 self.print_where()
                 self.watch()
         finally:
@@ -277,13 +283,40 @@ class Launcher:
                 continue
 
     def check_children(self) -> bool:
-        """True when a child has died (the launcher then stops the rest)."""
-        for child in self.children:
+        """True when a child has died (the launcher then stops the rest), unless it was a
+        queue server with replicas beside it: then it is started again (restart_queue_server)."""
+        for index, child in enumerate(self.children):
             code = child.exit_code()
-            if code is not None:
-                self.fail(child, f"exited with {_describe_exit(code)}")
-                return True
+            if code is None:
+                continue
+            if self.may_restart(child):
+                self.children[index] = self.restart_queue_server(child, code)
+                continue
+            self.fail(child, f"exited with {_describe_exit(code)}")
+            return True
         return False
+
+    def may_restart(self, child: Child) -> bool:
+        qs = self.config.queue_server
+        return (self.up and qs.managed_failover and len(qs.servers) > 1
+                and child.spec.name.startswith(("queue-server", "queue-replica-"))
+                and time.monotonic() - child.started_at >= RESTART_MIN_UPTIME_S)
+
+    def restart_queue_server(self, child: Child, code: int) -> Child:
+        """The manager promotes a replica that was in sync if the dead one was the
+        primary; the dead one, started again on its port with its data and no
+        --replica-of, acknowledges nothing without the manager's lease and is told to
+        follow the primary (dropping what no replica confirmed): in sync mode the new
+        primary needs it to acknowledge anything, with one replica."""
+        from deploy.replicas import restart_args
+
+        child.stop()  # reaped; whatever it left in its session goes too
+        spec = replace(child.spec, args=restart_args(child.spec.args))
+        again = Child(spec, LOG_DIR)
+        print(f"slotmap run: {child.spec.name} (pid {child.pid}) exited with {_describe_exit(code)}; "
+              f"the manager fails over to a replica in sync, and it is started again as pid "
+              f"{again.pid} to follow the primary", file=self.out, flush=True)
+        return again
 
     def fail(self, child: Child, why: str) -> None:
         self.failed = child

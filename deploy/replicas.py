@@ -37,6 +37,16 @@ def replica_args(config: ClusterConfig, config_path: Path, count: int) -> list[t
             for i, address in enumerate(replica_addresses(config, count), start=1)]
 
 
+def restart_args(args: tuple[str, ...]) -> tuple[str, ...]:
+    """A queue server's arguments for a restart after its death (deploy/launcher.py): no
+    --replica-of, whose primary may be deposed by then; the manager tells it whom to
+    follow."""
+    if "--replica-of" not in args:
+        return args
+    at = args.index("--replica-of")
+    return args[:at] + args[at + 2:]
+
+
 def write_config(config: ClusterConfig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(to_toml(config.model_dump(mode="json", exclude_none=True)))

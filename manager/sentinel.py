@@ -108,9 +108,10 @@ class Sentinel:
         # server -> (its clock in ms from its last LEASE reply, our clock when that came)
         self.echo: dict[str, tuple[int, float]] = {}
         self.refused_promotion = False
+        self.restart_noted = False
 
     def run(self) -> None:
-        log.info("sentinel of the queue servers %s (lease %.1f s, promotion after %.1f s)",
+        log.info("sentinel of the queue servers %s (lease %.2f s, promotion after %.2f s)",
                  ", ".join(self.servers), self.lease_s, self.promote_after_s)
         while not self.stopping():
             started = time.monotonic()
@@ -131,7 +132,9 @@ class Sentinel:
             return
         primary = views.get(record.primary)
         if primary is not None and primary.role == "primary" and primary.epoch <= record.epoch:
-            if self._grant(record):
+            if self._restarted(record, primary, views):
+                pass  # silent as far as the promotion goes: a replica in sync takes over
+            elif self._grant(record):
                 self.primary_heard = time.monotonic()
                 record = self._note_sync(record, primary)
         self._align(record, views)
@@ -147,6 +150,19 @@ class Sentinel:
         """The next turn LEASE_RENEW_S after this one began, or at the promotion's moment if
         that comes first (a failover waits for no turn's granularity)."""
         return min(started + LEASE_RENEW_S, max(started, self.promotion_due()))
+
+    def _restarted(self, record: Record, primary: View, views: dict[str, View | None]) -> bool:
+        """The primary lost its epoch (its term is not persisted: it restarted) while a
+        replica that may take over follows this epoch: not leased again, since with fsync
+        "never" (or a lost disk) it may miss what it acknowledged and the replica holds."""
+        if primary.epoch >= record.epoch or not self._candidates(record, views):
+            return False
+        if not self.restart_noted:
+            self.restart_noted = True
+            log.warning("queue servers: primary %s restarted (epoch %d, the record's %d): not "
+                        "leased again; a replica in sync takes over", record.primary,
+                        primary.epoch, record.epoch)
+        return True
 
     def _first_record(self, views: dict[str, View | None]) -> Record | None:
         """No record yet: the first server that says it is primary (or the first answering)."""
@@ -207,16 +223,22 @@ class Sentinel:
                     f"queue server {address} (epoch {view.epoch}) follows {record.primary} "
                     f"(epoch {record.epoch}): what it never had confirmed is dropped")))
 
-    def _fail_over(self, record: Record, views: dict[str, View | None]) -> None:
+    def _candidates(self, record: Record, views: dict[str, View | None]) -> list[str]:
+        """The replicas that may be promoted: of this epoch, and in sync mode in sync."""
         candidates = [address for address, view in views.items()
                       if address != record.primary and view is not None
                       and view.role == "replica" and view.epoch == record.epoch]
-        if self.sync_mode:
-            if not record.in_sync:
-                return self._refuse(record, "the primary had gone on alone: no replica is in sync")
-            if record.sync_replicas:
-                candidates = [c for c in candidates
-                              if any(same_server(c, r) for r in record.sync_replicas)]
+        if not self.sync_mode:
+            return candidates
+        if not record.in_sync:
+            return []
+        return [c for c in candidates
+                if not record.sync_replicas or any(same_server(c, r) for r in record.sync_replicas)]
+
+    def _fail_over(self, record: Record, views: dict[str, View | None]) -> None:
+        if self.sync_mode and not record.in_sync:
+            return self._refuse(record, "the primary had gone on alone: no replica is in sync")
+        candidates = self._candidates(record, views)
         if not candidates:
             return self._refuse(record, "no replica in sync answers")
         # The furthest along the dead primary's history: every replica got the same stream
@@ -232,7 +254,7 @@ class Sentinel:
         # The other replicas follow it now, not at the next turn: in sync mode its first
         # acknowledgement waits for one of them to link and confirm.
         self._align(new, views)
-        self.refused_promotion = False
+        self.refused_promotion = self.restart_noted = False
         log.warning("queue servers: %s promoted in epoch %d (%s silent for %.1f s): %r",
                     chosen, new.epoch, record.primary, self.promote_after_s, reply)
         self.note(NewEvent(kind=EventKind.QUEUE_SERVER_PROMOTED, host=chosen, message=(

@@ -233,3 +233,21 @@ def _fail_over_once(ha: HaCluster, producers: list[KeyedProducer], primary, epoc
 def _linked_replicas(server) -> int:  # type: ignore[no-untyped-def]
     words = role(server.connect(timeout_s=2.0))
     return len(words[6].split(b",")) if words[6] != b"-" else 0
+
+
+def test_a_primary_restarted_at_once_is_not_leased_again_while_a_replica_is_in_sync(
+        ha: HaCluster, start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    """Its epoch is not kept across a restart (and with fsync "never" nor is what it
+    acknowledged last): the replica in sync is promoted, the restarted one follows it."""
+    old = ha.servers[0]
+    producers = _run_producers(ha)
+    poll_until(lambda: _acked(producers) >= 300, timeout_s=FAILOVER_DEADLINE_S)
+    old.kill()
+    again = _restart(ha, old, start_queue_server)
+    new = poll_until(lambda: ha.primary(epoch_above=1), timeout_s=FAILOVER_DEADLINE_S,
+                     what=lambda: f"a new primary: {ha.views()}")
+    assert new is not again
+    poll_until(lambda: (v := ha.views()[again.address]) is not None and v[0] == b"replica"
+               and int(v[4]) == 2, timeout_s=FAILOVER_DEADLINE_S,
+               what=lambda: f"the restarted primary following: {ha.views()}")
+    _check_survivor(producers, new)
