@@ -8,15 +8,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from procs import spawn_slotmap, to_toml
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
-from manager.db import Event, make_engine
 from tests.queue_server import server_proc
 from tests.queue_server.server.ha import (
     KeyedProducer,
@@ -26,87 +21,33 @@ from tests.queue_server.server.ha import (
     frozen,
     role,
 )
+from tests.queue_server.server.ha_cluster import (
+    FAILOVER_DEADLINE_S,
+    HaCluster,
+    fail_over_once,
+    managed_cluster,
+)
 from tests.queue_server.util import poll_until
-
-FAILOVER_DEADLINE_S = 40.0  # generous: a busy CI machine
-
-
-@dataclass
-class HaCluster:
-    root: Path
-    servers: list = field(default_factory=list)  # type: ignore[type-arg]
-    manager: object = None
-    database_url: str = ""
-    restarted: list = field(default_factory=list)  # type: ignore[type-arg]
-
-    @property
-    def addresses(self) -> list[str]:
-        return [server.address for server in self.servers]
-
-    def views(self) -> dict[str, list[bytes] | None]:
-        found: dict[str, list[bytes] | None] = {}
-        for server in self.servers:
-            try:
-                found[server.address] = role(server.connect(timeout_s=1.0))
-            except (AssertionError, OSError):
-                found[server.address] = None
-        return found
-
-    def primary(self, epoch_above: int = 0) -> object | None:
-        """The server that is primary, leased and in sync, in an epoch above `epoch_above`."""
-        for server in self.servers:
-            if not server.is_running():
-                continue
-            try:
-                words = role(server.connect(timeout_s=1.0))
-            except (AssertionError, OSError):
-                continue
-            if words[0] == b"primary" and words[5] == b"held" and int(words[4]) > epoch_above:
-                return server
-        return None
-
-    def events(self, kind: str) -> list[Event]:
-        engine = make_engine(self.database_url)
-        try:
-            with Session(engine) as session:
-                return list(session.scalars(select(Event).where(Event.kind == kind)))
-        finally:
-            engine.dispose()
 
 
 @pytest.fixture
 def ha(tmp_path: Path, start_queue_server) -> Iterator[HaCluster]:  # type: ignore[no-untyped-def]
-    with cluster_database(tmp_path) as url:
-        yield from _started(HaCluster(tmp_path, database_url=url), start_queue_server)
+    from tests.conftest import QueueServer
 
+    def start(*args: str, data_dir: Path | None = None, port: int | None = None):  # type: ignore[no-untyped-def]
+        if port is None:
+            return start_queue_server(*args, data_dir=data_dir)  # type: ignore[no-any-return]
+        again = QueueServer.of(server_proc.start_queue_server(tmp_path, *args, data_dir=data_dir,
+                                                              port=port))
+        restarted.append(again)
+        return again
 
-def _started(cluster: HaCluster, start_queue_server) -> Iterator[HaCluster]:  # type: ignore[no-untyped-def]
-    tmp_path = cluster.root
-    common = ("--managed", "--replicate", "sync", "--sync-timeout", "1")
-    first = start_queue_server(*common)
-    cluster.servers.append(first)
-    for server_id in (2, 3):
-        cluster.servers.append(start_queue_server(
-            *common, "--replica-of", first.address, "--server-id", str(server_id)))
-    config = tmp_path / "manager.toml"
-    config.write_text(to_toml({
-        "queue_server": {"servers": cluster.addresses, "managed_failover": True,
-                         "replicate": "sync"},  # default lease_s and promote_after_s
-        "manager": {"listen": f"tcp://127.0.0.1:{server_proc.free_port()}",
-                    "database_url": cluster.database_url},
-    }))
-    process = spawn_slotmap(["manager", "--config", str(config)], log_path=tmp_path / "manager.log",
-                            cwd=tmp_path)
-    cluster.manager = process
+    restarted: list = []  # type: ignore[type-arg]
     try:
-        poll_until(lambda: cluster.primary() is first, timeout_s=FAILOVER_DEADLINE_S,
-                   what=lambda: f"the first primary leased: {cluster.views()}\n"
-                                f"{(tmp_path / 'manager.log').read_text()}")
-        yield cluster
+        with cluster_database(tmp_path) as url, managed_cluster(tmp_path, url, start) as cluster:
+            yield cluster
     finally:
-        process.kill()
-        process.wait(timeout=10)
-        for server in cluster.restarted:
+        for server in restarted:
             server.kill()
 
 
@@ -170,29 +111,17 @@ def test_a_frozen_primary_is_replaced_and_acknowledges_nothing_after_its_thaw(ha
     _check_survivor(producers, new)
 
 
-def _restart(ha: HaCluster, server, start_queue_server):  # type: ignore[no-untyped-def]
-    """The killed server back on its port with its data: the manager makes it FOLLOW."""
-    from tests.conftest import QueueServer
-
-    index = ha.servers.index(server)
-    again = QueueServer.of(server_proc.start_queue_server(
-        ha.root, "--managed", "--replicate", "sync", "--sync-timeout", "1",
-        data_dir=server.data_dir, port=server.port))
-    ha.servers[index] = again
-    ha.restarted.append(again)
-    return again
-
-
-def test_ten_failovers_in_a_row_under_load_lose_nothing(ha: HaCluster, start_queue_server) -> None:  # type: ignore[no-untyped-def]
+def test_ten_failovers_in_a_row_under_load_lose_nothing(ha: HaCluster) -> None:
     """Producers through QueueClient with their own keys; the primary killed -9 ten times,
     each time restarted to come back as a replica. Every acknowledged key is on the last
-    primary, exactly once; failover times are measured to the first acknowledged write."""
+    primary, exactly once; failover times are measured to the first acknowledged write
+    (bench/replication.py --failovers prints the same)."""
     producers = [KeyedProducer(f"k{n}", ha.addresses).start() for n in range(4)]
     takeovers: list[float] = []
     try:
         primary = ha.servers[0]
         for epoch in range(2, 12):
-            primary, seconds = _fail_over_once(ha, producers, primary, epoch, start_queue_server)
+            primary, seconds = fail_over_once(ha, producers, primary, epoch)
             takeovers.append(seconds)
     finally:
         for producer in producers:
@@ -204,46 +133,15 @@ def test_ten_failovers_in_a_row_under_load_lose_nothing(ha: HaCluster, start_que
           f"p50 {sorted(takeovers)[len(takeovers) // 2]:.2f} s, max {max(takeovers):.2f} s")
 
 
-def _acked_keys(producers: list[KeyedProducer]) -> int:
-    return sum(len(p.acked) for p in producers)
-
-
-def _fail_over_once(ha: HaCluster, producers: list[KeyedProducer], primary, epoch: int,  # type: ignore[no-untyped-def]
-                    start_queue_server):  # type: ignore[no-untyped-def]
-    """Kill the primary, wait for the new one and a write it acknowledged, restart the
-    killed one and wait until both replicas are in sync again: (new primary, seconds from
-    the kill to the first acknowledged write)."""
-    before = _acked_keys(producers)
-    poll_until(lambda: _acked_keys(producers) >= before + 20, timeout_s=FAILOVER_DEADLINE_S,
-               what="writes before the kill")
-    primary.kill()
-    killed_at = time.monotonic()
-    after_kill = _acked_keys(producers)
-    new = poll_until(lambda: ha.primary(epoch_above=epoch - 1), interval_s=0.005,
-                     timeout_s=FAILOVER_DEADLINE_S, what=lambda: f"epoch {epoch}: {ha.views()}")
-    poll_until(lambda: _acked_keys(producers) > after_kill, interval_s=0.005,
-               timeout_s=FAILOVER_DEADLINE_S, what="a write acknowledged after the kill")
-    seconds = time.monotonic() - killed_at
-    _restart(ha, primary, start_queue_server)
-    poll_until(lambda: _linked_replicas(new) == 2, timeout_s=FAILOVER_DEADLINE_S,
-               what=lambda: f"both replicas back in sync: {ha.views()}")
-    return new, seconds
-
-
-def _linked_replicas(server) -> int:  # type: ignore[no-untyped-def]
-    words = role(server.connect(timeout_s=2.0))
-    return len(words[6].split(b",")) if words[6] != b"-" else 0
-
-
 def test_a_primary_restarted_at_once_is_not_leased_again_while_a_replica_is_in_sync(
-        ha: HaCluster, start_queue_server) -> None:  # type: ignore[no-untyped-def]
+        ha: HaCluster) -> None:
     """Its epoch is not kept across a restart (and with fsync "never" nor is what it
     acknowledged last): the replica in sync is promoted, the restarted one follows it."""
     old = ha.servers[0]
     producers = _run_producers(ha)
     poll_until(lambda: _acked(producers) >= 300, timeout_s=FAILOVER_DEADLINE_S)
     old.kill()
-    again = _restart(ha, old, start_queue_server)
+    again = ha.restart(old)
     new = poll_until(lambda: ha.primary(epoch_above=1), timeout_s=FAILOVER_DEADLINE_S,
                      what=lambda: f"a new primary: {ha.views()}")
     assert new is not again
