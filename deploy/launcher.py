@@ -3,7 +3,8 @@
 Queue server, manager, one master (taking its map from the manager), the dashboard when
 `slotmap admin` exists, and the demo producer. Each child's output goes to ./var/log/.
 Ctrl-C or SIGTERM stops them in reverse order (SIGTERM, wait, SIGKILL); when one child
-dies on its own, the launcher says which and stops the rest. The cluster is "up" only
+dies on its own, the launcher says which and stops the rest, except a queue server with
+replicas beside it (--replicas): the manager fails over, and it is started again. The cluster is "up" only
 once the master's first report lists no handler module that failed to import.
 Secrets (the queue server token) reach children through their environment or the
 config file, never their command line, which `ps` shows to every user.
