@@ -131,6 +131,7 @@ def test_the_dashboard_reads_each_servers_role_and_each_replicas_lag(start_queue
     assert (seen.role, seen.sync, seen.lease, seen.epoch) == ("primary", "sync", "unmanaged", 0)
     assert [lag.replica for lag in seen.replicas] == [f"127.0.0.1:{replica.port}"]
     assert seen.replicas[0].behind_bytes == 0 and 0 <= seen.replicas[0].silent_s < 5
+    assert seen.replicas[0].behind_records == 0  # test_replica_lag.py: a replica behind
     follower = read_role(replica.address, None)
     assert (follower.role, follower.replicas) == ("replica", [])
     # INFO's count of records the replica could not apply (issue 16: shown, not only logged).
