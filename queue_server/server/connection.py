@@ -5,7 +5,6 @@ import asyncio
 import logging
 import re
 import time
-from typing import TYPE_CHECKING
 
 from queue_server.protocol.commands import (
     INT64_MAX,
@@ -18,10 +17,8 @@ from queue_server.protocol.errors import ProtocolError
 from queue_server.protocol.framing import FrameReader, LineTooLong
 from queue_server.server import auth, door, guard, peer, responses
 from queue_server.server.conn_state import ConnState, check_move
+from queue_server.server.faces import Server
 from queue_server.server.waiters import Waiter
-
-if TYPE_CHECKING:
-    from queue_server.server.server import QueueServer
 
 # Unread input kept while a client is blocked or its replies are not being read.
 INPUT_HIGH_WATER = 4 * 1024 * 1024
@@ -39,7 +36,7 @@ log = logging.getLogger("slotmap.queue_server")
 
 
 class Connection(asyncio.Protocol):
-    def __init__(self, server: QueueServer) -> None:
+    def __init__(self, server: Server) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
         # Before AUTH a line (and all input) is bounded by door.unauthenticated_bytes.
