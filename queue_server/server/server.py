@@ -12,11 +12,10 @@ from collections.abc import Sequence
 from queue_server.protocol import commands as p
 from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
-from queue_server.server import queue_commands, replay, replica_health, responses, snapshot
+from queue_server.server import queue_commands, replica_health, responses
 from queue_server.server.authority import Term
 from queue_server.server.connection import Connection
 from queue_server.server.door import Door
-from queue_server.server.errors import ReplicationApplyError
 from queue_server.server.faces import Conn
 from queue_server.server.follower import Follower
 from queue_server.server.housekeeping import Housekeeping
@@ -25,6 +24,7 @@ from queue_server.server.liveness import Upstream
 from queue_server.server.persistence import DataDir
 from queue_server.server.queue_commands import COMMANDS, CONTROL, SYNC_TYPES
 from queue_server.server.recovery import RecoveryReport
+from queue_server.server.replicated import Replicated
 from queue_server.server.replication import Replication
 from queue_server.server.roles import Roles
 from queue_server.server.settings import ServerSettings
@@ -40,7 +40,7 @@ EVERYSEC_S = 1.0
 TIMER_RETRY_S = 1.0  # an expiry timer that failed fires again after this
 
 
-class QueueServer(Roles):
+class QueueServer(Roles, Replicated):
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
         self.token = settings.token.encode() if settings.token else None
@@ -268,13 +268,6 @@ class QueueServer(Roles):
             dirty, self._dirty = self._dirty, []
             self._sync_hold(dirty, time.monotonic())
 
-    def position(self) -> int:
-        """Where this server stands in the primary's history, in records: a primary's every
-        record so far (those in its state); a replica's, from its link (follower.py)."""
-        if self.following:
-            return self.upstream.position() if self.upstream is not None else 0
-        return self.journal.records + len(self.journal.pending) + len(self.store.changes)
-
     def _after_change(self) -> None:
         """After any change of the store: answer waiters it woke; with replicas linked, hand
         its records to the journal now (else they go at the commit: journal.py)."""
@@ -285,20 +278,6 @@ class QueueServer(Roles):
             self._log_dropped()
         if self.journal.links:
             self.journal.record(store.drain_changes(), replicate=True)
-
-    def link_replica(self, conn: Conn, peer: bytes) -> None:
-        """Stream the records to `conn` from now on. Records still waiting in the store (no
-        replica was linked when they were made) are in the snapshot just sent, or came
-        before the link: they go to the log only, never down the new link; the journal
-        starts the link's stream after this turn's records so far (journal.py `link`)."""
-        self._record_unreplicated()
-        self.journal.link(conn)
-        self.replicas.linked(conn, peer)
-
-    def _record_unreplicated(self) -> None:
-        """The store's records so far go to the log only: a SYNC record (from a primary or
-        a peer) is never passed on to this server's replicas."""
-        self.journal.record(self.store.drain_changes(), replicate=False)
 
     def _log_dropped(self) -> None:
         dropped, self.store.dropped = self.store.dropped, []
@@ -389,39 +368,6 @@ class QueueServer(Roles):
         else:
             conn.write_parts(reply)
         conn.unblock()
-
-    # ------------------------------------------------------------ replication
-
-    def replace_state(self, blob: bytes) -> bool:
-        """The state becomes the snapshot `blob` (CLONE, a replica's first sync), written
-        as a local snapshot with a new log after it. Raises SnapshotError, changing
-        nothing, for a bad snapshot; False if the log failed (the server stops)."""
-        store = snapshot.decode(
-            blob, time.time(), expire_done_default=self.settings.expire_done_default,
-            lock_timeouts_s=dict(self.settings.lock_timeouts_s), rng=self.store.rng,
-            policies=dict(self.settings.policies),
-        )
-        if not self.flush_records():
-            return False
-        self.store = store
-        self.data_dir.rotate_with_snapshot(store)
-        store.woken.extend(state for state in store.queues.values() if state.ready)
-        return True
-
-    def apply_replicated(self, commands: list[replay.SyncCommand]) -> None:
-        """SYNC records streamed from the primary: applied and logged here, never passed on."""
-        store = self.store
-        now = time.time()
-        try:
-            for command in commands:
-                reply = replay.apply(store, command, now)
-                if not replica_health.applied(reply):
-                    raise ReplicationApplyError(
-                        f"{replica_health.describe(command)} -> {reply.strip()[:100]!r}")
-        finally:  # what did apply is logged; the follower resyncs after a failure
-            self._record_unreplicated()
-            self._after_change()
-            self._request_flush()
 
     def flush_records(self) -> bool:
         """Write and sync every pending record; False if the log failed (the server stops)."""
