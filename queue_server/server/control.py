@@ -1,5 +1,5 @@
 """The control commands: statistics, modes, AUTH, and the replication commands a
-client sends (SNAPSHOT, INTERCONNECT, CLONE). The queue commands are in server.py."""
+client sends (SNAPSHOT, INTERCONNECT, CLONE). The queue commands are in queue_commands.py."""
 from __future__ import annotations
 
 import asyncio
