@@ -1,4 +1,5 @@
-"""One client connection: framing (lines, data blocks), flow control, graceful error close."""
+"""One client connection: framing (lines, data blocks), flow control; its replies are
+written by its base class (conn_output.py)."""
 from __future__ import annotations
 
 import asyncio
