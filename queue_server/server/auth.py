@@ -5,21 +5,18 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
-from typing import TYPE_CHECKING
 
 from queue_server.protocol.commands import MAX_LINE_BYTES, Auth, Parsed, parse_line
 from queue_server.protocol.errors import ProtocolError
 from queue_server.server import guard, responses
-
-if TYPE_CHECKING:
-    from queue_server.server.connection import Connection
+from queue_server.server.faces import Conn
 
 HOLD_AUTH = "auth"  # a wrong AUTH: reading waits until its delayed 401 is sent
 
 log = logging.getLogger("slotmap.queue_server")
 
 
-def before_auth(conn: Connection, line: bytes) -> bool:
+def before_auth(conn: Conn, line: bytes) -> bool:
     """A token is set and this connection has not sent it: only AUTH runs. A data block
     is swallowed to keep the stream in step, but never one over max_job_bytes, and all it
     sends before AUTH (lines and blocks) is bounded by unauthenticated_input_bytes (door.py)."""
@@ -49,7 +46,7 @@ def before_auth(conn: Connection, line: bytes) -> bool:
     return False
 
 
-def _authenticate(conn: Connection, command: Auth) -> bool:
+def _authenticate(conn: Conn, command: Auth) -> bool:
     token = conn.server.token
     assert token is not None  # without a token every connection starts authenticated
     if hmac.compare_digest(command.token, token):
@@ -69,7 +66,7 @@ def _authenticate(conn: Connection, command: Auth) -> bool:
     return True
 
 
-def _penalty_served(conn: Connection, close: bool) -> None:
+def _penalty_served(conn: Conn, close: bool) -> None:
     if conn.closing or conn.transport is None or conn.transport.is_closing():
         return
     if close:

@@ -17,7 +17,8 @@ from queue_server.server.errors import DataCorrupt, DataDirLocked
 from queue_server.server.join import join
 from queue_server.server.listen import ListenError, bind_listeners, fit_open_files
 from queue_server.server.replication import SyncSettings
-from queue_server.server.server import QueueServer, ServerSettings
+from queue_server.server.server import QueueServer
+from queue_server.server.settings import ServerSettings
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -18,7 +18,7 @@ class ConnState(StrEnum):
     # A fatal error (line too long, a job too large): its reply goes out, then EOF.
     FAILING = auto()
     # The fatal reply and EOF are sent: the peer's last bytes are drained, then closed
-    # after GRACEFUL_CLOSE_S (connection.py).
+    # after GRACEFUL_CLOSE_S (conn_output.py).
     DRAINING = auto()
     # Closed, cut (abort), refused or gone: nothing more is read or sent.
     CLOSED = auto()

@@ -1,5 +1,5 @@
 """The control commands: statistics, modes, AUTH, and the replication commands a
-client sends (SNAPSHOT, INTERCONNECT, CLONE). The queue commands are in server.py."""
+client sends (SNAPSHOT, INTERCONNECT, CLONE). The queue commands are in queue_commands.py."""
 from __future__ import annotations
 
 import asyncio
@@ -7,20 +7,16 @@ import hmac
 import json
 import logging
 import time
-from typing import TYPE_CHECKING
 
 from queue_server.protocol import commands as p
 from queue_server.server import responses, snapshot, stats
 from queue_server.server.errors import SnapshotError
-
-if TYPE_CHECKING:
-    from queue_server.server.connection import Connection
-    from queue_server.server.server import QueueServer
+from queue_server.server.faces import Conn, Server
 
 log = logging.getLogger("slotmap.queue_server")
 
 
-def execute(server: QueueServer, conn: Connection, command: p.Command) -> None:
+def execute(server: Server, conn: Conn, command: p.Command) -> None:
     """TOTAL, STATS, INFO, RUNLIST, PING, ROLE, REPLICAS, OFFLINE, ONLINE, QUIT, SHUTDOWN, AUTH,
     SNAPSHOT, INTERCONNECT, CLONE and REPLACK: everything but the queue commands and SYNC records."""
     if isinstance(command, p.Simple):
@@ -44,7 +40,7 @@ def execute(server: QueueServer, conn: Connection, command: p.Command) -> None:
         raise AssertionError(f"unhandled command {command!r}")
 
 
-def _simple(server: QueueServer, conn: Connection, command: p.Simple) -> None:
+def _simple(server: Server, conn: Conn, command: p.Simple) -> None:
     name = command.name
     store = server.store
     if name == b"TOTAL":
@@ -83,7 +79,7 @@ def _simple(server: QueueServer, conn: Connection, command: p.Simple) -> None:
         asyncio.get_running_loop().call_soon(server.shutdown)
 
 
-def _stats(server: QueueServer, conn: Connection, command: p.Simple) -> None:
+def _stats(server: Server, conn: Conn, command: p.Simple) -> None:
     """Named queues at once; every queue or the top ones at once when they are few, else
     built over several loop turns (stats.py)."""
     store = server.store
@@ -96,7 +92,7 @@ def _stats(server: QueueServer, conn: Connection, command: p.Simple) -> None:
         server.stats_builds.start(conn, store, command.top)
 
 
-def _link(server: QueueServer, conn: Connection, command: p.Link) -> None:
+def _link(server: Server, conn: Conn, command: p.Link) -> None:
     if command.name == b"SNAPSHOT":
         blob = snapshot.encode(server.store)
         conn.write_parts([b"200 OK %d\r\n" % len(blob), blob])
@@ -107,7 +103,7 @@ def _link(server: QueueServer, conn: Connection, command: p.Link) -> None:
         log.info("replication link to server %d at %s:%d", *command.peer)
 
 
-def _authority(server: QueueServer, command: p.Authority) -> bytes:
+def _authority(server: Server, command: p.Authority) -> bytes:
     """LEASE, PROMOTE, FOLLOW: the manager's word (roles.py)."""
     if command.verb == b"LEASE":
         return server.lease(command.epoch, command.lease_ms, command.echo_ms)
@@ -117,7 +113,7 @@ def _authority(server: QueueServer, command: p.Authority) -> bytes:
     return server.follow(command.primary, command.epoch)
 
 
-def _clone(server: QueueServer, conn: Connection, command: p.Clone) -> None:
+def _clone(server: Server, conn: Conn, command: p.Clone) -> None:
     try:
         if not server.replace_state(command.data):
             return  # the server is stopping: no reply

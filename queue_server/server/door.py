@@ -22,13 +22,12 @@ still unauthenticated after `auth_timeout_s` is closed, and it may send at most
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import Generic, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from queue_server.server.connection import Connection
-    from queue_server.server.server import ServerSettings
+from queue_server.server.settings import ServerSettings
 
 log = logging.getLogger("slotmap.queue_server")
 
@@ -37,12 +36,37 @@ OVER = 1.125  # past this share the biggest unadmitted holders are cut
 BUSY_INPUT_FULL = b"503 Busy Input Full\r\n"
 
 
+class Guest(Protocol):
+    """A connection as the door sees it (connection.py's Connection; imported by none here)."""
+    peer: object
+    authenticated: bool
+    charged: int  # its held input as charged to the total
+    is_replication_link: bool
+    transport: asyncio.Transport | None
+
+    @property
+    def closing(self) -> bool: ...
+
+    def admitted_bytes(self) -> int: ...
+
+    def set_starved(self, starved: bool) -> None: ...
+
+    def refuse(self, reply: bytes) -> None: ...
+
+    def fail(self, reply: bytes) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+G = TypeVar("G", bound=Guest)
+
+
 def sampled(count: int) -> bool:
     """Log the 1st, 2nd, 4th, 8th, ... occurrence only (an attack must not flood the log)."""
     return count & (count - 1) == 0
 
 
-class Door:
+class Door(Generic[G]):
     def __init__(self, settings: ServerSettings, token: bytes | None) -> None:
         self.max_clients = settings.max_clients
         self.max_input_bytes = settings.max_input_bytes
@@ -51,14 +75,14 @@ class Door:
         # An AUTH line must always fit, whatever the token's length.
         self.unauthenticated_bytes = (max(settings.unauthenticated_input_bytes, len(token) + 64)
                                       if token is not None else 0)
-        # Connections not authenticated yet -> when they opened (monotonic), oldest first.
-        self.unauthenticated: dict[Connection, float] = {}
+        # Gs not authenticated yet -> when they opened (monotonic), oldest first.
+        self.unauthenticated: dict[G, float] = {}
         self.input_bytes = 0  # held input charged, all connections together
-        self.holders: set[Connection] = set()  # connections charged with any byte
-        self.paused: set[Connection] = set()  # not read for the total's sake
-        # Connections whose transport holds more unsent replies than its high-water mark;
+        self.holders: set[G] = set()  # connections charged with any byte
+        self.paused: set[G] = set()  # not read for the total's sake
+        # Gs whose transport holds more unsent replies than its high-water mark;
         # the others hold less than 64 KiB each. Swept by `cut_unsent_output`.
-        self.writing_paused: set[Connection] = set()
+        self.writing_paused: set[G] = set()
         self.max_output_bytes = settings.max_output_bytes
         self.refused = 0  # connections refused at max_clients (the log is sampled)
         self.evicted = 0
@@ -67,7 +91,7 @@ class Door:
 
     # ------------------------------------------------------------ places
 
-    def admit(self, conn: Connection, open_connections: set[Connection]) -> bool:
+    def admit(self, conn: G, open_connections: set[G]) -> bool:
         """A new connection: True if it may stay. An unauthenticated one first takes the
         place of the oldest unauthenticated one when their pool or max_clients is full."""
         unauthenticated = self.unauthenticated
@@ -85,7 +109,7 @@ class Door:
             unauthenticated[conn] = time.monotonic()
         return True
 
-    def _evict_oldest(self, open_connections: set[Connection], why: str) -> None:
+    def _evict_oldest(self, open_connections: set[G], why: str) -> None:
         victim = next(iter(self.unauthenticated))
         self.evicted += 1
         if sampled(self.evicted):
@@ -95,10 +119,10 @@ class Door:
         self.forget(victim)
         victim.refuse(b"503 Too Many Clients\r\n")
 
-    def authenticated(self, conn: Connection) -> None:
+    def authenticated(self, conn: G) -> None:
         self.unauthenticated.pop(conn, None)
 
-    def forget(self, conn: Connection) -> None:
+    def forget(self, conn: G) -> None:
         """The connection is gone: its place and its held bytes are free."""
         self.unauthenticated.pop(conn, None)
         self.paused.discard(conn)
@@ -123,7 +147,7 @@ class Door:
 
     # ------------------------------------------------------------ held input
 
-    def _charge(self, conn: Connection, held: int) -> None:
+    def _charge(self, conn: G, held: int) -> None:
         self.input_bytes += held - conn.charged
         conn.charged = held
         if held:
@@ -131,7 +155,7 @@ class Door:
         else:
             self.holders.discard(conn)
 
-    def may_reserve(self, conn: Connection, block_bytes: int) -> bool:
+    def may_reserve(self, conn: G, block_bytes: int) -> bool:
         """May `conn` start reading a block of `block_bytes` not all here yet?"""
         if self.input_bytes - conn.charged + block_bytes <= self.max_input_bytes:
             return True
@@ -142,7 +166,7 @@ class Door:
                         conn.peer, self.max_input_bytes, self.input_bytes, self.refused_blocks)
         return False
 
-    def recharge(self, conn: Connection, held: int, admitted: int) -> None:
+    def recharge(self, conn: G, held: int, admitted: int) -> None:
         """`conn` now holds `held` unread bytes, `admitted` of them (or to come) for a
         block it was let in for."""
         before = conn.charged

@@ -22,15 +22,13 @@ import asyncio
 import enum
 import logging
 import time
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from queue_server.protocol.framing import FrameReader
 from queue_server.server import replay
 from queue_server.server.errors import ReplicationApplyError, SnapshotError
+from queue_server.server.faces import Server
 from queue_server.server.liveness import HEARTBEAT_S, SILENCE_LIMIT_S, Heard
-
-if TYPE_CHECKING:
-    from queue_server.server.server import QueueServer
 
 log = logging.getLogger("slotmap.queue_server")
 
@@ -49,7 +47,7 @@ class LinkState(enum.Enum):
 class FollowLink(asyncio.Protocol):
     """One connection to the primary: AUTH (if a token is set), SNAPSHOT, then the stream."""
 
-    def __init__(self, server: QueueServer) -> None:
+    def __init__(self, server: Server) -> None:
         self.server = server
         self.state = LinkState.AUTHENTICATING
         self.transport: asyncio.Transport | None = None
@@ -223,7 +221,7 @@ class FollowLink(asyncio.Protocol):
 class Follower:
     """Keeps a link to the primary; promotes this server when the primary stays away."""
 
-    def __init__(self, server: QueueServer, primary: tuple[str, int], promote_after_s: float) -> None:
+    def __init__(self, server: Server, primary: tuple[str, int], promote_after_s: float) -> None:
         self.server = server
         self.primary = primary
         self.promote_after_s = promote_after_s

@@ -6,13 +6,10 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from queue_server.server.drained import DrainedQueues
+from queue_server.server.faces import Server
 from queue_server.server.liveness import HEARTBEAT_S
-
-if TYPE_CHECKING:
-    from queue_server.server.server import QueueServer
 
 log = logging.getLogger("slotmap.queue_server")
 
@@ -20,7 +17,7 @@ HOUSEKEEPING_S = HEARTBEAT_S  # replication heartbeats are one of the chores
 
 
 class Housekeeping:
-    def __init__(self, server: QueueServer) -> None:
+    def __init__(self, server: Server) -> None:
         self.server = server
         self.drained = DrainedQueues(server.settings.forget_drained_queues_s)
 

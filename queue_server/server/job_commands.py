@@ -7,18 +7,14 @@ JOB and JOBS only read it and answer offline too (like STATS).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from queue_server.protocol import jobs as pj
 from queue_server.server import job_views, responses
+from queue_server.server.faces import Conn, Server
 from queue_server.server.store_types import UNNAMED_DOOR
 
-if TYPE_CHECKING:
-    from queue_server.server.connection import Connection
-    from queue_server.server.server import QueueServer
 
-
-def fail(server: QueueServer, conn: Connection, command: pj.Fail) -> None:
+def fail(server: Server, conn: Conn, command: pj.Fail) -> None:
     if server.offline:
         conn.write(responses.OFFLINE)
         return
@@ -27,24 +23,24 @@ def fail(server: QueueServer, conn: Connection, command: pj.Fail) -> None:
     conn.write(responses.JOB_NOT_FOUND if outcome is False else responses.fail_reply(outcome))  # type: ignore[arg-type]
 
 
-def touch(server: QueueServer, conn: Connection, command: pj.Touch) -> None:
+def touch(server: Server, conn: Conn, command: pj.Touch) -> None:
     if server.offline:
         conn.write(responses.OFFLINE)
         return
     conn.write(responses.later_reply(server.store.touch(command.ids, time.time(), command.expire_s)))
 
 
-def job(server: QueueServer, conn: Connection, command: pj.JobLookup) -> None:
+def job(server: Server, conn: Conn, command: pj.JobLookup) -> None:
     view = job_views.job_view(server.store, command.key, with_errors=command.errors)
     conn.write(responses.JOB_NOT_FOUND if view is None else job_views.json_block(view))
 
 
-def jobs(server: QueueServer, conn: Connection, command: pj.JobsList) -> None:
+def jobs(server: Server, conn: Conn, command: pj.JobsList) -> None:
     found = job_views.jobs_view(server.store, command.queue, command.state, command.limit, command.after)
     conn.write(job_views.json_block(found))
 
 
-def retry(server: QueueServer, conn: Connection, command: pj.Retry) -> None:
+def retry(server: Server, conn: Conn, command: pj.Retry) -> None:
     if server.offline:
         conn.write(responses.OFFLINE)
         return
@@ -57,7 +53,7 @@ def retry(server: QueueServer, conn: Connection, command: pj.Retry) -> None:
         conn.write(responses.later_reply(store.retry(command.queue, command.keys, now, door)))
 
 
-def delete(server: QueueServer, conn: Connection, command: pj.Delete) -> None:
+def delete(server: Server, conn: Conn, command: pj.Delete) -> None:
     if server.offline:
         conn.write(responses.OFFLINE)
         return
@@ -69,7 +65,7 @@ def delete(server: QueueServer, conn: Connection, command: pj.Delete) -> None:
         conn.write(responses.delete_reply(store.delete(command.queue, command.keys, door)))
 
 
-def client_name(server: QueueServer, conn: Connection, command: pj.ClientName) -> None:
+def client_name(server: Server, conn: Conn, command: pj.ClientName) -> None:
     """CLIENT NAME <name>: the door this connection's RETRY and DELETE are counted under."""
     conn.door = command.name
     conn.write(responses.OK)

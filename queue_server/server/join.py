@@ -16,7 +16,7 @@ import logging
 from queue_server.client import QueueClient
 from queue_server.protocol.client_errors import ConnectionLost, QueueServerError
 from queue_server.protocol.requests import Address, format_address
-from queue_server.server.server import ServerSettings
+from queue_server.server.settings import ServerSettings
 
 log = logging.getLogger("slotmap.queue_server")
 

@@ -18,22 +18,32 @@ reply; whatever writes records to the log streams them at the same moment.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Generic, Protocol, TypeVar
 
-from queue_server.server.cohort import Cohort
+from queue_server.server.cohort import Cohort, Member
 from queue_server.server.liveness import HEARTBEAT_LINE
 from queue_server.server.persistence import DataDir, FsyncPolicy
 from queue_server.server.store import Store
 
-if TYPE_CHECKING:
-    from queue_server.server.connection import Connection
-
 log = logging.getLogger("slotmap.queue_server")
 
 
-class Journal:
+class Link(Protocol):
+    """A replica's link as the journal sees it (connection.py's Connection)."""
+    transport: asyncio.Transport | None
+    out: list[bytes]  # replies not sent yet (its SNAPSHOT reply, held for the turn's fsync)
+
+    def abort(self) -> None: ...
+
+
+K = TypeVar("K", bound=Link)
+
+
+class Journal(Generic[K]):
     def __init__(self, data_dir: DataDir, *, fsync: FsyncPolicy, replica_backlog_bytes: int) -> None:
         self.data_dir = data_dir
         self.fsync = fsync
@@ -41,18 +51,18 @@ class Journal:
         self.durable_replies = fsync == "always"
         self.cohort = Cohort() if self.durable_replies else None
         self.replica_backlog_bytes = replica_backlog_bytes
-        self.links: set[Connection] = set()  # replication links: the records streamed to them
+        self.links: set[K] = set()  # replication links: the records streamed to them
         self.pending: list[bytes] = []  # recorded, not written yet (read-only outside)
         self._replicated: list[bytes] = []  # this turn's records for the links
         # Links added this turn after some of its records: where their stream starts.
-        self._stream_from: dict[Connection, int] = {}
+        self._stream_from: dict[K, int] = {}
         # Bytes written to each link after its SNAPSHOT reply (records and heartbeats): the
         # position its REPLACK confirms (replica_watch.py, sync_commit.py).
-        self.sent: dict[Connection, int] = {}
+        self.sent: dict[K, int] = {}
         self.appended = 0  # bytes of records written since start (sync mode: any new ones?)
         self.records = 0  # records written since start (what a deposed primary drops)
 
-    def link(self, conn: Connection) -> None:
+    def link(self, conn: K) -> None:
         """Stream the records to `conn` from now on: those recorded before are in the
         snapshot it was just sent."""
         if self._replicated:
@@ -60,7 +70,7 @@ class Journal:
         self.links.add(conn)
         self.sent[conn] = 0
 
-    def unlink(self, conn: Connection) -> None:
+    def unlink(self, conn: K) -> None:
         self.links.discard(conn)
         self._stream_from.pop(conn, None)
         self.sent.pop(conn, None)
@@ -71,14 +81,14 @@ class Journal:
         for link in list(self.links):
             self.cut(link, why)
 
-    def cut(self, link: Connection, why: str) -> None:
+    def cut(self, link: K, why: str) -> None:
         """Close one replication link (too far behind, silent: liveness.py, a CLONE)."""
         peer = link.transport.get_extra_info("peername") if link.transport else None
         log.warning("replication link %s cut (%s): it must resync", peer, why)
         self.unlink(link)
         link.abort()
 
-    def heartbeat(self, links: list[Connection]) -> None:
+    def heartbeat(self, links: list[K]) -> None:
         """An empty line to each of `links` (nothing was streamed to them for a heartbeat)."""
         for link in links:
             self._send(link, HEARTBEAT_LINE)
@@ -115,7 +125,7 @@ class Journal:
                 cohort.synced(time.perf_counter() - started)
         return True
 
-    def answered(self, conns: list[Connection]) -> None:
+    def answered(self, conns: Sequence[Member]) -> None:
         if self.cohort is not None:
             self.cohort.answered(conns, time.perf_counter())
 
@@ -171,7 +181,7 @@ class Journal:
         replicated.clear()
         stream_from.clear()
 
-    def _send(self, link: Connection, data: bytes) -> None:
+    def _send(self, link: K, data: bytes) -> None:
         transport = link.transport
         if transport is None or transport.is_closing():
             return

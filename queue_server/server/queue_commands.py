@@ -8,29 +8,26 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from queue_server.protocol import commands as p
 from queue_server.protocol import jobs as pj
 from queue_server.server import control, job_commands, replay, responses
-
-if TYPE_CHECKING:
-    from queue_server.server.connection import Connection
-    from queue_server.server.server import QueueServer
+from queue_server.server.faces import Conn, Server
 
 
-def sync(server: QueueServer, conn: Connection, command: replay.SyncCommand) -> None:
+def sync(server: Server, conn: Conn, command: replay.SyncCommand) -> None:
     conn.write(replay.apply(server.store, command, time.time()))
 
 
-def done(server: QueueServer, conn: Connection, command: p.Done) -> None:
+def done(server: Server, conn: Conn, command: p.Done) -> None:
     if server.offline:
         conn.write(responses.OFFLINE)
     else:
         conn.write(responses.done_reply(server.store.done(command.ids)))
 
 
-def put(server: QueueServer, conn: Connection, command: p.Put) -> None:
+def put(server: Server, conn: Conn, command: p.Put) -> None:
     if server.offline:
         conn.write(responses.OFFLINE)
         return
@@ -61,7 +58,7 @@ def put(server: QueueServer, conn: Connection, command: p.Put) -> None:
     conn.block(waiter)
 
 
-def _deliver_output(server: QueueServer, queue: str, priority: int, item: str, now: float) -> None:
+def _deliver_output(server: Server, queue: str, priority: int, item: str, now: float) -> None:
     """A PUT ... WAIT client gets its item's output job before any GET can."""
     waiter = server.waiters.output_waiter(queue, item)
     while waiter is not None and waiter.conn.peer_gone():
@@ -72,7 +69,7 @@ def _deliver_output(server: QueueServer, queue: str, priority: int, item: str, n
         server.answer(waiter, responses.job_reply(job))
 
 
-def get(server: QueueServer, conn: Connection, command: p.Get) -> None:
+def get(server: Server, conn: Conn, command: p.Get) -> None:
     if server.offline:
         conn.write(responses.OFFLINE)
         return
@@ -91,7 +88,7 @@ def get(server: QueueServer, conn: Connection, command: p.Get) -> None:
     conn.block(server.waiters.add_get(conn, command))
 
 
-def later(server: QueueServer, conn: Connection, command: p.Later) -> None:
+def later(server: Server, conn: Conn, command: p.Later) -> None:
     if server.offline:
         conn.write(responses.OFFLINE)
         return
@@ -100,7 +97,7 @@ def later(server: QueueServer, conn: Connection, command: p.Later) -> None:
     conn.write(responses.later_reply(server.store.later(command.ids, now, until, solo=command.solo)))
 
 
-def settle(server: QueueServer) -> None:
+def settle(server: Server) -> None:
     """Serve blocked clients after jobs became ready or queues stopped running."""
     store = server.store
     woken, store.woken = store.woken, []
@@ -127,11 +124,11 @@ def settle(server: QueueServer) -> None:
                 server.answer(waiter, responses.QUEUE_EMPTY)
 
 
-def _control(server: QueueServer, conn: Connection, command: p.Command) -> None:
+def _control(server: Server, conn: Conn, command: p.Command) -> None:
     control.execute(server, conn, command)
 
 
-Handler = Callable[["QueueServer", "Connection", Any], None]
+Handler = Callable[["Server", "Conn", Any], None]
 # The command table: a command object's type -> what runs it. Control commands (TOTAL,
 # STATS, AUTH, SNAPSHOT, ...) fall through to control.execute (CONTROL).
 COMMANDS: dict[type, Handler] = {

@@ -8,26 +8,26 @@ import signal
 import socket
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from queue_server.protocol import commands as p
 from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
-from queue_server.protocol.retry import QueuePolicy
-from queue_server.server import queue_commands, replay, replica_health, responses, snapshot
+from queue_server.server import queue_commands, replica_health, responses
 from queue_server.server.authority import Term
 from queue_server.server.connection import Connection
 from queue_server.server.door import Door
-from queue_server.server.errors import ReplicationApplyError
+from queue_server.server.faces import Conn
 from queue_server.server.follower import Follower
 from queue_server.server.housekeeping import Housekeeping
 from queue_server.server.journal import Journal
 from queue_server.server.liveness import Upstream
-from queue_server.server.persistence import DataDir, FsyncPolicy
+from queue_server.server.persistence import DataDir
 from queue_server.server.queue_commands import COMMANDS, CONTROL, SYNC_TYPES
 from queue_server.server.recovery import RecoveryReport
-from queue_server.server.replication import Replication, SyncSettings
+from queue_server.server.replicated import Replicated
+from queue_server.server.replication import Replication
 from queue_server.server.roles import Roles
+from queue_server.server.settings import ServerSettings
 from queue_server.server.stats import StatsBuilds
 from queue_server.server.store import Store
 from queue_server.server.waiters import Waiter, Waiters
@@ -40,60 +40,25 @@ EVERYSEC_S = 1.0
 TIMER_RETRY_S = 1.0  # an expiry timer that failed fires again after this
 
 
-@dataclass(frozen=True)
-class ServerSettings:
-    host: str = "127.0.0.1"
-    port: int = 7400
-    data_dir: str = "./var/queue"
-    fsync: FsyncPolicy = "always"
-    expire_done_default: bool = False
-    token: str | None = None
-    max_job_bytes: int = 1024 * 1024
-    snapshot_log_bytes: int = 256 * 1024 * 1024
-    lock_timeouts_s: tuple[tuple[str, float], ...] = ()
-    # Per queue: retry curve, max_attempts and dead bounds ([queues.<q>]; others: defaults).
-    policies: tuple[tuple[str, QueuePolicy], ...] = ()
-    server_id: int = 1
-    replica_of: tuple[str, int] | None = None  # follow this primary (queue_server/server/follower.py)
-    replica_backlog_bytes: int = 256 * 1024 * 1024  # unread stream that cuts a replica off
-    promote_after_s: float = 5.0
-    managed: bool = False  # the manager grants the lease and decides the primary (roles.py)
-    sync: SyncSettings = field(default_factory=SyncSettings)  # replicate = "sync" and its bounds (replication.py)
-    join: tuple[tuple[str, int], ...] = ()  # peers asked at start (queue_server/server/join.py)
-    # The door's bounds (queue_server/server/connection.py; README "Limits"):
-    max_clients: int = 10000
-    idle_timeout_s: float = 0.0  # 0: idle connections are never closed
-    output_soft_limit_bytes: int = 1024 * 1024  # unsent replies past this: stop reading
-    output_hard_limit_bytes: int = 1024 * 1024 * 1024  # unsent replies past this: disconnect
-    # Across all connections (queue_server/server/door.py):
-    max_input_bytes: int = 256 * 1024 * 1024  # unread input held for all clients together
-    max_output_bytes: int = 1024 * 1024 * 1024  # unsent replies of all clients together
-    auth_timeout_s: float = 5.0  # with a token: closed when not authenticated by then
-    max_unauthenticated_clients: int = 1000  # a new one takes the place of the oldest
-    unauthenticated_input_bytes: int = 4096  # all a client may send before AUTH
-    # A queue with no job, dead job or waiter is forgotten after this long (0: never).
-    forget_drained_queues_s: float = 600.0
-
-
-class QueueServer(Roles):
+class QueueServer(Roles, Replicated):
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
         self.token = settings.token.encode() if settings.token else None
         self.data_dir = DataDir(settings.data_dir, fsync=settings.fsync,
                                 snapshot_log_bytes=settings.snapshot_log_bytes)
-        self.journal = Journal(self.data_dir, fsync=settings.fsync,
+        self.journal: Journal[Conn] = Journal(self.data_dir, fsync=settings.fsync,
                                replica_backlog_bytes=settings.replica_backlog_bytes)
         self.store = self._new_store()
         self.waiters = Waiters()
-        self.connections: set[Connection] = set()
-        self.door = Door(settings, self.token)
+        self.connections: set[Conn] = set()
+        self.door: Door[Conn] = Door(settings, self.token)
         self.stats_builds = StatsBuilds()  # big STATS replies in progress (stats.py)
         self.offline = False
         # A following replica fires no timer of its own: the primary's SYNC records are its
         # only changes (its jittered retries, renewed locks), so the two never drift apart.
         self.following = False
         self.replication = replica_health.ReplicationHealth()  # INFO shows it
-        self._dirty: list[Connection] = []
+        self._dirty: list[Conn] = []
         # Replies wait for the loop turn's end with fsync "always" (the turn's one fsync) and
         # in sync mode (the turn's one confirmation): one group per turn, not per read.
         self._durable_replies = self.journal.durable_replies or settings.sync.replicate == "sync"
@@ -105,7 +70,7 @@ class QueueServer(Roles):
         self._loop: asyncio.AbstractEventLoop | None = None
         self.housekeeping = Housekeeping(self)
         self.term = Term(managed=settings.managed)
-        self.replicas: Replication[Connection] = Replication(
+        self.replicas: Replication[Conn] = Replication(
             self.journal, settings.sync, lambda conns: self.journal.answered(conns),  # type: ignore[arg-type]
             self.acknowledging)
         self._sync_hold = self.replicas.hold if self.replicas.sync is not None else None
@@ -230,13 +195,13 @@ class QueueServer(Roles):
 
     # ------------------------------------------------------------ output and group commit
 
-    def mark_dirty(self, conn: Connection) -> None:
+    def mark_dirty(self, conn: Conn) -> None:
         self._dirty.append(conn)
         if not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
 
-    def process_and_answer(self, conn: Connection) -> None:
+    def process_and_answer(self, conn: Conn) -> None:
         """Execute a connection's requests. Without fsync per turn there is nothing to
         group: its replies go out at once, not at the end of the loop turn."""
         if self._durable_replies:
@@ -303,13 +268,6 @@ class QueueServer(Roles):
             dirty, self._dirty = self._dirty, []
             self._sync_hold(dirty, time.monotonic())
 
-    def position(self) -> int:
-        """Where this server stands in the primary's history, in records: a primary's every
-        record so far (those in its state); a replica's, from its link (follower.py)."""
-        if self.following:
-            return self.upstream.position() if self.upstream is not None else 0
-        return self.journal.records + len(self.journal.pending) + len(self.store.changes)
-
     def _after_change(self) -> None:
         """After any change of the store: answer waiters it woke; with replicas linked, hand
         its records to the journal now (else they go at the commit: journal.py)."""
@@ -320,20 +278,6 @@ class QueueServer(Roles):
             self._log_dropped()
         if self.journal.links:
             self.journal.record(store.drain_changes(), replicate=True)
-
-    def link_replica(self, conn: Connection, peer: bytes) -> None:
-        """Stream the records to `conn` from now on. Records still waiting in the store (no
-        replica was linked when they were made) are in the snapshot just sent, or came
-        before the link: they go to the log only, never down the new link; the journal
-        starts the link's stream after this turn's records so far (journal.py `link`)."""
-        self._record_unreplicated()
-        self.journal.link(conn)
-        self.replicas.linked(conn, peer)
-
-    def _record_unreplicated(self) -> None:
-        """The store's records so far go to the log only: a SYNC record (from a primary or
-        a peer) is never passed on to this server's replicas."""
-        self.journal.record(self.store.drain_changes(), replicate=False)
 
     def _log_dropped(self) -> None:
         dropped, self.store.dropped = self.store.dropped, []
@@ -385,7 +329,7 @@ class QueueServer(Roles):
     def max_data_bytes(self, parsed: p.Parsed) -> int:
         return MAX_CLONE_BYTES if isinstance(parsed.command, p.Clone) else self.settings.max_job_bytes
 
-    def execute_with_data(self, conn: Connection, parsed: p.Parsed, data: bytes) -> None:
+    def execute_with_data(self, conn: Conn, parsed: p.Parsed, data: bytes) -> None:
         if parsed.error is not None:
             conn.write(parsed.error.reply + b"\r\n")
             return
@@ -394,7 +338,7 @@ class QueueServer(Roles):
         command.data = data
         self.execute(conn, command)
 
-    def execute(self, conn: Connection, command: p.Command) -> None:
+    def execute(self, conn: Conn, command: p.Command) -> None:
         """Run one command through the command table (queue_commands.py COMMANDS)."""
         kind = type(command)
         if kind is p.Done and not self.offline:  # the hot one without the table's extra call
@@ -405,7 +349,7 @@ class QueueServer(Roles):
                 self._record_unreplicated()
         self._after_change()
 
-    def put_plain(self, conn: Connection, queue: str, priority: int, data: bytes) -> None:
+    def put_plain(self, conn: Conn, queue: str, priority: int, data: bytes) -> None:
         """`PUT q p len` without options: the hot path, same effects as `_put`."""
         if self.offline:
             conn.write(responses.OFFLINE)
@@ -418,45 +362,12 @@ class QueueServer(Roles):
 
     def answer(self, waiter: Waiter, reply: list[bytes] | bytes) -> None:
         self.waiters.remove(waiter)
-        conn: Connection = waiter.conn
+        conn: Conn = waiter.conn
         if isinstance(reply, bytes):
             conn.write(reply)
         else:
             conn.write_parts(reply)
         conn.unblock()
-
-    # ------------------------------------------------------------ replication
-
-    def replace_state(self, blob: bytes) -> bool:
-        """The state becomes the snapshot `blob` (CLONE, a replica's first sync), written
-        as a local snapshot with a new log after it. Raises SnapshotError, changing
-        nothing, for a bad snapshot; False if the log failed (the server stops)."""
-        store = snapshot.decode(
-            blob, time.time(), expire_done_default=self.settings.expire_done_default,
-            lock_timeouts_s=dict(self.settings.lock_timeouts_s), rng=self.store.rng,
-            policies=dict(self.settings.policies),
-        )
-        if not self.flush_records():
-            return False
-        self.store = store
-        self.data_dir.rotate_with_snapshot(store)
-        store.woken.extend(state for state in store.queues.values() if state.ready)
-        return True
-
-    def apply_replicated(self, commands: list[replay.SyncCommand]) -> None:
-        """SYNC records streamed from the primary: applied and logged here, never passed on."""
-        store = self.store
-        now = time.time()
-        try:
-            for command in commands:
-                reply = replay.apply(store, command, now)
-                if not replica_health.applied(reply):
-                    raise ReplicationApplyError(
-                        f"{replica_health.describe(command)} -> {reply.strip()[:100]!r}")
-        finally:  # what did apply is logged; the follower resyncs after a failure
-            self._record_unreplicated()
-            self._after_change()
-            self._request_flush()
 
     def flush_records(self) -> bool:
         """Write and sync every pending record; False if the log failed (the server stops)."""

@@ -22,13 +22,27 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from json.encoder import encode_basestring_ascii as quoted
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from queue_server.server.store import QueueState, Store
 from queue_server.server.waiters import Waiter
 
-if TYPE_CHECKING:
-    from queue_server.server.connection import Connection
+
+class Asker(Protocol):
+    """The connection a big STATS answers (connection.py's Connection), blocked meanwhile."""
+    peer: object
+
+    @property
+    def closing(self) -> bool: ...
+
+    def block(self, waiter: Waiter) -> None: ...
+
+    def unblock(self) -> None: ...
+
+    def write_parts(self, parts: list[bytes]) -> None: ...
+
+    def abort(self) -> None: ...
+
 
 log = logging.getLogger("slotmap.queue_server")
 
@@ -134,7 +148,7 @@ def named(store: Store, names: list[str], now: float) -> list[bytes]:
 class _Build:
     """One big STATS in progress: a `step` per turn until it has its reply."""
 
-    def __init__(self, conn: Connection, store: Store, top: int | None) -> None:
+    def __init__(self, conn: Asker, store: Store, top: int | None) -> None:
         self.conn = conn
         self.store = store
         self.top = top
@@ -223,7 +237,7 @@ class StatsBuilds:
     def __init__(self) -> None:
         self.builds: deque[_Build] = deque()
 
-    def start(self, conn: Connection, store: Store, top: int | None) -> None:
+    def start(self, conn: Asker, store: Store, top: int | None) -> None:
         conn.block(Waiter(conn, -1, active=False))  # in no wait list: OFFLINE skips it
         self.builds.append(_Build(conn, store, top))
         if len(self.builds) == 1:

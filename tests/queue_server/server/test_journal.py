@@ -9,7 +9,8 @@ import pytest
 from queue_server.server import snapshot
 from queue_server.server.connection import Connection
 from queue_server.server.follower import FollowLink, LinkState
-from queue_server.server.server import QueueServer, ServerSettings
+from queue_server.server.server import QueueServer
+from queue_server.server.settings import ServerSettings
 
 
 class Transport:
