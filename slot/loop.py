@@ -18,6 +18,7 @@ from slot.exit_codes import SlotExit
 from slot.handler import Handler, QueueJob, SlotJob, set_outcome_hook
 from slot.memory import MemoryUsage, MemoryWatch
 from slot.outcomes import Failure, acknowledgement, fail_unresolved, handler_policy
+from slot.retarget import GivingBack
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +117,7 @@ class SlotLoop:
         read_memory: Callable[[], MemoryUsage],
         memory_watch: MemoryWatch | None = None,
         take_assignments: Callable[[], Sequence[Assignment]] = lambda: (),
+        moving: Callable[[], bool] = lambda: False,
         before_batch: Sequence[BeforeBatch] = (),
         leases: LeaseNotes | None = None,
         rng: random.Random | None = None,
@@ -127,6 +129,9 @@ class SlotLoop:
         self.read_memory = read_memory
         self.memory_watch = memory_watch or MemoryWatch()
         self.take_assignments = take_assignments
+        # True while a retarget waits: handle_job's loop gives back the jobs it has not
+        # started (slot/retarget.py).
+        self.moving = moving
         self.before_batch = list(before_batch)
         self.leases = leases
         self.rng = rng or random.Random()
@@ -186,15 +191,18 @@ class SlotLoop:
         started = self.clock()
         self.stats.batch_started_at = started
         self.stats.phase = SlotPhase.BUSY
+        in_order = type(handler).handle is Handler.handle
         if self.leases is not None:
             # Before anything can go wrong (hooks, the handler, an os._exit in it).
-            self.leases.hold(jobs, lock_s=self.assignment.lock_timeout_s,
-                             in_order=type(handler).handle is Handler.handle)
+            self.leases.hold(jobs, lock_s=self.assignment.lock_timeout_s, in_order=in_order)
             set_outcome_hook(self.leases.resolved)
+        giving_back: GivingBack | None = None
         try:
             runnable: Sequence[SlotJob] = jobs
             for hook in self.before_batch:  # e.g. rate-limit permits; may postpone jobs
                 runnable = hook(self.assignment.queue, runnable)
+            if in_order:
+                runnable = giving_back = GivingBack(runnable, batch=jobs, moving=self.moving)
             if runnable:
                 handler.handle(runnable)
             if self.leases is not None:
@@ -207,6 +215,10 @@ class SlotLoop:
                 "traceback and come back after their backoff (%d resolved jobs keep their outcome)",
                 self.assignment.queue, len(jobs), failed, len(jobs) - failed, exc_info=True,
             )
+        if giving_back is not None and giving_back.given_back:
+            log.info("retarget during a batch of %s: %d of its %d jobs not started, given back "
+                     "(LATER, no attempt charged)", self.assignment.queue, giving_back.given_back,
+                     len(jobs))
         try:
             self._acknowledge(handler, jobs)
         finally:

@@ -266,8 +266,11 @@ class PacedJobs(Sequence[SlotJob]):
         return job
 
     def unreached(self) -> int:
-        """Jobs the handler never reached (and that were not postponed for want of a permit)."""
-        return 0 if self._closed else len(self._jobs) - self._admitted
+        """Jobs the handler never reached and nothing resolved: not postponed for want of a
+        permit, nor given back by a retarget (slot/retarget.py), which ran no call."""
+        if self._closed:
+            return 0
+        return sum(not job.resolved for job in self._jobs[self._admitted :])
 
     def _admit(self, index: int) -> bool:
         while self._admitted <= index:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import queue
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,6 +22,7 @@ from slot.loop import SlotLoop, SlotStats, StepKind
 from slot.memory import MemoryUsage, MemoryWatch, read_memory
 from slot.permits import RateLimitHook
 from slot.pulsar.client import PermitClient
+from slot.retarget import AssignmentInbox
 from slot.source import ClientSource
 from slot.wake import Waker
 
@@ -66,7 +66,7 @@ def run_slot(spec: SlotSpec) -> int:
                                done_map=spec.done_map)
     waker = Waker()
     waker.install()
-    inbox: queue.SimpleQueue[Assignment] = queue.SimpleQueue()
+    inbox = AssignmentInbox(spec.assignment.queue)
     client = QueueClient(spec.servers, token=spec.token)
     producer.install(client)  # the handler's follow-up jobs (Handler.put) go through it
     memory_watch = MemoryWatch(every_jobs=spec.memory_watch_jobs, every_s=spec.memory_watch_s)
@@ -79,7 +79,8 @@ def run_slot(spec: SlotSpec) -> int:
         clock=time.monotonic,
         read_memory=read_memory,
         memory_watch=memory_watch,
-        take_assignments=lambda: _drain(inbox),
+        take_assignments=inbox.take,
+        moving=lambda: inbox.moving,
         before_batch=hooks,
         leases=leases,
     )
@@ -172,13 +173,6 @@ class BeaconFactory:
             private_dirty_bytes=stats.memory.private_dirty_bytes,
             exit_reason=exit_reason,
         )
-
-
-def _drain(inbox: queue.SimpleQueue[Assignment]) -> list[Assignment]:
-    taken: list[Assignment] = []
-    while not inbox.empty():
-        taken.append(inbox.get_nowait())
-    return taken
 
 
 def _forget_parent_signals() -> None:
