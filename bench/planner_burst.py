@@ -5,7 +5,8 @@ at t = 2 s: --host-lost). `burst` (priority 5, 1..8 slots) has 1 slot while `low
 (priority 0) holds the rest with a backlog of its own; then 4,000 jobs of 20 ms go into
 `burst`. Printed: when `burst` runs 2x, 4x and its maximum of slots (from the masters'
 report files), and its drain time against the ideal (4,000 x 20 ms over 8 slots = 10 s;
-host lost: over the slots the survivor can give it). Each run is made with the burst check
+host lost: 8 slots until the kill, then the slots the survivor can give it: its 5 less
+`low`'s minimum of 1, so 2 s + 3,200 x 20 ms / 4 = 18 s). Each run is made with the burst check
 on (burst_check_s 0.25) and off (0: bursts wait for the next 5 s plan), in the same run.
 
     .venv/bin/python bench/planner_burst.py [--jobs 4000] [--host-lost]
@@ -34,6 +35,8 @@ from queue_server.client import QueueClient  # noqa: E402
 
 JOB_S = 0.02
 BURST_MAX = 8
+LOW_MIN = 1
+KILL_AT_S = 2.0
 START_DEADLINE_S = 60.0
 HANDLERS = f'''
 import os
@@ -41,6 +44,8 @@ import time
 from slot.handler import Handler, handler
 
 
+# Jobs run one by one (handle_job): a slot retargeted during a batch finishes the job it
+# runs and gives back the others (slot/retarget.py), as a handler of independent jobs does.
 @handler("burst")
 class Burst(Handler):
     batch_size = 10
@@ -48,20 +53,20 @@ class Burst(Handler):
     def setup(self):
         self.started = False
 
-    def handle(self, jobs):
+    def handle_job(self, job):
         if not self.started:  # when this slot began work on the queue (a fork or a retarget)
             self.started = True
             with open(os.environ["BURST_STARTS"], "a") as starts:
                 starts.write(f"{{os.getpid()}} {{time.time()}}\\n")
-        time.sleep({JOB_S} * len(jobs))
+        time.sleep({JOB_S})
 
 
 @handler("low")
 class Low(Handler):
     batch_size = 10
 
-    def handle(self, jobs):
-        time.sleep({JOB_S} * len(jobs))
+    def handle_job(self, job):
+        time.sleep({JOB_S})
 '''
 
 
@@ -139,7 +144,7 @@ lock_timeout_s = 2.0
 
 [queues.low]
 priority = 0
-min_slots = 1
+min_slots = {LOW_MIN}
 max_slots = 10
 lock_timeout_s = 2.0
 
@@ -203,21 +208,23 @@ burst_check_s = {burst_check_s}
             run = Run(f"burst_check_s {burst_check_s:g}" + (", host lost" if host_lost else ""))
             base = 1
             killed = False
+            # The most the burst queue can have: after a host loss, the survivor's slots
+            # less the low queue's minimum (the planner keeps minimums first).
+            top = BURST_MAX if not host_lost else min(BURST_MAX, per_host - LOW_MIN)
             while True:
                 now = time.monotonic() - start
-                if host_lost and not killed and now >= 2.0:
+                if host_lost and not killed and now >= KILL_AT_S:
                     os.killpg(masters["b"].pid, signal.SIGKILL)
                     killed = True
                 slots = burst_slots()
                 if killed and run.lost_to_replanned_s is None:
                     lost_at = _lost_at(work / "manager.log")
-                    if lost_at is not None and slots >= min(BURST_MAX, per_host):
+                    if lost_at is not None and slots >= top:
                         run.lost_to_replanned_s = max(0.0, time.time() - lost_at)
                 if run.at_2x_s is None and slots >= 2 * base:
                     run.at_2x_s = now
                 if run.at_4x_s is None and slots >= 4 * base:
                     run.at_4x_s = now
-                top = BURST_MAX if not host_lost else min(BURST_MAX, per_host)
                 if run.at_max_s is None and slots >= top:
                     run.at_max_s = now
                 stats = client.stats("burst")["burst"]
@@ -227,10 +234,18 @@ burst_check_s = {burst_check_s}
                 if now > 120:
                     break
                 time.sleep(0.05)
-            capacity = BURST_MAX if not host_lost else min(BURST_MAX, per_host)
-            run.ideal_s = jobs * JOB_S / capacity
+            run.ideal_s = ideal_s(jobs, left=top if host_lost else None)
             run.map_to_work_ms = map_to_work_ms(work, hosts, since=time.time() - (time.monotonic() - start))
     return run
+
+
+def ideal_s(jobs: int, *, left: int | None) -> float:
+    """The drain time at BURST_MAX slots from the burst on; with `left`, at BURST_MAX until
+    the kill and at `left` slots after it (the capacity left)."""
+    if left is None or jobs * JOB_S / BURST_MAX <= KILL_AT_S:
+        return jobs * JOB_S / BURST_MAX
+    before = KILL_AT_S * BURST_MAX / JOB_S
+    return KILL_AT_S + (jobs - before) * JOB_S / left
 
 
 def map_to_work_ms(work: Path, hosts: list[str], *, since: float) -> list[float]:

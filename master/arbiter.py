@@ -62,6 +62,7 @@ from master.settle import ReplyTo, Settlement, settle
 from master.signal_queue import SignalQueue
 from master.sizing import Sizing
 from master.supervisor import Reaped, open_sockets, reap, send_signal, spawn
+from master.zmq_router import rewatch
 from queue_server.client import QueueClient
 from slot.beacon import Assignment
 from slot.discovery import LoadedHandlers, load_handlers
@@ -153,8 +154,10 @@ class Master:
         poller.register(self.signals.install(), zmq.POLLIN)
         log.info("master %d on %s, slot link %s", os.getpid(), self.host, self.link.endpoint)
         self.keeper.start()
+        watched: zmq.Socket[bytes] | None = None
         try:
             while not self.stopping or self.slots:
+                watched = rewatch(poller, watched, self.outside_socket())
                 poller.poll(int(TICK_S * 1000))
                 self.tick(time.monotonic())
         finally:
@@ -164,6 +167,10 @@ class Master:
             self.link.close()
         log.info("master stopped: all slots exited")
         return 0
+
+    def outside_socket(self) -> zmq.Socket[bytes] | None:
+        """A socket whose frames wake the loop at once (the manager link's); none here."""
+        return None
 
     def tick(self, now: float) -> None:
         for signum in self.signals.take():

@@ -232,6 +232,12 @@ class ManagedMaster(Master):
                 log.info("slot map from the manager: %s", _describe(frame.slots))
                 self.manager_slots = dict(frame.slots)
                 self.apply_slot_map(SlotAssignment(slots=self.manager_slots))
+                # Now, not at the next tick: a slot given a new queue starts within 200 ms of
+                # the map (issue 19), and a tick may be 50 ms away.
+                self.reconcile(now)
+
+    def outside_socket(self) -> zmq.Socket[bytes] | None:
+        return self.manager_link.socket
 
     def handle_stop(self, now: float) -> None:
         if not self.stopping:

@@ -1,4 +1,4 @@
-"""ZeroMQ ROUTER chores the links share: bounded inbound frames, draining two-part messages, sending to a peer that may be gone."""
+"""ZeroMQ ROUTER chores the links share: bounded inbound frames, draining two-part messages, sending to a peer that may be gone, polling a link that reconnects."""
 from __future__ import annotations
 
 import logging
@@ -74,3 +74,15 @@ def send_to(socket: zmq.Socket[bytes], routing_id: bytes, frame: bytes) -> bool:
             return False
         raise
     return True
+
+
+def rewatch(poller: zmq.Poller, watched: zmq.Socket[bytes] | None,
+            socket: zmq.Socket[bytes] | None) -> zmq.Socket[bytes] | None:
+    """Poll `socket` from now on instead of `watched` (a link reconnects on a new socket)."""
+    if socket is watched:
+        return watched
+    if watched is not None:
+        poller.unregister(watched)
+    if socket is not None:
+        poller.register(socket, zmq.POLLIN)
+    return socket
