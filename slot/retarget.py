@@ -9,6 +9,8 @@ hand-out back (no attempt charged, docs/PROTOCOL.md Part B): they wait at the en
 priority for the next slot of their queue. Only the default handle() (one handle_job per
 job, in order) gives back; a handle() of its own may treat its batch as one unit (one call
 for all of it, several passes over it), so it finishes its batch as before.
+The check costs about 0.2 us a job (a no-op handle_job: 89 -> 311 ns, 2026-11-26, loaded
+2-core box), next to a batch's round trips to the queue server (GETB, DONE).
 """
 from __future__ import annotations
 
