@@ -1,7 +1,7 @@
 """The master's loop: preload handlers, fork slots, watch their beacons, reap, kill, reconcile.
 
     while not stopping:                 # now = time.monotonic(), once per tick
-        wait for beacons or a signal    # handlers only enqueue
+        wait for beacons, a signal or a manager frame    # handlers only enqueue
         dispatch signals; take beacons and lease notes; reap()   # a dead slot's batch: settled
         kill_hung(now)                  # silent, batch past its timeout, over the hard limit
         renew leases                    # TOUCH the batches of live slots (lease keeper thread)
