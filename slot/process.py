@@ -103,6 +103,8 @@ def run_slot(spec: SlotSpec) -> int:
         snapshot=beacons.next,
         on_assignment=on_assignment,
         on_orphaned=lambda: os.kill(os.getpid(), signal.SIGTERM),
+        # The master allows a fresh slot a grace period before its first beacon.
+        first_beacon_after_s=spec.beacon_interval_s,
     )
     link.start()
     code = SlotExit.CRASHED
