@@ -152,8 +152,8 @@ class LeaseKeeper:
                     gone = [i for i, result in zip(ids, results, strict=True) if not result.found]
                     if gone:
                         log.info("DONE %s: no longer running (acknowledged before the slot died?)", gone)
-                case Later(ids, delay_s, solo):
-                    client.later(*ids, delay_s=delay_s, solo=solo)
+                case Later(ids, delay_s, solo, front):
+                    client.later(*ids, delay_s=delay_s, solo=solo, front=front)
         except (ConnectionLost, OfflineError):
             raise
         except QueueServerError as exc:

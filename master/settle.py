@@ -11,7 +11,9 @@ The rules (docs/DESIGN.md, "A crash costs only its job"):
     per job) and the slot crashed or hung: the job the page says was running. Or when
     exactly one job was left without an outcome.
     That job is charged: FAIL ... SOLO (its attempt counts; it runs alone from then on).
-    The jobs after it never started: they go back with a plain LATER (no attempt charged);
+    The jobs after it never started: they go back with `LATER ... FRONT` (no attempt
+    charged, at the head of their queue in their order: they keep their place in line, and
+    the charged job's retry comes after the jobs that were waiting);
   - otherwise the death cannot name its job: they all go back with `LATER ... SOLO` (their
     hand-out taken back, no attempt charged) and each runs alone, so the next death names
     its job;
@@ -52,6 +54,8 @@ class Later:
     delay_s: float | None = None
     # Given back by the master: handed out alone next time (LATER ... SOLO).
     solo: bool = False
+    # Given back at the head of the queue, in this order (LATER ... FRONT): never started.
+    front: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +149,9 @@ def settle(
         requests.append(Done(tuple(done)))
     requests += [Later(tuple(ids), delay_s) for delay_s, ids in later.items()]
     if given_back:
-        # Never started (ordered): back as they were; else each alone, to name the next death.
-        requests.append(Later(tuple(given_back), solo=blame and not named))
+        # Never started (named, in order): back as they were, in their place in line; else
+        # each alone at the end, to name the next death.
+        requests.append(Later(tuple(given_back), solo=blame and not named, front=named))
     if failures:
         requests.append(Fail(tuple(failures)))
     return Settlement(

@@ -151,10 +151,12 @@ def done(client: Client, *ids: int) -> Op[list[DoneResult]]:
     return client._request(req.done_request(ids), done_parser(len(ids)))
 
 
-def later(client: Client, *ids: int, delay_s: float | None = None, solo: bool = False) -> Op[list[bool]]:
+def later(client: Client, *ids: int, delay_s: float | None = None, solo: bool = False,
+          front: bool = False) -> Op[list[bool]]:
     """LATER for each id in one request; per id, whether it was running. `solo`: each is
-    handed out alone next time (Part B)."""
-    request = req.later_request(ids, delay_s=delay_s, solo=solo)
+    handed out alone next time (Part B); `front`: back at the head of their priority, in
+    this order (no delay)."""
+    request = req.later_request(ids, delay_s=delay_s, solo=solo, front=front)
     return client._request(request, later_parser(len(ids)))
 
 

@@ -76,6 +76,9 @@ class Later:
     delay_s: float | None
     # Part B: hand the jobs out alone next time (a crashed batch's jobs given back uncharged).
     solo: bool = False
+    # Back to the head of their priority, in this order (a crashed batch's jobs that never
+    # started keep their place in line); never with a delay.
+    front: bool = False
 
 
 @dataclass(slots=True)
@@ -246,6 +249,9 @@ def _parse_put(args: list[bytes]) -> Parsed:
 
 
 def _parse_later(args: list[bytes]) -> Later:
+    front = args[-1:] == [b"FRONT"]
+    if front:
+        args = args[:-1]
     solo = False
     if args and args[-1] == b"SOLO":
         solo = True
@@ -254,7 +260,9 @@ def _parse_later(args: list[bytes]) -> Later:
     if len(args) >= 2 and args[-2] == b"DELAY":
         delay_s = parse_seconds(args[-1], "DELAY")
         args = args[:-2]
-    return Later(parse_ids(args), delay_s, solo)
+    if front and delay_s is not None:
+        raise bad_request("LATER ... FRONT takes no DELAY")
+    return Later(parse_ids(args), delay_s, solo, front)
 
 
 def _parse_optional_queue(name: bytes, args: list[bytes]) -> Simple:
@@ -316,6 +324,9 @@ def _parse_sync(args: list[bytes]) -> Parsed:
     if verb == b"DONE":
         return Parsed(sr.SyncDone(parse_ids(rest)))
     if verb == b"LATER":
+        front = rest[-1:] == [b"FRONT"]
+        if front:
+            rest = rest[:-1]
         solo = rest[-1:] == [b"SOLO"]
         if solo:
             rest = rest[:-1]
@@ -323,7 +334,7 @@ def _parse_sync(args: list[bytes]) -> Parsed:
         if len(rest) >= 2 and rest[-2] == b"UNTIL":
             until = parse_unix_time(rest[-1])
             rest = rest[:-2]
-        return Parsed(sr.SyncLater(parse_ids(rest), until, solo))
+        return Parsed(sr.SyncLater(parse_ids(rest), until, solo, front))
     if verb == b"WAKE" and len(rest) == 1:
         return Parsed(sr.SyncWake(parse_unix_time(rest[0])))
     if verb == b"IDS" and len(rest) in (2, 3):

@@ -206,13 +206,16 @@ def done_request(ids: Sequence[int]) -> bytes:
     return b"".join(parts)
 
 
-def later_request(ids: Sequence[int], *, delay_s: float | None = None, solo: bool = False) -> bytes:
-    """`LATER <id> <id> ... [DELAY <s>] [SOLO]`."""
+def later_request(ids: Sequence[int], *, delay_s: float | None = None, solo: bool = False,
+                  front: bool = False) -> bytes:
+    """`LATER <id> <id> ... [DELAY <s>] [SOLO] [FRONT]`."""
     parts = _ids(b"LATER", ids)
     if delay_s is not None:
         parts += (b" DELAY ", seconds(delay_s, what="delay_s"))
     if solo:
         parts.append(b" SOLO")
+    if front:
+        parts.append(b" FRONT")
     parts.append(CRLF)
     return b"".join(parts)
 

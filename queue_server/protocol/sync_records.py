@@ -57,6 +57,7 @@ class SyncLater:
     ids: tuple[int, ...]
     until: float | None
     solo: bool = False
+    front: bool = False
 
 
 @dataclass(slots=True)

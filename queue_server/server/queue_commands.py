@@ -94,7 +94,8 @@ def later(server: Server, conn: Conn, command: p.Later) -> None:
         return
     now = time.time()
     until = now + command.delay_s if command.delay_s is not None else None
-    conn.write(responses.later_reply(server.store.later(command.ids, now, until, solo=command.solo)))
+    conn.write(responses.later_reply(server.store.later(command.ids, now, until, solo=command.solo,
+                                                                   front=command.front)))
 
 
 def settle(server: Server) -> None:

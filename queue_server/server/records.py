@@ -71,13 +71,15 @@ def done(ids: Iterable[int]) -> bytes:
     return b"SYNC DONE " + b" ".join(b"%d" % job_id for job_id in ids) + b"\r\n"
 
 
-def later(ids: Iterable[int], until: float | None, solo: bool = False) -> bytes:
-    """`SYNC LATER <id> ...[ UNTIL <t>][ SOLO]`."""
+def later(ids: Iterable[int], until: float | None, solo: bool = False, front: bool = False) -> bytes:
+    """`SYNC LATER <id> ...[ UNTIL <t>][ SOLO][ FRONT]`."""
     record = b"SYNC LATER " + b" ".join(b"%d" % job_id for job_id in ids)
     if until is not None:
         record += b" UNTIL " + _time(until)
     if solo:
         record += b" SOLO"
+    if front:
+        record += b" FRONT"
     return record + b"\r\n"
 
 

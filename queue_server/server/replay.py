@@ -148,7 +148,8 @@ def _done(store: Store, command: sr.SyncDone, now: float) -> bytes:
 
 
 def _later(store: Store, command: sr.SyncLater, now: float) -> bytes:
-    return later_reply(store.later(command.ids, now, command.until, replaying=True, solo=command.solo))
+    return later_reply(store.later(command.ids, now, command.until, replaying=True, solo=command.solo,
+                                   front=command.front))
 
 
 def _wake(store: Store, command: sr.SyncWake, now: float) -> bytes:

@@ -229,13 +229,17 @@ class CoreStore(StoreIndex):
 
     def later(
         self, ids: Iterable[int], now: float, until: float | None = None, *, replaying: bool = False,
-        solo: bool = False,
+        solo: bool = False, front: bool = False,
     ) -> list[bool]:
         """LATER: the jobs wait again and their hand-outs are taken back (not a failure);
-        `solo`: each is handed out alone next time (LATER ... SOLO)."""
+        `solo`: each is handed out alone next time (LATER ... SOLO); `front`: they go back
+        to the head of their priority in the order given, not its end (LATER ... FRONT)."""
         results = []
         found_ids = []
         delayed = until is not None and (until > now or replaying)
+        front = front and not delayed
+        if front:  # the last one first, so that the first ends up at the head
+            ids = list(ids)[::-1]
         for job_id in ids:
             job = self.running.get(job_id)
             if job is None:
@@ -245,18 +249,23 @@ class CoreStore(StoreIndex):
             meta = job.meta_back(job.attempts - 1)
             if solo:
                 meta = solo_meta(meta)
-            self._requeue(job, now, until if delayed else None, meta)
+            self._requeue(job, now, until if delayed else None, meta, front=front)
             job.queue.later += 1
             results.append(True)
+        if front:
+            results.reverse()
+            found_ids.reverse()
         if found_ids:
-            self.changes.append(records.later(found_ids, until if delayed else None, solo))
+            self.changes.append(records.later(found_ids, until if delayed else None, solo, front))
         return results
 
-    def _requeue(self, job: Job, now: float, until: float | None, meta: Meta) -> None:
+    def _requeue(self, job: Job, now: float, until: float | None, meta: Meta, *, front: bool = False) -> None:
         state = self._stop_running(job)
         self._count_waiting(state, job.priority)
         if until is not None:
             self._delay(state, job.priority, job.data, job.item, until, job.key, meta)
+        elif front:
+            self._prepend_ready(state, job.priority, (job.data, job.item, now, job.key, meta))
         else:
             self._append_ready(state, job.priority, (job.data, job.item, now, job.key, meta))
 

@@ -193,6 +193,20 @@ class StoreIndex:
             self.woken.append(state)
         state.ready += 1
 
+    def _prepend_ready(self, state: QueueState, priority: int, entry: Entry) -> None:
+        """_append_ready at the head of the priority (LATER ... FRONT); apart, so that PUT's
+        path stays as it was."""
+        level = state.levels.get(priority)
+        if level is None:
+            level = StoreIndex._new_level(state, priority)
+        level.appendleft(entry)
+        self.keys[entry[3]] = state
+        if not state.ready:
+            self._nonempty_index[state.name] = len(self._nonempty)
+            self._nonempty.append(state)
+            self.woken.append(state)
+        state.ready += 1
+
     def _drop_ready_count(self, state: QueueState) -> None:
         state.ready -= 1
         if not state.ready:

@@ -91,12 +91,13 @@ def test_a_job_told_to_the_master_as_it_resolves() -> None:
     assert told == [5]
 
 
-def test_a_batch_run_in_order_names_the_first_undecided_job_and_the_rest_never_started() -> None:
+def test_a_batch_run_in_order_names_the_first_undecided_job_and_the_rest_keep_their_place() -> None:
     lease = Lease(jobs=LEASE.jobs, lock_s=60.0, renewed_at=0.0, keys=LEASE.keys, in_order=True)
     # handle_job returned for jobs 1 and 2 (job 2 failed itself), job 3 was running.
     result = settle(lease, [fail_note(2, "bad", dead=False)[:-1]], reason="slot 1 (pid 9) exit 7",
                     blame=True, ordered=True, running=3, policy=None, reply_to=None, rng=random.Random(1))
-    assert result.requests[:2] == (Done((1,)), Later((4,), solo=False))
+    # Job 4 never started: back at the head of the queue (LATER ... FRONT), not alone.
+    assert result.requests[:2] == (Done((1,)), Later((4,), solo=False, front=True))
     failed, charged = result.requests[2].failures  # type: ignore[union-attr]
     assert (failed.id, failed.error, charged.id, charged.solo) == (2, "bad", 3, True)
     assert (result.blamed_key, result.honoured, result.given_back, result.charged) == ("c", 2, 1, 1)

@@ -16,7 +16,7 @@ WORDS = [
     b"GET", b"GETB", b"GETBE", b"PUT", b"DONE", b"LATER", b"TOTAL", b"STATS", b"RUNLIST", b"PING",
     b"AUTH", b"QUIT", b"ONLINE", b"IS", b"NEW", b"WAIT", b"EXPIRE", b"THEN", b"COUNT", b"DELAY",
     b"DATA", b"FAIL", b"TOUCH", b"JOB", b"JOBS", b"RETRY", b"DELETE", b"KEY", b"KEYS", b"ALL",
-    b"DEAD", b"SOLO", b"LIMIT", b"AFTER", b"*", b"q", b"fz", b"a|b", b"||", b"_1", b"-1", b"0", b"1", b"3", b"17", b"65537",
+    b"DEAD", b"SOLO", b"FRONT", b"LIMIT", b"AFTER", b"*", b"q", b"fz", b"a|b", b"||", b"_1", b"-1", b"0", b"1", b"3", b"17", b"65537",
     b"9223372036854775808", b"1e9", b"0.5", b"nan", b"\xff\xfe",
 ]
 SEPARATORS = [b" ", b"  ", b"\t", b"\r\n", b"\n", b"\r", b""]

@@ -109,7 +109,7 @@ def test_sync_put_and_dead_records_carry_key_attempts_and_error_history(
 
 
 WORDS = [b"FAIL", b"TOUCH", b"JOB", b"JOBS", b"RETRY", b"DELETE", b"ALL", b"DEAD", b"FAILED",
-         b"SOLO", b"DELAY", b"EXPIRE", b"LIMIT", b"AFTER", b"KEY", b"KEYS", b"*", b"q", b"_1",
+         b"SOLO", b"FRONT", b"DELAY", b"EXPIRE", b"LIMIT", b"AFTER", b"KEY", b"KEYS", b"*", b"q", b"_1",
          b"_01", b"ready", b"0", b"7", b"-1", b"1.5", b"a/b", b"\xff", b"SYNC", b"DROP", b"AT", b"UNTIL"]
 
 

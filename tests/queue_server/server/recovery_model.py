@@ -180,6 +180,8 @@ def later(draw: st.DrawFn, session: Session) -> None:
     ids = _ids(draw, session)
     delay = draw(st.one_of(st.none(), delays))
     request = "LATER " + " ".join(ids) + (f" DELAY {delay}" if delay is not None else "")
+    if delay is None and draw(st.booleans()):  # back at the head (a crashed batch's never started)
+        request += draw(st.sampled_from([" FRONT", " SOLO FRONT"]))
     _lines(session, request, len(ids), rb"200 OK|404 Job Not Found")
 
 
