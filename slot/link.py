@@ -75,6 +75,7 @@ class BeaconLink:
             self._finished.wait(timeout_s)
 
     def _main(self) -> None:
+        threading.current_thread().name = "beacon"  # for the log lines it writes
         try:
             self._run()
         finally:
