@@ -109,6 +109,30 @@ def test_jobs_done_before_a_crash_in_their_batch_never_run_again(
     assert (stats.done, stats.failed_total) == (9, 3), stats
 
 
+def test_the_jobs_after_the_crashing_one_keep_their_place_in_line(
+    queue_server_for: ServerFor, start_master: StartMaster, tmp_path: Path
+) -> None:
+    queue = "crash_mix"
+    log = tmp_path / "runs.log"
+    actions = ["ok"] * 30
+    actions[1] = "exit"
+    settings = {**SCENARIO, "batch_size": 5}
+    master, keys = start(queue_server_for, start_master, {queue: 1}, {queue: settings},
+                         {queue: actions}, log)
+    dead_job(master, keys[queue][1], timeout_s=60.0)
+    poll_until(lambda: done_numbers(log) == set(range(30)) - {1}, timeout_s=30.0,
+               what="the good jobs done")
+    order = [run.n for run in runs(log, "start")]
+    first = {n: order.index(n) for n in range(30)}
+    # Jobs 2-4 never started in the crashed batch [0-4]: back at the head (LATER ... FRONT),
+    # they ran before the last batch [25-29] (at the end of the line they would run after
+    # it). The replacement slot may fetch one batch before the master's LATER arrives.
+    assert max(first[n] for n in (2, 3, 4)) < min(first[n] for n in range(25, 30)), order
+    # Uncharged, each good job ran once; job 1's retries came last, behind the line.
+    assert {run.attempt for run in runs(log, "start") if run.n != 1} == {1}
+    assert sorted(order[:-2]) == sorted(set(range(30))) and order[-2:] == [1, 1], order
+
+
 def test_a_handler_crashing_on_every_job_forks_within_the_budget_and_its_neighbour_is_unaffected(
     queue_server_for: ServerFor, start_master: StartMaster, tmp_path: Path
 ) -> None:
