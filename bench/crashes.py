@@ -13,7 +13,11 @@ Runs, 2 slots, batch_size 100, handle_job per job, max_attempts 3, retry_base_s 
 
 Completions are counted from a UDP datagram per good job (end_to_end.py's Completions).
 
-Usage: .venv/bin/python bench/crashes.py [--jobs 20000] [--reps 3] [--base main]
+With --job-ms N every good job sleeps N ms (a job that waits on a service): no-op jobs
+(the default) make the run measure little but a crash's fork and start, 200 of them against
+a run of well under a second.
+
+Usage: .venv/bin/python bench/crashes.py [--jobs 20000] [--reps 3] [--job-ms 0] [--base main]
 """
 from __future__ import annotations
 
@@ -47,8 +51,11 @@ from queue_server.client import QueueClient
 QUEUE = "bench_crash"
 SCENARIO_QUEUE = "bench_crash_scenario"
 HANDLERS = '''
-import os, socket
+import os, socket, time
 from slot.handler import Handler, handler
+
+# --job-ms: each good job waits this long, as a job that calls a service does.
+_job_s = float(os.environ.get("BENCH_JOB_MS", "0")) / 1000
 
 _udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 _to = ("127.0.0.1", int(os.environ["BENCH_UDP_PORT"]))
@@ -60,6 +67,8 @@ def _run(job):
     elif job.data == b"crash":
         os._exit(7)
     else:
+        if _job_s:
+            time.sleep(_job_s)
         _udp.sendto(b"1", _to)
 
 
@@ -190,13 +199,16 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--percent", type=float, default=1.0)
+    parser.add_argument("--job-ms", type=float, default=0.0,
+                        help="each good job sleeps this long (0: no-op jobs, which measures the crash's fork and start)")
     parser.add_argument("--base", help="A/B of the all-good run against this commit's code")
     parser.add_argument("--ab-only", action="store_true", help="with --base: only the A/B of the all-good run")
     args = parser.parse_args()
     completions = Completions()
     os.environ["BENCH_UDP_PORT"] = str(completions.port)
     root = Path(tempfile.mkdtemp(prefix="sm-crash-"))
-    env = dict(os.environ, BENCH_UDP_PORT=str(completions.port), PYTHONUNBUFFERED="1")
+    env = dict(os.environ, BENCH_UDP_PORT=str(completions.port), PYTHONUNBUFFERED="1",
+               BENCH_JOB_MS=str(args.job_ms))
     new_code = Path(frozen_copy(None))
     good = [b"good"] * args.jobs
     failing, n_failing = mixed(args.jobs, args.percent, b"fail")
@@ -220,7 +232,7 @@ def main() -> int:
             if not args.ab_only:
                 run(new, completions, with_fail, failing, n_failing, QUEUE)
                 run(new, completions, with_crash, crashing, n_crashing, QUEUE)
-    print(f"\n{args.jobs} jobs, 2 slots, batch 100, handle_job; median of {args.reps}; "
+    print(f"\n{args.jobs} jobs of {args.job_ms:g} ms, 2 slots, batch 100, handle_job; median of {args.reps}; "
           f"{os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}")
     print(f"{'run':<28} {'good jobs/s':>12} {'x all good':>11} {'bad dead after last put':>24}")
     for runs in [all_good] + ([] if args.ab_only else [with_fail, with_crash]) + (
