@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from config.bounded import (
+    MAX_LOAD,
     MAX_NAME_CHARS,
     MAX_QUEUES,
     MAX_SLOTS,
@@ -74,7 +75,7 @@ class HostReport(_Model):
     """Every field bounded (config/bounded.py): the manager takes these from any peer."""
 
     # Sent only when not empty: a manager of the release before reads the rest.
-    LATER_FIELDS = frozenset({"crashes", "crash_counts"})
+    LATER_FIELDS = frozenset({"crashes", "crash_counts", "load_limit"})
 
     host: HostName
     master_pid: Pid
@@ -92,6 +93,8 @@ class HostReport(_Model):
     mem_total_bytes: Count = 0
     load_avg_1m: Load
     cpus: Count
+    # max_load_per_cpu x cpus: above it `capacity_by_load` bounds the host (0: from an older master).
+    load_limit: Load = 0.0
     slots: list[SlotReport] = Field(max_length=MAX_SLOTS)
     counters: dict[Counter, Count] = Field(default_factory=dict)
     # Handler sources that failed to import -> why; their queues get no slots.
@@ -166,6 +169,8 @@ def build_report(
         mem_total_bytes=figures.mem_total_bytes,
         load_avg_1m=figures.load_avg_1m,
         cpus=figures.cpus,
+        # A max_load_per_cpu set huge to turn the bound off must not make the report invalid.
+        load_limit=min(capacity.load_limit, MAX_LOAD),
         slots=reports,
         counters=dict(counters),
         handler_failures={cut(source, MAX_NAME_CHARS): cut(why, MAX_TEXT_CHARS)
