@@ -6,7 +6,14 @@ from collections.abc import Sequence
 
 import pytest
 
-from master.capacity import Capacity, avg_slot_bytes, capacity, capped_by_load, load_bound, smoothed_busy
+from master.capacity import (
+    Capacity,
+    avg_slot_bytes,
+    capacity,
+    capped_by_load,
+    load_bound,
+    smoothed_busy,
+)
 
 MB = 1024 * 1024
 
