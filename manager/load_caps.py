@@ -10,22 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from manager.store import EventKind, NewEvent
-from master.capacity import capped_by_load
 from master.report import HostReport
-
-
-def report_capped_by_load(report: HostReport) -> bool:
-    """The report's load bound sets its capacity; never for a master too old to send its limit."""
-    return report.load_limit > 0 and capped_by_load(
-        by_load=report.capacity_by_load, by_memory=report.capacity_by_memory,
-        max_slots=report.max_slots,
-    )
-
-
-def load_cap_text(report: HostReport) -> str:
-    """The notice for a capped host, on its event and its dashboard row."""
-    return (f"capped by load: {report.capacity} of {min(report.capacity_by_memory, report.max_slots)} "
-            f"slots (load {report.load_avg_1m:.2f} on {report.cpus} CPUs, limit {report.load_limit:g})")
 
 
 @dataclass(slots=True)
@@ -34,17 +19,17 @@ class LoadCaps:
     _capped: dict[str, bool] = field(default_factory=dict)
 
     def on_report(self, report: HostReport) -> NewEvent | None:
-        capped = report_capped_by_load(report)
+        notice = report.load_cap()
         was = self._capped.get(report.host, False)
-        self._capped[report.host] = capped
-        if capped == was:
+        self._capped[report.host] = notice is not None
+        if (notice is not None) == was:
             return None
         detail = {"load_avg_1m": report.load_avg_1m, "cpus": report.cpus,
                   "load_limit": report.load_limit, "capacity": report.capacity,
                   "capacity_by_memory": report.capacity_by_memory, "max_slots": report.max_slots}
-        if capped:
+        if notice is not None:
             return NewEvent(kind=EventKind.HOST_CAPPED_BY_LOAD, host=report.host, actor="master",
-                            message=f"{report.host} {load_cap_text(report)}", detail=detail)
+                            message=f"{report.host} {notice}", detail=detail)
         return NewEvent(kind=EventKind.HOST_LOAD_CAP_LIFTED, host=report.host, actor="master",
                         message=(f"{report.host} no longer capped by load (load "
                                  f"{report.load_avg_1m:.2f} on {report.cpus} CPUs): "

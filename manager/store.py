@@ -227,6 +227,7 @@ def host_samples(*, at_unix: float, reports: Sequence[tuple[HostReport, bool]]) 
             load_avg_1m=report.load_avg_1m,
             recycled_for_memory=report.counters.get(Counter.RECYCLED_FOR_MEMORY, 0),
             killed_hung=report.counters.get(Counter.KILLED_HUNG, 0),
+            load_cap=report.load_cap() if alive else None,
         )
         for report, alive in reports
     ]

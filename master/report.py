@@ -24,7 +24,7 @@ from config.bounded import (
     UnixTime,
 )
 from config.frames import Frame
-from master.capacity import Capacity
+from master.capacity import Capacity, capped_by_load
 from master.crashes import MAX_RECENT, CrashCounts, CrashLog, SlotCrash
 from master.host import HostFigures
 from master.lifecycle import Counter, Slot, SlotState
@@ -106,6 +106,17 @@ class HostReport(_Model):
     # The latest slot crashes (master/crashes.py), and all of them by queue and cause.
     crashes: list[SlotCrash] = Field(default_factory=list, max_length=MAX_RECENT)
     crash_counts: dict[QueueName, CrashCounts] = Field(default_factory=dict, max_length=MAX_QUEUES)
+
+    def load_cap(self) -> str | None:
+        """The notice while the load bound, not memory or max_slots, sets the capacity (the
+        manager's event and the dashboard's host row); None too from a master too old to
+        send its limit."""
+        if not self.load_limit or not capped_by_load(
+            by_load=self.capacity_by_load, by_memory=self.capacity_by_memory, max_slots=self.max_slots,
+        ):
+            return None
+        return (f"capped by load: {self.capacity} of {min(self.capacity_by_memory, self.max_slots)} "
+                f"slots (load {self.load_avg_1m:.2f} on {self.cpus} CPUs, limit {self.load_limit:g})")
 
 
 def cut(text: str, limit: int) -> str:

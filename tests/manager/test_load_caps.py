@@ -1,7 +1,7 @@
 """host_capped_by_load events from the masters' reports: one when the cap starts, one when it ends."""
 from __future__ import annotations
 
-from manager.load_caps import LoadCaps, load_cap_text, report_capped_by_load
+from manager.load_caps import LoadCaps
 from manager.store import EventKind
 from master.report import HostReport
 
@@ -31,17 +31,17 @@ def test_a_cap_is_told_once_when_it_starts_and_once_when_it_ends() -> None:
 
 
 def test_memory_setting_the_capacity_is_no_load_cap() -> None:
-    assert not report_capped_by_load(report(by_load=6, load=9.0, by_memory=6))
-    assert not report_capped_by_load(report(by_load=3, load=9.0, by_memory=2))
-    assert report_capped_by_load(report(by_load=3, load=9.0, by_memory=4))
+    assert report(by_load=6, load=9.0, by_memory=6).load_cap() is None
+    assert report(by_load=3, load=9.0, by_memory=2).load_cap() is None
+    assert report(by_load=3, load=9.0, by_memory=4).load_cap() is not None
 
 
 def test_a_master_too_old_to_send_its_limit_is_never_called_capped() -> None:
-    assert not report_capped_by_load(report(by_load=1, load=40.0, load_limit=0.0))
+    assert report(by_load=1, load=40.0, load_limit=0.0).load_cap() is None
 
 
 def test_the_notice_names_the_load_the_cpus_and_the_limit() -> None:
-    assert load_cap_text(report(by_load=2, load=12.5, load_limit=4.5)) == (
+    assert report(by_load=2, load=12.5, load_limit=4.5).load_cap() == (
         "capped by load: 2 of 6 slots (load 12.50 on 2 CPUs, limit 4.5)")
 
 
