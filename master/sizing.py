@@ -58,12 +58,11 @@ class Sizing:
         """Once per change, not every second: a cap that stays is said once."""
         if after.capped_by_load and (not before.capped_by_load or before.slots != after.slots):
             log.warning(
-                "capped by load: %d slots instead of %d (load %.2f on %d CPUs, limit %.1f); "
-                "at least %d run while the load stays high",
+                "capped by load: %d of %d slots (load %.2f on %d CPUs, limit %g); the cap "
+                "follows the load, never below min_slots_under_load = %d",
                 after.slots, min(after.by_memory, after.max_slots), self.figures.load_avg_1m,
-                self.figures.cpus, after.load_limit,
-                min(self.settings.min_slots_under_load, after.by_memory, after.max_slots),
+                self.figures.cpus, after.load_limit, self.settings.min_slots_under_load,
             )
         elif before.capped_by_load and not after.capped_by_load:
-            log.info("no longer capped by load (load %.2f on %d CPUs, limit %.1f): %d slots",
+            log.info("no longer capped by load (load %.2f on %d CPUs, limit %g): %d slots",
                      self.figures.load_avg_1m, self.figures.cpus, after.load_limit, after.slots)
