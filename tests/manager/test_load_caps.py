@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from manager.load_caps import LoadCaps
-from manager.store import EventKind
+from manager.store import EventKind, host_samples
 from master.report import HostReport
 
 
@@ -50,3 +50,10 @@ def test_hosts_are_told_apart() -> None:
     assert caps.on_report(report(by_load=1, load=40.0, host="a")) is not None
     assert caps.on_report(report(by_load=1, load=40.0, host="b")) is not None
     assert caps.on_report(report(by_load=1, load=40.0, host="a")) is None
+
+
+def test_the_host_sample_keeps_the_notice_of_a_live_capped_host_only() -> None:
+    capped, free = report(by_load=1, load=40.0, host="a"), report(by_load=8, load=1.0, host="b")
+    rows = host_samples(at_unix=1.0, reports=[(capped, True), (free, True), (capped, False)])
+    assert [row.load_cap for row in rows] == [capped.load_cap(), None, None]
+    assert rows[0].load_cap == "capped by load: 1 of 6 slots (load 40.00 on 2 CPUs, limit 8)"
