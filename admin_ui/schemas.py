@@ -193,6 +193,8 @@ class HostRow(_View):
     load_avg_1m: float
     recycled_for_memory: int
     killed_hung: int
+    load_cap: str | None = Field(default=None, description="\"capped by load: ...\" while the "
+                                 "load average, not memory, sets the host's capacity")
     by_queue: dict[str, int] = Field(description="slots per queue in the current slot map")
     mapped: int = Field(description="slots the slot map gives this host")
 

@@ -228,7 +228,8 @@ def _host_row(host: str, sample: HostReading | None, cells: Mapping[str, int]) -
         mem_available_bytes=sample.mem_available_bytes, master_pss_bytes=sample.master_pss_bytes,
         slots_pss_bytes=sample.slots_pss_bytes, avg_slot_bytes=sample.avg_slot_bytes,
         load_avg_1m=sample.load_avg_1m, recycled_for_memory=sample.recycled_for_memory,
-        killed_hung=sample.killed_hung, by_queue=dict(cells), mapped=sum(cells.values()),
+        killed_hung=sample.killed_hung, load_cap=sample.load_cap, by_queue=dict(cells),
+        mapped=sum(cells.values()),
     )
 
 

@@ -179,7 +179,20 @@ class MasterConfig(_Strict):
     handler_modules: list[str] = Field(default_factory=list, description="Modules the master imports before forking (dotted names, found on sys.path after python_path); their @handler classes serve the queues.")
     max_slots: int = Field(default=64, ge=0, description="Most slots this host runs, whatever its memory allows.")
     reserve_slots: int = Field(default=1, ge=0, description="Slots' worth of memory kept free below what PSS and MemAvailable allow.")
-    max_load_per_cpu: float = Field(default=4.0, gt=0, description="Capacity is also bounded by the 1-minute load average per CPU.")
+    max_load_per_cpu: float = Field(
+        default=4.0, gt=0,
+        description="Capacity is also bounded by the 1-minute load average per CPU: above "
+                    "max_load_per_cpu x CPUs the slots get the room the outside load (the load "
+                    "less this host's busy slots) leaves, at least min_slots_under_load.",
+    )
+    min_slots_under_load: int = Field(
+        default=1, ge=0,
+        description="The fewest slots the load bound leaves (memory and max_slots still bound "
+                    "them): a host whose load stays high because of other programs keeps serving "
+                    "its queues, slowly, instead of stopping. 1 rather than the CPU count: the "
+                    "host is already over its limit, one slot keeps the queues moving while "
+                    "yielding the CPUs to the rest; 0 lets the load stop the host.",
+    )
     beacon_interval_ms: int = Field(default=200, ge=10, description="How often each slot reports to its master.")
     hung_after_beacons: int = Field(default=3, ge=1, description="A slot silent for this many beacon intervals is hung and killed.")
     hard_memory_limit_bytes: int = Field(default=1024 * 1024 * 1024, ge=1, description="A slot over this memory is killed at once (no waiting for its batch).")

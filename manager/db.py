@@ -74,6 +74,8 @@ class HostSample(Base):
     load_avg_1m: Mapped[float] = mapped_column(Float)
     recycled_for_memory: Mapped[int] = mapped_column(Integer)  # since the master started
     killed_hung: Mapped[int] = mapped_column(Integer)
+    # "capped by load: ..." while the master's load bound sets its capacity (manager/load_caps.py).
+    load_cap: Mapped[str | None] = mapped_column(String(200), nullable=True)
 
     __table_args__ = (Index("ix_host_samples_host_at", "host", "at_unix"),)
 

@@ -15,6 +15,7 @@ from manager.crash_events import CrashEvents
 from manager.event_builders import change_event
 from manager.heartbeat import ADOPT, GONE, MasterState, PeerChange, Peers
 from manager.link import ManagerSocket, Received
+from manager.load_caps import LoadCaps
 from manager.model import SlotMap
 from manager.placement import slot_number
 from manager.stats import WorkWindow
@@ -72,7 +73,9 @@ class Masters:
         # Slot crashes from the reports: recorded by the caller, no re-plan (a crashed slot
         # is replaced by its master, the map does not change).
         self.crashes = CrashEvents(started_unix=time.time())
-        self.crash_events: list[NewEvent] = []
+        self.report_events: list[NewEvent] = []
+        # Load caps starting and ending: events from the reports, like the crashes.
+        self.load_caps = LoadCaps()
 
     # Reports in
 
@@ -92,7 +95,9 @@ class Masters:
             report.host, routing_id=received.routing_id, master_pid=report.master_pid, now=now,
             leaving=frame.leaving,
         )
-        self.crash_events += self.crashes.on_report(report, now)
+        self.report_events += self.crashes.on_report(report, now)
+        if (capped := self.load_caps.on_report(report)) is not None:
+            self.report_events.append(capped)
         if frame.leaving:
             # Kept only for a host the manager knows: goodbyes naming made-up hosts cost nothing.
             if self.peers.get(report.host) is not None:
@@ -104,8 +109,8 @@ class Masters:
         self.work.on_report(report, now)
         return [self.on_change(change)] if change is not None else []
 
-    def take_crash_events(self) -> list[NewEvent]:
-        events, self.crash_events = self.crash_events, []
+    def take_report_events(self) -> list[NewEvent]:
+        events, self.report_events = self.report_events, []
         return events
 
     def from_its_connection(self, received: Received, now: float) -> bool:

@@ -114,8 +114,8 @@ class Manager:
                 at = self.clock()
                 self.on_master_events(self.masters.on_frame(received, at), at)
             self.note_refusals()
-            for crashed in self.masters.take_crash_events():
-                self.note(crashed)
+            for told in self.masters.take_report_events():
+                self.note(told)
             now = self.clock()
             self.on_master_events(self.masters.expire(now), now)
             self.send_heartbeats(now)

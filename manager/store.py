@@ -63,6 +63,9 @@ class EventKind(StrEnum):
     DEAD_JOBS_DROPPED = "dead_jobs_dropped"
     # A slot died unasked or was killed by its master (manager/crash_events.py), with a count.
     SLOT_CRASHED = "slot_crashed"
+    # A master's load bound started or stopped setting its capacity (manager/load_caps.py).
+    HOST_CAPPED_BY_LOAD = "host_capped_by_load"
+    HOST_LOAD_CAP_LIFTED = "host_load_cap_lifted"
     # An admin's actions on the dashboard (actor admin); the overrides wait in queue_overrides.
     PAUSE_REQUESTED = "pause_requested"
     RESUME_REQUESTED = "resume_requested"
@@ -224,6 +227,7 @@ def host_samples(*, at_unix: float, reports: Sequence[tuple[HostReport, bool]]) 
             load_avg_1m=report.load_avg_1m,
             recycled_for_memory=report.counters.get(Counter.RECYCLED_FOR_MEMORY, 0),
             killed_hung=report.counters.get(Counter.KILLED_HUNG, 0),
+            load_cap=report.load_cap() if alive else None,
         )
         for report, alive in reports
     ]

@@ -72,6 +72,7 @@ class HostReading:
     load_avg_1m: float
     recycled_for_memory: int
     killed_hung: int
+    load_cap: str | None  # "capped by load: ..." (None: not capped, or stored before 0006)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from config.bounded import (
+    MAX_LOAD,
     MAX_NAME_CHARS,
     MAX_QUEUES,
     MAX_SLOTS,
@@ -23,7 +24,7 @@ from config.bounded import (
     UnixTime,
 )
 from config.frames import Frame
-from master.capacity import Capacity
+from master.capacity import Capacity, capped_by_load
 from master.crashes import MAX_RECENT, CrashCounts, CrashLog, SlotCrash
 from master.host import HostFigures
 from master.lifecycle import Counter, Slot, SlotState
@@ -74,7 +75,7 @@ class HostReport(_Model):
     """Every field bounded (config/bounded.py): the manager takes these from any peer."""
 
     # Sent only when not empty: a manager of the release before reads the rest.
-    LATER_FIELDS = frozenset({"crashes", "crash_counts"})
+    LATER_FIELDS = frozenset({"crashes", "crash_counts", "load_limit"})
 
     host: HostName
     master_pid: Pid
@@ -92,6 +93,8 @@ class HostReport(_Model):
     mem_total_bytes: Count = 0
     load_avg_1m: Load
     cpus: Count
+    # max_load_per_cpu x cpus: above it `capacity_by_load` bounds the host (0: from an older master).
+    load_limit: Load = 0.0
     slots: list[SlotReport] = Field(max_length=MAX_SLOTS)
     counters: dict[Counter, Count] = Field(default_factory=dict)
     # Handler sources that failed to import -> why; their queues get no slots.
@@ -103,6 +106,17 @@ class HostReport(_Model):
     # The latest slot crashes (master/crashes.py), and all of them by queue and cause.
     crashes: list[SlotCrash] = Field(default_factory=list, max_length=MAX_RECENT)
     crash_counts: dict[QueueName, CrashCounts] = Field(default_factory=dict, max_length=MAX_QUEUES)
+
+    def load_cap(self) -> str | None:
+        """The notice while the load bound, not memory or max_slots, sets the capacity (the
+        manager's event and the dashboard's host row); None too from a master too old to
+        send its limit."""
+        if not self.load_limit or not capped_by_load(
+            by_load=self.capacity_by_load, by_memory=self.capacity_by_memory, max_slots=self.max_slots,
+        ):
+            return None
+        return (f"capped by load: {self.capacity} of {min(self.capacity_by_memory, self.max_slots)} "
+                f"slots (load {self.load_avg_1m:.2f} on {self.cpus} CPUs, limit {self.load_limit:g})")
 
 
 def cut(text: str, limit: int) -> str:
@@ -166,6 +180,8 @@ def build_report(
         mem_total_bytes=figures.mem_total_bytes,
         load_avg_1m=figures.load_avg_1m,
         cpus=figures.cpus,
+        # A max_load_per_cpu set huge to turn the bound off must not make the report invalid.
+        load_limit=min(capacity.load_limit, MAX_LOAD),
         slots=reports,
         counters=dict(counters),
         handler_failures={cut(source, MAX_NAME_CHARS): cut(why, MAX_TEXT_CHARS)

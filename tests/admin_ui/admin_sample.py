@@ -121,6 +121,7 @@ def host_rows(*, now: float, mapped: list[dict[str, object]]) -> list[dict[str, 
             "slots_pss_bytes": max(0, slots * avg_slot - 180 * MIB), "avg_slot_bytes": avg_slot,
             "load_avg_1m": 1.5 + index * 0.75, "recycled_for_memory": 3 * index,
             "killed_hung": index % 3,
+            "load_cap": "capped by load: 40 of 64 slots (load 3.00 on 2 CPUs, limit 2)" if index == 2 else None,
         })
     return rows
 

@@ -39,7 +39,16 @@ def test_sort_links_sort_on_the_server_and_the_current_one_flips(client: TestCli
 def test_slot_map_page_shows_host_memory_and_the_lost_host(client: TestClient) -> None:
     html = client.get("/slotmap").text
     assert "32.0 GiB" in html and "52.0 MiB" in html
-    assert re.search(r'<tr data-key="node06" data-sig="01" class="lost">', html)
+    assert re.search(r'<tr data-key="node06" data-sig="010" class="lost">', html)
+
+
+def test_slot_map_page_marks_a_host_capped_by_load(client: TestClient) -> None:
+    html = client.get("/slotmap").text
+    row = re.search(r'<tr data-key="node03" data-sig="111">.*?</tr>', html, re.S)
+    assert row is not None
+    assert ('<span class="badge" title="capped by load: 40 of 64 slots (load 3.00 on 2 CPUs, '
+            'limit 2)">capped by load</span>') in row.group(0)
+    assert "capped by load" not in html.split('data-key="node02"')[1].split("</tr>")[0]
 
 
 def test_events_page_filters_from_the_form_fields(client: TestClient) -> None:

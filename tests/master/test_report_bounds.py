@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from config.bounded import MAX_LOAD
 from config.errors import ConfigError
 from config.models import MasterConfig
 from master.capacity import Capacity
@@ -45,7 +46,8 @@ def test_a_sound_report_decodes() -> None:
 @pytest.mark.parametrize("changes", [
     {"slot_busy_s": float("nan")}, {"slot_busy_s": float("inf")}, {"slot_busy_s": -1.0},
     {"slot_busy_s": 1e300}, {"slot_uptime_s": float("-inf")}, {"load_avg_1m": float("nan")},
-    {"sent_at_unix": float("inf")}, {"capacity": 10**400}, {"capacity": -1}, {"cpus": 2**64},
+    {"sent_at_unix": float("inf")}, {"load_limit": float("nan")}, {"load_limit": -1.0},
+    {"capacity": 10**400}, {"capacity": -1}, {"cpus": 2**64},
     {"master_pid": 0}, {"slot_pid": 2**40}, {"slot_jobs_done": 2**63},
     {"host": '"><script>alert(1)</script>'}, {"host": ""}, {"host": "a b"}, {"host": "h:1"},
     {"host": "x" * 254}, {"slot_queue": "q<"}, {"slot_assigned_queue": "q" * 129},
@@ -105,6 +107,24 @@ def test_a_long_import_error_is_cut_to_fit_the_report_not_refused_with_it() -> N
     [(source, why)] = built.handler_failures.items()
     assert len(source) == 512 and len(why) == 2000 and why.endswith("\u2026")
     assert HostReport.decode(built.encode()) == built
+
+
+def test_a_load_limit_set_huge_to_turn_the_bound_off_is_reported_within_bounds() -> None:
+    built = build_report(
+        host="h", master_pid=1, sent_at_unix=1.0, now=1.0,
+        capacity=Capacity(slots=1, by_memory=1, by_load=1, max_slots=1, avg_slot_bytes=1,
+                          load_limit=1e300),
+        figures=HostFigures(master_pss_bytes=1, slots_pss_bytes=(), mem_available_bytes=1,
+                            load_avg_1m=0.0, cpus=1),
+        slots=[], counters={}, handler_failures={}, unhandled_queues=[],
+    )
+    assert built.load_limit == MAX_LOAD
+    assert HostReport.decode(built.encode()) == built
+
+
+def test_a_report_without_a_load_limit_leaves_the_field_out_for_an_older_manager() -> None:
+    assert b"load_limit" not in HostReport.model_validate(report()).encode()
+    assert b'"load_limit":8.0' in HostReport.model_validate(report(load_limit=8.0)).encode()
 
 
 def test_a_host_name_the_manager_would_refuse_stops_the_master_at_start_with_the_fix() -> None:
