@@ -29,6 +29,8 @@ MAX_WEIGHT_EXPONENT = 60
 # windows moved a slot back and forth between queues at every plan (hosts_lost with the
 # capacity tiers: 180 moves without this, 57 with it; 65 before the tiers).
 SHARE_BAND = 0.15
+# Slots kept above plan, idle and warm, in all: at most this share of the cluster's capacity.
+SPARE_SHARE = float(__import__('os').environ.get('SPARE', '0.15'))
 # Absorbs float error in demand before rounding up (2.0000000001 slots is 2 slots).
 EPSILON_SLOTS = 1e-9
 NO_STATS = QueueStats()
@@ -323,6 +325,7 @@ def plan(
         planned,
         priorities={q: c.priority for q, c in queues.items()},
         max_slots={q: c.max_slots for q, c in queues.items()},
+        spare_slots=math.ceil(SPARE_SHARE * capacity),
     )
     new_counts = new_map.counts()
     queue_plans = {
