@@ -263,12 +263,12 @@ class _Layout:
         """Stop a queue's slots beyond its max (or all of a queue gone from the config)."""
         self.stop_down_to(queue, self.count.get(queue, 0) - self.forced[queue])
 
-    def trim_spares(self, spare_slots: int) -> None:
-        """Stop slots kept above plan beyond `spare_slots` in all: each queue keeps at most
-        the same number of spares, the largest number that fits (lower priorities give the
-        odd slots)."""
+    def trim_spares(self, spare_slots: int, limit: int) -> None:
+        """When more than `limit` slots are kept above plan in all, stop all but
+        `spare_slots`: each queue keeps at most the same number of spares, the largest
+        number that fits (higher priorities get the odd slots)."""
         spares = {q: self.surplus[q] for q in self.planned if self.surplus[q] > 0}
-        if sum(spares.values()) <= spare_slots:
+        if sum(spares.values()) <= limit:
             return
         order = sorted(spares, key=lambda q: (spares[q], self.priority(q), q))
         left = spare_slots
@@ -308,7 +308,7 @@ def place(
     *,
     priorities: Mapping[str, int],
     max_slots: Mapping[str, int],
-    spare_slots: int | None = None,
+    spare_slots: tuple[int, int] | None = None,
 ) -> tuple[SlotMap, list[Move]]:
     """Lay planned counts onto the alive hosts in `capacities`, moving as few slots as possible.
 
@@ -327,5 +327,5 @@ def place(
         if layout.forced[queue] > 0:
             layout.stop_forced(queue)
     if spare_slots is not None:
-        layout.trim_spares(spare_slots)
+        layout.trim_spares(*spare_slots)
     return SlotMap(hosts=dict(zip(layout.names, layout.slots, strict=True))), layout.moves

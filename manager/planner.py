@@ -29,10 +29,12 @@ MAX_WEIGHT_EXPONENT = 60
 # windows moved a slot back and forth between queues at every plan (hosts_lost with the
 # capacity tiers: 180 moves without this, 57 with it; 65 before the tiers).
 SHARE_BAND = 0.15
-# Slots kept above plan, idle and warm, in all: at most this share of the cluster's capacity.
-# Keeping every one left utilisation 11-17 points below HPA's (bursty, diurnal,
-# priority_storm: a burst's or a peak's slots stayed idle for the rest of the hour).
-SPARE_SHARE = 0.15
+# Slots kept above plan, idle and warm, in all: when more than this share of the cluster's
+# capacity, all but (1 - DOWN_BAND) of that share stop. Keeping every one left utilisation
+# 6-18 points below HPA's (bursty, diurnal, priority_storm: a burst's or a peak's slots
+# stayed idle for the rest of the hour). Cutting to the share itself, with no band, took
+# a slot at each plan whose demand dipped (the count followed the plan + the share down).
+SPARE_SHARE = 0.2
 # Absorbs float error in demand before rounding up (2.0000000001 slots is 2 slots).
 EPSILON_SLOTS = 1e-9
 NO_STATS = QueueStats()
@@ -332,7 +334,8 @@ def plan(
         planned,
         priorities={q: c.priority for q, c in queues.items()},
         max_slots={q: c.max_slots for q, c in queues.items()},
-        spare_slots=math.ceil(SPARE_SHARE * capacity),
+        spare_slots=(math.floor(SPARE_SHARE * (1 - DOWN_BAND) * capacity + EPSILON_SLOTS),
+                     math.ceil(SPARE_SHARE * capacity - EPSILON_SLOTS)),
     )
     new_counts = new_map.counts()
     queue_plans = {

@@ -208,16 +208,41 @@ def test_a_growing_queue_takes_idle_slots_of_a_lower_priority_queue_by_retargeti
     current = SlotMap(hosts={f"h{h}": {f"h{h}:{i}": "low" for i in range(5)} for h in range(2)})
     stats = {"low": busy_stats(0.0), "high": busy_stats(3.2)}
     result = plan(current, queues, stats, hosts_of(2, 5), target_load=TARGET)
-    assert result.move_counts() == {MoveKind.RETARGET: 4, MoveKind.SPAWN: 0, MoveKind.STOP: 0}
+    # low's 6 idle slots left are above 2 (0.2 x 10): 1 stays warm (0.2 x 0.7 x 10).
+    assert result.move_counts() == {MoveKind.RETARGET: 4, MoveKind.SPAWN: 0, MoveKind.STOP: 5}
     assert result.slot_map.host_counts("high") == {"h0": 2, "h1": 2}
+    assert result.slot_map.counts()["low"] == 1
 
 
-def test_idle_slots_stay_on_their_queue_while_nobody_needs_the_capacity() -> None:
+def test_idle_slots_above_plan_stay_warm_up_to_the_spare_share_of_the_cluster() -> None:
     queues = {"q": QueueConfig()}
     current = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(8)}})
-    result = plan(current, queues, {"q": running(8, 0.1)}, hosts_of(1, 10), target_load=TARGET)
+    result = plan(current, queues, {"q": running(8, 0.1)}, hosts_of(1, 20), target_load=TARGET)
     assert result.queues["q"].desired_slots == 1
-    assert result.slot_map == current
+    # 7 spares > 0.2 x 20: cut to 0.2 x 0.7 x 20 = 2 spares; the newest slots stop.
+    assert result.slot_map.counts() == {"q": 3}
+    assert sorted(result.slot_map.hosts["h0"]) == ["h0:0", "h0:1", "h0:2"]
+    assert result.move_counts() == {MoveKind.RETARGET: 0, MoveKind.SPAWN: 0, MoveKind.STOP: 5}
+    # Within the share, spares stay: 4 slots for a plan of 1 move nothing.
+    kept = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(4)}})
+    again = plan(kept, queues, {"q": running(4, 0.2)}, hosts_of(1, 20), target_load=TARGET)
+    assert again.moves == ()
+
+
+def test_spare_slots_are_cut_from_the_queue_that_keeps_the_most() -> None:
+    """Water-filled: each queue keeps the same number of spares, so a burst's leftovers go
+    before a small queue's one or two warm slots (bursty: cleanup's p99 9.4-15.3 s with
+    lowest priority first, 7.3-10.2 s this way)."""
+    queues = {"burst": QueueConfig(priority=9), "small": QueueConfig(priority=0)}
+    current = SlotMap(hosts={"h0": {**{f"h0:{i}": "burst" for i in range(30)},
+                                    "h0:30": "small", "h0:31": "small", "h0:32": "small"}})
+    stats = {"burst": running(30, 1.0 / 30), "small": running(3, 1.0 / 3)}
+    result = plan(current, queues, stats, hosts_of(1, 40), target_load=TARGET)
+    # Planned 2 and 2 (1 busy slot each / 0.8); 29 spares > 8 (0.2 x 40), cut to 5
+    # (0.2 x 0.7 x 40): small keeps its one, burst 4 of its 28.
+    assert result.queues["burst"].planned_slots == 2
+    assert result.queues["small"].planned_slots == 2
+    assert result.slot_map.counts() == {"burst": 6, "small": 3}
 
 
 def test_a_queue_gone_from_the_config_gives_its_slots_away_then_stops_the_rest() -> None:
