@@ -208,7 +208,7 @@ def test_a_growing_queue_takes_idle_slots_of_a_lower_priority_queue_by_retargeti
     current = SlotMap(hosts={f"h{h}": {f"h{h}:{i}": "low" for i in range(5)} for h in range(2)})
     stats = {"low": busy_stats(0.0), "high": busy_stats(3.2)}
     result = plan(current, queues, stats, hosts_of(2, 5), target_load=TARGET)
-    # low's 6 idle slots left are above 1 (0.1 x 10) and all stop (0.1 x 0.7 x 10 < 1).
+    # low's 6 idle slots left are above 1 (0.08 x 10) and all stop (0.08 x 0.7 x 10 < 1).
     assert result.move_counts() == {MoveKind.RETARGET: 4, MoveKind.SPAWN: 0, MoveKind.STOP: 6}
     assert result.slot_map.host_counts("high") == {"h0": 2, "h1": 2}
     assert "low" not in result.slot_map.counts()
@@ -219,7 +219,7 @@ def test_idle_slots_above_plan_stay_warm_up_to_the_spare_share_of_the_cluster() 
     current = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(8)}})
     result = plan(current, queues, {"q": running(8, 0.1)}, hosts_of(1, 40), target_load=TARGET)
     assert result.queues["q"].desired_slots == 1
-    # 7 spares > 0.1 x 40: cut to 0.1 x 0.7 x 40 = 2 spares; the newest slots stop.
+    # 7 spares > 0.08 x 40: cut to 0.08 x 0.7 x 40 = 2 spares; the newest slots stop.
     assert result.slot_map.counts() == {"q": 3}
     assert sorted(result.slot_map.hosts["h0"]) == ["h0:0", "h0:1", "h0:2"]
     assert result.move_counts() == {MoveKind.RETARGET: 0, MoveKind.SPAWN: 0, MoveKind.STOP: 5}
@@ -238,11 +238,27 @@ def test_spare_slots_are_cut_from_the_queue_that_keeps_the_most() -> None:
                                     "h0:30": "small", "h0:31": "small", "h0:32": "small"}})
     stats = {"burst": running(30, 1.0 / 30), "small": running(3, 1.0 / 3)}
     result = plan(current, queues, stats, hosts_of(1, 100), target_load=TARGET)
-    # Planned 2 and 2 (1 busy slot each / 0.8); 29 spares > 10 (0.1 x 100), cut to 7
-    # (0.1 x 0.7 x 100): small keeps its one, burst 6 of its 28.
+    # Planned 2 and 2 (1 busy slot each / 0.8); 29 spares > 8 (0.08 x 100), cut to 5
+    # (0.08 x 0.7 x 100): small keeps its one, burst 4 of its 28.
     assert result.queues["burst"].planned_slots == 2
     assert result.queues["small"].planned_slots == 2
-    assert result.slot_map.counts() == {"burst": 8, "small": 3}
+    assert result.slot_map.counts() == {"burst": 6, "small": 3}
+
+
+def test_no_spare_slot_stops_before_the_stats_cover_a_whole_window() -> None:
+    # A manager that has just started has seconds of stats: they say little about the
+    # slots a queue will want (steady seed 12: the first plan, on 5 s, stopped 12 of
+    # reports' 19 starting slots).
+    queues = {"q": QueueConfig()}
+    current = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(8)}})
+    early = running(8, 0.1, window_s=5.0)
+    result = plan(current, queues, {"q": early}, hosts_of(1, 40), target_load=TARGET,
+                  full_window_s=60.0)
+    assert result.queues["q"].planned_slots == 1
+    assert result.moves == ()
+    later = plan(current, queues, {"q": running(8, 0.1)}, hosts_of(1, 40),
+                 target_load=TARGET, full_window_s=60.0)
+    assert later.slot_map.counts() == {"q": 3}
 
 
 def test_a_queue_gone_from_the_config_gives_its_slots_away_then_stops_the_rest() -> None:
