@@ -3,7 +3,9 @@
 Slots keep their queue. A queue that grows takes, per slot, the host where it has the
 smallest share of the capacity; there it retargets an idle slot of a lower-priority queue,
 else spawns into free capacity, else retargets one of an equal- or higher-priority queue.
-A queue above its plan keeps its extra slots, idle and warm, until some queue needs them.
+A queue above its plan keeps its extra slots, idle and warm, until some queue needs them
+or, given `spare_slots`, until the spares of all queues pass their limit (then they are cut,
+water-filled over the queues).
 """
 from __future__ import annotations
 
