@@ -3,7 +3,9 @@
 Slots keep their queue. A queue that grows takes, per slot, the host where it has the
 smallest share of the capacity; there it retargets an idle slot of a lower-priority queue,
 else spawns into free capacity, else retargets one of an equal- or higher-priority queue.
-A queue above its plan keeps its extra slots, idle and warm, until some queue needs them.
+A queue above its plan keeps its extra slots, idle and warm, until some queue needs them
+or, given `spare_slots`, until the spares of all queues pass their limit (then they are cut,
+water-filled over the queues).
 """
 from __future__ import annotations
 
@@ -261,9 +263,39 @@ class _Layout:
 
     def stop_forced(self, queue: str) -> None:
         """Stop a queue's slots beyond its max (or all of a queue gone from the config)."""
+        self.stop_down_to(queue, self.count.get(queue, 0) - self.forced[queue])
+
+    def trim_spares(self, spare_slots: int, limit: int) -> None:
+        """When more than `limit` slots are kept above plan in all, stop all but
+        `spare_slots`: each queue keeps at most the same number of spares, the largest
+        number that fits (higher priorities get the odd slots)."""
+        spares = {q: self.surplus[q] for q in self.planned if self.surplus[q] > 0}
+        if sum(spares.values()) <= limit:
+            return
+        order = sorted(spares, key=lambda q: (spares[q], self.priority(q), q))
+        left = spare_slots
+        cap = 0
+        for index, queue in enumerate(order):
+            each = left // (len(order) - index)
+            if spares[queue] <= each:
+                left -= spares[queue]
+                continue
+            cap = each
+            break
+        kept = {q: min(n, cap) for q, n in spares.items()}
+        odd = spare_slots - sum(kept.values())
+        for queue in sorted(spares, key=lambda q: (-self.priority(q), q)):
+            if odd > 0 and kept[queue] < spares[queue]:
+                kept[queue] += 1
+                odd -= 1
+        for queue in sorted(spares):
+            self.stop_down_to(queue, self.count[queue] - (spares[queue] - kept[queue]))
+
+    def stop_down_to(self, queue: str, count: int) -> None:
+        """Stop a queue's slots beyond `count`, from the hosts where it has the most."""
         heap = [(-len(lists[queue]), host) for host, lists in enumerate(self.ids) if queue in lists]
         heapq.heapify(heap)
-        while self.forced[queue] > 0 and heap:
+        while self.count.get(queue, 0) > count and heap:
             _, host = heapq.heappop(heap)
             self.stop(host, queue)
             self.free[host] += 1
@@ -278,6 +310,7 @@ def place(
     *,
     priorities: Mapping[str, int],
     max_slots: Mapping[str, int],
+    spare_slots: tuple[int, int] | None = None,
 ) -> tuple[SlotMap, list[Move]]:
     """Lay planned counts onto the alive hosts in `capacities`, moving as few slots as possible.
 
@@ -295,4 +328,6 @@ def place(
     for queue in sorted(layout.planned):
         if layout.forced[queue] > 0:
             layout.stop_forced(queue)
+    if spare_slots is not None:
+        layout.trim_spares(*spare_slots)
     return SlotMap(hosts=dict(zip(layout.names, layout.slots, strict=True))), layout.moves

@@ -200,6 +200,7 @@ class Manager:
         result = planner.plan(
             masters.current_map(alive), with_batch_sizes(queues, in_force), checked.stats,
             checked.hosts, target_load=self.settings.target_load,
+            full_window_s=self.settings.stats_window_s,
         )
         masters.take_plan(result.slot_map, alive)
         self.schedule.heartbeat_at = now + self.settings.heartbeat_interval_s

@@ -35,7 +35,8 @@ class PlannerPolicy:
         hosts: Sequence[HostCapacity],
     ) -> Sequence[Move]:
         result = plan(
-            current, self.scenario.queues, stats, hosts, target_load=self.scenario.target_load
+            current, self.scenario.queues, stats, hosts, target_load=self.scenario.target_load,
+            full_window_s=self.scenario.window_s,
         )
         return result.moves
 

@@ -5,7 +5,7 @@ from collections import Counter
 
 from config.models import QueueConfig
 from manager.model import HostCapacity, MoveKind, QueueStats, SlotMap
-from manager.planner import MAX_HELD_LOAD, band_fraction, plan, up_band
+from manager.planner import MAX_HELD_LOAD, band_fraction, plan, queue_demand, settle, up_band
 
 TARGET = 0.8
 
@@ -208,16 +208,57 @@ def test_a_growing_queue_takes_idle_slots_of_a_lower_priority_queue_by_retargeti
     current = SlotMap(hosts={f"h{h}": {f"h{h}:{i}": "low" for i in range(5)} for h in range(2)})
     stats = {"low": busy_stats(0.0), "high": busy_stats(3.2)}
     result = plan(current, queues, stats, hosts_of(2, 5), target_load=TARGET)
-    assert result.move_counts() == {MoveKind.RETARGET: 4, MoveKind.SPAWN: 0, MoveKind.STOP: 0}
+    # low's 6 idle slots left are above 1 (0.08 x 10) and all stop (0.08 x 0.7 x 10 < 1).
+    assert result.move_counts() == {MoveKind.RETARGET: 4, MoveKind.SPAWN: 0, MoveKind.STOP: 6}
     assert result.slot_map.host_counts("high") == {"h0": 2, "h1": 2}
+    assert "low" not in result.slot_map.counts()
 
 
-def test_idle_slots_stay_on_their_queue_while_nobody_needs_the_capacity() -> None:
+def test_idle_slots_above_plan_stay_warm_up_to_the_spare_share_of_the_cluster() -> None:
     queues = {"q": QueueConfig()}
     current = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(8)}})
-    result = plan(current, queues, {"q": running(8, 0.1)}, hosts_of(1, 10), target_load=TARGET)
+    result = plan(current, queues, {"q": running(8, 0.1)}, hosts_of(1, 40), target_load=TARGET)
     assert result.queues["q"].desired_slots == 1
-    assert result.slot_map == current
+    # 7 spares > 0.08 x 40: cut to 0.08 x 0.7 x 40 = 2 spares; the newest slots stop.
+    assert result.slot_map.counts() == {"q": 3}
+    assert sorted(result.slot_map.hosts["h0"]) == ["h0:0", "h0:1", "h0:2"]
+    assert result.move_counts() == {MoveKind.RETARGET: 0, MoveKind.SPAWN: 0, MoveKind.STOP: 5}
+    # Within the share, spares stay: 4 slots for a plan of 1 move nothing.
+    kept = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(4)}})
+    again = plan(kept, queues, {"q": running(4, 0.2)}, hosts_of(1, 40), target_load=TARGET)
+    assert again.moves == ()
+
+
+def test_spare_slots_are_cut_from_the_queue_that_keeps_the_most() -> None:
+    """Water-filled: each queue keeps the same number of spares, so a burst's leftovers go
+    before a small queue's one or two warm slots (bursty: cleanup's p99 9.4-15.3 s with
+    lowest priority first, 7.3-10.2 s this way)."""
+    queues = {"burst": QueueConfig(priority=9), "small": QueueConfig(priority=0)}
+    current = SlotMap(hosts={"h0": {**{f"h0:{i}": "burst" for i in range(30)},
+                                    "h0:30": "small", "h0:31": "small", "h0:32": "small"}})
+    stats = {"burst": running(30, 1.0 / 30), "small": running(3, 1.0 / 3)}
+    result = plan(current, queues, stats, hosts_of(1, 100), target_load=TARGET)
+    # Planned 2 and 2 (1 busy slot each / 0.8); 29 spares > 8 (0.08 x 100), cut to 5
+    # (0.08 x 0.7 x 100): small keeps its one, burst 4 of its 28.
+    assert result.queues["burst"].planned_slots == 2
+    assert result.queues["small"].planned_slots == 2
+    assert result.slot_map.counts() == {"burst": 6, "small": 3}
+
+
+def test_no_spare_slot_stops_before_the_stats_cover_a_whole_window() -> None:
+    # A manager that has just started has seconds of stats: they say little about the
+    # slots a queue will want (steady seed 12: the first plan, on 5 s, stopped 12 of
+    # reports' 19 starting slots).
+    queues = {"q": QueueConfig()}
+    current = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(8)}})
+    early = running(8, 0.1, window_s=5.0)
+    result = plan(current, queues, {"q": early}, hosts_of(1, 40), target_load=TARGET,
+                  full_window_s=60.0)
+    assert result.queues["q"].planned_slots == 1
+    assert result.moves == ()
+    later = plan(current, queues, {"q": running(8, 0.1)}, hosts_of(1, 40),
+                 target_load=TARGET, full_window_s=60.0)
+    assert later.slot_map.counts() == {"q": 3}
 
 
 def test_a_queue_gone_from_the_config_gives_its_slots_away_then_stops_the_rest() -> None:
@@ -286,3 +327,31 @@ def test_a_small_backlog_asks_no_more_slots_than_it_has_batches() -> None:
     queues = {"q": QueueConfig(batch_size=10)}
     result = plan(SlotMap.empty(), queues, {"q": stats}, hosts_of(1, 50), target_load=TARGET)
     assert result.queues["q"].desired_slots == 5
+
+
+def test_a_backlog_compounds_growth_by_at_most_half_again_the_windows_average_count() -> None:
+    # 2 slots on average over the window, 10 now: the backlog part is scaled by 3 (1.5 x 2),
+    # not 10. Uncapped, priority_storm's api_hooks took 33 slots for a burst that kept 8 busy.
+    stats = QueueStats(waiting_jobs=40, jobs_done=120, busy_s=120.0, slot_lifetime_s=120.0)
+    now_ten = queue_demand(stats, batch_size=1, current_slots=10, target_load=TARGET, priority=9)
+    now_three = queue_demand(stats, batch_size=1, current_slots=3, target_load=TARGET, priority=9)
+    assert now_ten == now_three
+    assert now_three.slots > queue_demand(
+        stats, batch_size=1, current_slots=2, target_load=TARGET, priority=9
+    ).slots
+
+
+def test_settle_does_not_hold_a_queue_whose_need_is_well_above_its_count() -> None:
+    # hosts_lost: archive (priority 0) stayed at 43 slots, 100% busy with its backlog
+    # growing, because 43 was within SHARE_BAND of its share while higher priorities kept
+    # their idle headroom.
+    queues = {"low": QueueConfig(priority=0), "high": QueueConfig(priority=9)}
+    fair = {"low": 47, "high": 13}
+    current = {"low": 43, "high": 15}
+    desired = {"low": 59, "high": 15}
+    held = settle(fair, current, desired, queues, capacity_slots=60,
+                  need={"low": 44.5, "high": 10.0})
+    assert held == {"low": 45, "high": 15}  # within the band and within 2 slots of its need
+    short = settle(fair, current, desired, queues, capacity_slots=60,
+                   need={"low": 47.0, "high": 10.0})
+    assert short == {"low": 47, "high": 13}

@@ -201,7 +201,10 @@ def test_under_noise_within_a_third_of_the_band_each_queue_adjusts_at_most_once(
     """Each round the manager sees a window of the map it made, with noisy demand.
 
     A saturated queue shows its excess as waiting jobs, so demand never hides. Once a
-    queue has moved to the rounded-up demand, noise never moves it again.
+    queue has moved to the rounded-up demand, noise never moves it again. The one other
+    change allowed is the give-back of a saturated start's overshoot (the backlog's
+    urgency asks for more than the busy slots): slots above the plan beyond the cluster's
+    spare share are stopped, and nothing grows after that.
     """
     queues = {
         f"q{i}": QueueConfig(priority=p) for i, p in enumerate(priorities[: len(busy_slots)])
@@ -209,6 +212,7 @@ def test_under_noise_within_a_third_of_the_band_each_queue_adjusts_at_most_once(
     hosts = [HostCapacity("h0", 500), HostCapacity("h1", 500)]
     current = SlotMap(hosts={"h0": {f"h0:{i}": q for i, q in enumerate(queues)}})
     changes = {queue: 0 for queue in queues}
+    shrunk: set[str] = set()
     for round_index in range(20):
         counts = current.counts()
         stats = {}
@@ -225,7 +229,11 @@ def test_under_noise_within_a_third_of_the_band_each_queue_adjusts_at_most_once(
         current = plan(current, queues, stats, hosts, target_load=TARGET).slot_map
         for queue, count in current.counts().items():
             changes[queue] += count != counts[queue]
-    assert max(changes.values()) <= 1
+            assert not (queue in shrunk and count > counts[queue]), queue
+            if count < counts[queue]:
+                shrunk.add(queue)
+    assert max(changes.values()) <= 2
+    assert all(changes[q] <= 1 for q in queues if q not in shrunk)
 
 
 @settings(max_examples=100, deadline=None)
