@@ -23,7 +23,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.base_checkout import code_dirs
-
 from manager.simulator.baselines import HpaPolicy, StaticPolicy
 from manager.simulator.policy import PlannerPolicy
 from manager.simulator.report import (
