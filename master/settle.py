@@ -3,8 +3,9 @@
 The rules (docs/DESIGN.md, "A crash costs only its job"):
 - outcomes the handler decided before the death (the slot's outcome notes,
   slot/outcome_notes.py, and its batch page, slot/done_map.py) are honoured: replies put,
-  DONE, LATER, job.fail() as failed; jobs whose handle_job() returned, or all of them once
-  handle() returned, are DONE;
+  DONE, LATER, job.fail() as failed, the jobs a retarget gave back with `LATER ... FRONT`
+  (as the slot would have); jobs whose handle_job() returned, or all of them once handle()
+  returned, are DONE;
 - the jobs left unresolved, when the death may be a job's doing (a crash, a signal, killed
   hung or over memory):
   - the death names its job when the batch ran in order (the default handle(): handle_job
@@ -120,6 +121,7 @@ def settle(
     done: list[int] = []
     later: dict[float | None, list[int]] = defaultdict(list)
     failures: list[Failure] = []
+    front: set[int] = set()  # given back by a retarget, or never started (named below)
     for outcome in decided.values():
         match outcome.kind:
             case NoteKind.REPLY if reply_to is not None and outcome.item is not None:
@@ -129,6 +131,8 @@ def settle(
                 done.append(outcome.job_id)
             case NoteKind.LATER:
                 later[outcome.delay_s].append(outcome.job_id)
+            case NoteKind.GIVEN_BACK:
+                front.add(outcome.job_id)
             case NoteKind.FAIL:
                 failures.append(failure(outcome.job_id, outcome.error or "failed",
                                         attempt=attempts[outcome.job_id], policy=policy, rng=rng,
@@ -147,11 +151,16 @@ def settle(
         requests.append(Replies(reply_to.queue, reply_to.ttl_s, tuple(replies)))
     if done:
         requests.append(Done(tuple(done)))
-    requests += [Later(tuple(ids), delay_s) for delay_s, ids in later.items()]
-    if given_back:
-        # Never started (named, in order): back as they were, in their place in line; else
-        # each alone at the end, to name the next death.
-        requests.append(Later(tuple(given_back), solo=blame and not named, front=named))
+    requests += [Later(tuple(postponed), delay_s) for delay_s, postponed in later.items()]
+    if named:
+        front.update(given_back)
+    if front:
+        # Never started (given back by a retarget, or after the job named): back as they
+        # were, in their place in line, in the lease's order, in one request.
+        requests.append(Later(tuple(job_id for job_id in ids if job_id in front), front=True))
+    if given_back and not named:
+        # Each alone at the end, to name the next death.
+        requests.append(Later(tuple(given_back), solo=blame))
     if failures:
         requests.append(Fail(tuple(failures)))
     return Settlement(

@@ -31,6 +31,9 @@ class Outcome(StrEnum):
     LATER = auto()
     # job.fail(), or unresolved when handle() raised: back after a backoff, or dead.
     FAILED = auto()
+    # Not started when a retarget came (slot/retarget.py): back at the head of its queue, in
+    # the batch's order (LATER ... FRONT), no attempt charged. Set by the slot, not handlers.
+    GIVEN_BACK = auto()
 
 
 class QueueJob(Protocol):
@@ -138,6 +141,12 @@ class SlotJob:
 
     def reply_json(self, value: Any) -> None:
         self.reply(json.dumps(value, separators=(",", ":")))
+
+    def _give_back(self) -> None:
+        """For slot/retarget.py: the job was not started and goes back to the head of its
+        queue. No outcome hook: the caller notes all the jobs it gives back in one write."""
+        self._resolve()
+        self.outcome = Outcome.GIVEN_BACK
 
     def _told(self) -> None:
         hook = _outcome_hook

@@ -21,7 +21,14 @@ from collections.abc import Sequence
 from slot.beacon import LeaseNote
 from slot.done_map import HANDLED, DoneMap
 from slot.handler import Outcome, SlotJob
-from slot.outcome_notes import STARTED, done_note, fail_note, later_note, reply_note
+from slot.outcome_notes import (
+    STARTED,
+    done_note,
+    fail_note,
+    given_back_notes,
+    later_note,
+    reply_note,
+)
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +73,15 @@ class LeaseReporter:
         before its acknowledgement."""
         if self.done_map is not None:
             self.done_map.running[0] = HANDLED
+
+    def given_back(self, jobs: Sequence[SlotJob]) -> None:
+        """A retarget gave back these jobs, not started (slot/retarget.py): noted in one
+        write, then handle_job's loop is over (the jobs it ran have all returned), so the
+        page says HANDLED: a death from now on charges none of them. In this order: HANDLED
+        before the notes would make the jobs given back DONE if the slot died in between."""
+        self._write(given_back_notes([job.id for job in jobs]))
+        if not self._broken:
+            self.handled()
 
     def running_marker(self) -> memoryview | None:
         """Where the handle() loop stores the id of the job it runs (slot/done_map.py)."""

@@ -50,7 +50,9 @@ class JobSource(Protocol):
 
     def fetch(self, queue: str, *, count: int, lock_s: float) -> Sequence[QueueJob] | None: ...
     def done(self, ids: Sequence[int]) -> None: ...
-    def later(self, ids: Sequence[int], *, delay_s: float | None) -> None: ...
+    def later(self, ids: Sequence[int], *, delay_s: float | None, front: bool = False) -> None:
+        """`front`: back at the head of their priority, in this order (LATER ... FRONT)."""
+        ...
     def fail(self, failures: Sequence[Failure]) -> int:
         """FAIL each (pipelined); returns how many of them are dead now."""
         ...
@@ -77,6 +79,9 @@ class LeaseNotes(Protocol):
         ...
     def resolved(self, job: SlotJob) -> None:
         """A job's outcome as soon as it is decided: honoured by the master if the slot dies."""
+        ...
+    def given_back(self, jobs: Sequence[SlotJob]) -> None:
+        """A retarget gave back these jobs, in order (slot/retarget.py); handle_job's loop ends."""
         ...
 
 
@@ -202,7 +207,9 @@ class SlotLoop:
             for hook in self.before_batch:  # e.g. rate-limit permits; may postpone jobs
                 runnable = hook(self.assignment.queue, runnable)
             if in_order:
-                runnable = giving_back = GivingBack(runnable, batch=jobs, moving=self.moving)
+                runnable = giving_back = GivingBack(
+                    runnable, batch=jobs, moving=self.moving,
+                    noted=None if self.leases is None else self.leases.given_back)
             if runnable:
                 handler.handle(runnable)
             if self.leases is not None:
@@ -216,9 +223,9 @@ class SlotLoop:
                 self.assignment.queue, len(jobs), failed, len(jobs) - failed, exc_info=True,
             )
         if giving_back is not None and giving_back.given_back:
-            log.info("retarget during a batch of %s: %d of its %d jobs not started, given back "
-                     "(LATER, no attempt charged)", self.assignment.queue, giving_back.given_back,
-                     len(jobs))
+            log.info("retarget during a batch of %s: %d of its %d jobs not started, given back to "
+                     "the head of the queue (LATER ... FRONT, no attempt charged)",
+                     self.assignment.queue, giving_back.given_back, len(jobs))
         try:
             self._acknowledge(handler, jobs)
         finally:
@@ -232,7 +239,8 @@ class SlotLoop:
 
     def _acknowledge(self, handler: Handler, jobs: list[SlotJob]) -> None:
         """Replies first (a crash after them repeats a reply, never loses one), then one
-        multi-id DONE, one LATER per delay, and the FAILs pipelined."""
+        multi-id DONE, one LATER ... FRONT for the jobs a retarget gave back, one LATER per
+        delay, and the FAILs pipelined."""
         ack = acknowledgement(jobs, policy=self._policy, rng=self.rng)
         try:
             if ack.replies:
@@ -240,6 +248,9 @@ class SlotLoop:
             if ack.done:
                 self.source.done(ack.done)
                 self.stats.jobs_done += len(ack.done)
+            if ack.front:
+                self.source.later(ack.front, delay_s=None, front=True)
+                self.stats.jobs_later += len(ack.front)
             for delay_s, ids in ack.later.items():
                 self.source.later(ids, delay_s=delay_s)
                 self.stats.jobs_later += len(ids)

@@ -12,6 +12,7 @@ One line each, told apart from lease notes (JSON objects, `{...`) by the first b
     S                                     the slot reached its job loop (once, before its first fetch)
     D <id>                                DONE
     L <id> <delay_s|->                    LATER
+    B <id>                                given back by a retarget (LATER ... FRONT, in note order)
     F <id> <0|1 dead> <error as a JSON string>
     R <id> <item as a JSON string> <reply data, base64>   reply (the job is DONE)
 """
@@ -21,6 +22,7 @@ import base64
 import binascii
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -38,6 +40,7 @@ class NoteKind(StrEnum):
     LATER = "L"
     FAIL = "F"
     REPLY = "R"
+    GIVEN_BACK = "B"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +58,11 @@ class NotedOutcome:
 
 def done_note(job_id: int) -> bytes:
     return b"D %d\n" % job_id
+
+
+def given_back_notes(job_ids: Sequence[int]) -> bytes:
+    """The jobs a retarget gave back, in their order: one line each, written at once."""
+    return b"".join(b"B %d\n" % job_id for job_id in job_ids)
 
 
 def later_note(job_id: int, delay_s: float | None) -> bytes:
@@ -96,7 +104,7 @@ def _parse(line: bytes) -> NotedOutcome:
     parts = line.split(b" ", 2)
     kind = NoteKind(parts[0].decode("ascii"))
     job_id = int(parts[1])
-    if kind is NoteKind.DONE:
+    if kind is NoteKind.DONE or kind is NoteKind.GIVEN_BACK:
         return NotedOutcome(kind, job_id)
     rest = parts[2]
     if kind is NoteKind.LATER:

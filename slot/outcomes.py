@@ -1,4 +1,5 @@
-"""What a finished batch sends to the queue server (pure): replies, LATERs, FAILs, one DONE.
+"""What a finished batch sends to the queue server (pure): replies, one DONE, the jobs given
+back by a retarget (one LATER ... FRONT), LATERs, FAILs.
 
 Also the retry verdict of a failed job when its handler class overrides the queue's retry
 policy: the slot (or the master, for a crashed slot's jobs) then decides the delay or the
@@ -34,6 +35,8 @@ class Acknowledgement:
     later: dict[float | None, list[int]]
     failures: list[Failure]
     done: list[int]
+    # Given back by a retarget, in the batch's order: LATER ... FRONT (slot/retarget.py).
+    front: list[int]
 
 
 def handler_policy(cls: type[Handler], queue_policy: RetryPolicy) -> RetryPolicy | None:
@@ -93,14 +96,18 @@ def acknowledgement(
     later: dict[float | None, list[int]] = defaultdict(list)
     failures: list[Failure] = []
     done: list[int] = []
+    front: list[int] = []
     for job in jobs:
-        if job.outcome is Outcome.LATER:
+        outcome = job.outcome
+        if outcome is Outcome.DONE:  # first: nearly every job, one test on the all-good path
+            done.append(job.id)
+        elif outcome is Outcome.LATER:
             later[job.delay_s].append(job.id)
-        elif job.outcome is Outcome.FAILED:
+        elif outcome is Outcome.FAILED:
             failures.append(failure(
                 job.id, job.error or "failed", attempt=job.attempt, policy=policy, rng=rng,
                 give_up=job.give_up, solo=job.solo,
             ))
         else:
-            done.append(job.id)
-    return Acknowledgement(replies, dict(later), failures, done)
+            front.append(job.id)
+    return Acknowledgement(replies, dict(later), failures, done, front)

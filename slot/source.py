@@ -59,8 +59,21 @@ class ClientSource:
     def done(self, ids: Sequence[int]) -> None:
         _call(self.client.done, *ids)
 
-    def later(self, ids: Sequence[int], *, delay_s: float | None) -> None:
-        _call(self.client.later, *ids, delay_s=delay_s)
+    def later(self, ids: Sequence[int], *, delay_s: float | None, front: bool = False) -> None:
+        if not front:
+            _call(self.client.later, *ids, delay_s=delay_s)
+            return
+        try:
+            self.client.later(*ids, delay_s=delay_s, front=True)
+        except QueueServerError as exc:
+            if exc.code != BAD_REQUEST:
+                raise _unavailable(exc) from exc
+            # Refused, the jobs would wait for their lock and be charged an attempt.
+            log.warning("the queue server refused LATER ... FRONT (%s): an older server; the %d "
+                        "jobs given back go to the end of their queue instead", exc, len(ids))
+            _call(self.client.later, *ids, delay_s=delay_s)
+        except OSError as exc:
+            raise _unavailable(exc) from exc
 
     def fail(self, failures: Sequence[Failure]) -> int:
         """The FAILs pipelined: one round trip for the batch's failed jobs."""

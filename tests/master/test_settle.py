@@ -15,6 +15,7 @@ from slot.outcome_notes import (
     NoteKind,
     done_note,
     fail_note,
+    given_back_notes,
     later_note,
     parse,
     reply_note,
@@ -32,6 +33,7 @@ def test_outcome_notes_read_back_as_written() -> None:
     assert parse(done_note(7)[:-1]).kind is NoteKind.DONE
     assert parse(later_note(7, 2.5)[:-1]).delay_s == 2.5
     assert parse(later_note(7, None)[:-1]).delay_s is None
+    assert [parse(line).kind for line in given_back_notes([7, 8]).split(b"\n")[:-1]] == [NoteKind.GIVEN_BACK] * 2
     failed = parse(fail_note(7, "bad\nline \"quoted\"", dead=True)[:-1])
     assert (failed.error, failed.dead) == ("bad\nline \"quoted\"", True)
     replied = parse(reply_note(7, "item with space", b"\x00answer \n")[:-1])  # type: ignore[index]
@@ -116,3 +118,14 @@ def test_jobs_marked_done_in_the_shared_page_are_done() -> None:
     # Two undecided and no job running by the page: neither is named, both go back alone.
     assert result.requests == (Done((1, 2)), Later((3, 4), solo=True))
     assert (result.blamed_key, result.honoured) == (None, 2)
+
+
+def test_jobs_a_retarget_gave_back_go_to_the_front_in_the_lease_order_with_those_never_started() -> None:
+    lease = Lease(jobs=LEASE.jobs, lock_s=60.0, renewed_at=0.0, keys=LEASE.keys, in_order=True)
+    # Job 4 then job 3 noted given back (the order of the notes is not the lease's), and the
+    # slot died before it marked the page HANDLED: job 2, the last one run, is named.
+    notes = given_back_notes([4, 3]).split(b"\n")[:-1]
+    result = settle(lease, notes, reason="slot 1 (pid 9) exit 7", blame=True, ordered=True, running=2,
+                    policy=None, reply_to=None, rng=random.Random(1))
+    assert result.requests[:2] == (Done((1,)), Later((3, 4), front=True))
+    assert (result.blamed_key, result.honoured, result.given_back, result.charged) == ("b", 3, 0, 1)

@@ -24,6 +24,8 @@ class FakeSource:
     ready: dict[str, list[Job]] = field(default_factory=dict)
     done_calls: list[list[int]] = field(default_factory=list)
     later_calls: list[tuple[list[int], float | None]] = field(default_factory=list)
+    # LATER ... FRONT: the jobs a retarget gave back.
+    front_calls: list[list[int]] = field(default_factory=list)
     replies: list[tuple[str, list[tuple[str, bytes]]]] = field(default_factory=list)
     reply_ttls: list[float | None] = field(default_factory=list)
     fail_calls: list[list[Failure]] = field(default_factory=list)
@@ -43,8 +45,11 @@ class FakeSource:
     def done(self, ids: Sequence[int]) -> None:
         self.done_calls.append(list(ids))
 
-    def later(self, ids: Sequence[int], *, delay_s: float | None) -> None:
-        self.later_calls.append((list(ids), delay_s))
+    def later(self, ids: Sequence[int], *, delay_s: float | None, front: bool = False) -> None:
+        if front:
+            self.front_calls.append(list(ids))
+        else:
+            self.later_calls.append((list(ids), delay_s))
 
     def fail(self, failures: Sequence[Failure]) -> int:
         self.fail_calls.append(list(failures))
@@ -77,6 +82,9 @@ class FakeLeases:
 
     def handled(self) -> None:
         self.notes.append(("handled", [], len(self.source.done_calls)))
+
+    def given_back(self, jobs: Sequence[SlotJob]) -> None:
+        self.notes.append(("given_back", [j.id for j in jobs], len(self.source.done_calls)))
 
     def running_marker(self) -> memoryview | None:
         return None
