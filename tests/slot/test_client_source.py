@@ -8,6 +8,7 @@ from pathlib import Path
 from procs import poll_until
 
 from queue_server.client import QueueClient
+from queue_server.protocol.client_errors import QueueServerError
 from slot.outcomes import Failure
 from slot.source import ClientSource
 from slot.wake import Waker
@@ -107,3 +108,39 @@ def test_a_job_arriving_as_the_wake_comes_is_fetched_or_stays_ready(tmp_path: Pa
             total = producer.total("race")
             assert (total.jobs, total.running) == (0, 0), outcomes
         assert sum(outcomes.values()) == 60, outcomes
+
+
+def test_jobs_given_back_go_to_the_head_of_the_queue_in_their_order_in_one_later(tmp_path: Path) -> None:
+    with running_queue_server(tmp_path, "--fsync", "never") as server, \
+            QueueClient(server.address) as producer, QueueClient(server.address) as client:
+        producer.put_many("gb", [b"job %d" % n for n in range(5)])
+        source = ClientSource(client, Waker())
+        jobs = source.fetch("gb", count=3, lock_s=60.0)
+        assert jobs is not None and [job.data for job in jobs] == [b"job 0", b"job 1", b"job 2"]
+        producer.put("gb", b"job 5")
+        source.later([jobs[1].id, jobs[2].id], delay_s=None, front=True)
+        again = producer.get("gb", count=6, keys=True)
+        assert [job.data for job in again] == [b"job %d" % n for n in (1, 2, 3, 4, 5)]
+        assert [job.attempt for job in again] == [1] * 5  # no attempt charged
+
+
+class OlderServerClient(QueueClient):
+    """The real client to a real server, refusing FRONT as a server older than it does (400)."""
+
+    def later(self, *ids: int, delay_s: float | None = None, solo: bool = False,  # type: ignore[override]
+              front: bool = False) -> list[bool]:
+        if front:
+            raise QueueServerError(400, "Bad Request")
+        return super().later(*ids, delay_s=delay_s, solo=solo)
+
+
+def test_a_server_that_refuses_front_gets_a_plain_later_so_the_jobs_are_not_charged(tmp_path: Path) -> None:
+    with running_queue_server(tmp_path, "--fsync", "never") as server, \
+            QueueClient(server.address) as producer, OlderServerClient(server.address) as client:
+        producer.put_many("gb", [b"job 0", b"job 1"])
+        source = ClientSource(client, Waker())
+        jobs = source.fetch("gb", count=1, lock_s=60.0)
+        assert jobs is not None
+        source.later([jobs[0].id], delay_s=None, front=True)
+        # Taken back (not left to its lock), at the end of the queue as before FRONT.
+        assert [job.data for job in producer.get("gb", count=2)] == [b"job 1", b"job 0"]
