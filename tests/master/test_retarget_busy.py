@@ -62,9 +62,13 @@ PUT_AFTER_JOBS = 5
 QUICK_JOB_S = 0.05
 
 
-def retarget_mid_batch(master: MasterProc, queue: str, log: Path) -> None:
-    """Put a batch of slow jobs and a backlog behind it in `queue`, and send its one slot to
-    quick while it runs the second job or so."""
+def retarget_mid_batch(start_master: StartMaster, tmp_path: Path, queue: str) -> tuple[MasterProc, Path]:
+    """A master with one slot on `queue`: put a batch of slow jobs and a backlog behind it, and
+    send the slot to quick while it runs the second job or so."""
+    queues = {name: {"lock_timeout_s": 30.0} for name in (queue, "quick")}
+    master = start_master(modules=["sm_test_retarget"], static_slots={queue: 1}, queues=queues)
+    master.wait_running(queue, 1)
+    log = tmp_path / "jobs.log"
     client = master.client()
     slow = [json.dumps({"log": str(log), "n": n}) for n in range(PLOD_JOBS)]
     backlog = [json.dumps({"log": str(log), "n": n, "sleep_s": QUICK_JOB_S})
@@ -73,6 +77,7 @@ def retarget_mid_batch(master: MasterProc, queue: str, log: Path) -> None:
     poll_until(lambda: log.exists() and "start 1 " in log.read_text(), what="the batch under way")
     client.put("quick", json.dumps({"log": str(log)}))
     master.reload({"quick": 1})
+    return master, log
 
 
 def come_back_in_put_order(master: MasterProc, queue: str, log: Path) -> None:
@@ -96,11 +101,7 @@ def come_back_in_put_order(master: MasterProc, queue: str, log: Path) -> None:
 def test_jobs_given_back_run_before_the_backlog_behind_them_and_the_jobs_put_after(
     start_master: StartMaster, tmp_path: Path,
 ) -> None:
-    queues = {name: {"lock_timeout_s": 30.0} for name in ("plod", "quick")}
-    master = start_master(modules=["sm_test_retarget"], static_slots={"plod": 1}, queues=queues)
-    master.wait_running("plod", 1)
-    log = tmp_path / "jobs.log"
-    retarget_mid_batch(master, "plod", log)
+    master, log = retarget_mid_batch(start_master, tmp_path, "plod")
     poll_until(lambda: "quick" in log.read_text(), timeout_s=10.0, what="the quick job")
     assert master.client().total("plod").running == 0  # acknowledged before the slot moved
     come_back_in_put_order(master, "plod", log)
@@ -109,11 +110,7 @@ def test_jobs_given_back_run_before_the_backlog_behind_them_and_the_jobs_put_aft
 def test_jobs_given_back_by_a_slot_that_dies_before_acknowledging_keep_their_place(
     start_master: StartMaster, tmp_path: Path,
 ) -> None:
-    queues = {name: {"lock_timeout_s": 30.0} for name in ("plod_die", "quick")}
-    master = start_master(modules=["sm_test_retarget"], static_slots={"plod_die": 1}, queues=queues)
-    master.wait_running("plod_die", 1)
-    log = tmp_path / "jobs.log"
-    retarget_mid_batch(master, "plod_die", log)
+    master, log = retarget_mid_batch(start_master, tmp_path, "plod_die")
     # The slot died at its LATER ... FRONT: its master sends it from the give-back notes,
     # charging nobody (the job that ran when the map came had returned).
     poll_until(lambda: "outcomes honoured, 0 given back uncharged, 0 charged" in master.log_text(),
