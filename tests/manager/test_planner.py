@@ -245,6 +245,21 @@ def test_spare_slots_are_cut_from_the_queue_that_keeps_the_most() -> None:
     assert result.slot_map.counts() == {"burst": 6, "small": 3}
 
 
+def test_a_growing_queue_retargets_a_higher_priority_spare_before_it_spawns() -> None:
+    """With the spare cut on, a spare of any queue goes before a spawn: left in place it is
+    stopped once the spares pass their limit, and stop + spawn is two moves for one."""
+    queues = {"high": QueueConfig(priority=9), "low": QueueConfig(priority=0)}
+    current = SlotMap(hosts={"h0": {f"h0:{i}": "high" for i in range(6)}})
+    stats = {"high": running(6, 1.0 / 6), "low": busy_stats(1.6)}
+    result = plan(current, queues, stats, hosts_of(1, 40), target_load=TARGET)
+    assert result.queues["low"].planned_slots == 2
+    assert result.move_counts() == {MoveKind.RETARGET: 2, MoveKind.SPAWN: 0, MoveKind.STOP: 0}
+    # Before the stats cover a window there is no cut, and free capacity is forked instead.
+    early = plan(current, queues, stats, hosts_of(1, 40), target_load=TARGET,
+                 full_window_s=1e9)
+    assert early.move_counts() == {MoveKind.RETARGET: 0, MoveKind.SPAWN: 2, MoveKind.STOP: 0}
+
+
 def test_no_spare_slot_stops_before_the_stats_cover_a_whole_window() -> None:
     # A manager that has just started has seconds of stats: they say little about the
     # slots a queue will want (steady seed 12: the first plan, on 5 s, stopped 12 of
