@@ -6,7 +6,7 @@ else spawns into free capacity, else retargets one of an equal- or higher-priori
 (given `spare_slots`, any queue's spare is retargeted before a spawn).
 A queue above its plan keeps its extra slots, idle and warm, until some queue needs them
 or, given `spare_slots`, until the spares of all queues pass their limit (then they are cut,
-water-filled over the queues).
+water-filled over the queues, none below its queue's `keep` count).
 """
 from __future__ import annotations
 
@@ -275,11 +275,13 @@ class _Layout:
         """Stop a queue's slots beyond its max (or all of a queue gone from the config)."""
         self.stop_down_to(queue, self.count.get(queue, 0) - self.forced[queue])
 
-    def trim_spares(self, spare_slots: int, limit: int) -> None:
+    def trim_spares(self, spare_slots: int, limit: int, keep: Mapping[str, int]) -> None:
         """When more than `limit` slots are kept above plan in all, stop all but
         `spare_slots`: each queue keeps at most the same number of spares, the largest
-        number that fits (higher priorities get the odd slots)."""
-        spares = {q: self.surplus[q] for q in self.planned if self.surplus[q] > 0}
+        number that fits (higher priorities get the odd slots). A queue's slots up to
+        `keep[queue]` are not spares here (they may still be retargeted)."""
+        spares = {q: n for q in self.planned
+                  if (n := min(self.surplus[q], self.count.get(q, 0) - keep.get(q, 0))) > 0}
         if sum(spares.values()) <= limit:
             return
         order = sorted(spares, key=lambda q: (spares[q], self.priority(q), q))
@@ -321,6 +323,7 @@ def place(
     priorities: Mapping[str, int],
     max_slots: Mapping[str, int],
     spare_slots: tuple[int, int] | None = None,
+    keep: Mapping[str, int] | None = None,
 ) -> tuple[SlotMap, list[Move]]:
     """Lay planned counts onto the alive hosts in `capacities`, moving as few slots as possible.
 
@@ -340,5 +343,5 @@ def place(
         if layout.forced[queue] > 0:
             layout.stop_forced(queue)
     if spare_slots is not None:
-        layout.trim_spares(*spare_slots)
+        layout.trim_spares(*spare_slots, keep or {})
     return SlotMap(hosts=dict(zip(layout.names, layout.slots, strict=True))), layout.moves

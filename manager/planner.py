@@ -324,6 +324,7 @@ def plan(
     *,
     target_load: float,
     full_window_s: float | None = None,
+    keep: Mapping[str, int] | None = None,
 ) -> Plan:
     """The new slot map, built from the current one, with per-queue figures and the moves.
 
@@ -331,6 +332,8 @@ def plan(
     has just started), no spare slot is stopped: a few seconds of work say little about
     the slots a queue will want (steady, seed 12: the first plan, on 5 s, stopped 12 of
     reports' 19 starting slots, and its p99 went 1.3 -> 4.2 s).
+    keep: per queue, a count the spare cut stops no slot below (manager/stabilise.py: the
+    highest count planned over the last 5 minutes).
     """
     capacities = {h.host: max(h.capacity_slots, 0) for h in hosts if h.alive}
     counts = SlotMap(
@@ -371,6 +374,7 @@ def plan(
         spare_slots=(math.floor(SPARE_SHARE * (1 - DOWN_BAND) * capacity + EPSILON_SLOTS),
                      math.ceil(SPARE_SHARE * capacity - EPSILON_SLOTS))
         if window_seen(stats, full_window_s) else None,
+        keep=keep,
     )
     new_counts = new_map.counts()
     queue_plans = {

@@ -28,6 +28,7 @@ from manager.masters import Masters
 from manager.model import HostCapacity, Plan, QueueStats
 from manager.plan_guard import Checked, check_inputs
 from manager.plan_inputs import OverrideReader, QueueStatsReader, ServerFigures
+from manager.stabilise import RecentPlans
 from manager.stats import settings_in_force, with_batch_sizes
 from manager.store import EventKind, NewEvent, Store, apply_overrides
 from master.manager_frames import BACKOFF_MAX_INTERVALS
@@ -89,6 +90,8 @@ class Manager:
         self.history = History(store, wall_clock=wall_clock)
         # The queue server's waiting counts at the last plan: a burst is measured from them.
         self.waiting_at_plan: dict[str, int] = {}
+        # Full plans' counts: the spare cut stops no slot below a queue's recent highest.
+        self.recent_plans = RecentPlans()
         self.server = ServerFigures(stats_reader)
         self.overrides = OverrideReader(store)
         self.rejected_inputs: set[str] = set()
@@ -200,8 +203,11 @@ class Manager:
         result = planner.plan(
             masters.current_map(alive), with_batch_sizes(queues, in_force), checked.stats,
             checked.hosts, target_load=self.settings.target_load,
-            full_window_s=self.settings.stats_window_s,
+            full_window_s=self.settings.stats_window_s, keep=self.recent_plans.keep(now),
         )
+        if planner.window_seen(checked.stats, self.settings.stats_window_s):
+            # Not before: counts planned on seconds of stats would hold slots for minutes.
+            self.recent_plans.record(now, result)
         masters.take_plan(result.slot_map, alive)
         self.schedule.heartbeat_at = now + self.settings.heartbeat_interval_s
         for moved in moves_events(result):

@@ -260,6 +260,23 @@ def test_a_growing_queue_retargets_a_higher_priority_spare_before_it_spawns() ->
     assert early.move_counts() == {MoveKind.RETARGET: 0, MoveKind.SPAWN: 2, MoveKind.STOP: 0}
 
 
+def test_the_spare_cut_stops_no_slot_below_a_queues_kept_count() -> None:
+    """keep (manager/stabilise.py: the highest count planned over 5 minutes) holds slots
+    that a dip in demand left idle; the cut takes only the spares above it."""
+    queues = {"q": QueueConfig()}
+    current = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(8)}})
+    stats = {"q": running(8, 0.1)}
+    held = plan(current, queues, stats, hosts_of(1, 40), target_load=TARGET, keep={"q": 8})
+    assert held.queues["q"].planned_slots == 1
+    assert held.moves == ()
+    # Kept 5: the 3 spares above it are within the limit (0.08 x 40, rounded up: 4) and
+    # stay; kept 3: the 5 above it pass it and are cut to 2 (0.08 x 0.7 x 40, rounded down).
+    assert plan(current, queues, stats, hosts_of(1, 40), target_load=TARGET,
+                keep={"q": 5}).moves == ()
+    cut = plan(current, queues, stats, hosts_of(1, 40), target_load=TARGET, keep={"q": 3})
+    assert cut.slot_map.counts() == {"q": 5}
+
+
 def test_no_spare_slot_stops_before_the_stats_cover_a_whole_window() -> None:
     # A manager that has just started has seconds of stats: they say little about the
     # slots a queue will want (steady seed 12: the first plan, on 5 s, stopped 12 of
