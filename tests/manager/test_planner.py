@@ -208,7 +208,7 @@ def test_a_growing_queue_takes_idle_slots_of_a_lower_priority_queue_by_retargeti
     current = SlotMap(hosts={f"h{h}": {f"h{h}:{i}": "low" for i in range(5)} for h in range(2)})
     stats = {"low": busy_stats(0.0), "high": busy_stats(3.2)}
     result = plan(current, queues, stats, hosts_of(2, 5), target_load=TARGET)
-    # low's 6 idle slots left are above 1 (0.08 x 10) and all stop (0.08 x 0.7 x 10 < 1).
+    # low's 6 idle slots left are above 1 (0.03 x 10) and all stop (0.03 x 0.7 x 10 < 1).
     assert result.move_counts() == {MoveKind.RETARGET: 4, MoveKind.SPAWN: 0, MoveKind.STOP: 6}
     assert result.slot_map.host_counts("high") == {"h0": 2, "h1": 2}
     assert "low" not in result.slot_map.counts()
@@ -217,15 +217,15 @@ def test_a_growing_queue_takes_idle_slots_of_a_lower_priority_queue_by_retargeti
 def test_idle_slots_above_plan_stay_warm_up_to_the_spare_share_of_the_cluster() -> None:
     queues = {"q": QueueConfig()}
     current = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(8)}})
-    result = plan(current, queues, {"q": running(8, 0.1)}, hosts_of(1, 40), target_load=TARGET)
+    result = plan(current, queues, {"q": running(8, 0.1)}, hosts_of(1, 100), target_load=TARGET)
     assert result.queues["q"].desired_slots == 1
-    # 7 spares > 0.08 x 40: cut to 0.08 x 0.7 x 40 = 2 spares; the newest slots stop.
+    # 7 spares > 0.03 x 100: cut to 0.03 x 0.7 x 100 = 2 spares; the newest slots stop.
     assert result.slot_map.counts() == {"q": 3}
     assert sorted(result.slot_map.hosts["h0"]) == ["h0:0", "h0:1", "h0:2"]
     assert result.move_counts() == {MoveKind.RETARGET: 0, MoveKind.SPAWN: 0, MoveKind.STOP: 5}
     # Within the share, spares stay: 4 slots for a plan of 1 move nothing.
     kept = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(4)}})
-    again = plan(kept, queues, {"q": running(4, 0.2)}, hosts_of(1, 40), target_load=TARGET)
+    again = plan(kept, queues, {"q": running(4, 0.2)}, hosts_of(1, 100), target_load=TARGET)
     assert again.moves == ()
 
 
@@ -237,9 +237,9 @@ def test_spare_slots_are_cut_from_the_queue_that_keeps_the_most() -> None:
     current = SlotMap(hosts={"h0": {**{f"h0:{i}": "burst" for i in range(30)},
                                     "h0:30": "small", "h0:31": "small", "h0:32": "small"}})
     stats = {"burst": running(30, 1.0 / 30), "small": running(3, 1.0 / 3)}
-    result = plan(current, queues, stats, hosts_of(1, 100), target_load=TARGET)
-    # Planned 2 and 2 (1 busy slot each / 0.8); 29 spares > 8 (0.08 x 100), cut to 5
-    # (0.08 x 0.7 x 100): small keeps its one, burst 4 of its 28.
+    result = plan(current, queues, stats, hosts_of(1, 250), target_load=TARGET)
+    # Planned 2 and 2 (1 busy slot each / 0.8); 29 spares > 8 (0.03 x 250), cut to 5
+    # (0.03 x 0.7 x 250): small keeps its one, burst 4 of its 28.
     assert result.queues["burst"].planned_slots == 2
     assert result.queues["small"].planned_slots == 2
     assert result.slot_map.counts() == {"burst": 6, "small": 3}
@@ -266,14 +266,14 @@ def test_the_spare_cut_stops_no_slot_below_a_queues_kept_count() -> None:
     queues = {"q": QueueConfig()}
     current = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(8)}})
     stats = {"q": running(8, 0.1)}
-    held = plan(current, queues, stats, hosts_of(1, 40), target_load=TARGET, keep={"q": 8})
+    held = plan(current, queues, stats, hosts_of(1, 100), target_load=TARGET, keep={"q": 8})
     assert held.queues["q"].planned_slots == 1
     assert held.moves == ()
-    # Kept 5: the 3 spares above it are within the limit (0.08 x 40, rounded up: 4) and
-    # stay; kept 3: the 5 above it pass it and are cut to 2 (0.08 x 0.7 x 40, rounded down).
-    assert plan(current, queues, stats, hosts_of(1, 40), target_load=TARGET,
+    # Kept 5: the 3 spares above it are within the limit (0.03 x 100) and stay; kept 3:
+    # the 5 above it pass it and are cut to 2 (0.03 x 0.7 x 100, rounded down).
+    assert plan(current, queues, stats, hosts_of(1, 100), target_load=TARGET,
                 keep={"q": 5}).moves == ()
-    cut = plan(current, queues, stats, hosts_of(1, 40), target_load=TARGET, keep={"q": 3})
+    cut = plan(current, queues, stats, hosts_of(1, 100), target_load=TARGET, keep={"q": 3})
     assert cut.slot_map.counts() == {"q": 5}
 
 
@@ -284,11 +284,11 @@ def test_no_spare_slot_stops_before_the_stats_cover_a_whole_window() -> None:
     queues = {"q": QueueConfig()}
     current = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(8)}})
     early = running(8, 0.1, window_s=5.0)
-    result = plan(current, queues, {"q": early}, hosts_of(1, 40), target_load=TARGET,
+    result = plan(current, queues, {"q": early}, hosts_of(1, 100), target_load=TARGET,
                   full_window_s=60.0)
     assert result.queues["q"].planned_slots == 1
     assert result.moves == ()
-    later = plan(current, queues, {"q": running(8, 0.1)}, hosts_of(1, 40),
+    later = plan(current, queues, {"q": running(8, 0.1)}, hosts_of(1, 100),
                  target_load=TARGET, full_window_s=60.0)
     assert later.slot_map.counts() == {"q": 3}
 
