@@ -1,9 +1,10 @@
 """What a simulated cluster asks each plan interval (a Policy), and the planner as one."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
+from manager.burst import bursting, plan_burst
 from manager.model import HostCapacity, Move, QueueStats, SlotMap
 from manager.planner import plan, window_seen
 from manager.simulator.scenario import Scenario
@@ -25,9 +26,12 @@ class Policy(Protocol):
 class PlannerPolicy:
     name = "planner"
 
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: Scenario, *, burst_check_s: float = 0.0) -> None:
         self.scenario = scenario
         self.recent = RecentPlans()
+        # As the manager's burst_check_s (0: no burst plans between full plans).
+        self.burst_check_s = burst_check_s
+        self.waiting_at_plan: dict[str, int] = {}
 
     def decide(
         self,
@@ -42,6 +46,25 @@ class PlannerPolicy:
         )
         if window_seen(stats, self.scenario.window_s):  # as manager/service.py does
             self.recent.record(now_s, result)
+        self.waiting_at_plan = {q: s.waiting_jobs for q, s in stats.items()}
+        return result.moves
+
+    def burst(
+        self,
+        current: SlotMap,
+        waiting: Mapping[str, int],
+        stats: Callable[[], Mapping[str, QueueStats]],
+        hosts: Sequence[HostCapacity],
+    ) -> Sequence[Move]:
+        """Between full plans, as manager/service.py's plan_burst: the queues whose backlog
+        appeared or jumped since the last plan grow at once (stats read only then)."""
+        found = bursting(self.waiting_at_plan, waiting, self.scenario.queues, current.counts())
+        if not found:
+            return ()
+        result = plan_burst(current, self.scenario.queues, stats(), hosts, found,
+                            target_load=self.scenario.target_load)
+        if result.moves:
+            self.waiting_at_plan = dict(waiting)
         return result.moves
 
 

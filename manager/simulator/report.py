@@ -32,6 +32,7 @@ class SimResult:
     utilisation: float  # busy slot-seconds over alive slot-seconds
     slots_mean: float
     plan_cpu_ms_mean: float
+    burst_moves: int = 0  # of the moves, those made by burst plans between full plans
 
     @property
     def total_moves(self) -> int:

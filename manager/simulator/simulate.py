@@ -15,12 +15,12 @@ from collections.abc import Mapping, Sequence
 
 from manager.model import HostCapacity, Move, MoveKind, QueueStats, SlotMap
 from manager.simulator.baselines import fill, static_counts
-from manager.simulator.policy import Policy
+from manager.simulator.policy import PlannerPolicy, Policy
 from manager.simulator.report import QueueResult, SimResult, percentile
 from manager.simulator.scenario import Scenario
 from manager.simulator.world import Job, Phase, QueueBooks, SimSlot, generate_jobs
 
-ARRIVAL, READY, DONE, PLAN, HOST_DOWN, HOST_UP, HOST_SEEN, EXPIRE = range(8)
+ARRIVAL, READY, DONE, PLAN, HOST_DOWN, HOST_UP, HOST_SEEN, EXPIRE, BURST = range(9)
 
 
 class Simulation:
@@ -40,6 +40,7 @@ class Simulation:
         self.moves = {kind: 0 for kind in MoveKind}
         self.snapshots: deque[tuple[float, dict[str, tuple[float, float, int]]]] = deque()
         self.plan_cpu_s: list[float] = []
+        self.burst_moves = 0
 
     def schedule(self, at_s: float, kind: int, a: object = None, b: object = None) -> None:
         self.sequence += 1
@@ -52,6 +53,8 @@ class Simulation:
             if stream:
                 self.schedule(stream[0][0], ARRIVAL, queue, 0)
         self.schedule(self.scenario.plan_interval_s, PLAN)
+        if isinstance(self.policy, PlannerPolicy) and self.policy.burst_check_s > 0:
+            self.schedule(self.scenario.plan_interval_s + self.policy.burst_check_s, BURST)
         for index, failure in enumerate(self.scenario.failures):
             for host in self.scenario.failing_hosts(index):
                 self.schedule(failure.at_s, HOST_DOWN, host)
@@ -61,7 +64,7 @@ class Simulation:
         handlers = {
             ARRIVAL: self.on_arrival, READY: self.on_ready, DONE: self.on_done,
             PLAN: self.on_plan, HOST_DOWN: self.on_host_down, HOST_UP: self.on_host_up,
-            HOST_SEEN: self.on_host_seen, EXPIRE: self.on_expire,
+            HOST_SEEN: self.on_host_seen, EXPIRE: self.on_expire, BURST: self.on_burst,
         }
         duration_s = self.scenario.duration_s
         while self.events and self.events[0][0] <= duration_s:
@@ -262,6 +265,15 @@ class Simulation:
         self.apply(moves)
         self.schedule(self.now_s + self.scenario.plan_interval_s, PLAN)
 
+    def on_burst(self, _a: object, _b: object) -> None:
+        """The manager's burst check: the waiting counts now against those at the last plan."""
+        assert isinstance(self.policy, PlannerPolicy)
+        waiting = {q: len(b.waiting) for q, b in self.books.items()}
+        moves = self.policy.burst(self.current_map(), waiting, self.window_stats, self.host_list())
+        self.burst_moves += len(moves)
+        self.apply(moves)
+        self.schedule(self.now_s + self.policy.burst_check_s, BURST)
+
 
     def result(self) -> SimResult:
         end_s = self.scenario.duration_s
@@ -300,6 +312,7 @@ class Simulation:
             policy=self.policy.name,
             queues=queues,
             moves={kind.value: n for kind, n in self.moves.items()},
+            burst_moves=self.burst_moves,
             utilisation=busy_s / lifetime_s if lifetime_s else 0.0,
             slots_mean=lifetime_s / end_s,
             plan_cpu_ms_mean=1000 * sum(self.plan_cpu_s) / max(len(self.plan_cpu_s), 1),

@@ -95,6 +95,18 @@ def test_the_same_seed_gives_the_same_results_and_another_seed_does_not(tiny: Pa
     assert simulate(other, [PlannerPolicy(other)])[0].queues != first.queues
 
 
+def test_burst_checks_plan_between_full_plans_only_when_asked(tiny: Path) -> None:
+    """The manager's burst check (manager/burst.py), modelled: off by default, so the
+    table's figures stay those of full plans alone."""
+    scenario = load_scenario(tiny)
+    plain, checked = simulate(scenario, [PlannerPolicy(scenario),
+                                         PlannerPolicy(scenario, burst_check_s=0.25)])
+    assert plain.burst_moves == 0
+    # urgent's bursts (8/s for 20 s every 100 s) are seen between plans.
+    assert 0 < checked.burst_moves <= checked.total_moves
+    assert checked.queues["urgent"].jobs == plain.queues["urgent"].jobs
+
+
 @pytest.mark.parametrize("lock_timeout_s", [30, 7200])
 def test_no_job_is_lost_or_counted_twice_when_a_host_dies(
     tiny: Path, lock_timeout_s: int
