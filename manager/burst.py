@@ -26,16 +26,23 @@ def bursting(
     waiting_at_plan: Mapping[str, int], waiting_now: Mapping[str, int],
     queues: Mapping[str, QueueConfig], slots: Mapping[str, int],
 ) -> list[str]:
-    """Queues whose backlog appeared (none at the last plan) or jumped since, and that could
-    have more slots; most important first."""
+    """Queues whose backlog appeared (none at the last plan: any backlog for a queue with no
+    slot, two batches for one with slots) or jumped since, and that could have more slots;
+    most important first."""
     found = []
     for name, config in queues.items():
         now = waiting_now.get(name, 0)
         before = waiting_at_plan.get(name, 0)
         if now <= 0 or slots.get(name, 0) >= config.max_slots:
             continue
-        appeared = before == 0
-        jumped = now >= JUMP_FACTOR * before and now - before >= JUMP_BATCHES * config.batch_size
+        grew = now - before >= JUMP_BATCHES * config.batch_size
+        # A queue with no slot has nobody to take even one job: any backlog is a burst. One
+        # with slots bursts only past noise: counting every backlog that appeared (a queue
+        # of a few jobs a second is empty between them) as a burst moved slots at each
+        # check in a short cluster (simulator, hosts_lost with burst checks: 228-283 moves
+        # per run against HPA's 153-193; 72-89 with this rule).
+        appeared = before == 0 and (slots.get(name, 0) == 0 or grew)
+        jumped = now >= JUMP_FACTOR * before and grew
         if appeared or jumped:
             found.append(name)
     return sorted(found, key=lambda q: (-queues[q].priority, q))

@@ -18,14 +18,17 @@ def one_host(slots: dict[str, str]) -> SlotMap:
     return SlotMap(hosts={"h": slots})
 
 
-def test_a_backlog_that_appears_or_doubles_by_two_batches_is_a_burst() -> None:
+def test_a_backlog_that_appears_or_doubles_by_two_batches_is_a_burst_and_any_backlog_without_a_slot() -> None:
     slots = {"burst": 1, "bulk": 9}
     assert bursting({}, {"burst": 4000}, QUEUES, slots) == ["burst"]
     assert bursting({"burst": 100}, {"burst": 150}, QUEUES, slots) == []       # not doubled
     assert bursting({"burst": 5}, {"burst": 20}, QUEUES, slots) == []          # < 2 batches more
     assert bursting({"burst": 5}, {"burst": 25}, QUEUES, slots) == ["burst"]
     assert bursting({}, {"burst": 4000}, QUEUES, {"burst": 8}) == []           # at its max already
-    assert bursting({}, {"burst": 1, "vip": 1}, QUEUES, slots) == ["vip", "burst"]
+    # A backlog appearing in a queue with no slot is a burst at one job; with slots, at two batches.
+    assert bursting({}, {"burst": 1, "vip": 1}, QUEUES, slots) == ["vip"]
+    assert bursting({}, {"burst": 1, "vip": 1}, QUEUES, {**slots, "vip": 1}) == []
+    assert bursting({}, {"burst": 20, "vip": 20}, QUEUES, {**slots, "vip": 1}) == ["vip", "burst"]
 
 
 def test_the_burst_queue_takes_lower_priority_slots_down_to_their_minimum_and_nothing_else_moves() -> None:
