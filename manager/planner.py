@@ -42,6 +42,13 @@ SPARE_SHARE = 0.03
 # compounds while jobs wait), but by at most this much: uncapped, a priority-9 burst of
 # 8 busy slots took 33 (priority_storm's api_hooks), each one a retarget there and back.
 COMPOUND_CAP = 1.5
+# ... except for a saturated queue: its window's idle slot-seconds, spread over the slots it
+# has now, are at most this share of the window (every slot, however new, has been busy since
+# it came). Its cap is then 1.5x the count now, not the window's average, which lags a flood
+# seconds old (priority_storm with burst checks: bulk_mail held at 52 slots for 20 s while its
+# backlog grew 284 -> 832). A burst that clears leaves idle slots (api_hooks: 10-30% of the
+# window per slot), so it keeps the average's cap.
+SATURATED_IDLE = 0.05
 # In a short cluster, a queue whose need (busy slots + its backlog over a window) is this
 # many slots above its count is not held there by SHARE_BAND: the band kept hosts_lost's
 # archive at 43 slots, 100% busy with its backlog growing, beside 24 idle slots of higher
@@ -131,8 +138,10 @@ def queue_demand(
         slots = (stats.busy_s / window_s + min(urgent_backlog_s / window_s, batches)) / target_load
         return Demand(load=load, slots=slots, need_slots=need)
     load = (stats.busy_s + backlog_s) / stats.slot_lifetime_s
-    current = max(float(current_slots), stats.slot_lifetime_s / window_s)
-    current = min(current, COMPOUND_CAP * max(stats.slot_lifetime_s / window_s, 1.0))
+    window_slots = stats.slot_lifetime_s / window_s
+    current = max(float(current_slots), window_slots)
+    cap_base = current if saturated(stats, current_slots) else window_slots
+    current = min(current, COMPOUND_CAP * max(cap_base, 1.0))
     # The slots that were busy on average over the window, not the count now times the
     # window's busy share: right after growth that share was measured on fewer slots, and
     # with no backlog left it compounded the growth plan after plan (steady: reports grew
@@ -142,6 +151,13 @@ def queue_demand(
     backlog_slots = min(current * urgent_backlog_s / stats.slot_lifetime_s, batches)
     need = busy_slots + min(current * backlog_s / stats.slot_lifetime_s, batches)
     return Demand(load=load, slots=(busy_slots + backlog_slots) / target_load, need_slots=need)
+
+
+def saturated(stats: QueueStats, current_slots: int) -> bool:
+    """Whether the window's idle slot-seconds, spread over the slots now, are at most
+    SATURATED_IDLE of the window: every slot has been busy since it came."""
+    idle_s = max(stats.slot_lifetime_s - stats.busy_s, 0.0)
+    return current_slots > 0 and idle_s <= SATURATED_IDLE * current_slots * stats.window_s
 
 
 def window_slot_count(stats: QueueStats) -> float:
