@@ -364,13 +364,27 @@ def test_a_small_backlog_asks_no_more_slots_than_it_has_batches() -> None:
 def test_a_backlog_compounds_growth_by_at_most_half_again_the_windows_average_count() -> None:
     # 2 slots on average over the window, 10 now: the backlog part is scaled by 3 (1.5 x 2),
     # not 10. Uncapped, priority_storm's api_hooks took 33 slots for a burst that kept 8 busy.
-    stats = QueueStats(waiting_jobs=40, jobs_done=120, busy_s=120.0, slot_lifetime_s=120.0)
+    # Half the window's slot time idle, as api_hooks' was: not saturated.
+    stats = QueueStats(waiting_jobs=40, jobs_done=60, busy_s=60.0, slot_lifetime_s=120.0)
     now_ten = queue_demand(stats, batch_size=1, current_slots=10, target_load=TARGET, priority=9)
     now_three = queue_demand(stats, batch_size=1, current_slots=3, target_load=TARGET, priority=9)
     assert now_ten == now_three
     assert now_three.slots > queue_demand(
         stats, batch_size=1, current_slots=2, target_load=TARGET, priority=9
     ).slots
+
+
+def test_a_saturated_queue_compounds_its_backlog_on_its_count_now() -> None:
+    # A flood seconds old: 5 slots on average over the window, 52 now, every slot busy since
+    # it came. Capped by the lagging average (7.5), priority_storm's bulk_mail stayed at 52
+    # slots for 20 s while its backlog tripled; on the count now it grows at this plan.
+    stats = QueueStats(waiting_jobs=300, jobs_done=200, busy_s=295.0, slot_lifetime_s=300.0)
+    flood = queue_demand(stats, batch_size=5, current_slots=52, target_load=TARGET)
+    assert flood.slots > 52 * (1 + up_band(0, TARGET))
+    # The same window with most of its slot time idle (a burst that had cleared) keeps
+    # the average's cap.
+    cleared = QueueStats(waiting_jobs=300, jobs_done=60, busy_s=90.0, slot_lifetime_s=300.0)
+    assert queue_demand(cleared, batch_size=5, current_slots=52, target_load=TARGET).slots < 52
 
 
 def test_settle_does_not_hold_a_queue_whose_need_is_well_above_its_count() -> None:
