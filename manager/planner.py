@@ -42,12 +42,10 @@ SPARE_SHARE = 0.03
 # compounds while jobs wait), but by at most this much: uncapped, a priority-9 burst of
 # 8 busy slots took 33 (priority_storm's api_hooks), each one a retarget there and back.
 COMPOUND_CAP = 1.5
-# ... except for a saturated queue: its window's idle slot-seconds, spread over the slots it
-# has now, are at most this share of the window (every slot, however new, has been busy since
-# it came). Its cap is then 1.5x the count now, not the window's average, which lags a flood
-# seconds old (priority_storm with burst checks: bulk_mail held at 52 slots for 20 s while its
-# backlog grew 284 -> 832). A burst that clears leaves idle slots (api_hooks: 10-30% of the
-# window per slot), so it keeps the average's cap.
+# Not for a saturated queue (the window's idle slot-seconds, spread over the slots now, at
+# most this share of the window): its backlog compounds on the count now, as the average
+# lags a flood seconds old (priority_storm with burst plans: bulk_mail held at 52 slots for
+# 20 s, backlog 284 -> 832). api_hooks' burst left 10-30% idle per slot: capped.
 SATURATED_IDLE = 0.05
 # In a short cluster, a queue whose need (busy slots + its backlog over a window) is this
 # many slots above its count is not held there by SHARE_BAND: the band kept hosts_lost's
@@ -116,7 +114,8 @@ def queue_demand(
     load = (busy + backlog time) / slot lifetime. Slots = (busy slots on average over the
     window + current x backlog time / slot lifetime) / target, where current is the larger
     of the slots now and their average over the window (a queue that just lost slots is not
-    judged by its reduced count), capped at COMPOUND_CAP x that average. For the slot count the backlog weighs
+    judged by its reduced count), capped at COMPOUND_CAP x that average unless the queue is
+    saturated. For the slot count the backlog weighs
     backlog_urgency(priority) times: important queues clear it sooner.
     """
     job_s = job_time_s(stats)
@@ -138,10 +137,9 @@ def queue_demand(
         slots = (stats.busy_s / window_s + min(urgent_backlog_s / window_s, batches)) / target_load
         return Demand(load=load, slots=slots, need_slots=need)
     load = (stats.busy_s + backlog_s) / stats.slot_lifetime_s
-    window_slots = stats.slot_lifetime_s / window_s
-    current = max(float(current_slots), window_slots)
-    cap_base = current if saturated(stats, current_slots) else window_slots
-    current = min(current, COMPOUND_CAP * max(cap_base, 1.0))
+    current = max(float(current_slots), stats.slot_lifetime_s / window_s)
+    if not saturated(stats, current_slots):
+        current = min(current, COMPOUND_CAP * max(stats.slot_lifetime_s / window_s, 1.0))
     # The slots that were busy on average over the window, not the count now times the
     # window's busy share: right after growth that share was measured on fewer slots, and
     # with no backlog left it compounded the growth plan after plan (steady: reports grew
