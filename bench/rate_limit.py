@@ -34,6 +34,7 @@ sys.path.insert(0, str(REPO_ROOT))
 sys.path.append(str(HERE))
 HANDLERS_DIR = HERE / "rate_handlers"
 
+import psutil  # noqa: E402
 from outside_api import OutsideApi, achieved_per_s  # noqa: E402
 
 from queue_server.client import QueueClient  # noqa: E402
@@ -42,6 +43,8 @@ RATE_PER_S = 10
 SLOTS = 2
 QUEUE_OF_MODE = {"paced": "calls_paced", "batch_permits": "calls_batch_permits", "none": "calls_paced"}
 START_DEADLINE_S = 30.0
+# Fresh ports when our queue server could not take the one free_port() found.
+PORT_ATTEMPTS = 3
 STOP_DEADLINE_S = 15.0
 
 
@@ -127,16 +130,26 @@ def _listen_of(config_text: str) -> str:
     return config_text.split('listen = "', 1)[1].split('"', 1)[0]
 
 
+class PortTaken(RuntimeError):
+    """Our queue server exited before it listened: another process took the port that
+    free_port() found free (two test workers can be handed the same one)."""
+
+
 def _wait_accepting(config_text: str, process: subprocess.Popen[bytes], workdir: Path) -> None:
-    host, _, port = _listen_of(config_text).rpartition(":")
+    """Until our own queue server listens on its port. A connect test alone was fooled once:
+    two workers got the same port, the second server could not bind, and the second run's
+    clients used the first run's server (both counted half of the calls, 42 of 80)."""
+    port = int(_listen_of(config_text).rpartition(":")[2])
     deadline = time.monotonic() + START_DEADLINE_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"queue server exited: {(workdir / 'queue-server.log').read_text()}")
-        with contextlib.suppress(OSError), socket.create_connection((host, int(port)), 0.2):
-            return
+            raise PortTaken(f"queue server exited: {(workdir / 'queue-server.log').read_text()}")
+        with contextlib.suppress(psutil.Error):
+            if any(c.status == psutil.CONN_LISTEN and c.laddr.port == port
+                   for c in psutil.Process(process.pid).net_connections(kind="tcp")):
+                return
         time.sleep(0.05)
-    raise RuntimeError("queue server did not accept connections")
+    raise RuntimeError("queue server did not listen on its port")
 
 
 def _wait_done(client: QueueClient, queue: str, count: int, *, timeout_s: float, workdir: Path) -> None:
@@ -156,6 +169,19 @@ def run_once(mode: str, batch_size: int, *, jobs: int, workdir: Path, burst: int
              must_finish: bool = True, limit: tuple[int, float] = (RATE_PER_S, 1.0)) -> Result:
     """One cluster, warmed up with two jobs, then `jobs` jobs through the outside API (within
     4x the time they need at the rate plus 30 s; AssertionError past it if `must_finish`)."""
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        try:
+            return _run_once(mode, batch_size, jobs=jobs, workdir=workdir / f"run-{attempt}",
+                             burst=burst, must_finish=must_finish, limit=limit)
+        except PortTaken:
+            if attempt == PORT_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _run_once(mode: str, batch_size: int, *, jobs: int, workdir: Path, burst: int,
+              must_finish: bool, limit: tuple[int, float]) -> Result:
+    workdir.mkdir(parents=True, exist_ok=True)
     queue = QUEUE_OF_MODE[mode]
     ipc_dir = Path(tempfile.mkdtemp(prefix="sm-rl-", dir="/tmp"))
     try:
