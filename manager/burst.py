@@ -72,13 +72,21 @@ def plan_burst(
     bursts: Sequence[str],
     *,
     target_load: float,
+    last_planned: Mapping[str, int] | None = None,
 ) -> Plan:
-    """Grow the bursting queues to their desired counts where free capacity and lower-priority
-    queues (down to their minimums, lowest priority first) allow; nothing else changes."""
+    """Grow the bursting queues to their desired counts from the spares of other queues
+    (their slots above `last_planned`, the last full plan's counts; lowest priority first),
+    then free capacity, then lower-priority queues (down to their minimums, lowest priority
+    first); nothing else changes."""
     capacities = {h.host: max(h.capacity_slots, 0) for h in hosts if h.alive}
     alive = SlotMap(hosts={h: s for h, s in current.hosts.items() if h in capacities})
     planned = {name: count for name, count in alive.counts().items() if name in queues}
     free = sum(capacities.values()) - sum(alive.counts().values())
+    # Spares first, as the full plan takes them: a burst that spawned into free capacity
+    # left the spares idle beside its new slots until the cut (steady seed 12 with burst
+    # checks: 1.8 slots more on average, utilisation 65.5 -> 63.7% against HPA's 69%).
+    spares = {q: max(0, n - last_planned[q]) for q, n in planned.items()
+              if last_planned is not None and q in last_planned and q not in bursts}
     wanted: dict[str, int] = {}
     for name in bursts:
         config = queues[name]
@@ -93,6 +101,13 @@ def plan_burst(
                                      target_load=target_load,
                                      window_slots=window_slot_count(stats.get(name, NO_STATS)))
         grow = max(0, wanted[name] - now)
+        from_spares = 0
+        for holder in sorted(spares, key=lambda q: (queues[q].priority, q)):
+            give = min(grow - from_spares, spares[holder])
+            spares[holder] -= give
+            planned[holder] -= give
+            from_spares += give
+        grow -= from_spares
         from_free = min(grow, max(free, 0))
         free -= from_free
         grow -= from_free
@@ -103,11 +118,12 @@ def plan_burst(
             give = min(grow - taken, max(0, planned[donor] - queues[donor].min_slots))
             planned[donor] -= give
             taken += give
-        planned[name] = now + from_free + taken
+        planned[name] = now + from_spares + from_free + taken
     new_map, moves = place(
         current, capacities, planned,
         priorities={q: c.priority for q, c in queues.items()},
         max_slots={q: c.max_slots for q, c in queues.items()},
+        spares_first=True,
     )
     counts = new_map.counts()
     plans = {

@@ -324,14 +324,17 @@ def place(
     max_slots: Mapping[str, int],
     spare_slots: tuple[int, int] | None = None,
     keep: Mapping[str, int] | None = None,
+    spares_first: bool = False,
 ) -> tuple[SlotMap, list[Move]]:
     """Lay planned counts onto the alive hosts in `capacities`, moving as few slots as possible.
 
     Hosts missing from `capacities` are dead: their slots are gone, with no move.
     The sum of planned counts must not exceed the total capacity.
+    spares_first: retarget any queue's spare before a spawn without cutting spares (always
+    so when `spare_slots` is given).
     """
     layout = _Layout(current, capacities, planned, priorities, max_slots,
-                     spares_first=spare_slots is not None)
+                     spares_first=spares_first or spare_slots is not None)
     layout.trim_overfull_hosts()
     layout.find_sources()
     growing = sorted(

@@ -32,6 +32,7 @@ class PlannerPolicy:
         # As the manager's burst_check_s (0: no burst plans between full plans).
         self.burst_check_s = burst_check_s
         self.waiting_at_plan: dict[str, int] = {}
+        self.last_planned: dict[str, int] = {}
 
     def decide(
         self,
@@ -47,6 +48,7 @@ class PlannerPolicy:
         if window_seen(stats, self.scenario.window_s):  # as manager/service.py does
             self.recent.record(now_s, result)
         self.waiting_at_plan = {q: s.waiting_jobs for q, s in stats.items()}
+        self.last_planned = {q: p.planned_slots for q, p in result.queues.items()}
         return result.moves
 
     def burst(
@@ -62,7 +64,7 @@ class PlannerPolicy:
         if not found:
             return ()
         result = plan_burst(current, self.scenario.queues, stats(), hosts, found,
-                            target_load=self.scenario.target_load)
+                            target_load=self.scenario.target_load, last_planned=self.last_planned)
         if result.moves:
             self.waiting_at_plan = dict(waiting)
         return result.moves
