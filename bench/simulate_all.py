@@ -1,7 +1,7 @@
 """Run every scenario in bench/scenarios/ and print the planner-vs-baselines table.
 
     .venv/bin/python bench/simulate_all.py [--detail] [--extra-seeds 11,12,13] [--base main]
-                                           [--burst-check 0.25]
+                                           [--burst-check S | --no-burst-check]
 
 The promise checked per scenario: the planner's high-priority p99 wait beats both
 baselines, with fewer slot moves than the HPA-style rule. --extra-seeds reruns each
@@ -9,9 +9,12 @@ scenario with other seeds, so one lucky seed cannot carry the table. Exit 1 if t
 promise fails anywhere. Issue 19's further goals are shown per run and counted: the
 worst other queue's p99 within 1.5x the better baseline's, utilisation no more than 5
 points below HPA's. --base runs the planner of that commit (its `git archive`) on the
-same scenarios and seeds, for its move counts beside today's. --burst-check models the
-manager's burst plans between full plans (manager/burst.py) every that many seconds; the
-moves column then counts them too.
+same scenarios and seeds, for its move counts beside today's (with the same burst check
+where that commit's simulator models one). The planner runs as the manager does: with
+its burst plans between full plans (manager/burst.py) every `burst_check_s` of the
+manager's config (its default, read from config/models.py), and the moves column counts
+them too. --burst-check S models another interval; --no-burst-check (or S = 0) runs full
+plans alone.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.base_checkout import code_dirs
 from manager.simulator.baselines import HpaPolicy, StaticPolicy
-from manager.simulator.policy import PlannerPolicy
+from manager.simulator.policy import MANAGER_BURST_CHECK_S, PlannerPolicy
 from manager.simulator.report import (
     SimResult,
     format_run,
@@ -53,20 +56,31 @@ from manager.simulator.policy import PlannerPolicy
 from manager.simulator.scenario import load_scenario
 from manager.simulator.simulate import simulate
 moves = {}
+check = float(sys.argv[2])
+
+
+def policy(scenario):
+    try:
+        return PlannerPolicy(scenario, burst_check_s=check)
+    except TypeError:  # a commit from before the simulator modelled burst checks
+        return PlannerPolicy(scenario)
+
+
 for path, seeds in json.loads(sys.argv[1]):
     scenario = load_scenario(Path(path))
     for seed in seeds:
         again = scenario.model_copy(update={"seed": seed})
-        moves[f"{again.name}/{seed}"] = simulate(again, [PlannerPolicy(again)])[0].total_moves
+        moves[f"{again.name}/{seed}"] = simulate(again, [policy(again)])[0].total_moves
 print(json.dumps(moves))
 """
 
 
-def base_moves(base: str, runs: list[tuple[str, list[int]]]) -> dict[str, int]:
+def base_moves(base: str, runs: list[tuple[str, list[int]]], burst_check_s: float) -> dict[str, int]:
     with code_dirs(base, prefix="slotmap-simulate-") as dirs:
         tree = dirs[f"base {base}"]
         env = {**os.environ, "PYTHONPATH": str(tree)}
-        out = subprocess.run([sys.executable, "-c", BASE_MOVES, json.dumps(runs)], cwd=tree,
+        out = subprocess.run([sys.executable, "-c", BASE_MOVES, json.dumps(runs),
+                              str(burst_check_s)], cwd=tree,
                              env=env, check=True, capture_output=True, text=True).stdout
     return {k: int(v) for k, v in json.loads(out).items()}
 
@@ -83,7 +97,7 @@ def goals(results: list[SimResult], high: str, holds: bool) -> dict[str, bool]:
     }
 
 
-def run(scenario: Scenario, burst_check_s: float = 0.0) -> list[SimResult]:
+def run(scenario: Scenario, burst_check_s: float) -> list[SimResult]:
     return simulate(scenario, [PlannerPolicy(scenario, burst_check_s=burst_check_s),
                                StaticPolicy(scenario), HpaPolicy(scenario)])
 
@@ -93,8 +107,12 @@ def main() -> int:
     parser.add_argument("--detail", action="store_true", help="per-queue tables too")
     parser.add_argument("--extra-seeds", default="", help="comma-separated seeds to recheck")
     parser.add_argument("--base", help="a commit whose planner's moves to show beside today's")
-    parser.add_argument("--burst-check", type=float, default=0.0, metavar="S",
-                        help="model the manager's burst check every S seconds (0: none)")
+    checks = parser.add_mutually_exclusive_group()
+    checks.add_argument("--burst-check", type=float, default=MANAGER_BURST_CHECK_S, metavar="S",
+                        help="the manager's burst check every S seconds of virtual time (default: "
+                             f"the manager's default, {MANAGER_BURST_CHECK_S:g}; 0: none)")
+    checks.add_argument("--no-burst-check", dest="burst_check", action="store_const", const=0.0,
+                        help="full plans alone, no burst plans between them")
     args = parser.parse_args()
     extra_seeds = [int(s) for s in args.extra_seeds.split(",") if s.strip()]
     paths = sorted(SCENARIOS.glob("*.toml"))
@@ -114,8 +132,11 @@ def main() -> int:
     before = {}
     if args.base:
         runs = [(str(p), [load_scenario(p).seed, *extra_seeds]) for p in paths]
-        before = base_moves(args.base, runs)
+        before = base_moves(args.base, runs, args.burst_check)
     elapsed_s = time.perf_counter() - started
+    print(f"burst check: {f'every {args.burst_check:g} s' if args.burst_check > 0 else 'off'}"
+          " (the planner's burst plans between full plans)")
+    print()
     print("\n".join(summary_header() + rows))
     print()
     print("moves (r/s/x): retargets / spawns / stops. Waits count jobs still waiting at the end.")

@@ -90,6 +90,8 @@ class Manager:
         self.history = History(store, wall_clock=wall_clock)
         # The queue server's waiting counts at the last plan: a burst is measured from them.
         self.waiting_at_plan: dict[str, int] = {}
+        # The last full plan's counts: a burst plan takes slots above them (spares) first.
+        self.last_planned: dict[str, int] = {}
         # Full plans' counts: the spare cut stops no slot below a queue's recent highest.
         self.recent_plans = RecentPlans()
         self.server = ServerFigures(stats_reader)
@@ -214,6 +216,7 @@ class Manager:
             log.info("%s", moved.message)
             self.note(moved)
         self.waiting_at_plan = self.server.waiting()
+        self.last_planned = {q: p.planned_slots for q, p in result.queues.items()}
         self.history.record_plan(
             now=now, at_unix=at_unix, last_plan_at=self.schedule.last_plan_at, plan=result,
             queues=queues, overrides=overrides, in_force=in_force, work=masters.work,
@@ -266,13 +269,15 @@ class Manager:
         )
         result = burst.plan_burst(
             current, with_batch_sizes(queues, in_force), checked.stats, checked.hosts, found,
-            target_load=self.settings.target_load,
+            target_load=self.settings.target_load, last_planned=self.last_planned,
         )
         if not result.moves:
             # Nothing to move yet (no job time known, no donor): looked at again next check.
             return result
         # Measured from here on: one burst makes one plan however long its puts go on.
         self.waiting_at_plan = waiting
+        # The burst's new slots are planned ones, not spares another burst could take.
+        self.last_planned.update({q: p.planned_slots for q, p in result.queues.items()})
         masters.take_plan(result.slot_map, alive)
         masters.send_heartbeats()  # the masters get the map now, not at the next beat
         self.schedule.heartbeat_at = now + self.settings.heartbeat_interval_s

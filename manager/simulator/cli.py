@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from manager.simulator.baselines import HpaPolicy, StaticPolicy
-from manager.simulator.policy import PlannerPolicy
+from manager.simulator.policy import MANAGER_BURST_CHECK_S, PlannerPolicy
 from manager.simulator.report import format_run, summary_header, summary_rows, verdict
 from manager.simulator.scenario import load_scenario
 from manager.simulator.simulate import simulate
@@ -21,6 +21,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("scenario", metavar="SCENARIO", help="scenario file (TOML)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
+    parser.add_argument("--burst-check", type=float, default=MANAGER_BURST_CHECK_S, metavar="S",
+                        help="the manager's burst check every S seconds of virtual time "
+                             f"(default: the manager's, {MANAGER_BURST_CHECK_S:g}; 0: full plans alone)")
     parser.set_defaults(func=run)
 
 
@@ -29,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
     if args.seed is not None:
         scenario = scenario.model_copy(update={"seed": args.seed})
     results = simulate(
-        scenario, [PlannerPolicy(scenario), StaticPolicy(scenario), HpaPolicy(scenario)]
+        scenario, [PlannerPolicy(scenario, burst_check_s=args.burst_check), StaticPolicy(scenario),
+                   HpaPolicy(scenario)]
     )
     high = scenario.high_priority_queue()
     if args.json:

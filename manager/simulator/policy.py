@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
+from config.models import ManagerConfig
 from manager.burst import bursting, plan_burst
 from manager.model import HostCapacity, Move, QueueStats, SlotMap
 from manager.planner import plan, window_seen
@@ -23,10 +24,15 @@ class Policy(Protocol):
     ) -> Sequence[Move]: ...
 
 
+# The manager's default burst check, read from its config model so the two cannot drift:
+# the simulator runs what a manager runs unless told otherwise (0: full plans alone).
+MANAGER_BURST_CHECK_S: float = ManagerConfig.model_fields["burst_check_s"].default
+
+
 class PlannerPolicy:
     name = "planner"
 
-    def __init__(self, scenario: Scenario, *, burst_check_s: float = 0.0) -> None:
+    def __init__(self, scenario: Scenario, *, burst_check_s: float = MANAGER_BURST_CHECK_S) -> None:
         self.scenario = scenario
         self.recent = RecentPlans()
         # As the manager's burst_check_s (0: no burst plans between full plans).
@@ -67,6 +73,7 @@ class PlannerPolicy:
                             target_load=self.scenario.target_load, last_planned=self.last_planned)
         if result.moves:
             self.waiting_at_plan = dict(waiting)
+            self.last_planned.update({q: p.planned_slots for q, p in result.queues.items()})
         return result.moves
 
 

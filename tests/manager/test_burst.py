@@ -3,7 +3,7 @@ only the bursting queue, from free capacity and lower priorities, past its dead 
 from __future__ import annotations
 
 from config.models import QueueConfig
-from manager.burst import bursting, plan_burst
+from manager.burst import BURST_DRAIN_S, backlog_drain_s, bursting, plan_burst
 from manager.model import HostCapacity, QueueStats, SlotMap
 
 TARGET = 0.8
@@ -50,7 +50,51 @@ def test_free_capacity_goes_first_and_higher_priorities_are_never_taken() -> Non
 
 def test_a_small_rise_inside_the_dead_band_moves_nothing() -> None:
     current = one_host({**{f"h:{n}": "burst" for n in range(4)}, **{f"h:{n}": "bulk" for n in range(4, 10)}})
-    # 4 slots busy 70% of the window and a small backlog: demand within 4 x (1 + 0.05).
-    stats = {"burst": QueueStats(waiting_jobs=20, jobs_done=8400, busy_s=168.0, slot_lifetime_s=240.0)}
+    # 4 slots busy 60% of the window and 9 jobs of 1 s waiting (2.25 s for the 4 slots to
+    # start, a burst by its drain time): demand (2.4 + 0.9) / 0.8 is within 4 x (1 + 0.05).
+    stats = {"burst": QueueStats(waiting_jobs=9, jobs_done=144, busy_s=144.0, slot_lifetime_s=240.0)}
+    assert backlog_drain_s(stats["burst"], 4) >= BURST_DRAIN_S
     result = plan_burst(current, QUEUES, stats, [HostCapacity("h", 10)], ["burst"], target_load=TARGET)
     assert result.moves == ()
+
+
+def test_a_backlog_the_slots_start_within_the_drain_time_is_no_burst_however_it_jumped() -> None:
+    queues = {"media": QueueConfig(priority=4, max_slots=64, batch_size=1),
+              "archive": QueueConfig(priority=0, max_slots=64, batch_size=1)}
+    current = one_host({**{f"h:{n}": "media" for n in range(22)},
+                        **{f"h:{n}": "archive" for n in range(22, 64)}})
+    # 14 jobs of 2 s behind 22 busy slots (Poisson noise, seen 20 times a plan): 1.3 s of
+    # work per slot, gone before a new slot could arrive.
+    noise = QueueStats(waiting_jobs=14, jobs_done=480, busy_s=960.0, slot_lifetime_s=1320.0)
+    assert backlog_drain_s(noise, 22) < BURST_DRAIN_S
+    assert bursting({}, {"media": 14}, queues, {"media": 22, "archive": 42}) == ["media"]
+    hosts = [HostCapacity("h", 64)]
+    assert plan_burst(current, queues, {"media": noise}, hosts, ["media"], target_load=TARGET).moves == ()
+    # Three times that backlog is a burst: archive gives slots.
+    burst = QueueStats(waiting_jobs=42, jobs_done=480, busy_s=960.0, slot_lifetime_s=1320.0)
+    result = plan_burst(current, queues, {"media": burst}, hosts, ["media"], target_load=TARGET)
+    assert result.slot_map.counts()["media"] > 22
+
+
+def test_drain_time_is_unbounded_without_a_slot_or_a_known_job_time() -> None:
+    waiting = QueueStats(waiting_jobs=3)
+    assert backlog_drain_s(waiting, 0) == float("inf")
+    assert backlog_drain_s(waiting, 5) == float("inf")  # nothing done in the window yet
+    assert backlog_drain_s(QueueStats(), 5) == 0.0
+    done = QueueStats(waiting_jobs=30, jobs_done=10, busy_s=20.0, slot_lifetime_s=60.0)
+    assert backlog_drain_s(done, 3) == 30 * 2.0 / 3
+
+
+def test_a_burst_takes_other_queues_spares_before_free_capacity() -> None:
+    # vip (priority 9) holds 5 slots where the last full plan gave it 2: 3 spares, idle and
+    # warm. The burst retargets them before it forks into the 2 free slots.
+    current = one_host({**{f"h:{n}": "burst" for n in range(5)},
+                        **{f"h:{n}": "vip" for n in range(5, 10)}})
+    stats = {"burst": QueueStats(waiting_jobs=4000, jobs_done=3000, busy_s=60.0, slot_lifetime_s=60.0)}
+    result = plan_burst(current, QUEUES, stats, [HostCapacity("h", 12)], ["burst"],
+                        target_load=TARGET, last_planned={"vip": 2, "burst": 5})
+    assert result.slot_map.counts() == {"burst": 8, "vip": 2}
+    assert [(m.kind, m.from_queue) for m in result.moves] == [("retarget", "vip")] * 3
+    # Without the last plan's counts nothing is a spare: free capacity first, as before.
+    plain = plan_burst(current, QUEUES, stats, [HostCapacity("h", 12)], ["burst"], target_load=TARGET)
+    assert plain.slot_map.counts() == {"burst": 7, "vip": 5}

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from config.errors import ConfigError
+from config.models import ManagerConfig
 from deploy.cli import main
 from manager.model import HostCapacity, MoveKind, QueueStats, SlotMap
 from manager.simulator.baselines import HpaPolicy, StaticPolicy, fill, static_counts
-from manager.simulator.policy import PlannerPolicy
+from manager.simulator.policy import MANAGER_BURST_CHECK_S, PlannerPolicy
 from manager.simulator.report import SimResult
 from manager.simulator.scenario import Arrivals, Scenario, load_scenario
 from manager.simulator.simulate import EXPIRE, Simulation, simulate
@@ -95,12 +96,13 @@ def test_the_same_seed_gives_the_same_results_and_another_seed_does_not(tiny: Pa
     assert simulate(other, [PlannerPolicy(other)])[0].queues != first.queues
 
 
-def test_burst_checks_plan_between_full_plans_only_when_asked(tiny: Path) -> None:
-    """The manager's burst check (manager/burst.py), modelled: off by default, so the
-    table's figures stay those of full plans alone."""
+def test_burst_checks_run_as_the_managers_default_unless_turned_off(tiny: Path) -> None:
+    """The manager's burst check (manager/burst.py), modelled by default at the interval of
+    the manager's config, so the simulator runs what a manager runs; 0 turns it off."""
+    assert MANAGER_BURST_CHECK_S == ManagerConfig().burst_check_s > 0
     scenario = load_scenario(tiny)
-    plain, checked = simulate(scenario, [PlannerPolicy(scenario),
-                                         PlannerPolicy(scenario, burst_check_s=0.25)])
+    plain, checked = simulate(scenario, [PlannerPolicy(scenario, burst_check_s=0.0),
+                                         PlannerPolicy(scenario)])
     assert plain.burst_moves == 0
     # urgent's bursts (8/s for 20 s every 100 s) are seen between plans.
     assert 0 < checked.burst_moves <= checked.total_moves
