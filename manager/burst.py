@@ -27,6 +27,7 @@ JUMP_BATCHES = 2
 # alone, and every such plan took slots the next full plans kept (hosts_lost: media's 14
 # jobs of 2 s behind 22 slots, 1.3 s of work each, took 3 of archive's slots).
 BURST_DRAIN_S = 2.0
+DRAIN_JOBS = 2.0
 
 
 def backlog_drain_s(stats: QueueStats, slots: int) -> float:
@@ -91,7 +92,8 @@ def plan_burst(
     for name in bursts:
         config = queues[name]
         now = planned.get(name, 0)
-        if backlog_drain_s(stats.get(name, NO_STATS), now) < BURST_DRAIN_S:
+        job_s = job_time_s(stats.get(name, NO_STATS)) or 0.0
+        if backlog_drain_s(stats.get(name, NO_STATS), now) < max(BURST_DRAIN_S, DRAIN_JOBS * job_s):
             wanted[name] = now
             continue
         demand = queue_demand(stats.get(name, NO_STATS), batch_size=config.batch_size,

@@ -274,6 +274,7 @@ def settle(
         if share > now and need.get(queue, 0.0) > now + DEFICIT_SLOTS:
             kept = False
         settled[queue] = now if kept else share
+    _relieve_hot(settled, fair, need)
     by_priority = sorted(fair, key=lambda q: (-queues[q].priority, q))
     over = sum(settled.values()) - capacity_slots
     for queue in reversed(by_priority):
@@ -290,6 +291,26 @@ def settle(
         settled[queue] += take
         room -= take
     return settled
+
+
+def _relieve_hot(settled: dict[str, int], fair: Mapping[str, int], need: Mapping[str, float]) -> None:
+    hot = sorted((q for q in settled if settled[q] < fair[q] and settled[q] > 0
+                  and need.get(q, 0.0) > MAX_HELD_LOAD * settled[q]),
+                 key=lambda q: (-need.get(q, 0.0) / settled[q], q))
+    for queue in hot:
+        while settled[queue] < fair[queue]:
+            donors = [q for q in settled if q != queue and settled[q] > fair[q] and settled[q] > 1]
+            if not donors:
+                break
+            donor = min(donors, key=lambda q: (need.get(q, 0.0) / (settled[q] - 1), q))
+            after = need.get(donor, 0.0) / (settled[donor] - 1)
+            if after + HOT_MARGIN > need.get(queue, 0.0) / (settled[queue] + 1):
+                break
+            settled[donor] -= 1
+            settled[queue] += 1
+
+
+HOT_MARGIN = 0.05
 
 
 def _weighted_shares(
