@@ -5,7 +5,15 @@ from collections import Counter
 
 from config.models import QueueConfig
 from manager.model import HostCapacity, MoveKind, QueueStats, SlotMap
-from manager.planner import MAX_HELD_LOAD, band_fraction, plan, queue_demand, settle, up_band
+from manager.planner import (
+    MAX_HELD_LOAD,
+    band_fraction,
+    plan,
+    queue_demand,
+    relieve_hot,
+    settle,
+    up_band,
+)
 
 TARGET = 0.8
 
@@ -396,8 +404,36 @@ def test_settle_does_not_hold_a_queue_whose_need_is_well_above_its_count() -> No
     current = {"low": 43, "high": 15}
     desired = {"low": 59, "high": 15}
     held = settle(fair, current, desired, queues, capacity_slots=60,
-                  need={"low": 44.5, "high": 10.0})
-    assert held == {"low": 45, "high": 15}  # within the band and within 2 slots of its need
+                  need={"low": 38.0, "high": 10.0})
+    assert held == {"low": 45, "high": 15}  # within the band, at 88% load, near its need
     short = settle(fair, current, desired, queues, capacity_slots=60,
                    need={"low": 47.0, "high": 10.0})
     assert short == {"low": 47, "high": 13}
+
+
+def test_settle_moves_slots_to_a_hot_queue_below_its_share_from_cooler_queues_above_theirs() -> None:
+    # hosts_lost after the loss: archive at 44 slots for 42 busy (95%), 3 below its share
+    # and within SHARE_BAND of it, beside analytics at 38 for 28 busy (74%) above its share.
+    queues = {"archive": QueueConfig(priority=0), "analytics": QueueConfig(priority=1)}
+    fair = {"archive": 47, "analytics": 35}
+    current = {"archive": 44, "analytics": 38}
+    desired = {"archive": 53, "analytics": 38}
+    settled = settle(fair, current, desired, queues, capacity_slots=82,
+                     need={"archive": 42.0, "analytics": 28.0})
+    assert settled == {"archive": 47, "analytics": 35}
+
+
+def test_two_hot_queues_do_not_trade_slots_over_a_small_load_gap() -> None:
+    # Both near 90%: moving a slot would only swap which one is hotter, plan after plan.
+    queues = {"archive": QueueConfig(priority=0), "analytics": QueueConfig(priority=1)}
+    fair = {"archive": 47, "analytics": 35}
+    current = {"archive": 45, "analytics": 37}
+    settled = dict(current)
+    relieve_hot(settled, fair, {"archive": 42.0, "analytics": 32.5}, queues)
+    assert settled == current  # 32.5 / 36 = 0.90, + HOT_MARGIN above 42 / 46 = 0.91
+    # A giver never goes below its minimum, nor below its share.
+    cool = {"archive": 42.0, "analytics": 20.0}
+    relieve_hot(settled, fair, cool, {**queues, "analytics": QueueConfig(priority=1, min_slots=37)})
+    assert settled == current
+    relieve_hot(settled, fair, cool, queues)
+    assert settled == {"archive": 47, "analytics": 35}
