@@ -1,11 +1,12 @@
 """Bursts between plans (pure): which queues' backlogs appeared or jumped, and a plan that grows
-only them, taking slots from free capacity and then from lower priorities.
+only them, taking other queues' spares, then free capacity, then lower priorities' slots.
 
 The full plan runs every `plan_interval_s` (5 s): a burst waited up to that long before
 anything saw it (4,000 jobs into a queue with 1 slot of 8 stayed at 1 slot for 4.6-5.2 s).
 The manager reads the queue server's waiting counts every `burst_check_s` and, when a queue
-bursts, plans for it alone: no other queue grows, none of equal or higher priority shrinks,
-and the burst queue grows only past its dead band (as in a full plan).
+bursts, plans for it alone: no other queue grows, none of equal or higher priority shrinks
+but by its spares, and the burst queue grows only past its dead band (as in a full plan) and
+only for a backlog its slots would not start soon anyway (`outlasts_noise`).
 """
 from __future__ import annotations
 
@@ -20,12 +21,16 @@ from manager.planner import NO_STATS, desired_count, job_time_s, queue_demand, w
 # changes are noise the full plan handles on its interval.
 JUMP_FACTOR = 2.0
 JUMP_BATCHES = 2
-# A backlog the queue's slots now start within this many seconds is no burst, whatever its
-# jump: a new slot takes about as long to arrive (a fork and a warm-up: the simulator's
-# spawn_delay_s is 2 s), so the backlog is gone before the slot could help. Checked 20
-# times per plan, the waiting counts of a busy queue jump by two batches in Poisson noise
-# alone, and every such plan took slots the next full plans kept (hosts_lost: media's 14
-# jobs of 2 s behind 22 slots, 1.3 s of work each, took 3 of archive's slots).
+# A backlog the queue's slots now start within this many seconds, or within DRAIN_JOBS of
+# its own jobs, is no burst, whatever its jump: a new slot takes about as long to arrive (a
+# fork and a warm-up: the simulator's spawn_delay_s is 2 s), so the backlog is gone before
+# the slot could help. Checked 20 times per plan, the waiting counts of a busy queue jump by
+# two batches in Poisson noise alone, and every such plan took slots the next full plans
+# kept (hosts_lost: media's 14 jobs of 2 s behind 22 slots, 1.3 s of work each, took 3 of
+# archive's slots). The noise in that time grows with the job time (a wait of a few jobs
+# is the usual queue at 80% load): media's 20 jobs behind 19-21 slots, 2.1-2.2 s, still
+# took 6-7 slots of archive per burst plan at 2 s alone (hosts_lost seed 11: 165 moves
+# against HPA's 163).
 BURST_DRAIN_S = 2.0
 DRAIN_JOBS = 2.0
 
@@ -37,6 +42,13 @@ def backlog_drain_s(stats: QueueStats, slots: int) -> float:
     if slots <= 0 or job_s is None:
         return float("inf") if stats.waiting_jobs > 0 else 0.0
     return stats.waiting_jobs * job_s / slots
+
+
+def outlasts_noise(stats: QueueStats, slots: int) -> bool:
+    """Whether the backlog takes the slots longer to start than BURST_DRAIN_S and than
+    DRAIN_JOBS of the queue's jobs: a burst worth slots, not a queue's usual wait."""
+    limit_s = max(BURST_DRAIN_S, DRAIN_JOBS * (job_time_s(stats) or 0.0))
+    return backlog_drain_s(stats, slots) >= limit_s
 
 
 def bursting(
@@ -92,9 +104,8 @@ def plan_burst(
     for name in bursts:
         config = queues[name]
         now = planned.get(name, 0)
-        job_s = job_time_s(stats.get(name, NO_STATS)) or 0.0
-        if backlog_drain_s(stats.get(name, NO_STATS), now) < max(BURST_DRAIN_S, DRAIN_JOBS * job_s):
-            wanted[name] = now
+        if not outlasts_noise(stats.get(name, NO_STATS), now):
+            wanted[name] = now  # looked at again at the next check, against the same plan
             continue
         demand = queue_demand(stats.get(name, NO_STATS), batch_size=config.batch_size,
                               current_slots=now, target_load=target_load, priority=config.priority)

@@ -3,7 +3,7 @@ only the bursting queue, from free capacity and lower priorities, past its dead 
 from __future__ import annotations
 
 from config.models import QueueConfig
-from manager.burst import BURST_DRAIN_S, backlog_drain_s, bursting, plan_burst
+from manager.burst import BURST_DRAIN_S, backlog_drain_s, bursting, outlasts_noise, plan_burst
 from manager.model import HostCapacity, QueueStats, SlotMap
 
 TARGET = 0.8
@@ -63,17 +63,25 @@ def test_a_backlog_the_slots_start_within_the_drain_time_is_no_burst_however_it_
               "archive": QueueConfig(priority=0, max_slots=64, batch_size=1)}
     current = one_host({**{f"h:{n}": "media" for n in range(22)},
                         **{f"h:{n}": "archive" for n in range(22, 64)}})
-    # 14 jobs of 2 s behind 22 busy slots (Poisson noise, seen 20 times a plan): 1.3 s of
-    # work per slot, gone before a new slot could arrive.
-    noise = QueueStats(waiting_jobs=14, jobs_done=480, busy_s=960.0, slot_lifetime_s=1320.0)
-    assert backlog_drain_s(noise, 22) < BURST_DRAIN_S
-    assert bursting({}, {"media": 14}, queues, {"media": 22, "archive": 42}) == ["media"]
     hosts = [HostCapacity("h", 64)]
-    assert plan_burst(current, queues, {"media": noise}, hosts, ["media"], target_load=TARGET).moves == ()
-    # Three times that backlog is a burst: archive gives slots.
-    burst = QueueStats(waiting_jobs=42, jobs_done=480, busy_s=960.0, slot_lifetime_s=1320.0)
-    result = plan_burst(current, queues, {"media": burst}, hosts, ["media"], target_load=TARGET)
+
+    def media(waiting: int) -> QueueStats:  # 16 of 22 slots busy with jobs of 2 s
+        return QueueStats(waiting_jobs=waiting, jobs_done=480, busy_s=960.0, slot_lifetime_s=1320.0)
+
+    # 14 jobs behind 22 busy slots (Poisson noise, seen 20 times a plan): 1.3 s of work per
+    # slot, gone before a new slot could arrive; 22 jobs, 2 s, within two of its 2 s jobs.
+    assert bursting({}, {"media": 14}, queues, {"media": 22, "archive": 42}) == ["media"]
+    for waiting in (14, 22):
+        assert not outlasts_noise(media(waiting), 22)
+        assert plan_burst(current, queues, {"media": media(waiting)}, hosts, ["media"],
+                          target_load=TARGET).moves == ()
+    # 66 jobs, 6 s of work per slot, is a burst: archive gives slots.
+    assert outlasts_noise(media(66), 22)
+    result = plan_burst(current, queues, {"media": media(66)}, hosts, ["media"], target_load=TARGET)
     assert result.slot_map.counts()["media"] > 22
+    # Short jobs: the 2 s floor holds (40 jobs of 0.1 s behind 1 slot: 4 s, a burst).
+    quick = QueueStats(waiting_jobs=40, jobs_done=600, busy_s=60.0, slot_lifetime_s=60.0)
+    assert outlasts_noise(quick, 1) and not outlasts_noise(quick, 3)
 
 
 def test_drain_time_is_unbounded_without_a_slot_or_a_known_job_time() -> None:
