@@ -220,7 +220,9 @@ class ManagerConfig(_Strict):
         default=0.25, ge=0, le=60, allow_inf_nan=False,
         description="How often the manager reads the queue server's waiting counts between plans: a "
                     "queue whose backlog appears or doubles gets a plan of its own at once (it grows "
-                    "from free capacity and lower priorities only). 0: bursts wait for the next plan.")
+                    "from other queues' idle spares, free capacity and lower priorities only; a "
+                    "backlog its slots start within 2 s, or 2 of its jobs, waits for the next plan). "
+                    "0: bursts wait for the next plan.")
     heartbeat_interval_s: float = Field(default=1.0, gt=0, description="Heartbeats between the manager and each master.")
     heartbeat_liveness: int = Field(default=3, ge=1, description="Missed heartbeats after which the other side counts as dead.")
     stats_window_s: float = Field(default=60.0, gt=0, description="The recent window the planner measures each queue's load over.")
