@@ -5,15 +5,8 @@ from collections import Counter
 
 from config.models import QueueConfig
 from manager.model import HostCapacity, MoveKind, QueueStats, SlotMap
-from manager.planner import (
-    MAX_HELD_LOAD,
-    band_fraction,
-    plan,
-    queue_demand,
-    relieve_hot,
-    settle,
-    up_band,
-)
+from manager.planner import MAX_HELD_LOAD, band_fraction, plan, queue_demand, up_band
+from manager.settle import relieve_hot, settle
 
 TARGET = 0.8
 
