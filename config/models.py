@@ -191,7 +191,10 @@ class MasterConfig(_Strict):
                     "them): a host whose load stays high because of other programs keeps serving "
                     "its queues, slowly, instead of stopping. 1 rather than the CPU count: the "
                     "host is already over its limit, one slot keeps the queues moving while "
-                    "yielding the CPUs to the rest; 0 lets the load stop the host.",
+                    "yielding the CPUs to the rest; 0 lets the load stop the host. Under a "
+                    "manager the queues' min_slots, and one slot for each queue with waiting "
+                    "jobs, outrank the load bound (within memory and max_slots), however low "
+                    "this floor.",
     )
     beacon_interval_ms: int = Field(default=200, ge=10, description="How often each slot reports to its master.")
     hung_after_beacons: int = Field(default=3, ge=1, description="A slot silent for this many beacon intervals is hung and killed.")

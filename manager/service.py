@@ -25,6 +25,7 @@ from manager.history import History
 from manager.leader import Lease
 from manager.link import ManagerSocket
 from manager.masters import Masters
+from manager.minimum_room import host_capacities
 from manager.model import HostCapacity, Plan, QueueStats
 from manager.plan_guard import Checked, check_inputs
 from manager.plan_inputs import OverrideReader, QueueStatsReader, ServerFigures
@@ -197,9 +198,10 @@ class Manager:
         masters = self.masters
         alive = masters.alive_hosts()
         in_force = settings_in_force(masters.view.reports[h] for h in alive)
+        waiting = self.server.waiting()
         checked = self.checked_inputs(
-            masters.work.queue_stats(now, self.server.waiting()),
-            [HostCapacity(h, masters.view.reports[h].capacity) for h in alive],
+            masters.work.queue_stats(now, waiting),
+            host_capacities(masters.view.reports, alive, queues, in_force, waiting),
         )
         # The planner counts batches with the batch size the slots use, not the config's default.
         result = planner.plan(
@@ -265,7 +267,7 @@ class Manager:
         in_force = settings_in_force(masters.view.reports[h] for h in alive)
         checked = self.checked_inputs(
             masters.work.queue_stats(now, waiting),
-            [HostCapacity(h, masters.view.reports[h].capacity) for h in alive],
+            host_capacities(masters.view.reports, alive, queues, in_force, waiting),
         )
         result = burst.plan_burst(
             current, with_batch_sizes(queues, in_force), checked.stats, checked.hosts, found,

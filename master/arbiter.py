@@ -273,7 +273,9 @@ class Master:
     def reconcile(self, now: float) -> None:
         serving = {i: s.assignment.queue for i, s in self.slots.items() if s.state in SERVING}
         held = {i for i, s in self.slots.items() if s.state not in SERVING}
-        target = self.reconciler.target(serving, capacity=self.sizing.capacity.slots, held_ids=held)
+        capacity = self.sizing.capacity
+        target = self.reconciler.target(serving, capacity=capacity.slots, held_ids=held,
+                                        ceiling=min(capacity.by_memory, capacity.max_slots))
         for change in changes(serving, target):
             match change:
                 case Stop(slot_id):

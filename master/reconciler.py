@@ -109,11 +109,17 @@ class Reconciler:
         return sorted(set(queues) - self.handled_queues)
 
     def target(
-        self, current: Mapping[int, str], *, capacity: int, held_ids: Collection[int]
+        self, current: Mapping[int, str], *, capacity: int, held_ids: Collection[int],
+        ceiling: int | None = None,
     ) -> dict[int, str]:
+        """`capacity` bounds this host by memory, max_slots and load; `ceiling` (memory and
+        max_slots alone, default `capacity`) bounds the manager's assignment: the manager
+        plans within the load bound this host reports and goes over it only for the queues'
+        configured minimums (manager/minimum_room.py), which the load must not starve."""
         if isinstance(self.desired, SlotAssignment):
+            bound = capacity if ceiling is None else max(capacity, ceiling)
             ids = sorted(i for i, q in self.desired.slots.items() if q in self.handled_queues)
-            return {slot_id: self.desired.slots[slot_id] for slot_id in ids[: max(0, capacity)]}
+            return {slot_id: self.desired.slots[slot_id] for slot_id in ids[: max(0, bound)]}
         counts = {q: n for q, n in self.desired.items() if q in self.handled_queues}
         return assign(
             current, counts, capacity=capacity, priorities=self.priorities, held_ids=held_ids

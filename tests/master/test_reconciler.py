@@ -61,3 +61,14 @@ def test_a_manager_assignment_replaces_the_static_map_slot_by_slot() -> None:
     reconciler.apply_slot_map(SlotAssignment({0: "a", 1: "b", 4: "b"}))
     target = reconciler.target(current, capacity=10, held_ids=())
     assert changes(current, target) == [Retarget(1, "b"), Spawn(4, "b")]
+
+
+def test_a_manager_assignment_is_bounded_by_the_ceiling_and_the_static_map_by_the_capacity() -> None:
+    # Capped by load to 1 slot, memory for 5: the manager's map of 3 (one per queue minimum)
+    # runs whole; the static map, which no manager planned within the load, keeps to 1.
+    reconciler = Reconciler(handled_queues=frozenset({"a", "b", "c"}))
+    reconciler.apply_slot_map(SlotAssignment({0: "a", 1: "b", 2: "c"}))
+    assert reconciler.target({}, capacity=1, held_ids=(), ceiling=5) == {0: "a", 1: "b", 2: "c"}
+    assert reconciler.target({}, capacity=1, held_ids=(), ceiling=2) == {0: "a", 1: "b"}
+    reconciler.apply_slot_map({"a": 1, "b": 1, "c": 1})
+    assert len(reconciler.target({}, capacity=1, held_ids=(), ceiling=5)) == 1
