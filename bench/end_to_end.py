@@ -160,8 +160,10 @@ class Result:
 
 
 @contextlib.contextmanager
-def process_group(command: list[str], *, env: dict[str, str], log: Path, cwd: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """A subprocess in its own session, SIGTERM'd then SIGKILL'd (the whole group) at the end."""
+def process_group(command: list[str], *, env: dict[str, str], log: Path, cwd: Path,
+                  stop_deadline_s: float = 10.0) -> Iterator[subprocess.Popen[bytes]]:
+    """A subprocess in its own session, SIGTERM'd then, after `stop_deadline_s`, SIGKILL'd
+    (the whole group) at the end. Also tests/deploy/test_run_failover.py's."""
     with open(log, "wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd,
                                    start_new_session=True)
@@ -171,7 +173,7 @@ def process_group(command: list[str], *, env: dict[str, str], log: Path, cwd: Pa
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
         try:
-            process.wait(timeout=10)
+            process.wait(timeout=stop_deadline_s)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)

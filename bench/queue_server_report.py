@@ -1,5 +1,5 @@
 """Tables, machine facts, py-spy profile summaries and the RESULTS.md section of
-bench/queue_server.py (the measuring lives there; this only presents it)."""
+bench/queue_server.py (the measuring lives in queue_server_measure.py; this only presents it)."""
 from __future__ import annotations
 
 import datetime as _dt
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 import peers
 import seed_test
 
-if TYPE_CHECKING:  # bench/queue_server.py, run as a script with bench/ on sys.path
-    from queue_server import Bench  # type: ignore[attr-defined]
+if TYPE_CHECKING:  # bench/queue_server.py runs as a script with bench/ on sys.path
+    from queue_server_measure import Bench
 
 
 @dataclass

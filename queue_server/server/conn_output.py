@@ -5,6 +5,7 @@ the rest of the connection only by the attributes below.
 """
 from __future__ import annotations
 
+import abc
 import asyncio
 import logging
 
@@ -24,7 +25,7 @@ _OPEN, _QUITTING, _FAILING = ConnState.OPEN, ConnState.QUITTING, ConnState.FAILI
 log = logging.getLogger("slotmap.queue_server")
 
 
-class Output:
+class Output(abc.ABC):
     server: Server
     transport: asyncio.Transport | None
     peer: object
@@ -39,14 +40,21 @@ class Output:
     held_turns: int
     is_replication_link: bool
 
-    def write(self, reply: bytes) -> None: ...  # connection.py's (it passes itself as a Conn)
+    # Connection's (connection.py; write passes it on as a Conn). Abstract, not empty
+    # stubs: a class without one cannot be made (TypeError, and mypy says so).
+    @abc.abstractmethod
+    def write(self, reply: bytes) -> None: ...
 
+    @abc.abstractmethod
     def move(self, state: ConnState) -> None: ...
 
+    @abc.abstractmethod
     def close(self) -> None: ...
 
+    @abc.abstractmethod
     def resume(self) -> None: ...
 
+    @abc.abstractmethod
     def hold_reading(self, reason: str) -> None: ...
 
     def write_status(self, reply: bytes) -> None:

@@ -230,6 +230,11 @@ class Connection(Output, asyncio.Protocol):
             kind = guard.cross_protocol(line)
             if kind is not None:
                 return self.refuse_cross_protocol(kind)
+            if self.is_replication_link:
+                # A reply would land inside the records streamed to the replica: it could
+                # not apply it, and its byte count would no longer be ours.
+                server.journal.cut(self, f"it sent {bytes(line[:80])!r}: {error.reply.decode('ascii', 'replace')}")
+                return True
             self.write(error.reply + b"\r\n")
             return False
         if parsed.data_len >= 0:

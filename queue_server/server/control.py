@@ -26,8 +26,10 @@ def execute(server: Server, conn: Conn, command: p.Command) -> None:
     elif isinstance(command, p.Clone):
         _clone(server, conn, command)
     elif isinstance(command, p.ReplAck):
-        # no reply: the link is a stream
-        server.replica_acked(conn, command.confirmed_bytes, command.confirmed_records)
+        if conn.is_replication_link:  # no reply: the link is a stream
+            server.replica_acked(conn, command.confirmed_bytes, command.confirmed_records)
+        else:  # a client's would count as a replica's heartbeat (ROLE's links)
+            conn.write(responses.REPLACK_OFF_LINK)
     elif isinstance(command, p.Authority):
         conn.write_status(_authority(server, command))  # never held behind sync replies
     elif isinstance(command, p.Auth):

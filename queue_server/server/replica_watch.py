@@ -54,6 +54,18 @@ class ReplicaWatch(Generic[L]):
             self.sync.link_added(link)
 
     def acked(self, link: L, confirmed_bytes: int, now: float, confirmed_records: int | None = None) -> Released:
+        """A REPLACK on `link` (its numbers already bounded by numbers.py). One that claims
+        more than was streamed to the link, or a position past every record written here,
+        is garbled or from another history: the link is cut (the replica resyncs) rather
+        than letting it release held replies or show a lag of 0 it does not have."""
+        sent = self.stream.sent.get(link)
+        if sent is None:
+            return []  # cut already (a REPLACK read in the same turn as the cut)
+        wrong = _beyond(confirmed_bytes, sent, confirmed_records, self.stream.records)
+        if wrong is not None:
+            self.stream.cut(link, wrong)
+            self._forget(link)
+            return []
         self.confirmed[link] = confirmed_bytes
         if confirmed_records is not None:
             self.confirmed_records[link] = confirmed_records
@@ -91,6 +103,21 @@ class ReplicaWatch(Generic[L]):
         if self.sync is not None:
             self.sync.link_gone(link)
 
+    def heard_links(self) -> list[L]:
+        """Links that confirmed within the liveness limit and are not cut (ROLE): a link cut
+        between two ticks (a REPLACK that does not parse) is forgotten only at the next."""
+        sent = self.stream.sent
+        return [link for link in self.heard if link in sent]
+
     def in_sync_links(self) -> int:
-        """Links that confirmed within the liveness limit (ROLE)."""
-        return len(self.heard)
+        return len(self.heard_links())
+
+
+def _beyond(confirmed_bytes: int, sent: int, confirmed_records: int | None, written: int) -> str | None:
+    """Why a REPLACK cannot be true of this primary's stream, or None."""
+    if confirmed_bytes > sent:
+        return f"its REPLACK confirmed {confirmed_bytes} bytes, only {sent} were streamed to it"
+    if confirmed_records is not None and confirmed_records > written:
+        return (f"its REPLACK put it at record {confirmed_records}, past the {written} "
+                "records written here")
+    return None

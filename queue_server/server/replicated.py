@@ -5,8 +5,8 @@ as roles.py is: it knows the server only by the attributes below.
 """
 from __future__ import annotations
 
+import abc
 import time
-from collections.abc import Callable
 
 from queue_server.server import replay, replica_health, snapshot
 from queue_server.server.errors import ReplicationApplyError
@@ -19,7 +19,7 @@ from queue_server.server.settings import ServerSettings
 from queue_server.server.store import Store
 
 
-class Replicated:
+class Replicated(abc.ABC):
     settings: ServerSettings
     store: Store
     data_dir: DataDir
@@ -27,10 +27,16 @@ class Replicated:
     replicas: Replication[Conn]
     following: bool
     upstream: Upstream | None
-    flush_records: Callable[[], bool]  # a method of QueueServer (server.py)
 
+    # QueueServer's (server.py). Abstract, not empty stubs: a class without one cannot be
+    # made (TypeError at start, and mypy: "Cannot instantiate abstract class").
+    @abc.abstractmethod
+    def flush_records(self) -> bool: ...
+
+    @abc.abstractmethod
     def _after_change(self) -> None: ...
 
+    @abc.abstractmethod
     def _request_flush(self) -> None: ...
 
     def position(self) -> int:

@@ -123,7 +123,9 @@ class Replication(Generic[L]):
         the position its last REPLACK confirmed; nothing is counted per operation."""
         found = []
         for link, peer in self.peers.items():
-            sent = self.stream.sent.get(link, 0)
+            sent = self.stream.sent.get(link)
+            if sent is None:
+                continue  # cut (gone from `peers` at the next link)
             acked = self.sync.acked.get(link, -1) if self.sync is not None else self.watch.confirmed.get(link, -1)
             heard = self.watch.heard.get(link)
             position = self.watch.confirmed_records.get(link)
@@ -153,7 +155,7 @@ class Replication(Generic[L]):
         sync = self.sync
         released = 0 if sync is None else sync.released_turns
         role = b"replica" if following else b"primary"
-        in_sync = [self.peers[link] for link in self.watch.heard if link in self.peers]
+        in_sync = [self.peers[link] for link in self.watch.heard_links() if link in self.peers]
         if sync is not None and sync.state is not SyncState.SYNC:
             in_sync = []
         return b"200 OK %s %s %d %d %d %s %s %d\r\n" % (

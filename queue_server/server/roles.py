@@ -5,6 +5,7 @@ of the server's import circle: it knows the server only by the attributes below.
 """
 from __future__ import annotations
 
+import abc
 import asyncio
 import logging
 import math
@@ -25,7 +26,7 @@ class Cuttable(Protocol):
     def abort(self) -> None: ...
 
 
-class Roles:
+class Roles(abc.ABC):
     term: Term
     following: bool
     offline: bool
@@ -34,8 +35,12 @@ class Roles:
     _follow_task: asyncio.Task[None] | None
     _replicating: bool  # server.py's flush takes the replication path
 
+    # QueueServer's (server.py). Abstract, not empty stubs: a class without one cannot be
+    # made (TypeError at start, and mypy: "Cannot instantiate abstract class").
+    @abc.abstractmethod
     def promote(self) -> None: ...
 
+    @abc.abstractmethod
     def start_following(self, primary: tuple[str, int], promote_after_s: float) -> None: ...
 
     # ------------------------------------------------------------ the manager's commands

@@ -193,9 +193,9 @@ class StoreIndex:
             self.woken.append(state)
         state.ready += 1
 
+    # Not merged into _append_ready: a `front` flag there cost PUT +84 instructions pipelined (bench/RESULTS.md).
     def _prepend_ready(self, state: QueueState, priority: int, entry: Entry) -> None:
-        """_append_ready at the head of the priority (LATER ... FRONT); apart, so that PUT's
-        path stays as it was."""
+        """_append_ready at the head of the priority (LATER ... FRONT)."""
         level = state.levels.get(priority)
         if level is None:
             level = StoreIndex._new_level(state, priority)

@@ -14,13 +14,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from procs import REPO_ROOT, poll_until, to_toml
+from procs import REPO_ROOT, import_by_path, poll_until, to_toml
 
 from config.load import load_config
 from deploy.launcher import DEFAULT_CONFIG
 from queue_server.client import QueueClient
 from tests.queue_server import server_proc
 
+# A bench module (imported by path, as tests/slot/test_rate_limit_outside_api.py does):
+# its process_group is the one start-and-stop of a process session for both.
+end_to_end = import_by_path("sm_bench_end_to_end", REPO_ROOT / "bench" / "end_to_end.py")
 STEP_S = 60.0  # each step's deadline: generous, for a loaded machine
 
 
@@ -49,7 +52,8 @@ def _role(address: str) -> list[str]:
 
 @pytest.fixture
 def launched(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path, str, str]]:
-    """`slotmap run --replicas 1 --no-producer` in tmp_path; everything SIGKILLed at the end."""
+    """`slotmap run --replicas 1 --no-producer` in tmp_path; its session SIGTERMed, then
+    SIGKILLed, at the end."""
     port = _port_pair()
     primary, replica = f"127.0.0.1:{port}", f"127.0.0.1:{port + 1}"
     default = load_config(DEFAULT_CONFIG)
@@ -65,21 +69,11 @@ def launched(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path, st
     }))
     output = tmp_path / "run.out"
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
-    with open(output, "wb") as out:
-        launcher = subprocess.Popen(
-            [*server_proc.slotmap_command(), "run", "--config", str(config), "--replicas", "1",
-             "--no-producer"],
-            stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, env=env, start_new_session=True)
-    try:
+    command = [*server_proc.slotmap_command(), "run", "--config", str(config), "--replicas", "1",
+               "--no-producer"]
+    # SIGTERM first: `slotmap run` stops its parts in order (30 s on a loaded machine).
+    with end_to_end.process_group(command, env=env, log=output, cwd=tmp_path, stop_deadline_s=30.0) as launcher:
         yield launcher, output, primary, replica
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(launcher.pid, signal.SIGTERM)
-        try:
-            launcher.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(launcher.pid, signal.SIGKILL)
-            launcher.wait(timeout=10)
 
 
 def test_the_primarys_kill_promotes_the_replica_which_acknowledges_a_put(

@@ -4,17 +4,15 @@ the queue is not stopped by restart backoff, and a handler crashing on every job
 the per-queue budget (handlers in handlers/sm_test_crashes.py)."""
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
 from typing import Any
 
-from master_procs import MasterProc, ServerFor, StartMaster, poll_until
-from test_job_outcomes import dead_job, done_numbers, runs
+from job_runs import JobCluster, dead_job, done_numbers, oks_but, put_jobs, runs
+from master_procs import poll_until
 
 from master.backoff import CRASH_FORK_BURST, CRASH_FORKS_PER_S
-from queue_server.client import QueueClient
 
 MODULES = ["sm_test_crashes"]
 SCENARIO: dict[str, Any] = {"batch_size": 10, "max_attempts": 3, "retry_base_s": 0.2,
@@ -27,36 +25,20 @@ def cpu_s(pid: int) -> float:
     return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def put(client: QueueClient, queue: str, log: Path, actions: list[str]) -> list[str]:
-    return [client.put_job(queue, json.dumps({"log": str(log), "n": n, "do": do}), key=f"{queue}-{n}").key
-            for n, do in enumerate(actions)]
-
-
-def start(queue_server_for: ServerFor, start_master: StartMaster, slots: dict[str, int],
-          settings: dict[str, dict[str, Any]], jobs: dict[str, list[str]], log: Path) -> tuple[MasterProc, dict[str, list[str]]]:
-    """The jobs wait before the first slot starts, so each first GETB takes a full batch."""
-    server = queue_server_for(settings)
-    with QueueClient(server.address) as client:
-        keys = {queue: put(client, queue, log, actions) for queue, actions in jobs.items()}
-    master = start_master(modules=MODULES, static_slots=slots, queues=settings, server=server)
-    return master, keys
-
-
 def test_the_issue_scenario_good_jobs_done_fast_poison_jobs_dead_with_three_attempts(
-    queue_server_for: ServerFor, start_master: StartMaster, tmp_path: Path
+    job_cluster: JobCluster
 ) -> None:
     queue = "crash_mix"
-    log = tmp_path / "runs.log"
+    log = job_cluster.log
     actions = ["fail" if n % 20 == 5 else "exit" if n % 20 == 15 else "ok" for n in range(200)]
     good = {n for n, do in enumerate(actions) if do == "ok"}
-    master, keys = start(queue_server_for, start_master, {queue: 2}, {queue: SCENARIO},
-                         {queue: actions}, log)
+    master, keys = job_cluster.start(queue, 2, SCENARIO, actions)
     # 10 s is the goal (bench/crashes.py asserts it); here the deadline is for a loaded machine.
     poll_until(lambda: good <= done_numbers(log), timeout_s=60.0,
                what=lambda: f"all 180 good jobs done\n{master.log_tail()}")
     first_start = min(run.at for run in runs(log, "start"))
     good_done_s = max(run.at for run in runs(log, "done")) - first_start
-    deads = {n: dead_job(master, keys[queue][n], timeout_s=90.0)
+    deads = {n: dead_job(master, keys[n], timeout_s=90.0)
              for n, do in enumerate(actions) if do != "ok"}
     poison_dead_s = max(info.died_at for info in deads.values()) - first_start
     print(f"180 good jobs done {good_done_s:.2f} s, 20 poison jobs dead {poison_dead_s:.2f} s "
@@ -78,21 +60,18 @@ def test_the_issue_scenario_good_jobs_done_fast_poison_jobs_dead_with_three_atte
                                 what="the crashes counted")
     assert set(report.crash_counts[queue]) == {"exit_7"}
     charged = [crash for crash in report.crashes if crash.key is not None]
-    assert charged and all(crash.key in {keys[queue][n] for n in deads} for crash in charged)
+    assert charged and all(crash.key in {keys[n] for n in deads} for crash in charged)
     # Crashed in the job loop: no restart backoff, so no "failed starts".
     assert "failed starts in a row" not in master.log_text()
 
 
 def test_jobs_done_before_a_crash_in_their_batch_never_run_again(
-    queue_server_for: ServerFor, start_master: StartMaster, tmp_path: Path
+    job_cluster: JobCluster
 ) -> None:
     queue = "crash_done_then_exit"
-    log = tmp_path / "runs.log"
-    actions = ["ok"] * 10
-    actions[4] = "exit"
-    master, keys = start(queue_server_for, start_master, {queue: 1}, {queue: SCENARIO},
-                         {queue: actions}, log)
-    dead = dead_job(master, keys[queue][4], timeout_s=60.0)
+    log = job_cluster.log
+    master, keys = job_cluster.start(queue, 1, SCENARIO, oks_but(10, {4: "exit"}))
+    dead = dead_job(master, keys[4], timeout_s=60.0)
     poll_until(lambda: done_numbers(log) == set(range(10)) - {4}, timeout_s=30.0,
                what="the batch-mates done")
     starts = runs(log, "start")
@@ -110,16 +89,12 @@ def test_jobs_done_before_a_crash_in_their_batch_never_run_again(
 
 
 def test_the_jobs_after_the_crashing_one_keep_their_place_in_line(
-    queue_server_for: ServerFor, start_master: StartMaster, tmp_path: Path
+    job_cluster: JobCluster
 ) -> None:
     queue = "crash_mix"
-    log = tmp_path / "runs.log"
-    actions = ["ok"] * 30
-    actions[1] = "exit"
-    settings = {**SCENARIO, "batch_size": 5}
-    master, keys = start(queue_server_for, start_master, {queue: 1}, {queue: settings},
-                         {queue: actions}, log)
-    dead_job(master, keys[queue][1], timeout_s=60.0)
+    log = job_cluster.log
+    master, keys = job_cluster.start(queue, 1, {**SCENARIO, "batch_size": 5}, oks_but(30, {1: "exit"}))
+    dead_job(master, keys[1], timeout_s=60.0)
     poll_until(lambda: done_numbers(log) == set(range(30)) - {1}, timeout_s=30.0,
                what="the good jobs done")
     order = [run.n for run in runs(log, "start")]
@@ -134,15 +109,14 @@ def test_the_jobs_after_the_crashing_one_keep_their_place_in_line(
 
 
 def test_a_handler_crashing_on_every_job_forks_within_the_budget_and_its_neighbour_is_unaffected(
-    queue_server_for: ServerFor, start_master: StartMaster, tmp_path: Path
+    job_cluster: JobCluster, tmp_path: Path
 ) -> None:
     crashing, neighbour = "crash_always", "crash_neighbour"
-    log = tmp_path / "runs.log"
+    log = job_cluster.log
     settings = {crashing: {"batch_size": 10, "max_attempts": 25, "retry_base_s": 0.05,
                            "retry_max_s": 0.1, "lock_timeout_s": 600.0},
                 neighbour: {"batch_size": 10, "lock_timeout_s": 600.0}}
-    master, _ = start(queue_server_for, start_master, {crashing: 2, neighbour: 1}, settings,
-                      {crashing: ["exit"] * 100}, log)
+    master, _ = job_cluster.start_queues({crashing: 2, neighbour: 1}, settings, {crashing: ["exit"] * 100})
     master.wait_running(neighbour, 1, timeout_s=30.0)
     neighbour_log = tmp_path / "neighbour.log"
     client = master.client()
@@ -150,7 +124,7 @@ def test_a_handler_crashing_on_every_job_forks_within_the_budget_and_its_neighbo
                what="10 crashed slots")
     # The neighbour's work while the crashing queue forks as fast as its budget lets it.
     put_at = time.time()
-    put(client, neighbour, neighbour_log, ["ok"] * 300)
+    put_jobs(client, neighbour, neighbour_log, ["ok"] * 300)
     poll_until(lambda: len(done_numbers(neighbour_log)) == 300, timeout_s=30.0,
                what=lambda: f"the neighbour's jobs done\n{master.log_tail()}")
     neighbour_s = max(run.at for run in runs(neighbour_log, "done")) - put_at

@@ -2,92 +2,25 @@
 or outlive their lock (handlers in handlers/sm_test_outcomes.py)."""
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from master_procs import MasterProc, ServerFor, StartMaster, poll_until
+from job_runs import JobCluster, dead_job, done_numbers, oks_but, put_jobs, runs
+from master_procs import poll_until
 
 from master.lifecycle import Counter
-from queue_server.client import QueueClient
 
 MODULES = ["sm_test_outcomes"]
 # Small backoff so retries come within the test: 0.3 s, then 0.6 s (+0-25% jitter).
 FAST_RETRIES: dict[str, Any] = {"max_attempts": 3, "retry_base_s": 0.3, "retry_max_s": 2.0}
 
 
-@dataclass(frozen=True)
-class Run:
-    what: str
-    pid: int
-    key: str
-    attempt: int
-    n: int
-    at: float
-
-
-def put_jobs(client: QueueClient, queue: str, log: Path, actions: list[str], **extra: Any) -> list[str]:
-    """One job per action ("ok", "raise", "exit", "sleep"), keyed "<queue>-<n>"."""
-    return [
-        client.put_job(queue, json.dumps({"log": str(log), "n": n, "do": do, **extra}),
-                       key=f"{queue}-{n}").key
-        for n, do in enumerate(actions)
-    ]
-
-
-def runs(log: Path, what: str | None = None, n: int | None = None) -> list[Run]:
-    if not log.exists():
-        return []
-    found = []
-    for line in log.read_text().splitlines():
-        parts = line.split()
-        if len(parts) != 6:
-            continue  # a line being written
-        run = Run(parts[0], int(parts[1]), parts[2], int(parts[3]), int(parts[4]), float(parts[5]))
-        if (what is None or run.what == what) and (n is None or run.n == n):
-            found.append(run)
-    return found
-
-
-def done_numbers(log: Path) -> set[int]:
-    return {run.n for run in runs(log, "done")}
-
-
-def dead_job(master: MasterProc, key: str, *, timeout_s: float) -> Any:
-    client = master.client()
-
-    def dead() -> Any:
-        master.assert_alive()
-        info = client.job(key)
-        return info if info is not None and info.state == "dead" else None
-
-    return poll_until(dead, timeout_s=timeout_s,
-                      what=lambda: f"job {key} dead (now {client.job(key)})\n{master.log_tail()}")
-
-
-def cluster(queue_server_for: ServerFor, start_master: StartMaster, queue: str, slots: int,
-            settings: dict[str, Any], log: Path, actions: list[str], **extra: Any) -> tuple[MasterProc, list[str]]:
-    """A queue server knowing the queue's settings, the jobs put, then a master with `slots`
-    slots (the jobs wait before the first slot starts, so its first GETB takes a full batch)."""
-    server = queue_server_for({queue: settings})
-    with QueueClient(server.address) as client:
-        keys = put_jobs(client, queue, log, actions, **extra) if actions else []
-    master = start_master(modules=MODULES, static_slots={queue: slots}, queues={queue: settings},
-                          server=server)
-    return master, keys
-
-
 def test_a_raising_job_fails_alone_and_is_dead_after_three_attempts_with_its_traceback(
-    queue_server_for: ServerFor, start_master: StartMaster, tmp_path: Path
+    job_cluster: JobCluster
 ) -> None:
     queue = "outcomes_one_by_one"
-    log = tmp_path / "runs.log"
-    actions = ["ok"] * 20
-    actions[7] = "raise"
-    master, keys = cluster(queue_server_for, start_master, queue, 1,
-                           {"batch_size": 20, **FAST_RETRIES}, log, actions)
+    log = job_cluster.log
+    master, keys = job_cluster.start(queue, 1, {"batch_size": 20, **FAST_RETRIES}, oks_but(20, {7: "raise"}))
     dead = dead_job(master, keys[7], timeout_s=30.0)
 
     first_pass = [run for run in runs(log, "start") if run.attempt == 1]
@@ -108,12 +41,11 @@ def test_a_raising_job_fails_alone_and_is_dead_after_three_attempts_with_its_tra
 
 
 def test_a_batch_handler_that_raises_fails_its_unresolved_jobs_which_then_run_alone(
-    queue_server_for: ServerFor, start_master: StartMaster, tmp_path: Path
+    job_cluster: JobCluster
 ) -> None:
     queue = "outcomes_batch"
-    log = tmp_path / "runs.log"
-    master, keys = cluster(queue_server_for, start_master, queue, 1,
-                           {"batch_size": 20, **FAST_RETRIES}, log, ["ok", "ok", "raise", "ok", "ok"])
+    log = job_cluster.log
+    master, keys = job_cluster.start(queue, 1, {"batch_size": 20, **FAST_RETRIES}, oks_but(5, {2: "raise"}))
     dead = dead_job(master, keys[2], timeout_s=30.0)
     poll_until(lambda: done_numbers(log) == {0, 1, 3, 4}, what="the batch-mates done")
     batches = [run for run in runs(log) if run.what.startswith("batch")]
@@ -127,16 +59,14 @@ def test_a_batch_handler_that_raises_fails_its_unresolved_jobs_which_then_run_al
 
 
 def test_a_job_that_kills_its_slot_is_dead_within_seconds_and_its_batch_mates_are_done(
-    queue_server_for: ServerFor, start_master: StartMaster, tmp_path: Path
+    job_cluster: JobCluster
 ) -> None:
     queue = "outcomes_one_by_one"
-    log = tmp_path / "runs.log"
-    actions = ["ok"] * 10
-    actions[4] = "exit"
+    log = job_cluster.log
     started = time.monotonic()
     # The lock time is far beyond the test: only the master's FAIL can bring the jobs back.
-    master, keys = cluster(queue_server_for, start_master, queue, 2,
-                           {"batch_size": 10, "lock_timeout_s": 600.0, **FAST_RETRIES}, log, actions)
+    master, keys = job_cluster.start(queue, 2, {"batch_size": 10, "lock_timeout_s": 600.0, **FAST_RETRIES},
+                                     oks_but(10, {4: "exit"}))
     dead = dead_job(master, keys[4], timeout_s=30.0)
     dead_after_s = time.monotonic() - started
     poll_until(lambda: done_numbers(log) == set(range(10)) - {4}, what="the batch-mates done")
@@ -164,12 +94,11 @@ def test_a_job_that_kills_its_slot_is_dead_within_seconds_and_its_batch_mates_ar
 
 
 def test_a_job_longer_than_its_lock_time_runs_once_under_a_live_slot(
-    queue_server_for: ServerFor, start_master: StartMaster, tmp_path: Path
+    job_cluster: JobCluster
 ) -> None:
     queue = "outcomes_one_by_one"
-    log = tmp_path / "runs.log"
-    master, _ = cluster(queue_server_for, start_master, queue, 2,
-                        {"batch_size": 1, "lock_timeout_s": 1.0, **FAST_RETRIES}, log, [])
+    log = job_cluster.log
+    master, _ = job_cluster.start(queue, 2, {"batch_size": 1, "lock_timeout_s": 1.0, **FAST_RETRIES}, [])
     master.wait_running(queue, 2)
     client = master.client()
     [key] = put_jobs(client, queue, log, ["sleep"], sleep_s=3.5)
@@ -187,14 +116,13 @@ def test_a_job_longer_than_its_lock_time_runs_once_under_a_live_slot(
 
 
 def test_a_handlers_own_retry_policy_makes_the_job_dead_after_its_max_attempts(
-    queue_server_for: ServerFor, start_master: StartMaster, tmp_path: Path
+    job_cluster: JobCluster
 ) -> None:
     queue = "outcomes_own_policy"
-    log = tmp_path / "runs.log"
     # The queue allows 25 attempts with a 15 s first wait; the handler class says 2 and 0.1 s.
-    master, [key] = cluster(queue_server_for, start_master, queue, 1, {}, log, ["raise"])
+    master, [key] = job_cluster.start(queue, 1, {}, ["raise"])
     dead = dead_job(master, key, timeout_s=20.0)
-    tries = runs(log, "start")
+    tries = runs(job_cluster.log, "start")
     assert [run.attempt for run in tries] == [1, 2]
     assert 0.1 * 0.9 <= tries[1].at - tries[0].at < 10.0
     assert dead.attempts == 2

@@ -1,21 +1,16 @@
 """Test handler module for issue 15: jobs that crash their slot (os._exit), fail, or succeed.
 
 Every job is JSON {"log": path, "n": int, "do": "ok"|"fail"|"exit"}; each run appends
-"<what> <pid> <key> <attempt> <n> <unix time>" to the log (the format of sm_test_outcomes).
+"<what> <pid> <key> <attempt> <n> <unix time>" to the log (job_run_log.py).
 """
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Sequence
 
+from job_run_log import record
+
 from slot.handler import Handler, SlotJob, handler
-
-
-def record(job: SlotJob, what: str) -> None:
-    request = job.json()
-    with open(request["log"], "a") as file:
-        file.write(f"{what} {os.getpid()} {job.key} {job.attempt} {request['n']} {time.time()}\n")
 
 
 def run(job: SlotJob) -> None:

@@ -1,7 +1,7 @@
 """Test handler module for issue 9: jobs that raise, kill their slot, or outlive their lock.
 
 Every job is JSON {"log": path, "n": int, "do": "ok"|"raise"|"exit"|"sleep", "sleep_s": float};
-each run appends "<what> <pid> <key> <attempt> <n> <unix time>" to the log.
+each run appends "<what> <pid> <key> <attempt> <n> <unix time>" to the log (job_run_log.py).
 """
 from __future__ import annotations
 
@@ -9,13 +9,9 @@ import os
 import time
 from collections.abc import Sequence
 
+from job_run_log import record
+
 from slot.handler import Handler, SlotJob, handler
-
-
-def record(job: SlotJob, what: str) -> None:
-    request = job.json()
-    with open(request["log"], "a") as file:
-        file.write(f"{what} {os.getpid()} {job.key} {job.attempt} {request['n']} {time.time()}\n")
 
 
 def run(job: SlotJob) -> None:
