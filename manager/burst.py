@@ -87,10 +87,11 @@ def plan_burst(
     target_load: float,
     last_planned: Mapping[str, int] | None = None,
 ) -> Plan:
-    """Grow the bursting queues to their desired counts from the spares of other queues
-    (their slots above `last_planned`, the last full plan's counts; lowest priority first),
-    then free capacity, then lower-priority queues (down to their minimums, lowest priority
-    first); nothing else changes."""
+    """Grow the bursting queues to their desired counts from the spares of lower-priority
+    queues (their slots above `last_planned`, the last full plan's counts; lowest priority
+    first), then free capacity, then lower-priority queues (down to their minimums, lowest
+    priority first); nothing else changes. A higher or equal priority gives nothing, not
+    even a spare (issue 19: slots move to a burst only from lower priorities)."""
     capacities = {h.host: max(h.capacity_slots, 0) for h in hosts if h.alive}
     alive = SlotMap(hosts={h: s for h, s in current.hosts.items() if h in capacities})
     planned = {name: count for name, count in alive.counts().items() if name in queues}
@@ -115,7 +116,8 @@ def plan_burst(
                                      window_slots=window_slot_count(stats.get(name, NO_STATS)))
         grow = max(0, wanted[name] - now)
         from_spares = 0
-        for holder in sorted(spares, key=lambda q: (queues[q].priority, q)):
+        lower = (q for q in spares if queues[q].priority < config.priority)
+        for holder in sorted(lower, key=lambda q: (queues[q].priority, q)):
             give = min(grow - from_spares, spares[holder])
             spares[holder] -= give
             planned[holder] -= give

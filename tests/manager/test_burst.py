@@ -93,16 +93,26 @@ def test_drain_time_is_unbounded_without_a_slot_or_a_known_job_time() -> None:
     assert backlog_drain_s(done, 3) == 30 * 2.0 / 3
 
 
-def test_a_burst_takes_other_queues_spares_before_free_capacity() -> None:
-    # vip (priority 9) holds 5 slots where the last full plan gave it 2: 3 spares, idle and
+def test_a_burst_takes_lower_priorities_spares_before_free_capacity_and_never_a_higher_ones() -> None:
+    # bulk (priority 0) holds 5 slots where the last full plan gave it 2: 3 spares, idle and
     # warm. The burst retargets them before it forks into the 2 free slots.
     current = one_host({**{f"h:{n}": "burst" for n in range(5)},
-                        **{f"h:{n}": "vip" for n in range(5, 10)}})
+                        **{f"h:{n}": "bulk" for n in range(5, 10)}})
     stats = {"burst": QueueStats(waiting_jobs=4000, jobs_done=3000, busy_s=60.0, slot_lifetime_s=60.0)}
     result = plan_burst(current, QUEUES, stats, [HostCapacity("h", 12)], ["burst"],
-                        target_load=TARGET, last_planned={"vip": 2, "burst": 5})
-    assert result.slot_map.counts() == {"burst": 8, "vip": 2}
-    assert [(m.kind, m.from_queue) for m in result.moves] == [("retarget", "vip")] * 3
-    # Without the last plan's counts nothing is a spare: free capacity first, as before.
+                        target_load=TARGET, last_planned={"bulk": 2, "burst": 5})
+    assert result.slot_map.counts() == {"burst": 8, "bulk": 2}
+    assert [(m.kind, m.from_queue) for m in result.moves] == [("retarget", "bulk")] * 3
+    # Without the last plan's counts nothing is a spare: free capacity first, then one of
+    # bulk's slots as a lower priority's above its minimum, as before.
     plain = plan_burst(current, QUEUES, stats, [HostCapacity("h", 12)], ["burst"], target_load=TARGET)
-    assert plain.slot_map.counts() == {"burst": 7, "vip": 5}
+    assert plain.slot_map.counts() == {"burst": 8, "bulk": 4}
+    assert sorted(m.kind for m in plain.moves) == ["retarget", "spawn", "spawn"]
+    # vip (priority 9) with the same 3 spares keeps them: a burst takes only from lower
+    # priorities; it forks into the free slots instead.
+    above = one_host({**{f"h:{n}": "burst" for n in range(5)},
+                      **{f"h:{n}": "vip" for n in range(5, 10)}})
+    kept = plan_burst(above, QUEUES, stats, [HostCapacity("h", 12)], ["burst"],
+                      target_load=TARGET, last_planned={"vip": 2, "burst": 5})
+    assert kept.slot_map.counts() == {"burst": 7, "vip": 5}
+    assert {m.kind for m in kept.moves} == {"spawn"}
