@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from procs import free_port, slotmap_command
+from procs import free_port, server_proc, slotmap_command
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
 START_DEADLINE_S = 20.0
+listens_on = server_proc.listens_on
 STOP_DEADLINE_S = 10.0
 
 
@@ -49,6 +50,10 @@ class AdminProc:
 
 
 def _serving(proc: AdminProc) -> bool:
+    """Our own process listens on its port and answers. An answer alone was not enough: when
+    another process took the port first, its dashboard answered while ours exited."""
+    if not listens_on(proc.process, proc.port):
+        return False
     try:
         return proc.get("/static/app.css").status_code == 200
     except httpx.HTTPError:

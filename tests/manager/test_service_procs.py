@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from polling import DEADLINE_S
 from procs import REPO_ROOT as REPO_ROOT
 from procs import (
     kill_session,
@@ -185,7 +186,7 @@ class Cluster:
 
 
 def wait_running(master: Proc, cluster: Cluster, expected: Mapping[str, int], *,
-                 timeout_s: float = 15.0) -> dict[str, int]:
+                 timeout_s: float = DEADLINE_S) -> dict[str, int]:
     """Poll the master's report until its running slots per queue are exactly `expected`."""
     def check() -> dict[str, int] | None:
         assert master.alive(), f"{master.name} exited\n{cluster.logs()}"

@@ -18,6 +18,7 @@ from typing import Any
 
 import procs
 import pytest
+from polling import DEADLINE_S
 from procs import kill_session, log_lines, read_report, server_proc, spawn_slotmap, to_toml
 
 from master.report import HostReport
@@ -57,7 +58,7 @@ class MasterProc:
     def report(self) -> HostReport | None:
         return read_report(self.report_path)
 
-    def wait_report(self, predicate: Callable[[HostReport], bool], *, timeout_s: float = 10.0,
+    def wait_report(self, predicate: Callable[[HostReport], bool], *, timeout_s: float = DEADLINE_S,
                     what: str = "report") -> HostReport:
         def check() -> HostReport | None:
             self.assert_alive()
@@ -68,7 +69,7 @@ class MasterProc:
         assert found is not None
         return found
 
-    def wait_running(self, queue: str, count: int, *, timeout_s: float = 10.0) -> HostReport:
+    def wait_running(self, queue: str, count: int, *, timeout_s: float = DEADLINE_S) -> HostReport:
         return self.wait_report(
             lambda r: sum(1 for s in r.slots if s.queue == queue and s.state == "running") == count,
             timeout_s=timeout_s, what=f"{count} running slots of {queue}",

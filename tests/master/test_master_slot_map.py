@@ -8,6 +8,7 @@ from pathlib import Path
 
 import psutil
 from master_procs import StartMaster, poll_until
+from polling import DEADLINE_S
 
 from queue_server.client import QueueClient
 
@@ -95,7 +96,7 @@ def test_a_job_put_as_blocked_slots_are_retargeted_or_stopped_is_run_or_stays_re
         client.put(old, b"?", item=f"round_{round_}")
         master.reload(static_slots)
         master.wait_running(next(iter(static_slots)), 2)
-        poll_until(partial(_settled, client, old), timeout_s=10.0,
+        poll_until(partial(_settled, client, old), timeout_s=DEADLINE_S,
                    what=lambda: f"{client.stats()}")
         client.get(old, count=10, expire_s=0, then="done")  # so each round starts empty
         client.get(old + "_reply", count=10, expire_s=0, then="done")

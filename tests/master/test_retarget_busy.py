@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from master_procs import MasterProc, StartMaster, poll_until
+from polling import DEADLINE_S
 
 PLOD_JOBS = 10
 PLOD_JOB_S = 0.4
@@ -32,7 +33,7 @@ def test_a_slot_busy_in_a_batch_starts_its_new_queue_within_one_job_and_gives_ba
     client.put("quick", json.dumps({"log": str(log)}))
     asked = time.time()
     master.reload({"quick": 1})
-    poll_until(lambda: "quick" in log.read_text(), timeout_s=10.0, what="the quick job")
+    poll_until(lambda: "quick" in log.read_text(), timeout_s=DEADLINE_S, what="the quick job")
     lines = log.read_text().splitlines()
     quick = next(line.split() for line in lines if line.startswith("quick"))
     assert int(quick[1]) == pid  # retargeted, not forked
@@ -102,7 +103,7 @@ def test_jobs_given_back_run_before_the_backlog_behind_them_and_the_jobs_put_aft
     start_master: StartMaster, tmp_path: Path,
 ) -> None:
     master, log = retarget_mid_batch(start_master, tmp_path, "plod")
-    poll_until(lambda: "quick" in log.read_text(), timeout_s=10.0, what="the quick job")
+    poll_until(lambda: "quick" in log.read_text(), timeout_s=DEADLINE_S, what="the quick job")
     assert master.client().total("plod").running == 0  # acknowledged before the slot moved
     come_back_in_put_order(master, "plod", log)
 
@@ -114,7 +115,7 @@ def test_jobs_given_back_by_a_slot_that_dies_before_acknowledging_keep_their_pla
     # The slot died at its LATER ... FRONT: its master sends it from the give-back notes,
     # charging nobody (the job that ran when the map came had returned).
     poll_until(lambda: "outcomes honoured, 0 given back uncharged, 0 charged" in master.log_text(),
-               timeout_s=10.0, what=lambda: master.log_tail())
+               timeout_s=DEADLINE_S, what=lambda: master.log_tail())
     client = master.client()
     poll_until(lambda: client.total("plod_die").running == 0, what="the jobs given back")
     come_back_in_put_order(master, "plod_die", log)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -26,6 +27,9 @@ STARTUP_DEADLINE_S = 15.0
 EXIT_DEADLINE_S = 10.0
 POLL_INTERVAL_S = 0.02
 BIND_ATTEMPTS = 3
+# free_port()'s ports start here and end below the kernel's ephemeral range.
+PORTS_FROM = 20000
+PORT_PROBES = 200
 
 
 @dataclass
@@ -63,7 +67,71 @@ def slotmap_command() -> list[str]:
     return [sys.executable, "-m", "deploy.cli"]
 
 
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (32768 when it cannot be read)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _port_slice() -> range:
+    """This process's ports: PORTS_FROM up to the ephemeral range, one slice per xdist worker."""
+    top = _ephemeral_low()
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+    if top - PORTS_FROM < 100 * max(count, 1) or index >= count:
+        return range(0)
+    size = (top - PORTS_FROM) // count
+    return range(PORTS_FROM + index * size, PORTS_FROM + (index + 1) * size)
+
+
+class _PortWalk:
+    """Hands out this process's ports in order from a random start, each checked bindable."""
+
+    def __init__(self) -> None:
+        self.ports = _port_slice()
+        self.position = random.randrange(len(self.ports)) if self.ports else 0
+
+    def next_free(self) -> int | None:
+        for _ in range(min(len(self.ports), PORT_PROBES)):
+            port = self.ports[self.position % len(self.ports)]
+            self.position += 1
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+                try:
+                    probe.bind((HOST, port))
+                except OSError:
+                    continue  # held by someone else (a server of ours, another suite, a service)
+                return port
+        return None
+
+
+_walk: _PortWalk | None = None
+# One module, so one walk per process, under both names the tests import it by (procs.py
+# loads it as `server_proc`, conftest.py as `tests.queue_server.server_proc`): two walks
+# could hand out the same port before its server binds it.
+for _alias in ("server_proc", "tests.queue_server.server_proc"):
+    sys.modules.setdefault(_alias, sys.modules[__name__])
+
+
 def free_port() -> int:
+    """A port nothing is bound to now, for a server the caller starts next.
+
+    Not from the kernel (bind to port 0): its ports come from the ephemeral range, where
+    every outgoing connection on the machine takes one too, and two xdist workers asking at
+    the same moment were handed the same port (a test then talked to the other worker's
+    server). Here each worker walks a slice of its own below the ephemeral range, so the
+    workers of one run never share a port and a port comes back only after the whole slice.
+    Another suite on the machine can still take the port first: a caller that starts a
+    server checks that its own process listens (listens_on) and picks again if not.
+    """
+    global _walk
+    if _walk is None:
+        _walk = _PortWalk()
+    port = _walk.next_free()
+    if port is not None:
+        return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((HOST, 0))
         return int(probe.getsockname()[1])

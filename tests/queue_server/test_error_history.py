@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import zlib
 
+from polling import DEADLINE_S
 from util import poll_until
 
 from queue_server.client import QueueClient
@@ -25,7 +26,7 @@ def _client(server) -> QueueClient:  # type: ignore[no-untyped-def]
 def _fail_times(client: QueueClient, key: str, times: int, error: str = "boom") -> None:
     """Run and fail the job `times` times (retry_base_s 0: it is ready again at once)."""
     for n in range(1, times + 1):
-        [job] = poll_until(lambda: client.get("q", keys=True), timeout_s=10)
+        [job] = poll_until(lambda: client.get("q", keys=True), timeout_s=DEADLINE_S)
         assert (job.key, job.attempt) == (key, n)
         client.fail(job.id, f"{error} {n}\n" + "x" * (3000 if n == 1 else 10))
 
@@ -48,7 +49,7 @@ def test_a_job_keeps_the_errors_of_its_last_five_attempts_the_older_ones_cut(sta
         assert len(first.encode()) < 2200  # an earlier error is cut to its end
         assert two.errors[1].error.startswith("boom 2") and two.error == two.errors[1].error
         for n in range(3, 8):  # attempts 3..7
-            [job] = poll_until(lambda: client.get("q", keys=True), timeout_s=10)
+            [job] = poll_until(lambda: client.get("q", keys=True), timeout_s=DEADLINE_S)
             assert job.attempt == n
             client.fail(job.id, f"boom {n}")
         info = client.job("k", errors=True)
@@ -86,16 +87,16 @@ def test_the_history_goes_through_a_snapshot_clone_a_replica_and_a_dead_jobs_ret
                                      "--server-id", "2", "--promote-after", "60",
                                      config=MANY_ATTEMPTS.replace("9", "3"))
         with _client(replica) as follower:
-            poll_until(lambda: follower.job("d") is not None, timeout_s=10)
+            poll_until(lambda: follower.job("d") is not None, timeout_s=DEADLINE_S)
             assert follower.job("d", errors=True) == dead  # from the snapshot
             assert client.retry("q", "d") == [True]
-            poll_until(lambda: (i := follower.job("d")) is not None and i.state == "ready", timeout_s=10)
+            poll_until(lambda: (i := follower.job("d")) is not None and i.state == "ready", timeout_s=DEADLINE_S)
             revived = follower.job("d", errors=True)
             assert revived is not None and revived.attempts == 0 and _attempts(revived) == [1, 2, 3]
             [job] = client.get("q", keys=True)
             client.fail(job.id, "after the retry")
             poll_until(lambda: _attempts(follower.job("d", errors=True)) == [1, 2, 3, 1],  # the stream
-                       timeout_s=10)
+                       timeout_s=DEADLINE_S)
         raw = primary.connect()
         raw.send(b"SNAPSHOT\r\n")
         blob = raw.exact(int(raw.line().split()[2]))

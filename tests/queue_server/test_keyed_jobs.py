@@ -6,6 +6,7 @@ import json
 import time
 
 import pytest
+from polling import DEADLINE_S
 from util import poll_until
 
 from queue_server.client import QueueClient
@@ -85,14 +86,14 @@ def test_fail_retries_with_backoff_then_the_job_is_dead_at_max_attempts(start_qu
     with _client(server) as client:
         key = client.put("q", b"poison")
         for attempt in (1, 2):
-            [job] = poll_until(lambda: client.get("q", keys=True), timeout_s=10)
+            [job] = poll_until(lambda: client.get("q", keys=True), timeout_s=DEADLINE_S)
             assert (job.key, job.attempt) == (key, attempt)
             result = client.fail(job.id, f"ValueError: try {attempt}")
             assert not result.dead and result.next_run_at is not None
             assert result.next_run_at >= time.time() + 0.1  # backoff, not at once
             info = client.job(key)
             assert info is not None and info.state == "failed" and info.error == f"ValueError: try {attempt}"
-        [job] = poll_until(lambda: client.get("q", keys=True), timeout_s=10)
+        [job] = poll_until(lambda: client.get("q", keys=True), timeout_s=DEADLINE_S)
         assert job.attempt == 3
         assert client.fail(job.id, "ValueError: last").dead
         info = client.job(key)
@@ -117,11 +118,11 @@ def test_fail_with_delay_retries_past_the_queues_max_attempts(start_queue_server
     with _client(server) as client:
         key = client.put("q", b"stubborn")
         for attempt in (1, 2, 3, 4):
-            [job] = poll_until(lambda: client.get("q", keys=True), timeout_s=10)
+            [job] = poll_until(lambda: client.get("q", keys=True), timeout_s=DEADLINE_S)
             assert (job.key, job.attempt) == (key, attempt)
             result = client.fail(job.id, f"try {attempt}", delay_s=0)
             assert not result.dead
-        [job] = poll_until(lambda: client.get("q", keys=True), timeout_s=10)
+        [job] = poll_until(lambda: client.get("q", keys=True), timeout_s=DEADLINE_S)
         assert client.fail(job.id, "the handler's own limit", dead=True).dead
 
 
@@ -152,24 +153,26 @@ def test_a_managed_lease_that_expires_counts_as_a_failed_attempt(start_queue_ser
     with _client(server) as client:
         key = client.put("q", b"slow")
         [_job] = client.get("q", expire_s=0.2, keys=True)
-        info = poll_until(lambda: (i := client.job(key)) is not None and i.state != "running" and i, timeout_s=10)
+        info = poll_until(lambda: (i := client.job(key)) is not None and i.state != "running" and i, timeout_s=DEADLINE_S)
         assert info.error == "lock expired after 0.2 s"
         assert info.state in ("failed", "ready")
-        [again] = poll_until(lambda: client.get("q", keys=True), timeout_s=10)
+        [again] = poll_until(lambda: client.get("q", keys=True), timeout_s=DEADLINE_S)
         assert again.attempt == 2
         # without KEYS, expiry is sockPQd's LATER: no failure recorded, the hand-out taken back
         assert client.later(again.id) == [True]
         [plain] = client.get("q", expire_s=0.1)
-        poll_until(lambda: client.total("q").running == 0, timeout_s=10)
-        [after] = poll_until(lambda: client.get("q", keys=True), timeout_s=10)
+        poll_until(lambda: client.total("q").running == 0, timeout_s=DEADLINE_S)
+        [after] = poll_until(lambda: client.get("q", keys=True), timeout_s=DEADLINE_S)
         assert after.attempt == 2 and after.id != plain.id
 
 
 def test_touch_keeps_a_running_job_from_expiring(start_queue_server) -> None:  # type: ignore[no-untyped-def]
     with _client(start_queue_server("--fsync", "never")) as client:
         client.put("q", b"long")
-        [job] = client.get("q", expire_s=0.6, keys=True)
-        deadline = time.monotonic() + 1.8
+        # A 1.5 s lock renewed every 0.15 s for twice its length: a 0.6 s lock lapsed when
+        # the test was descheduled on a busy machine, which says nothing about TOUCH.
+        [job] = client.get("q", expire_s=1.5, keys=True)
+        deadline = time.monotonic() + 3.0
         while time.monotonic() < deadline:
             assert client.touch(job.id) == [True]
             time.sleep(0.15)  # the renewal rhythm under test, not a wait for a state
@@ -185,7 +188,7 @@ def test_a_solo_job_is_handed_out_alone(start_queue_server) -> None:  # type: ig
         client.fail(job.id, "killed its slot", delay_s=0, solo=True)
         for data in (b"a", b"b", b"c"):
             client.put("q", data)
-        batch = poll_until(lambda: client.get("q", count=10, keys=True), timeout_s=10)
+        batch = poll_until(lambda: client.get("q", count=10, keys=True), timeout_s=DEADLINE_S)
         assert [j.data for j in batch] == [b"poison"]  # alone, its batch-mates not with it
         assert client.fail(batch[0].id, "again", delay_s=0, solo=True).dead is False
         client.put("q", b"d", priority=9)
@@ -268,7 +271,7 @@ def test_a_dead_job_past_its_age_is_dropped_though_nothing_else_happens(start_qu
         client.fail(job.id, "x", dead=True)
         assert client.job("old") is not None
         # No delayed job, lock or TTL comes due: only the housekeeping looks at the age.
-        poll_until(lambda: client.job("old") is None, timeout_s=10)
+        poll_until(lambda: client.job("old") is None, timeout_s=DEADLINE_S)
         assert client.stats("q")["q"].dead == 0
     poll_until(lambda: "older than dead_max_age_s" in server.output_text(), timeout_s=5)
 
@@ -310,10 +313,10 @@ def test_clone_and_a_replica_carry_keys_attempts_errors_and_dead_jobs(start_queu
         replica = start_queue_server("--fsync", "never", "--replica-of", f"127.0.0.1:{primary.port}",
                                      "--server-id", "2", "--promote-after", "60")
         with _client(replica) as follower:
-            poll_until(lambda: follower.job("b1") is not None, timeout_s=10)
+            poll_until(lambda: follower.job("b1") is not None, timeout_s=DEADLINE_S)
             [job] = client.get("q", keys=True)
             client.fail(job.id, "boom b1", delay_s=3600)
-            poll_until(lambda: (i := follower.job("b1")) is not None and i.state == "failed", timeout_s=10)
+            poll_until(lambda: (i := follower.job("b1")) is not None and i.state == "failed", timeout_s=DEADLINE_S)
             dead = follower.job("a1")
             assert dead is not None and (dead.state, dead.error, dead.attempts) == ("dead", "boom a1", 1)
             failed = follower.job("b1")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+from polling import DEADLINE_S
 from util import poll_until
 
 from queue_server.client import QueueClient
@@ -35,7 +36,7 @@ def test_a_job_not_taken_within_its_ttl_is_deleted_and_one_taken_is_not(start_qu
         assert [j.expires_at is None for j in client.jobs("q", "ready")] == [False, False, True]
         [taken] = client.get("q", keys=True)  # the higher priority: handed out in time
         assert taken.key == taken_key
-        poll_until(lambda: client.job("late") is None, timeout_s=10, what="the TTL deleting the job")
+        poll_until(lambda: client.job("late") is None, timeout_s=DEADLINE_S, what="the TTL deleting the job")
         assert _ttl_expired(client, "q") == 1
         assert client.total("q").jobs == 1  # the plain job stays
         assert client.job(plain_key) is not None
@@ -55,8 +56,8 @@ def test_a_delayed_ttl_job_counts_from_becoming_ready(start_queue_server) -> Non
     server = start_queue_server("--fsync", "never")
     with _client(server) as client:
         client.put("q", b"d", key="d", delay_s=1.0, ttl_s=1.5)
-        poll_until(lambda: (i := client.job("d")) is not None and i.state == "ready", timeout_s=10)
-        poll_until(lambda: client.job("d") is None, timeout_s=10, what="the TTL deleting the job")
+        poll_until(lambda: (i := client.job("d")) is not None and i.state == "ready", timeout_s=DEADLINE_S)
+        poll_until(lambda: client.job("d") is None, timeout_s=DEADLINE_S, what="the TTL deleting the job")
         assert _ttl_expired(client, "q") == 1
 
 
@@ -67,7 +68,7 @@ def test_ttl_jobs_behind_others_are_deleted_without_being_handed_out(start_queue
         client.put("q", b"long", key="long", ttl_s=3600)
         client.put("q", b"short", key="short", ttl_s=0.3)  # behind two others: skipped later
         client.put("q", b"last", key="last")
-        poll_until(lambda: client.job("short") is None, timeout_s=10)
+        poll_until(lambda: client.job("short") is None, timeout_s=DEADLINE_S)
         assert [job.key for job in client.jobs("q", "ready")] == ["first", "long", "last"]
         assert [job.data for job in client.get("q", count=10)] == [b"first, no ttl", b"long", b"last"]
         assert client.total("q").jobs == 0
@@ -116,6 +117,6 @@ def test_a_replica_deletes_a_ttl_job_when_the_primary_does(start_queue_server) -
                                  "--server-id", "2", "--promote-after", "60")
     with _client(primary) as client, _client(replica) as follower:
         client.put("q", b"x", key="x", ttl_s=0.5)
-        poll_until(lambda: client.job("x") is None, timeout_s=10)
-        poll_until(lambda: follower.job("x") is None, timeout_s=10)
+        poll_until(lambda: client.job("x") is None, timeout_s=DEADLINE_S)
+        poll_until(lambda: follower.job("x") is None, timeout_s=DEADLINE_S)
         assert _ttl_expired(follower, "q") == 1

@@ -5,6 +5,8 @@ from __future__ import annotations
 import socket
 import threading
 
+from polling import DEADLINE_S
+
 from queue_server.client import QueueClient
 from queue_server.server.join import ask_id
 from tests.conftest import free_port
@@ -29,13 +31,13 @@ def test_a_replica_follows_the_primary_and_takes_over_when_it_dies(start_queue_s
     put_ok(producer, "q", 5, b"before the replica")
     replica = _replica_of(start_queue_server, primary, "--promote-after", "1")
     watcher = replica.connect()
-    poll_until(lambda: total(watcher, "q") == (1, 1, 1, 0), timeout_s=10)
+    poll_until(lambda: total(watcher, "q") == (1, 1, 1, 0), timeout_s=DEADLINE_S)
 
     put_ok(producer, "q", 1, b"after")
     put_ok(producer, "r", 0, b"ab", "IS it")
     handed_out = get_job(producer, "GET q")
     assert handed_out.data == b"before the replica"  # the higher priority first
-    poll_until(lambda: _same_state(producer, watcher), timeout_s=10)
+    poll_until(lambda: _same_state(producer, watcher), timeout_s=DEADLINE_S)
     assert total(watcher) == (2, 2, 2, 1)
 
     primary.kill()
@@ -58,7 +60,7 @@ def test_queue_commands_on_a_following_replica_get_offline_mode(start_queue_serv
     primary = start_queue_server("--fsync", "never")
     replica = _replica_of(start_queue_server, primary, "--promote-after", "60")
     client = replica.connect()
-    poll_until(lambda: "replica of the primary" in replica.output_text(), timeout_s=10)
+    poll_until(lambda: "replica of the primary" in replica.output_text(), timeout_s=DEADLINE_S)
     client.send(b"PUT q 0 3\r\nabc")
     assert client.line() == OFFLINE
     assert client.request(b"GET q") == OFFLINE
@@ -74,7 +76,7 @@ def test_a_replica_authenticates_with_the_cluster_token(start_queue_server) -> N
     replica = _replica_of(start_queue_server, primary, "--token", "s3cret", "--promote-after", "60")
     watcher = replica.connect()
     assert watcher.request(b"AUTH s3cret") == b"200 OK"
-    poll_until(lambda: total(watcher, "q") == (1, 1, 1, 0), timeout_s=10)
+    poll_until(lambda: total(watcher, "q") == (1, 1, 1, 0), timeout_s=DEADLINE_S)
 
 
 def test_a_replica_without_a_reachable_primary_is_promoted(start_queue_server) -> None:  # type: ignore[no-untyped-def]
@@ -87,7 +89,7 @@ def test_a_replica_without_a_reachable_primary_is_promoted(start_queue_server) -
         client.send(b"PUT q 0 1\r\nx")
         return client.line() == b"200 OK"
 
-    poll_until(online, timeout_s=10)
+    poll_until(online, timeout_s=DEADLINE_S)
     assert "unreachable" in replica.output_text()
     assert "primary now" in replica.output_text()
 
@@ -100,7 +102,7 @@ def test_the_client_library_moves_to_the_promoted_replica(start_queue_server) ->
     with QueueClient(addresses, reconnect_attempts=1, offline_wait_s=15) as producer:
         producer.put("q", b"acknowledged by the primary")
         assert producer.server_id == 1
-        poll_until(lambda: total(watcher, "q")[2] == 1, timeout_s=10)
+        poll_until(lambda: total(watcher, "q")[2] == 1, timeout_s=DEADLINE_S)
         primary.kill()
         # One call: refused by the replica until it is promoted, then carried out there.
         producer.put("q", b"after failover")
@@ -136,7 +138,7 @@ def test_join_makes_a_returning_primary_follow_its_successor(start_queue_server)
                                 "--promote-after", "0.5")
     successor = second.connect()
     assert successor.request(b"INTERCONNECT") == b"200 OK 2"
-    poll_until(lambda: total(successor, "q")[2] == 1, timeout_s=10)
+    poll_until(lambda: total(successor, "q")[2] == 1, timeout_s=DEADLINE_S)
     first.kill()
 
     def promoted() -> bool:
@@ -149,7 +151,7 @@ def test_join_makes_a_returning_primary_follow_its_successor(start_queue_server)
                                   data_dir=first.data_dir)
     comeback = returned.connect()
     assert comeback.request(b"INTERCONNECT") == b"200 OK 3"
-    poll_until(lambda: total(comeback, "q") == total(successor, "q") == (1, 1, 2, 0), timeout_s=10)
+    poll_until(lambda: total(comeback, "q") == total(successor, "q") == (1, 1, 2, 0), timeout_s=DEADLINE_S)
     comeback.send(b"PUT q 0 5\r\nstale")
     assert comeback.line() == OFFLINE
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 from hostile import served
+from polling import DEADLINE_S
 
 from tests.conftest import HOST, QueueServer, RawClient, free_port, slotmap_command
 from tests.queue_server.util import poll_until, total
@@ -63,7 +64,7 @@ def test_out_of_descriptors_at_snapshot_time_logs_retries_and_loses_nothing(star
     for _ in range(10):  # each batch outgrows snapshot_log_bytes
         _put_all(producer, acknowledged, 40)
         acknowledged += 40
-    poll_until(lambda: "could not start" in server.output_text(), timeout_s=10.0,
+    poll_until(lambda: "could not start" in server.output_text(), timeout_s=DEADLINE_S,
                what="the failed snapshot logged")
     _put_all(producer, acknowledged, 40)  # still acknowledged, still logged
     acknowledged += 40
@@ -77,7 +78,7 @@ def test_out_of_descriptors_at_snapshot_time_logs_retries_and_loses_nothing(star
     poll_until(lambda: _snapshots(server.data_dir) - before, timeout_s=20.0,
                what="a snapshot once descriptors are back")
     poll_until(lambda: not _zombies(pid) and "being written" in server.output_text(),
-               timeout_s=10.0, what="the snapshot child reaped")
+               timeout_s=DEADLINE_S, what="the snapshot child reaped")
     assert "housekeeping" not in server.output_text()  # no step failed with a traceback
 
     for client in idle:

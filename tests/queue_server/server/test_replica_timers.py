@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import time
 
+from polling import DEADLINE_S
+
 from queue_server.client import QueueClient
 from queue_server.protocol.client_errors import OfflineError
 from tests.queue_server.util import poll_until
 
+RENEWED_LOCK_S = 2
 # A long retry base: the jitter (0-25% of 30 s) would show any retry time of the replica's own.
 SLOW_RETRY = """
 [queues.q]
@@ -39,26 +42,28 @@ def test_a_replica_mirrors_the_primarys_expiries_and_fires_its_own_once_promoted
                                  "--server-id", "2", "--promote-after", "8", config=SLOW_RETRY)
     with _client(primary) as client, _client(replica) as follower:
         client.put("q", b"short", key="short")
-        poll_until(lambda: follower.job("short") is not None, timeout_s=10)
+        poll_until(lambda: follower.job("short") is not None, timeout_s=DEADLINE_S)
 
         # 1. The primary expires a managed lease: the replica shows exactly its outcome.
         assert len(client.get("q", keys=True, expire_s=0.5)) == 1
         expired = poll_until(lambda: (i := client.job("short")) is not None and i.state == "failed" and i,
-                             timeout_s=10, what="the primary expiring the lease")
+                             timeout_s=DEADLINE_S, what="the primary expiring the lease")
         assert expired.attempts == 1 and expired.error == "lock expired after 0.5 s"
-        poll_until(lambda: follower.job("short") == expired, timeout_s=10,
+        poll_until(lambda: follower.job("short") == expired, timeout_s=DEADLINE_S,
                    what="the replica showing the primary's expiry")
         assert expired.next_run_at is not None and expired.next_run_at > time.time() + 15
 
         # 2. A lock the primary keeps renewing past its first expiry stays running there.
         client.put("q", b"kept", key="kept")
-        [kept] = client.get("q", keys=True, expire_s=1)
-        first_lock_end = time.time() + 1
+        # 2 s locks renewed every 0.25 s: a test process descheduled for over a second on a
+        # busy machine must not let the lock lapse between two renewals.
+        [kept] = client.get("q", keys=True, expire_s=RENEWED_LOCK_S)
+        first_lock_end = time.time() + RENEWED_LOCK_S
         while time.time() < first_lock_end + 2:
-            assert client.touch(kept.id, expire_s=1) == [True]
+            assert client.touch(kept.id, expire_s=RENEWED_LOCK_S) == [True]
             poll_until(lambda: (i := follower.job("kept")) is not None and i.state == "running",
-                       timeout_s=10)
-            time.sleep(0.25)  # the renewal cadence, well inside the 1 s lock
+                       timeout_s=DEADLINE_S)
+            time.sleep(0.25)  # the renewal cadence, well inside the lock
         assert follower.job("kept").lease_id == kept.id  # type: ignore[union-attr]
 
         # 3. The primary dies with the lock held: nothing expires while the replica follows,
@@ -66,7 +71,7 @@ def test_a_replica_mirrors_the_primarys_expiries_and_fires_its_own_once_promoted
         assert client.touch(kept.id, expire_s=1) == [True]
         lock_end = time.time() + 1
         poll_until(lambda: follower.job("kept") is not None
-                   and follower.job("kept").state == "running", timeout_s=10)  # type: ignore[union-attr]
+                   and follower.job("kept").state == "running", timeout_s=DEADLINE_S)  # type: ignore[union-attr]
         primary.kill()
         poll_until(lambda: time.time() > lock_end + 1.0, timeout_s=5, what="the lock passing")
         still = follower.job("kept")
@@ -75,7 +80,7 @@ def test_a_replica_mirrors_the_primarys_expiries_and_fires_its_own_once_promoted
         assert still is not None and still.state == "running"  # a follower expires nothing
         poll_until(lambda: _online(follower), timeout_s=20, what="promotion")
         fired = poll_until(lambda: (i := follower.job("kept")) is not None and i.state == "failed" and i,
-                           timeout_s=10, what="the promoted replica expiring the lease")
+                           timeout_s=DEADLINE_S, what="the promoted replica expiring the lease")
         # (the replica knows the lock's end, not its length: the text says about 1 s)
         assert fired.attempts == 1 and fired.error.startswith("lock expired after")  # type: ignore[union-attr]
         assert follower.job("short") == expired  # the inherited retry time is kept
