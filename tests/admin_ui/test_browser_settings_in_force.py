@@ -198,7 +198,7 @@ def test_the_dashboard_and_api_show_the_batch_size_the_slots_use_and_the_limiter
         pulsar.kill_group()
         started = time.monotonic()
         down = queue_api(admin, "calls")["limiter"]
-        assert time.monotonic() - started < 3.0
+        assert time.monotonic() - started < 10.0  # the 0.5 s reply timeout, not a hang
         assert not down["reachable"] and down["granted_total"] is None
         assert "did not answer" in down["error"]
         page.goto(f"{admin.url}/queues/calls")

@@ -28,11 +28,14 @@ STEP_S = 60.0  # each step's deadline: generous, for a loaded machine
 
 
 def _port_pair() -> int:
-    """A free port whose next one is free too (the replica listens on port + 1)."""
+    """A free port whose next one is free too (the replica listens on port + 1).
+
+    Both taken from free_port(), which hands out ports in order: a port only probed here
+    would be the very next one free_port() hands out (to the manager, say).
+    """
     for _ in range(50):
         port = server_proc.free_port()
-        with socket.socket() as probe, contextlib.suppress(OSError):
-            probe.bind((server_proc.HOST, port + 1))
+        if server_proc.free_port() == port + 1:
             return port
     raise RuntimeError("no two free ports in a row")
 

@@ -12,10 +12,11 @@ from test_service_procs import Cluster, poll_until, wait_running
 
 from queue_server.client import QueueClient
 
-# Full plans this far apart: only a burst plan can grow the queue within the test.
-PLAN_INTERVAL_S = 60.0
-# The goal is a second (bench/planner_burst.py measures it); a loaded CI box gets room.
-GROWN_DEADLINE_S = 10.0
+# Full plans this far apart: only a burst plan can grow the queue within the test (the
+# pytest timeout, 120 s, ends the test before a second full plan).
+PLAN_INTERVAL_S = 120.0
+# The goal is a second (bench/planner_burst.py measures it); a busy shared machine gets room.
+GROWN_DEADLINE_S = 30.0
 
 
 @pytest.fixture

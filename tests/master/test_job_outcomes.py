@@ -67,7 +67,7 @@ def test_a_job_that_kills_its_slot_is_dead_within_seconds_and_its_batch_mates_ar
     # The lock time is far beyond the test: only the master's FAIL can bring the jobs back.
     master, keys = job_cluster.start(queue, 2, {"batch_size": 10, "lock_timeout_s": 600.0, **FAST_RETRIES},
                                      oks_but(10, {4: "exit"}))
-    dead = dead_job(master, keys[4], timeout_s=30.0)
+    dead = dead_job(master, keys[4], timeout_s=60.0)
     dead_after_s = time.monotonic() - started
     poll_until(lambda: done_numbers(log) == set(range(10)) - {4}, what="the batch-mates done")
     neighbours_done_after_s = time.monotonic() - started
@@ -83,8 +83,9 @@ def test_a_job_that_kills_its_slot_is_dead_within_seconds_and_its_batch_mates_ar
     assert [run.attempt for run in runs(log, "start", n=4)] == [1, 2, 3]
     # Its batch-mates: 0-3 were DONE before the crash, 5-9 never started and came back uncharged.
     assert all(run.attempt == 1 for run in runs(log, "done"))
-    # Crashes in the job loop cost no restart backoff; the lock time (600 s) is never waited.
-    assert dead_after_s < 25.0
+    # Crashes in the job loop cost no restart backoff; the lock time (600 s) is never waited
+    # (seconds here; the bound is for a busy shared machine).
+    assert dead_after_s < 60.0
     report = master.wait_report(lambda r: r.counters.get(Counter.CRASHED, 0) >= 3, what="3 crashes")
     assert report.counters.get(Counter.JOBS_OF_DEAD_SLOTS_FAILED, 0) == 3
     assert report.counters.get(Counter.JOBS_OF_DEAD_SLOTS_HONOURED, 0) == 4

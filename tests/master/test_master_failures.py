@@ -69,8 +69,9 @@ def test_a_frozen_slot_stops_beaconing_and_is_killed_after_the_missed_beacons(
     frozen_pid = int(poll_until(lambda: lines_starting(log, "freeze"), what="a slot freezing")[0])
     stopped_at = time.monotonic()
     master.wait_report(lambda r: r.counters.get(Counter.KILLED_HUNG, 0) == 1, what="frozen slot killed")
-    # 3 missed beacons of 100 ms, plus the report's own 100 ms period and scheduling slack.
-    assert time.monotonic() - stopped_at < 2.0
+    # 3 missed beacons of 100 ms and the report's own 100 ms period take well under a second;
+    # the bound leaves a busy shared machine its slack and stays far below the 60 s lock time.
+    assert time.monotonic() - stopped_at < 20.0
     assert "no beacon for" in master.log_text()
     master.wait_report(lambda r: frozen_pid not in [s.pid for s in r.slots]
                        and sum(1 for s in r.slots if s.state == "running") == 1,

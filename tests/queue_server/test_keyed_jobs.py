@@ -169,7 +169,7 @@ def test_a_managed_lease_that_expires_counts_as_a_failed_attempt(start_queue_ser
 def test_touch_keeps_a_running_job_from_expiring(start_queue_server) -> None:  # type: ignore[no-untyped-def]
     with _client(start_queue_server("--fsync", "never")) as client:
         client.put("q", b"long")
-        # A 1.5 s lock renewed every 0.15 s for twice its length: a 0.6 s lock lapsed when
+        # A 1.5 s lock renewed every 0.15 s for twice its length: a 0.6 s lock could lapse when
         # the test was descheduled on a busy machine, which says nothing about TOUCH.
         [job] = client.get("q", expire_s=1.5, keys=True)
         deadline = time.monotonic() + 3.0
