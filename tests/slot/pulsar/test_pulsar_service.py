@@ -148,7 +148,9 @@ def test_a_pause_report_stops_every_permit_for_its_seconds(
     assert permits.report("api", pause(0.6))
     started = time.monotonic()
     permits.acquire("api", timeout_s=5.0)
-    assert 0.6 <= time.monotonic() - started < 1.5
+    # Not before the pause ends; the upper bound is the acquire's own timeout (a busy
+    # shared machine can hold this thread back for a second).
+    assert 0.6 <= time.monotonic() - started < 5.0
 
 
 def test_an_unknown_limiter_is_a_permit_error_naming_the_known_ones(
@@ -166,9 +168,11 @@ def test_permits_that_come_after_the_timeout_are_not_waited_for(
     permits = client(served.endpoint)
     permits.acquire("api")
     started = time.monotonic()
-    with pytest.raises(PermitTimeout, match=r"0 of 1 permits of 'api' within 0.5 s \(the next permit comes in"):
-        permits.acquire("api", timeout_s=0.5)
-    assert time.monotonic() - started < 0.5
+    # The next permit is 10 s away, past the 5 s timeout: given up at once, not after 5 s
+    # (with a 0.5 s timeout and bound, a busy machine holding the thread back could fail it).
+    with pytest.raises(PermitTimeout, match=r"0 of 1 permits of 'api' within 5.0 s \(the next permit comes in"):
+        permits.acquire("api", timeout_s=5.0)
+    assert time.monotonic() - started < 5.0
 
 
 def test_acquire_gives_up_after_its_timeout_when_no_pulsar_answers(
@@ -178,10 +182,11 @@ def test_acquire_gives_up_after_its_timeout_when_no_pulsar_answers(
     started = time.monotonic()
     with pytest.raises(PermitTimeout, match="the pulsar did not answer"):
         permits.acquire("api", timeout_s=0.5)
-    assert 0.4 <= time.monotonic() - started < 1.5
+    # Upper bounds with room for a busy shared machine: what they rule out is a hang.
+    assert 0.4 <= time.monotonic() - started < 5.0
     started = time.monotonic()
     assert permits.report("api", SLOW_DOWN) is False
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 5.0
 
 
 def test_a_client_waiting_through_a_pulsar_restart_gets_its_permit(
