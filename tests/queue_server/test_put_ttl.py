@@ -11,6 +11,8 @@ from util import poll_until
 
 from queue_server.client import QueueClient
 
+TTL_S = 2.0
+
 
 def _client(server) -> QueueClient:  # type: ignore[no-untyped-def]
     return QueueClient(f"127.0.0.1:{server.port}")
@@ -23,16 +25,19 @@ def _ttl_expired(client: QueueClient, queue: str) -> int:
 def test_a_job_not_taken_within_its_ttl_is_deleted_and_one_taken_is_not(start_queue_server) -> None:  # type: ignore[no-untyped-def]
     server = start_queue_server("--fsync", "never")
     raw = server.connect()
-    raw.send(b"PUT q 0 4 TTL 0.5 KEY late\r\nlate")
+    # 2 s TTLs: both jobs must still be there at JOBS and the GET below, which a busy shared
+    # machine can delay past half a second.
+    raw.send(b"PUT q 0 4 TTL %g KEY late\r\nlate" % TTL_S)
     assert raw.line() == b"200 OK KEY late"
     with _client(server) as client:
         put_at = time.time()
-        taken_key = client.put("q", b"taken", key="taken", ttl_s=0.5, priority=1)
+        taken_key = client.put("q", b"taken", key="taken", ttl_s=TTL_S, priority=1)
         plain_key = client.put("q", b"plain")
         # JOB and JOBS say when a TTL job goes, and that a plain one never does.
         info = client.job(taken_key)
         assert info is not None and info.expires_at is not None
-        assert put_at < info.expires_at <= time.time() + 0.5
+        assert put_at < info.expires_at <= time.time() + TTL_S
+        taken_expires_at = info.expires_at
         assert [j.expires_at is None for j in client.jobs("q", "ready")] == [False, False, True]
         [taken] = client.get("q", keys=True)  # the higher priority: handed out in time
         assert taken.key == taken_key
@@ -42,7 +47,8 @@ def test_a_job_not_taken_within_its_ttl_is_deleted_and_one_taken_is_not(start_qu
         assert client.job(plain_key) is not None
         # The TTL held until the first hand-out only: a LATER puts it back for good.
         assert client.later(taken.id) == [True]
-        time.sleep(1.0)  # past its old deadline: it must still be there
+        poll_until(lambda: time.time() > taken_expires_at + 0.5, timeout_s=DEADLINE_S,
+                   what="past its old deadline")  # the passing time is the subject: it must stay
         info = client.job(taken_key)
         assert info is not None and info.state == "ready"
         assert _ttl_expired(client, "q") == 1
@@ -78,14 +84,16 @@ def test_the_ttl_survives_a_restart_and_an_expired_one_is_dropped_on_recovery(st
     data_dir = tmp_path / "ttl-data"
     server = start_queue_server("--fsync", "always", data_dir=data_dir)
     with _client(server) as client:
-        client.put("q", b"soon", key="soon", ttl_s=1.0)
+        put_at = time.time()
+        client.put("q", b"soon", key="soon", ttl_s=TTL_S)
         client.put("q", b"later", key="later", ttl_s=3600)
         client.put("q", b"kept", key="kept")
-        client.put("q", b"run", key="run", ttl_s=1.0)
+        client.put("q", b"run", key="run", ttl_s=TTL_S)
         [run] = client.get("q", keys=True)
         assert run.key == "soon"  # FIFO: the first put is handed out
     server.kill()
-    time.sleep(1.5)  # the server is down past the TTL of the jobs it held
+    # The server stays down past the TTL of the jobs it held (the passing time is the subject).
+    poll_until(lambda: time.time() > put_at + TTL_S + 0.5, timeout_s=DEADLINE_S, what="the TTL passed")
     server = start_queue_server("--fsync", "always", data_dir=data_dir)
     with _client(server) as client:
         # "soon" was handed out before the crash (released again at recovery: no TTL);
