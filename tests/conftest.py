@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 # The one launcher of queue servers, server_proc.py (no pytest there), for every server the tests start.
 from tests.queue_server import server_proc
@@ -25,6 +26,12 @@ REPLY_TIMEOUT_S = 5.0
 # token file or a config holding a token that others can read is refused at start
 # (config/secret_files.py). Tests of that refusal chmod their files open explicitly.
 os.umask(0o077)
+
+# Property tests time nothing: hypothesis's default 200 ms deadline per example, and its
+# too_slow health check, measure the machine (a shared 2-core box with busy loops beside
+# the suite), not the code. Loaded before the test modules, so their own @settings inherit it.
+settings.register_profile("slotmap", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("slotmap")
 
 
 class RawClient:

@@ -78,7 +78,7 @@ def test_random_lines_that_name_no_command_get_400_unknown_command(queue_server)
     known = {word.upper() for word in WORDS + list(FORBIDDEN)} | {b"SHUTDOWN", b"AUTH"}
 
     @settings(max_examples=100, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture])
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
     @given(garbage=st.lists(st.integers(0, 255).filter(lambda b: b not in (10, 13)),
                             min_size=1, max_size=200).map(bytes))
     def run(garbage: bytes) -> None:
