@@ -7,7 +7,11 @@ from util import barrier, get_job, put_ok, read_batch, read_job, runlist, total
 
 
 def _block(client, observer, request: bytes) -> None:
-    """Send a blocking request and make sure the server has queued it before going on."""
+    """Send a blocking request and make sure the server has queued it before going on.
+
+    A job handed out with EXPIRE before this must outlast it: 2 s locks, since on a busy
+    shared machine half a second could pass and the expiry answer the request first.
+    """
     client.send(request + b"\r\n")
     barrier(observer)
     assert client.pending() == b"", f"{request!r} should still be waiting"
@@ -174,7 +178,7 @@ def test_getbe_receives_a_job_put_while_it_waits(queue_server):
 def test_getbe_replies_404_when_the_running_job_expires_as_done(queue_server):
     worker, waiter = queue_server.connect(), queue_server.connect()
     put_ok(worker, "q", 0, b"x")
-    get_job(worker, "GET q EXPIRE 0.5 THEN DONE")
+    get_job(worker, "GET q EXPIRE 2 THEN DONE")
     _block(waiter, worker, b"GETBE q")
     waiter.expect(b"404 Queue Empty\r\n")
     assert total(worker) == (0, 0, 0, 0)
@@ -183,7 +187,7 @@ def test_getbe_replies_404_when_the_running_job_expires_as_done(queue_server):
 def test_getbe_receives_the_running_job_when_it_expires_back_to_ready(queue_server):
     worker, waiter = queue_server.connect(), queue_server.connect()
     put_ok(worker, "q", 0, b"x")
-    job = get_job(worker, "GET q EXPIRE 0.5 THEN LATER")
+    job = get_job(worker, "GET q EXPIRE 2 THEN LATER")
     _block(waiter, worker, b"GETBE q")
     again = read_job(waiter)
     assert again is not None and again.data == b"x" and again.id != job.id
@@ -238,7 +242,7 @@ def test_later_wakes_a_blocked_getb_waiter(queue_server):
 def test_job_expiring_back_to_ready_wakes_a_blocked_getb_waiter(queue_server):
     worker, waiter = queue_server.connect(), queue_server.connect()
     put_ok(worker, "q", 0, b"expires")
-    get_job(worker, "GET q EXPIRE 0.5")
+    get_job(worker, "GET q EXPIRE 2")
     _block(waiter, worker, b"GETB q")
     again = read_job(waiter)
     assert again is not None and again.data == b"expires"

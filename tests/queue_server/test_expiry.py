@@ -4,10 +4,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from polling import DEADLINE_S
 from util import drain, get, get_job, poll_until, put_ok, runlist, stats, total
 
 
-def _back_to(client, queue: str, expected: tuple[int, int, int, int], timeout_s: float = 5.0) -> None:
+def _back_to(client, queue: str, expected: tuple[int, int, int, int], timeout_s: float = DEADLINE_S) -> None:
     poll_until(lambda: total(client, queue) == expected, timeout_s, what=f"TOTAL {queue} == {expected}")
 
 
@@ -15,7 +16,8 @@ def test_expired_job_goes_back_to_the_end_of_its_priority(queue_server):
     client = queue_server.connect()
     put_ok(client, "q", 0, b"a")
     put_ok(client, "q", 0, b"b")
-    job = get_job(client, "GET q EXPIRE 0.3")
+    # 1 s, not less: the TOTAL right after must see the job still running on a busy machine.
+    job = get_job(client, "GET q EXPIRE 1")
     assert job.data == b"a"
     assert total(client, "q") == (1, 1, 1, 1)
     _back_to(client, "q", (1, 1, 2, 0))
@@ -45,7 +47,8 @@ def test_expire_zero_brings_the_job_back_at_once(queue_server):
     client = queue_server.connect()
     put_ok(client, "q", 0, b"a", "IS it")
     job = get_job(client, "GET q EXPIRE 0")
-    _back_to(client, "q", (1, 1, 1, 0), timeout_s=1.0)
+    # Without a lock time the job would never come back: no tight deadline needed to tell.
+    _back_to(client, "q", (1, 1, 1, 0))
     again = get_job(client, "GET q")
     assert (again.data, again.item) == (b"a", "it") and again.id != job.id
 
@@ -54,7 +57,7 @@ def test_expire_zero_then_done_deletes_the_job_at_once(queue_server):
     client = queue_server.connect()
     put_ok(client, "q", 0, b"a")
     get_job(client, "GET q EXPIRE 0 THEN DONE")
-    _back_to(client, "q", (0, 0, 0, 0), timeout_s=1.0)
+    _back_to(client, "q", (0, 0, 0, 0))
 
 
 def test_runlist_shows_the_expiry_as_a_unix_time(queue_server):
@@ -108,7 +111,8 @@ def test_config_expire_action_done_is_the_same_as_d(start_queue_server):
     assert get_job(client, "GET q").data == b"b"
 
 
-LOCK_CONFIG = "[queue_server]\nlock_timeouts_s = { slow = 0.3 }\n"
+# 1 s: the RUNLIST right after the GET must see the job still running on a busy machine.
+LOCK_CONFIG = "[queue_server]\nlock_timeouts_s = { slow = 1.0 }\n"
 
 
 def test_queue_lock_timeout_from_config_expires_a_job_handed_out_without_expire(start_queue_server):
@@ -144,22 +148,23 @@ def test_later_with_delay_hides_the_job_until_the_delay_passes(queue_server):
     client = queue_server.connect()
     put_ok(client, "q", 0, b"a", "IS it")
     job = get_job(client, "GET q")
-    client.send(b"LATER %d DELAY 0.5\r\n" % job.id)
+    # 1.5 s: the GET, TOTAL and RUNLIST below must all come before it on a busy machine.
+    client.send(b"LATER %d DELAY 1.5\r\n" % job.id)
     client.expect(b"200 OK\r\n")
     assert get(client, "GET q") is None
     assert total(client, "q") == (1, 1, 1, 0)
     assert runlist(client) == []
-    again = poll_until(lambda: get(client, "GET q"), 5.0, what="delayed job ready again")
+    again = poll_until(lambda: get(client, "GET q"), DEADLINE_S, what="delayed job ready again")
     assert (again.data, again.item) == (b"a", "it") and again.id != job.id
 
 
 def test_put_with_delay_hides_the_job_until_its_activation_time(queue_server):
     client = queue_server.connect()
-    put_ok(client, "q", 3, b"deferred", "DELAY 0.5")
+    put_ok(client, "q", 3, b"deferred", "DELAY 1.5")  # past the three requests below
     assert get(client, "GET q") is None
     assert get(client, "GET") is None
     assert total(client, "q") == (1, 1, 1, 0)
-    job = poll_until(lambda: get(client, "GET q"), 5.0, what="delayed job activated")
+    job = poll_until(lambda: get(client, "GET q"), DEADLINE_S, what="delayed job activated")
     assert (job.priority, job.data) == (3, b"deferred")
 
 
