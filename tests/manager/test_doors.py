@@ -15,7 +15,16 @@ from pathlib import Path
 import pytest
 import zmq
 from hostile_peer import rss_bytes, send_huge_frame
-from test_service_procs import Cluster, Proc, poll_until, server_proc, spawn_slotmap, to_toml
+from test_service_procs import (
+    HEARTBEAT_S,
+    LIVENESS,
+    Cluster,
+    Proc,
+    poll_until,
+    server_proc,
+    spawn_slotmap,
+    to_toml,
+)
 
 from manager.store import EventKind
 from master.manager_frames import MasterFrame
@@ -28,7 +37,8 @@ SEND_AT_MOST_BYTES = 256 * 1024 * 1024
 # Kernel socket buffers take a few MB before the peer's close is seen.
 CUT_WITHIN_BYTES = 32 * 1024 * 1024
 RSS_GROWTH_BOUND_BYTES = 50 * 1024 * 1024
-ATTACK_S = 3.0
+# Several of the master's liveness periods (test_service_procs: 8 x 0.25 s).
+ATTACK_S = 2.5 * HEARTBEAT_S * LIVENESS
 
 
 @pytest.fixture
@@ -72,7 +82,7 @@ def test_a_huge_frame_to_the_manager_is_cut_its_rss_stays_and_the_master_is_not_
     poll_until(lambda: "answers" in master.log_text(), what="the manager answering alpha")
     log_before = len(master.log_text())
     before = rss_bytes(manager.pid)
-    # Several liveness periods (4 x 0.25 s) of huge frames.
+    # Several liveness periods of huge frames.
     floods = attack_for(ATTACK_S, cluster.manager_port)
     after = rss_bytes(manager.pid)
     assert floods and all(cut and sent <= CUT_WITHIN_BYTES for sent, cut in floods), floods

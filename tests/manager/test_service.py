@@ -9,6 +9,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from polling import DEADLINE_S
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
@@ -77,7 +78,7 @@ def test_a_restarted_manager_adopts_the_running_slots_without_restarting_them(
     poll_until(lambda: "manager silent" in master.log_text(), timeout_s=5 * HEARTBEAT_S * LIVENESS,
                what="the master noticing the manager's death")
     second = cluster.start_manager("manager-2")
-    poll_until(lambda: f"manager pid {second.pid} answers" in master.log_text(), timeout_s=15.0,
+    poll_until(lambda: f"manager pid {second.pid} answers" in master.log_text(), timeout_s=DEADLINE_S,
                what=lambda: f"the master reconnecting\n{cluster.logs()}")
     # Two plans after the new manager's first: it had every chance to change something.
     poll_until(lambda: second.log_text().count("joined") and _plans_after(cluster, second) >= 2,
@@ -104,7 +105,7 @@ def two_masters(tmp_path: Path) -> Iterator[tuple[Cluster, Proc, Proc, Proc]]:
         masters = [cluster.start_master("alpha"), cluster.start_master("beta")]
         poll_until(lambda: len(cluster.events("master_joined")) == 2
                    and sum(m.running().get("demo_noop", 0) for m in masters) == 4,
-                   timeout_s=15.0, what=lambda: f"4 slots on 2 masters\n{cluster.logs()}")
+                   timeout_s=DEADLINE_S, what=lambda: f"4 slots on 2 masters\n{cluster.logs()}")
         # Slots stay where they were planned.
         busiest, other = sorted(masters, key=lambda m: -m.running().get("demo_noop", 0))
         yield cluster, manager, busiest, other
@@ -118,7 +119,7 @@ def test_a_dead_masters_slots_move_to_the_live_master_within_its_liveness(
     cluster, _, doomed, survivor = two_masters
     doomed.kill_group()
     # Lost after the liveness; then one plan and the forks (a few beacons).
-    wait_running(survivor, cluster, {"demo_noop": 4}, timeout_s=HEARTBEAT_S * LIVENESS + 5.0)
+    wait_running(survivor, cluster, {"demo_noop": 4}, timeout_s=HEARTBEAT_S * LIVENESS + DEADLINE_S)
     lost = [event.host for event in cluster.events("master_lost")]
     assert lost == [doomed.name.removeprefix("master-")], (
         [(e.kind, e.host, e.message) for e in cluster.events()], cluster.logs())
@@ -139,7 +140,7 @@ def test_a_master_that_dies_while_the_manager_is_frozen_is_lost_once(
                    timeout_s=10 * HEARTBEAT_S * LIVENESS, what="the survivor dropping the frozen manager")
     finally:
         os.kill(manager.pid, signal.SIGCONT)
-    wait_running(survivor, cluster, {"demo_noop": 4}, timeout_s=HEARTBEAT_S * LIVENESS + 5.0)
+    wait_running(survivor, cluster, {"demo_noop": 4}, timeout_s=HEARTBEAT_S * LIVENESS + DEADLINE_S)
     lost = [event.host for event in cluster.events("master_lost")]
     # The survivor is never lost: its slots do not hold its old connection open (before, the
     # manager took its reports on the new one for spoofs until the old one expired).

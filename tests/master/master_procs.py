@@ -147,6 +147,10 @@ def start_master(tmp_path: Path, queue_server: Any) -> Iterator[StartMaster]:
             "handler_modules": modules,
             "ipc_dir": ipc_dir,
             "beacon_interval_ms": 100,
+            # 2 s of silence before a slot counts as hung (the default 3 beacons are 0.3 s
+            # here, less than a busy shared machine can leave a live slot unscheduled); the
+            # tests of hang detection set their own.
+            "hung_after_beacons": 20,
             "max_load_per_cpu": 1000.0,
             "stop_deadline_s": 5.0,
             "static_slots": dict(static_slots),
