@@ -11,6 +11,7 @@ import pytest
 import zmq
 import zmq.auth
 from hostile_peer import send_huge_frame
+from polling import DEADLINE_S
 from test_link import HEARTBEAT_S, context, endpoint
 from test_service_procs import Cluster, poll_until, server_proc, spawn_slotmap, to_toml
 from test_service_stats import report
@@ -224,12 +225,12 @@ def test_real_masters_join_a_curve_manager_with_their_host_keys_and_a_stranger_d
             cluster.spawn(f"master-{host}", ["master", "--config", str(config),
                                              "--manager", cluster.manager_endpoint], report=True)
         poll_until(lambda: [e for e in cluster.events(EventKind.MASTER_JOINED) if e.host == "alpha"],
-                   timeout_s=20.0, what=lambda: f"alpha joined\n{cluster.logs()}")
+                   timeout_s=DEADLINE_S, what=lambda: f"alpha joined\n{cluster.logs()}")
         poll_until(lambda: "refused a CURVE client with an unknown public key" in manager.log_text(),
-                   timeout_s=20.0, what=lambda: f"gamma refused\n{cluster.logs()}")
+                   timeout_s=DEADLINE_S, what=lambda: f"gamma refused\n{cluster.logs()}")
         poll_until(lambda: "a report for host delta" in manager.log_text()
                    and "its CURVE key is alpha's" in manager.log_text(),
-                   timeout_s=20.0, what=lambda: f"delta refused\n{cluster.logs()}")
+                   timeout_s=DEADLINE_S, what=lambda: f"delta refused\n{cluster.logs()}")
         assert [e.host for e in cluster.events(EventKind.MASTER_JOINED)] == ["alpha"], cluster.logs()
     finally:
         cluster.close()

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import zmq
 from hostile_peer import rss_bytes, send_huge_frame
+from polling import DEADLINE_S
 from test_service_procs import (
     HEARTBEAT_S,
     LIVENESS,
@@ -56,7 +57,7 @@ def joined(cluster: Cluster, host: str) -> bool:
 def manager_with_master(cluster: Cluster) -> tuple[Proc, Proc]:
     manager = cluster.start_manager()
     master = cluster.start_master("alpha")
-    poll_until(lambda: joined(cluster, "alpha"), timeout_s=20.0,
+    poll_until(lambda: joined(cluster, "alpha"), timeout_s=DEADLINE_S,
                what=lambda: f"alpha joined\n{cluster.logs()}")
     return manager, master
 
@@ -180,7 +181,7 @@ def test_a_spoofed_leaving_for_a_live_host_is_refused_and_logged(cluster: Cluste
     # The real master's own goodbye, from its own connection, is still taken.
     master.process.terminate()
     poll_until(lambda: [e for e in cluster.events(EventKind.MASTER_LEFT) if e.host == "alpha"],
-               timeout_s=20.0, what=lambda: f"alpha's own goodbye\n{cluster.logs()}")
+               timeout_s=DEADLINE_S, what=lambda: f"alpha's own goodbye\n{cluster.logs()}")
     assert manager.alive()
 
 
@@ -189,5 +190,5 @@ def test_a_master_that_restarts_is_taken_on_its_new_connection(cluster: Cluster)
     master.kill_group()
     again = cluster.start_master("alpha")
     poll_until(lambda: cluster.events(EventKind.MASTER_RESTARTED) or cluster.events(EventKind.MASTER_BACK),
-               timeout_s=20.0, what=lambda: f"the restarted alpha taken\n{cluster.logs()}")
+               timeout_s=DEADLINE_S, what=lambda: f"the restarted alpha taken\n{cluster.logs()}")
     assert again.alive()

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from polling import DEADLINE_S
 from procs import free_port
 from test_service_procs import Cluster, poll_until
 from test_store import PG_DSN, database_url  # noqa: F401  (the fixture)
@@ -38,10 +39,10 @@ def test_a_standby_manager_takes_over_within_seconds_of_a_kill_9_of_the_active_o
     cluster: Cluster,
 ) -> None:
     active = cluster.start_manager("manager-1")
-    poll_until(lambda: "active manager" in active.log_text(), timeout_s=15.0,
+    poll_until(lambda: "active manager" in active.log_text(), timeout_s=DEADLINE_S,
                what=lambda: f"the first manager active\n{cluster.logs()}")
     standby = cluster.start_manager("manager-2")
-    poll_until(lambda: "standing by" in standby.log_text(), timeout_s=15.0,
+    poll_until(lambda: "standing by" in standby.log_text(), timeout_s=DEADLINE_S,
                what=lambda: f"the second manager standing by\n{cluster.logs()}")
     assert "active manager" not in standby.log_text()
     active.kill_group()

@@ -7,6 +7,7 @@ from typing import Any
 
 from job_runs import JobCluster, dead_job, done_numbers, oks_but, put_jobs, runs
 from master_procs import poll_until
+from polling import DEADLINE_S
 
 from master.lifecycle import Counter
 
@@ -106,7 +107,7 @@ def test_a_job_longer_than_its_lock_time_runs_once_under_a_live_slot(
     [started] = poll_until(lambda: runs(log, "start"), what="the long job started")
     info = client.job(key)
     assert info is not None and (info.state, info.attempts) == ("running", 1), info
-    [done] = poll_until(lambda: runs(log, "done"), timeout_s=15.0, what="the long job done")
+    [done] = poll_until(lambda: runs(log, "done"), timeout_s=DEADLINE_S, what="the long job done")
     # It ran past three lock times while the other slot waited idle: its lock was renewed,
     # or that slot would have run it a second time.
     assert done.at - started.at >= 3.5
@@ -122,7 +123,7 @@ def test_a_handlers_own_retry_policy_makes_the_job_dead_after_its_max_attempts(
     queue = "outcomes_own_policy"
     # The queue allows 25 attempts with a 15 s first wait; the handler class says 2 and 0.1 s.
     master, [key] = job_cluster.start(queue, 1, {}, ["raise"])
-    dead = dead_job(master, key, timeout_s=20.0)
+    dead = dead_job(master, key, timeout_s=DEADLINE_S)
     tries = runs(job_cluster.log, "start")
     assert [run.attempt for run in tries] == [1, 2]
     assert 0.1 * 0.9 <= tries[1].at - tries[0].at < 10.0

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from master_procs import MasterProc, ServerFor, StartMaster, poll_until
+from polling import DEADLINE_S
 
 from master.lifecycle import Counter
 
@@ -94,7 +95,7 @@ def test_kill_9_of_a_slot_mid_batch_loses_no_job(
         what="the killed slot replaced",
     )
     assert victim not in [s.pid for s in report.slots]
-    poll_until(lambda: all_done(log, 100), timeout_s=15.0,
+    poll_until(lambda: all_done(log, 100), timeout_s=DEADLINE_S,
                what=lambda: f"all 100 jobs done; missing {set(range(100)) - {int(n) for n in lines_starting(log, 'done')}}")
     client = master.client()
     poll_until(lambda: client.total("slow").jobs == 0 and client.total("slow").running == 0,
@@ -125,7 +126,7 @@ def test_a_handler_whose_setup_fails_is_restarted_with_growing_pauses(start_mast
     master = start_master(modules=["sm_test_behaviours"], static_slots={"stubborn": 1, "slow": 1})
     started = time.monotonic()
     report = master.wait_report(lambda r: r.counters.get(Counter.BOOT_FAILED, 0) >= 3,
-                                what="three failed starts", timeout_s=15.0)
+                                what="three failed starts", timeout_s=DEADLINE_S)
     # Without backoff 3 forks take a few ms; with it 0.5 s, then 1 s, pass between them.
     assert time.monotonic() - started >= 1.5
     assert report.counters.get(Counter.BOOT_FAILED, 0) <= 4

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from master_procs import StartMaster
+from polling import DEADLINE_S
 
 from master.report import HostReport
 
@@ -18,7 +19,7 @@ def test_a_master_far_over_its_load_limit_keeps_the_floor_of_slots_and_reports_t
         running = [s for s in report.slots if s.queue == "whoami" and s.state == "running"]
         return report.capacity == 2 and len(running) == 2 and report.load_cap() is not None
 
-    report = master.wait_report(capped, what="2 running slots, capped by load", timeout_s=20.0)
+    report = master.wait_report(capped, what="2 running slots, capped by load", timeout_s=DEADLINE_S)
     assert report.capacity_by_load == 2 and report.capacity_by_memory > 2
     notice = report.load_cap()
     assert notice is not None and notice.startswith("capped by load: 2 of 64 slots (load ")

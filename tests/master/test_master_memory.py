@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 from master_procs import StartMaster, poll_until
+from polling import DEADLINE_S
 
 from master.capacity import capacity
 from master.lifecycle import Counter
@@ -28,7 +29,7 @@ def test_forked_slots_share_the_200_mb_the_master_preloaded(start_master: StartM
             return False
         return abs(report.master_pss_bytes + report.slots_pss_bytes - real) < 0.1 * real
 
-    report = master.wait_report(settled, what="4 slots with settled PSS figures", timeout_s=15.0)
+    report = master.wait_report(settled, what="4 slots with settled PSS figures", timeout_s=DEADLINE_S)
     pids = [master.pid] + [slot.pid for slot in report.slots]
     usages = [read_memory(pid) for pid in pids]
     rss_bytes = [usage.rss_bytes for usage in usages]

@@ -23,7 +23,7 @@ def test_a_changed_static_map_retargets_a_running_slot_without_a_new_fork(
     assert {s.slot_id: s.pid for s in report.slots} == before
     moved = next(s for s in report.slots if s.queue == "whoami_too")
     answer = master.client().call("whoami_too", b"?", output_queue="whoami_too_reply",
-                                  expire_s=0, then="done", timeout_s=5.0)
+                                  expire_s=0, then="done", timeout_s=DEADLINE_S)
     assert answer.data.decode() == f"{moved.pid} whoami_too"
     assert "retargeting slot" in master.log_text()
     assert master.log_text().count("forked slot") == 2
@@ -39,7 +39,7 @@ def test_sigterm_lets_busy_slots_finish_their_batch_then_the_master_exits(
     master.client().put_many("slow", [json.dumps({"log": str(log), "n": n}) for n in range(40)])
     poll_until(lambda: log.exists() and "start" in log.read_text(), what="a batch started")
     master.process.send_signal(signal.SIGTERM)
-    assert master.process.wait(timeout=10.0) == 0
+    assert master.process.wait(timeout=DEADLINE_S) == 0
     lines = log.read_text().splitlines()
     started = sum(int(line.split()[2]) for line in lines if line.startswith("start"))
     done = sum(1 for line in lines if line.startswith("done"))
@@ -60,7 +60,7 @@ def test_a_slot_that_ignores_sigterm_is_killed_at_the_stop_deadline(
     master.client().put("sleepy", json.dumps({"log": str(log), "marker": str(tmp_path / "m"), "n": 0}))
     poll_until(lambda: log.exists() and "hang" in log.read_text(), what="the slot hanging")
     master.process.send_signal(signal.SIGTERM)
-    assert master.process.wait(timeout=10.0) == 0
+    assert master.process.wait(timeout=DEADLINE_S) == 0
     assert "missed its stop deadline: SIGKILL" in master.log_text()
 
 
@@ -68,7 +68,7 @@ def test_slots_of_a_master_killed_with_sigkill_exit_by_themselves(start_master: 
     master = start_master(modules=["sm_test_behaviours"], static_slots={"slow": 2})
     pids = [s.pid for s in master.wait_running("slow", 2).slots]
     master.process.kill()
-    master.process.wait(timeout=5.0)
+    master.process.wait(timeout=DEADLINE_S)
 
     def gone(pid: int) -> bool:
         try:
@@ -77,7 +77,7 @@ def test_slots_of_a_master_killed_with_sigkill_exit_by_themselves(start_master: 
             return True
 
     # Each slot sees its parent change at its next beacon and stops like on SIGTERM.
-    poll_until(lambda: all(gone(pid) for pid in pids), timeout_s=5.0, what="orphaned slots exited")
+    poll_until(lambda: all(gone(pid) for pid in pids), timeout_s=DEADLINE_S, what="orphaned slots exited")
 
 
 def test_a_job_put_as_blocked_slots_are_retargeted_or_stopped_is_run_or_stays_ready(
@@ -102,7 +102,7 @@ def test_a_job_put_as_blocked_slots_are_retargeted_or_stopped_is_run_or_stays_re
         client.get(old + "_reply", count=10, expire_s=0, then="done")
     client.put("whoami", b"?")
     master.process.send_signal(signal.SIGTERM)
-    assert master.process.wait(timeout=10.0) == 0
+    assert master.process.wait(timeout=DEADLINE_S) == 0
     assert client.total("whoami").running == 0
 
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 from hostile import rss_bytes, served, silent_socket
+from polling import DEADLINE_S
 
 from tests.conftest import HOST, QueueServer
 from tests.queue_server.util import poll_until
@@ -147,7 +148,7 @@ def test_an_unauthenticated_connection_is_closed_after_auth_timeout(start_queue_
             return True
         return trickler.closed(timeout_s=0.3)
 
-    poll_until(closed_while_trickling, timeout_s=15.0, what="the trickler closed")
+    poll_until(closed_while_trickling, timeout_s=DEADLINE_S, what="the trickler closed")
     assert time.monotonic() - started >= 0.9
     assert b"401 Auth Required" in bytes(trickler.buffer)
     authenticated = server.connect(timeout_s=15.0)

@@ -48,7 +48,7 @@ def test_a_replica_follows_the_primary_and_takes_over_when_it_dies(start_queue_s
         watcher.send(b"PUT z 0 1\r\nz")
         return watcher.line() == b"200 OK"
 
-    poll_until(promoted, timeout_s=15)
+    poll_until(promoted, timeout_s=DEADLINE_S)
     job = get_job(watcher, "GET r")
     assert (job.data, job.item) == (b"ab", "it")
     assert get_job(watcher, "GET q").data == b"after"
@@ -125,7 +125,7 @@ def test_a_replica_that_stops_reading_is_cut_off_not_buffered_without_bound(star
             assert producer.line() == b"200 OK"
         return "must resync" in primary.output_text()
 
-    poll_until(cut_off, timeout_s=20)
+    poll_until(cut_off, timeout_s=DEADLINE_S)
     assert stalled.closed(timeout_s=30)  # what the kernel held, then EOF: let go of
     assert total(producer, "q")[2] >= 8  # and went on serving everyone else
 
@@ -145,7 +145,7 @@ def test_join_makes_a_returning_primary_follow_its_successor(start_queue_server)
         successor.send(b"PUT q 0 3\r\ntwo")
         return successor.line() == b"200 OK"
 
-    poll_until(promoted, timeout_s=15, interval_s=0.05)
+    poll_until(promoted, timeout_s=DEADLINE_S, interval_s=0.05)
     # The old primary comes back on its old data, told only where the cluster is.
     returned = start_queue_server("--fsync", "never", "--join", f"127.0.0.1:{second.port}",
                                   data_dir=first.data_dir)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from polling import DEADLINE_S
 
 from tests.admin_ui.browser_chromium import CHROMIUM, launched_browser, needs_chromium
 from tests.queue_server.util import poll_until, total
@@ -43,7 +44,7 @@ def test_a_form_post_from_a_web_page_neither_stops_nor_changes_the_server(queue_
     page = context.new_page()
     try:
         page.set_content(attack_page(queue_server.port))
-        poll_until(lambda: "cross-protocol" in queue_server.output_text(), timeout_s=15.0,
+        poll_until(lambda: "cross-protocol" in queue_server.output_text(), timeout_s=DEADLINE_S,
                    what="the browser's POST refused")
     finally:
         context.close()

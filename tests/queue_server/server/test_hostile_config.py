@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from polling import DEADLINE_S
 
 from tests.conftest import HOST, RawClient, free_port, slotmap_command
 from tests.queue_server.util import poll_until
@@ -84,7 +85,7 @@ def _start(tmp_path: Path, *args: str, env: dict[str, str]) -> tuple[subprocess.
     with open(tmp_path / "server.log", "wb") as log:
         process = subprocess.Popen([*slotmap_command(), *_server_args(tmp_path, port), *args],
                                    stdout=log, stderr=subprocess.STDOUT, env=env)
-    poll_until(lambda: _accepts(port) or process.poll() is not None, timeout_s=15.0,
+    poll_until(lambda: _accepts(port) or process.poll() is not None, timeout_s=DEADLINE_S,
                what="the server up")
     assert process.poll() is None, (tmp_path / "server.log").read_text()
     return process, port

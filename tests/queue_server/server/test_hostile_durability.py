@@ -75,7 +75,7 @@ def test_out_of_descriptors_at_snapshot_time_logs_retries_and_loses_nothing(star
     psutil.Process(pid).rlimit(resource.RLIMIT_NOFILE, original)
     _put_all(producer, acknowledged, 40)
     acknowledged += 40
-    poll_until(lambda: _snapshots(server.data_dir) - before, timeout_s=20.0,
+    poll_until(lambda: _snapshots(server.data_dir) - before, timeout_s=DEADLINE_S,
                what="a snapshot once descriptors are back")
     poll_until(lambda: not _zombies(pid) and "being written" in server.output_text(),
                timeout_s=DEADLINE_S, what="the snapshot child reaped")
@@ -108,7 +108,7 @@ def test_under_a_low_open_file_limit_max_clients_shrinks_to_fit_and_extra_client
     try:
         server = QueueServer(HOST, port, process, tmp_path / "data", log_path)
         poll_until(lambda: "listening on" in log_path.read_text() or process.poll() is not None,
-                   timeout_s=15.0, what="the server up")
+                   timeout_s=DEADLINE_S, what="the server up")
         assert process.poll() is None
         clients = [RawClient(HOST, port) for _ in range(IDLE_CONNECTIONS)]
         replies = [client.pending(wait_s=0.3) for client in clients]

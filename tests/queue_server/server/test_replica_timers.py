@@ -78,7 +78,7 @@ def test_a_replica_mirrors_the_primarys_expiries_and_fires_its_own_once_promoted
         promoted_already = _online(follower)
         assert not promoted_already, "promoted within about 2 s of an 8 s promote_after: test inconclusive"
         assert still is not None and still.state == "running"  # a follower expires nothing
-        poll_until(lambda: _online(follower), timeout_s=20, what="promotion")
+        poll_until(lambda: _online(follower), timeout_s=DEADLINE_S, what="promotion")
         fired = poll_until(lambda: (i := follower.job("kept")) is not None and i.state == "failed" and i,
                            timeout_s=DEADLINE_S, what="the promoted replica expiring the lease")
         # (the replica knows the lock's end, not its length: the text says about 1 s)

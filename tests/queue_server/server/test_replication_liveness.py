@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+from polling import DEADLINE_S
+
 from tests.queue_server.server.ha import frozen, role
 from tests.queue_server.util import poll_until, put_ok
 
@@ -21,7 +23,7 @@ def test_a_frozen_primary_is_replaced_although_its_socket_stays_open(start_queue
     producer = primary.connect()
     watcher = replica.connect()
     put_ok(producer, "q", 0, b"before the freeze")
-    poll_until(lambda: role(producer)[2] == b"1", timeout_s=15, what="the replica streaming")
+    poll_until(lambda: role(producer)[2] == b"1", timeout_s=DEADLINE_S, what="the replica streaming")
     with frozen(primary):
         started = time.monotonic()
 
@@ -42,11 +44,11 @@ def test_a_frozen_replica_is_cut_off_by_its_primary(start_queue_server) -> None:
     replica = start_queue_server("--fsync", "never", "--replica-of", f"127.0.0.1:{primary.port}",
                                  "--server-id", "2", "--promote-after", "600")
     client = primary.connect()
-    poll_until(lambda: role(client)[2] == b"1", timeout_s=15, what="the replica's heartbeats")
+    poll_until(lambda: role(client)[2] == b"1", timeout_s=DEADLINE_S, what="the replica's heartbeats")
     with frozen(replica):
         poll_until(lambda: role(client)[2] == b"0", timeout_s=NOTICED_WITHIN_S,
                    what="the primary cutting its frozen replica off")
     assert "the replica sent nothing for" in primary.log_text()
     # Thawed, it reconnects, resyncs and sends heartbeats again.
-    poll_until(lambda: role(client)[2] == b"1", timeout_s=15, what="the thawed replica back")
+    poll_until(lambda: role(client)[2] == b"1", timeout_s=DEADLINE_S, what="the thawed replica back")
     put_ok(client, "q", 0, b"after")
