@@ -111,6 +111,9 @@ def test_a_frozen_primary_is_replaced_and_acknowledges_nothing_after_its_thaw(ha
     _check_survivor(producers, new)
 
 
+# Ten failovers took 93 s with two busy loops beside `-n 2` (load average about 9):
+# the 120 s default timeout was too close.
+@pytest.mark.timeout(600)
 def test_ten_failovers_in_a_row_under_load_lose_nothing(ha: HaCluster) -> None:
     """Producers through QueueClient with their own keys; the primary killed -9 ten times,
     each time restarted to come back as a replica. Every acknowledged key is on the last
