@@ -4,7 +4,6 @@ the replica, the launcher starts the dead one again and it follows the new prima
 a PUT is acknowledged by the promoted replica. Real processes."""
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import signal
