@@ -29,10 +29,7 @@ PLANNED_WITHIN_S = 30.0
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    started = Cluster.create(tmp_path, {"q": {"max_slots": 4}})
-    started.start_queue_server()
-    yield started
-    started.close()
+    yield from Cluster.with_queue_server(tmp_path, {"q": {"max_slots": 4}})
 
 
 # Each builder takes the report's sequence number: the slot's jobs_done grows with it, so

@@ -44,10 +44,7 @@ ATTACK_S = 2.5 * HEARTBEAT_S * LIVENESS
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    started = Cluster.create(tmp_path, {})
-    started.start_queue_server()
-    yield started
-    started.close()
+    yield from Cluster.with_queue_server(tmp_path, {})
 
 
 def joined(cluster: Cluster, host: str) -> bool:

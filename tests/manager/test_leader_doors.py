@@ -18,10 +18,7 @@ START_DEADLINE_S = 20.0
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    started = Cluster.create(tmp_path, {"demo_noop": {"max_slots": 2}})
-    started.start_queue_server()
-    yield started
-    started.close()
+    yield from Cluster.with_queue_server(tmp_path, {"demo_noop": {"max_slots": 2}})
 
 
 def start_manager_on(cluster: Cluster, name: str, database_url: str) -> Proc:

@@ -23,10 +23,7 @@ QUEUES = {
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    started = Cluster.create(tmp_path, QUEUES)
-    started.start_queue_server()
-    yield started
-    started.close()
+    yield from Cluster.with_queue_server(tmp_path, QUEUES)
 
 
 def test_a_host_capped_to_one_slot_by_load_runs_every_queues_minimum_and_one_slot_per_waiting_queue(

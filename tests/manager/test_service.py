@@ -28,10 +28,7 @@ QUEUES = {
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    started = Cluster.create(tmp_path, QUEUES)
-    started.start_queue_server()
-    yield started
-    started.close()
+    yield from Cluster.with_queue_server(tmp_path, QUEUES)
 
 
 def test_a_master_runs_the_slots_the_manager_plans_and_jobs_get_done(cluster: Cluster) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,6 +107,16 @@ class Cluster:
             ipc_dir=tempfile.mkdtemp(prefix="sm-mgr-", dir="/tmp"),
             manager_settings=dict(manager),
         )
+
+    @classmethod
+    def with_queue_server(cls, root: Path, queues: Mapping[str, Mapping[str, Any]]) -> Iterator[Cluster]:
+        """A pytest fixture's body: a cluster with its queue server up, closed after the test."""
+        started = cls.create(root, queues)
+        started.start_queue_server()
+        try:
+            yield started
+        finally:
+            started.close()
 
     @property
     def manager_endpoint(self) -> str:
