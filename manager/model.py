@@ -104,6 +104,10 @@ class Plan:
     queues: Mapping[str, QueuePlan]
     moves: tuple[Move, ...]
 
+    def planned_counts(self) -> dict[str, int]:
+        """Slots planned per queue (a burst plan: its bursting queues only)."""
+        return {name: queue.planned_slots for name, queue in self.queues.items()}
+
     def move_counts(self) -> dict[MoveKind, int]:
         result = {kind: 0 for kind in MoveKind}
         for move in self.moves:

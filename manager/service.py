@@ -217,8 +217,8 @@ class Manager:
         for moved in moves_events(result):
             log.info("%s", moved.message)
             self.note(moved)
-        self.waiting_at_plan = self.server.waiting()
-        self.last_planned = {q: p.planned_slots for q, p in result.queues.items()}
+        self.waiting_at_plan = waiting
+        self.last_planned = result.planned_counts()
         self.history.record_plan(
             now=now, at_unix=at_unix, last_plan_at=self.schedule.last_plan_at, plan=result,
             queues=queues, overrides=overrides, in_force=in_force, work=masters.work,
@@ -279,7 +279,7 @@ class Manager:
         # Measured from here on: one burst makes one plan however long its puts go on.
         self.waiting_at_plan = waiting
         # The burst's new slots are planned ones, not spares another burst could take.
-        self.last_planned.update({q: p.planned_slots for q, p in result.queues.items()})
+        self.last_planned.update(result.planned_counts())
         masters.take_plan(result.slot_map, alive)
         masters.send_heartbeats()  # the masters get the map now, not at the next beat
         self.schedule.heartbeat_at = now + self.settings.heartbeat_interval_s

@@ -54,7 +54,7 @@ class PlannerPolicy:
         if window_seen(stats, self.scenario.window_s):  # as manager/service.py does
             self.recent.record(now_s, result)
         self.waiting_at_plan = {q: s.waiting_jobs for q, s in stats.items()}
-        self.last_planned = {q: p.planned_slots for q, p in result.queues.items()}
+        self.last_planned = result.planned_counts()
         return result.moves
 
     def burst(
@@ -73,7 +73,7 @@ class PlannerPolicy:
                             target_load=self.scenario.target_load, last_planned=self.last_planned)
         if result.moves:
             self.waiting_at_plan = dict(waiting)
-            self.last_planned.update({q: p.planned_slots for q, p in result.queues.items()})
+            self.last_planned.update(result.planned_counts())
         return result.moves
 
 
