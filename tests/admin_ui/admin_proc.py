@@ -86,8 +86,11 @@ def start_admin(config: Path, log_dir: Path, *extra: str, env: dict[str, str] | 
 
 
 @contextlib.contextmanager
-def cluster_admin(cluster: Any, extra_toml: str = "") -> Iterator[AdminProc]:
-    """The dashboard over a tests/manager Cluster's database, its config plus `extra_toml`."""
+def cluster_admin(cluster: Any, extra_toml: str = "", *, token: str | None = None) -> Iterator[AdminProc]:
+    """The dashboard over a tests/manager Cluster's database, its config plus `extra_toml`
+    (and an [admin] section with `token`)."""
+    if token is not None:
+        extra_toml += f'\n[admin]\ntoken = "{token}"\n'
     config: Path = cluster.config("admin")
     config.write_text(config.read_text() + extra_toml)
     proc = start_admin(config, cluster.root)

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from admin_proc import AdminProc, start_admin
+from admin_proc import AdminProc, cluster_admin
 from admin_testing import poll_until
 from procs import import_by_path, server_proc, to_toml
 from prometheus_client.parser import text_string_to_metric_families
@@ -81,11 +81,8 @@ def cluster(tmp_path: Path) -> Iterator[Any]:
 
 @pytest.fixture
 def admin(cluster: Any) -> Iterator[AdminProc]:
-    config: Path = cluster.config("admin")
-    config.write_text(config.read_text() + f'\n[admin]\ntoken = "{TOKEN}"\n')
-    proc = start_admin(config, cluster.root)
-    yield proc
-    proc.stop()
+    with cluster_admin(cluster, token=TOKEN) as proc:
+        yield proc
 
 
 def slotmap(*args: str) -> subprocess.CompletedProcess[str]:

@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from admin_proc import AdminProc, start_admin
+from admin_proc import AdminProc, cluster_admin
 from browser_chromium import CHROMIUM, launched_browser, needs_chromium
 from jobs_cluster import make_dead
 from polling import poll_until
@@ -53,11 +53,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def admin(cluster: Any) -> Iterator[AdminProc]:
-    config: Path = cluster.config("admin")
-    config.write_text(config.read_text() + f'\n[admin]\ntoken = "{TOKEN}"\n')
-    proc = start_admin(config, cluster.root)
-    yield proc
-    proc.stop()
+    with cluster_admin(cluster, token=TOKEN) as proc:
+        yield proc
 
 
 def _rows(admin: AdminProc) -> dict[str, dict[str, Any]]:

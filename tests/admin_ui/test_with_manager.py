@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from admin_proc import AdminProc, start_admin
+from admin_proc import AdminProc, cluster_admin
 from admin_testing import poll_until
 from procs import import_by_path
 from prometheus_client.parser import text_string_to_metric_families
@@ -51,11 +51,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def admin(cluster: Any) -> Iterator[AdminProc]:
-    config: Path = cluster.config("admin")
-    config.write_text(config.read_text() + f'\n[admin]\ntoken = "{TOKEN}"\n')
-    proc = start_admin(config, cluster.root)
-    yield proc
-    proc.stop()
+    with cluster_admin(cluster, token=TOKEN) as proc:
+        yield proc
 
 
 def master_of(cluster: Any) -> Any:
