@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import ClassVar, Self
 
 from tests.queue_server.util import get
 
@@ -34,21 +35,16 @@ def frozen(server) -> Iterator[None]:  # type: ignore[no-untyped-def]
 
 
 @dataclass
-class Producer:
-    """A thread PUTting numbered jobs (`<name>-<n>`) one at a time on its own connection,
-    moving to the next address when refused or cut; `acked` holds what got `200 OK`."""
+class _ProducerThread:
+    """A producer's thread: `start()` runs `_run` until `finish()` sets `stop`; a producer
+    still running `join_s` later fails the test as hung."""
 
     name: str
-    addresses: list[tuple[str, int]]
-    queue: str = "q"
-    acked: list[bytes] = field(default_factory=list)
-    # (port, monotonic time) of each acknowledgement, in order
-    acked_at: list[tuple[int, float]] = field(default_factory=list)
-    refused: int = 0
-    stop: threading.Event = field(default_factory=threading.Event)
-    thread: threading.Thread | None = None
+    stop: threading.Event = field(default_factory=threading.Event, kw_only=True)
+    thread: threading.Thread | None = field(default=None, kw_only=True)
+    join_s: ClassVar[float]
 
-    def start(self) -> Producer:
+    def start(self) -> Self:
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
         return self
@@ -56,8 +52,25 @@ class Producer:
     def finish(self) -> None:
         self.stop.set()
         assert self.thread is not None
-        self.thread.join(PRODUCER_TIMEOUT_S + 5)
+        self.thread.join(self.join_s)
         assert not self.thread.is_alive(), f"producer {self.name} hung"
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+@dataclass
+class Producer(_ProducerThread):
+    """A thread PUTting numbered jobs (`<name>-<n>`) one at a time on its own connection,
+    moving to the next address when refused or cut; `acked` holds what got `200 OK`."""
+
+    addresses: list[tuple[str, int]]
+    queue: str = "q"
+    acked: list[bytes] = field(default_factory=list)
+    # (port, monotonic time) of each acknowledgement, in order
+    acked_at: list[tuple[int, float]] = field(default_factory=list)
+    refused: int = 0
+    join_s: ClassVar[float] = PRODUCER_TIMEOUT_S + 5
 
     def _run(self) -> None:
         number = 0
@@ -96,28 +109,15 @@ def drained(conn, queue: str = "q") -> set[bytes]:  # type: ignore[no-untyped-de
 
 
 @dataclass
-class KeyedProducer:
+class KeyedProducer(_ProducerThread):
     """A thread PUTting jobs with its own keys through QueueClient (issue 17, F): the
     client finds the primary by ROLE, waits out `500 Offline Mode` and retries a keyed PUT
     whose connection was lost. `acked` holds the keys it was told were stored."""
 
-    name: str
     servers: list[str]
     acked: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
-    stop: threading.Event = field(default_factory=threading.Event)
-    thread: threading.Thread | None = None
-
-    def start(self) -> KeyedProducer:
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-        return self
-
-    def finish(self) -> None:
-        self.stop.set()
-        assert self.thread is not None
-        self.thread.join(PRODUCER_TIMEOUT_S * 3)
-        assert not self.thread.is_alive(), f"producer {self.name} hung"
+    join_s: ClassVar[float] = PRODUCER_TIMEOUT_S * 3
 
     def _run(self) -> None:
         from queue_server.client import QueueClient
