@@ -12,61 +12,27 @@ base is started without the new settings it does not know.
 from __future__ import annotations
 
 import argparse
-import os
 import socket
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from base_checkout import code_dirs
+from base_checkout import code_dirs, rss_bytes, start_queue_server
 
 REPO = Path(__file__).resolve().parent.parent
 TOKEN = "bench_T0ken"
 HELD = 1_000_000
 
 
-def _rss(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
 def _settled(pid: int) -> int:
-    last = _rss(pid)
+    last = rss_bytes(pid)
     for _ in range(60):
         time.sleep(0.5)
-        now = _rss(pid)
+        now = rss_bytes(pid)
         if abs(now - last) < 1 << 20:
             return now
         last = now
     return last
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _serve(code_dir: Path, work: Path, config: str) -> tuple[subprocess.Popen[bytes], int]:
-    port = _free_port()
-    (work / "server.toml").write_text(config)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "deploy.cli", "queue-server", "--listen", f"127.0.0.1:{port}",
-         "--data-dir", str(work / "data"), "--fsync", "never", "--config", str(work / "server.toml")],
-        cwd=code_dir, env=dict(os.environ, PYTHONPATH=str(code_dir)),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(300):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return process, port
-        except OSError:
-            time.sleep(0.05)
-    process.kill()
-    raise RuntimeError("the queue server did not start")
 
 
 def _attack(port: int, count: int, prefix: bytes, payload: bytes) -> list[socket.socket]:
@@ -89,7 +55,7 @@ def run(code_dir: Path, connections: int) -> dict[str, float]:
     for label, prefix in cases.items():
         with tempfile.TemporaryDirectory() as work:
             config = f'[queue_server]\ntoken = "{TOKEN}"\nmax_clients = {connections * 2}\n'
-            process, port = _serve(code_dir, Path(work), config)
+            process, port = start_queue_server(code_dir, Path(work), config=config)
             try:
                 before = _settled(process.pid)
                 opened = _attack(port, connections, prefix, b"" if label == "idle PING" else payload)

@@ -11,7 +11,6 @@ against that commit's code (git archive to a temporary folder), for the A/B.
 from __future__ import annotations
 
 import argparse
-import os
 import socket
 import subprocess
 import sys
@@ -19,11 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from base_checkout import code_dirs
-
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from tests.queue_server.server_proc import free_port  # noqa: E402
+from base_checkout import code_dirs, rss_bytes, start_queue_server
 
 ASKER = """
 import socket, sys, time
@@ -40,39 +35,14 @@ print(size, *times)
 """
 
 
-def _serve(code_dir: Path, work: Path) -> tuple[subprocess.Popen[bytes], int]:
-    port = free_port()
-    env = dict(os.environ, PYTHONPATH=str(code_dir))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "deploy.cli", "queue-server", "--listen", f"127.0.0.1:{port}",
-         "--data-dir", str(work / "data"), "--fsync", "never"],
-        cwd=code_dir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return process, port
-        except OSError:
-            time.sleep(0.05)
-    process.kill()
-    raise RuntimeError("the queue server did not start")
-
-
 def _read_sized(reader: object) -> bytes:
     head = reader.readline()  # type: ignore[attr-defined]
     return reader.read(int(head.split()[2]))  # type: ignore[attr-defined,no-any-return]
 
 
-def _rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def run(code_dir: Path, queues: int, asks: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as work:
-        process, port = _serve(code_dir, Path(work))
+        process, port = start_queue_server(code_dir, Path(work))
         try:
             filler = socket.create_connection(("127.0.0.1", port))
             filler.sendall(b"".join(b"PUT m%d 0 1\r\nx" % index for index in range(queues)))
@@ -109,7 +79,7 @@ def run(code_dir: Path, queues: int, asks: int) -> dict[str, float]:
                 "pings": len(pings), "ping_p50_ms": pings[len(pings) // 2] * 1000,
                 "ping_p99_ms": pings[min(len(pings) - 1, int(len(pings) * 0.99))] * 1000,
                 "ping_max_ms": pings[-1] * 1000, "top20_s": top_s if head.startswith(b"200") else -1,
-                "rss_mib": _rss_mib(process.pid),
+                "rss_mib": rss_bytes(process.pid) / 2**20,
             }
         finally:
             process.kill()
