@@ -44,6 +44,8 @@ def start_queue_server(code_dir: Path, work: Path, *, config: str | None = None,
                "--data-dir", str(work / "data"), "--fsync", "never"]
     if config is not None:
         (work / "server.toml").write_text(config)
+        # It may hold a token: the server refuses a config others can read (docs/SECURITY.md).
+        (work / "server.toml").chmod(0o600)
         command += ["--config", str(work / "server.toml")]
     process = subprocess.Popen(command, cwd=code_dir, env=dict(os.environ, PYTHONPATH=str(code_dir)),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
