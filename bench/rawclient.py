@@ -108,6 +108,37 @@ def _expect(line: bytes, prefix: bytes, what: str) -> None:
         raise ProtocolError(f"{what}: expected {prefix!r}..., got {line[:200]!r}")
 
 
+# The PUT loops, once for both servers (the same client code times each): `req` is one
+# whole request, `ok` the start of its acknowledgement.
+
+def _put_rt(conn: Conn, n: int, req: bytes, ok: bytes, what: str) -> int:
+    """n PUTs, one round trip each."""
+    send = conn.send
+    readline = conn.readline
+    k = len(ok)
+    for _ in range(n):
+        send(req)
+        line = readline()
+        if line[:k] != ok:
+            raise ProtocolError(f"{what}: {line[:200]!r}")
+    return n
+
+
+def _put_pipe(conn: Conn, n: int, batch: int, req: bytes, ok: bytes, what: str) -> int:
+    """PUTs written `batch` at a time in one sendall, then the replies read."""
+    full = req * batch
+    k = len(ok)
+    done = 0
+    while done < n:
+        m = min(batch, n - done)
+        conn.send(full if m == batch else req * m)
+        for line in conn.readlines(m):
+            if line[:k] != ok:
+                raise ProtocolError(f"{what} (pipelined): {line[:200]!r}")
+        done += m
+    return n
+
+
 # --------------------------------------------------------------------------
 # Our queue server (sockPQd protocol + COUNT / multi-id DONE extensions)
 # --------------------------------------------------------------------------
@@ -118,15 +149,7 @@ def ours_put_request(queue: str, prio: int = 0, payload: bytes = PAYLOAD) -> byt
 
 def ours_put_rt(conn: Conn, n: int, queue: str = "bench", payload: bytes = PAYLOAD) -> int:
     """n PUTs, one round trip each."""
-    req = ours_put_request(queue, 0, payload)
-    send = conn.send
-    readline = conn.readline
-    for _ in range(n):
-        send(req)
-        line = readline()
-        if line[:3] != b"200":
-            raise ProtocolError(f"PUT: {line[:200]!r}")
-    return n
+    return _put_rt(conn, n, ours_put_request(queue, 0, payload), b"200", "PUT")
 
 
 def _ours_get_one(conn: Conn, req: bytes) -> bytes:
@@ -158,17 +181,7 @@ def ours_getdone_rt(conn: Conn, n: int, queue: str = "bench") -> int:
 def ours_put_pipe(conn: Conn, n: int, batch: int = 1000, queue: str = "bench",
                   payload: bytes = PAYLOAD) -> int:
     """PUTs written `batch` at a time in one sendall, then the replies read."""
-    req = ours_put_request(queue, 0, payload)
-    full = req * batch
-    done = 0
-    while done < n:
-        k = min(batch, n - done)
-        conn.send(full if k == batch else req * k)
-        for line in conn.readlines(k):
-            if line[:3] != b"200":
-                raise ProtocolError(f"PUT (pipelined): {line[:200]!r}")
-        done += k
-    return n
+    return _put_pipe(conn, n, batch, ours_put_request(queue, 0, payload), b"200", "PUT")
 
 
 def _ours_read_batch(conn: Conn, ids: list[bytes], head: bytes | None = None) -> None:
@@ -272,15 +285,7 @@ def bs_watch_only(conn: Conn, tube: str) -> None:
 
 
 def bs_put_rt(conn: Conn, n: int, payload: bytes = PAYLOAD) -> int:
-    req = bs_put_request(payload)
-    send = conn.send
-    readline = conn.readline
-    for _ in range(n):
-        send(req)
-        line = readline()
-        if line[:8] != b"INSERTED":
-            raise ProtocolError(f"put: {line[:200]!r}")
-    return n
+    return _put_rt(conn, n, bs_put_request(payload), b"INSERTED", "put")
 
 
 def bs_reserve_delete_rt(conn: Conn, n: int) -> int:
@@ -301,17 +306,7 @@ def bs_reserve_delete_rt(conn: Conn, n: int) -> int:
 
 
 def bs_put_pipe(conn: Conn, n: int, batch: int = 1000, payload: bytes = PAYLOAD) -> int:
-    req = bs_put_request(payload)
-    full = req * batch
-    done = 0
-    while done < n:
-        k = min(batch, n - done)
-        conn.send(full if k == batch else req * k)
-        for line in conn.readlines(k):
-            if line[:8] != b"INSERTED":
-                raise ProtocolError(f"put (pipelined): {line[:200]!r}")
-        done += k
-    return n
+    return _put_pipe(conn, n, batch, bs_put_request(payload), b"INSERTED", "put")
 
 
 def bs_reserve_delete_pipe(conn: Conn, n: int, batch: int = 1000) -> int:
