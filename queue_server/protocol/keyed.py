@@ -33,16 +33,11 @@ ErrorRecord = tuple[float, int, str]
 Errors = tuple[ErrorRecord, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class JobMeta:
-    """A waiting job's attempts with the errors of its last failed attempts, oldest first (a
-    job that never failed has a plain int instead, and costs nothing more). `solo`: hand it
-    out alone; `retry_wait`: delayed by a failure, not run since."""
+class LastError:
+    """The last error of an `errors` history (ErrorRecord's layout read here alone)."""
 
-    attempts: int
-    errors: Errors = ()
-    solo: bool = False
-    retry_wait: bool = False
+    __slots__ = ()
+    errors: Errors
 
     @property
     def error(self) -> str | None:
@@ -52,6 +47,18 @@ class JobMeta:
     @property
     def failed_at(self) -> float | None:
         return self.errors[-1][0] if self.errors else None
+
+
+@dataclass(frozen=True, slots=True)
+class JobMeta(LastError):
+    """A waiting job's attempts with the errors of its last failed attempts, oldest first (a
+    job that never failed has a plain int instead, and costs nothing more). `solo`: hand it
+    out alone; `retry_wait`: delayed by a failure, not run since."""
+
+    attempts: int
+    errors: Errors = ()
+    solo: bool = False
+    retry_wait: bool = False
 
 
 Meta = int | JobMeta
@@ -77,7 +84,7 @@ def is_solo(meta: Meta) -> bool:
     return type(meta) is JobMeta and meta.solo  # type: ignore[union-attr]
 
 
-class DeadJob:
+class DeadJob(LastError):
     """A job that used up its attempts (or was failed with DEAD): kept, never handed out."""
 
     __slots__ = ("attempts", "data", "died_at", "errors", "item", "key", "priority", "queue")
@@ -92,14 +99,6 @@ class DeadJob:
         self.attempts = attempts
         self.errors = errors  # the last attempts' errors, oldest first
         self.died_at = died_at
-
-    @property
-    def error(self) -> str | None:
-        return self.errors[-1][2] if self.errors else None
-
-    @property
-    def failed_at(self) -> float | None:
-        return self.errors[-1][0] if self.errors else None
 
 
 def key_text(key: Key) -> str:
