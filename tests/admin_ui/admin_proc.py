@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import admin_sample
 import httpx
 from procs import free_port, server_proc, slotmap_command
 
@@ -94,6 +95,20 @@ def cluster_admin(cluster: Any, extra_toml: str = "", *, token: str | None = Non
     config: Path = cluster.config("admin")
     config.write_text(config.read_text() + extra_toml)
     proc = start_admin(config, cluster.root)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@contextlib.contextmanager
+def sample_admin(database_url: str, root: Path, *extra: str, token: str | None = None,
+                 extra_toml: str = "") -> Iterator[AdminProc]:
+    """The dashboard over `database_url` with the sample queues' config (admin_sample), an
+    [admin] token when given, plus `extra_toml`; `extra` goes on its command line."""
+    config = root / "cluster.toml"
+    config.write_text(admin_sample.config_toml(database_url, token=token) + extra_toml)
+    proc = start_admin(config, root, *extra)
     try:
         yield proc
     finally:

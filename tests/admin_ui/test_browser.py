@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import admin_sample
 import pytest
-from admin_proc import AdminProc, start_admin
+from admin_proc import AdminProc, sample_admin
 from admin_testing import FORMAT_CASES, poll_until
 from browser_chromium import CHROMIUM, launched_browser, needs_chromium
 from sqlalchemy import insert
@@ -44,11 +44,8 @@ def sample_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture(scope="module")
 def admin(sample_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AdminProc]:
     root = tmp_path_factory.mktemp("admin_proc")
-    config = root / "cluster.toml"
-    config.write_text(admin_sample.config_toml(sample_url, token=TOKEN))
-    proc = start_admin(config, root, "--refresh-s", str(REFRESH_S))
-    yield proc
-    proc.stop()
+    with sample_admin(sample_url, root, "--refresh-s", str(REFRESH_S), token=TOKEN) as proc:
+        yield proc
 
 
 @pytest.fixture(scope="module")

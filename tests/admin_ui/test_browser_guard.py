@@ -7,9 +7,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import admin_sample
 import pytest
-from admin_proc import AdminProc, start_admin
+from admin_proc import AdminProc, sample_admin
 from browser_chromium import CHROMIUM, launched_browser, needs_chromium
 from sqlalchemy.orm import Session
 
@@ -25,11 +24,8 @@ if CHROMIUM.exists():
 
 @pytest.fixture
 def admin(database_url: str, tmp_path: Path) -> Iterator[AdminProc]:
-    config = tmp_path / "cluster.toml"
-    config.write_text(admin_sample.config_toml(database_url, token=TOKEN))
-    proc = start_admin(config, tmp_path)
-    yield proc
-    proc.stop()
+    with sample_admin(database_url, tmp_path, token=TOKEN) as proc:
+        yield proc
 
 
 @pytest.fixture(scope="module")

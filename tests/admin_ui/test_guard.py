@@ -7,10 +7,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import admin_sample
 import httpx
 import pytest
-from admin_proc import AdminProc, start_admin
+from admin_proc import AdminProc, sample_admin
 from sqlalchemy.orm import Session
 
 from admin_ui.auth import FREE_FAILURES
@@ -33,11 +32,8 @@ def admin(database_url: str, tmp_path: Path) -> Iterator[AdminProc]:
     token_file = tmp_path / "admin.token"
     token_file.write_text(TOKEN + "\n")
     token_file.chmod(0o600)
-    config = tmp_path / "cluster.toml"
-    config.write_text(admin_sample.config_toml(database_url) + f'\n[admin]\ntoken_file = "{token_file}"\n')
-    proc = start_admin(config, tmp_path)
-    yield proc
-    proc.stop()
+    with sample_admin(database_url, tmp_path, extra_toml=f'\n[admin]\ntoken_file = "{token_file}"\n') as proc:
+        yield proc
 
 
 def bearer(token: str) -> dict[str, str]:
