@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -15,14 +14,13 @@ import admin_sample
 import pytest
 from admin_proc import AdminProc, sample_admin
 from admin_testing import FORMAT_CASES, poll_until
-from browser_chromium import CHROMIUM, launched_browser, needs_chromium
+from browser_chromium import CHROMIUM, browser_page, launched_browser, needs_chromium, shoot
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from admin_ui.format import fmt
 from manager.db import QueueSample, make_engine
 
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 TOKEN = "browser-token"
 REFRESH_S = 0.5
 RED = "rgb(207, 34, 46)"
@@ -57,21 +55,13 @@ def browser() -> Iterator[Browser]:
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
     """A fresh page; afterwards, no request may have left this machine (no CDN)."""
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    opened = context.new_page()
-    opened.set_default_timeout(10_000)
     requested: list[str] = []
-    opened.on("request", lambda request: requested.append(request.url))
-    yield opened
-    context.close()
+    with browser_page(browser) as opened:
+        opened.on("request", lambda request: requested.append(request.url))
+        yield opened
     remote = [url for url in requested if urlsplit(url).scheme in ("http", "https")
               and urlsplit(url).hostname != "127.0.0.1"]
     assert remote == []
-
-
-def shoot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
 def lookup(obj: Any, path: str) -> Any:

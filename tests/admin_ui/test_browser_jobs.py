@@ -5,14 +5,12 @@ Needs Debian's chromium at /usr/bin/chromium, like test_browser.py. Screenshots 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from browser_chromium import CHROMIUM, launched_browser, needs_chromium
+from browser_chromium import CHROMIUM, browser_page, launched_browser, needs_chromium, shoot
 from jobs_cluster import JobsCluster, jobs_cluster, make_dead
 
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 TOKEN = "browser-jobs-token"
 
 pytestmark = needs_chromium
@@ -35,16 +33,8 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    opened = context.new_page()
-    opened.set_default_timeout(10_000)
-    yield opened
-    context.close()
-
-
-def shoot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    with browser_page(browser) as opened:
+        yield opened
 
 
 def log_in(page: Page, cluster: JobsCluster, target: str) -> None:
