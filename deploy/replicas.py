@@ -65,7 +65,7 @@ def _table(lines: list[str], name: tuple[str, ...], table: Mapping[str, Any]) ->
     if name and scalars:
         lines.append(f"[{'.'.join(_key(part) for part in name)}]")
     for key, value in scalars.items():
-        lines.append(f"{_key(key)} = {_value(value)}")
+        lines.append(f"{_key(key)} = {toml_value(value)}")
     for key, value in table.items():
         if key not in scalars:
             _table(lines, (*name, key), value)
@@ -77,10 +77,12 @@ def _inline(key: str, value: dict[str, Any]) -> bool:
 
 
 def _key(key: str) -> str:
-    return key if key.replace("_", "").replace("-", "").isalnum() else _value(key)
+    return key if key.replace("_", "").replace("-", "").isalnum() else toml_value(key)
 
 
-def _value(value: Any) -> str:
+def toml_value(value: Any) -> str:
+    """One TOML value: a bool, number, string, list or inline table of them (the tests write
+    their configs with it too)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
@@ -88,7 +90,7 @@ def _value(value: Any) -> str:
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(value, list):
-        return "[" + ", ".join(_value(item) for item in value) + "]"
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
     if isinstance(value, dict):
-        return "{ " + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + " }"
+        return "{ " + ", ".join(f"{_key(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
     raise TypeError(f"no TOML for {value!r}")

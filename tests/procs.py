@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from polling import poll_until as poll_until
 
+from deploy.replicas import toml_value as toml_value
 from master.report import HostReport
 
 T = TypeVar("T")
@@ -56,20 +57,6 @@ def import_by_path(name: str, path: Path) -> ModuleType:
 server_proc = import_by_path("server_proc", REPO_ROOT / "tests" / "queue_server" / "server_proc.py")
 slotmap_command = server_proc.slotmap_command
 free_port = server_proc.free_port
-
-
-def toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, list):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + "}"
-    raise TypeError(f"no TOML for {value!r}")
 
 
 def to_toml(sections: Mapping[str, Mapping[str, Any]]) -> str:
