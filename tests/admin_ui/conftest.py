@@ -1,18 +1,24 @@
-"""Fixtures: a real SQLite file filled through manager.db's models, and the dashboard app over it."""
+"""Fixtures: a real SQLite file filled through manager.db's models, the dashboard app over it, and
+the browser tests' headless Chromium."""
 from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import admin_sample
 import pytest
 from admin_testing import MakeClient, TestClient, sample_settings
+from browser_chromium import launched_browser
 from sqlalchemy.engine import Engine
 
 from admin_ui.app import create_app
 from manager.db import make_engine
 from manager.store import Store
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 
 @pytest.fixture(scope="session")
@@ -55,3 +61,10 @@ def make_client(engine: Engine) -> Iterator[MakeClient]:
 @pytest.fixture
 def client(make_client: MakeClient) -> TestClient:
     return make_client()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """A headless Chromium for one test module (closed after it)."""
+    with launched_browser() as launched:
+        yield launched

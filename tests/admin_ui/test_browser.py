@@ -14,7 +14,7 @@ import admin_sample
 import pytest
 from admin_proc import AdminProc, sample_admin
 from admin_testing import FORMAT_CASES, poll_until
-from browser_chromium import CHROMIUM, browser_page, launched_browser, needs_chromium, shoot
+from browser_chromium import CHROMIUM, browser_page, needs_chromium, shoot
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
@@ -44,12 +44,6 @@ def admin(sample_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     root = tmp_path_factory.mktemp("admin_proc")
     with sample_admin(sample_url, root, "--refresh-s", str(REFRESH_S), token=TOKEN) as proc:
         yield proc
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with launched_browser() as launched:
-        yield launched
 
 
 @pytest.fixture

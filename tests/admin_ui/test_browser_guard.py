@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from admin_proc import AdminProc, sample_admin
-from browser_chromium import CHROMIUM, launched_browser, needs_chromium
+from browser_chromium import CHROMIUM, needs_chromium
 from sqlalchemy.orm import Session
 
 from manager.db import QueueOverride, make_engine
@@ -26,12 +26,6 @@ if CHROMIUM.exists():
 def admin(database_url: str, tmp_path: Path) -> Iterator[AdminProc]:
     with sample_admin(database_url, tmp_path, token=TOKEN) as proc:
         yield proc
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with launched_browser() as launched:
-        yield launched
 
 
 @pytest.fixture

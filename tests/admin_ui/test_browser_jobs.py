@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
-from browser_chromium import CHROMIUM, browser_page, launched_browser, needs_chromium, shoot
+from browser_chromium import CHROMIUM, browser_page, needs_chromium, shoot
 from jobs_cluster import JobsCluster, jobs_cluster, make_dead
 
 TOKEN = "browser-jobs-token"
@@ -23,12 +23,6 @@ if CHROMIUM.exists():
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JobsCluster]:
     with jobs_cluster(tmp_path_factory.mktemp("browser_jobs"), token=TOKEN) as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with launched_browser() as launched:
-        yield launched
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ import hostile_strings
 import pytest
 from admin_proc import AdminProc, start_admin
 from admin_testing import poll_until
-from browser_chromium import CHROMIUM, launched_browser, needs_chromium
+from browser_chromium import CHROMIUM, needs_chromium
 from hostile_strings import MARKER, NAMES, PAYLOADS, SCHEDULE
 from procs import free_port, server_proc
 from sqlalchemy import insert
@@ -89,12 +89,6 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
             admin.stop()
     finally:
         queue_server.kill()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with launched_browser() as launched:
-        yield launched
 
 
 @pytest.fixture
