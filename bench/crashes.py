@@ -1,6 +1,6 @@
 """End to end with failing and crashing jobs (issue 15): a crash costs only its job.
 
-Runs, 2 slots, batch_size 100, handle_job per job, max_attempts 3, retry_base_s 0.2:
+Runs, --slots slots (2), batch_size 100, handle_job per job, max_attempts 3, retry_base_s 0.2:
 - all good: --jobs jobs (20,000), from the first put to the last completion;
 - 1% failing (`job.fail()`), and 1% crashing (`os._exit(7)`), spread evenly: the good jobs'
   throughput beside the all-good run (goal: >= 0.8x), and how long after the last put every
@@ -15,9 +15,10 @@ Completions are counted from a UDP datagram per good job (end_to_end.py's Comple
 
 With --job-ms N every good job sleeps N ms (a job that waits on a service): no-op jobs
 (the default) make the run measure little but a crash's fork and start, 200 of them against
-a run of well under a second.
+a run of well under a second. --slots N gives the bench queue N static slots (the issue's
+scenario keeps 2): with jobs that wait, a cluster sized for the backlog.
 
-Usage: .venv/bin/python bench/crashes.py [--jobs 20000] [--reps 3] [--job-ms 0] [--base main]
+Usage: .venv/bin/python bench/crashes.py [--jobs 20000] [--reps 3] [--job-ms 0] [--slots 2] [--base main]
 """
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ from queue_server.client import QueueClient
 
 QUEUE = "bench_crash"
 SCENARIO_QUEUE = "bench_crash_scenario"
+SCENARIO_SLOTS = 2  # the issue's scenario: 1 queue, 2 slots
 HANDLERS = '''
 import os, socket, time
 from slot.handler import Handler, handler
@@ -109,8 +111,8 @@ class Runs:
 
 
 @contextlib.contextmanager
-def cluster(name: str, code: Path, work: Path, env: dict[str, str]) -> Iterator[Cluster]:
-    """A queue server and a master (2 slots of each queue) from `code`, in `work`."""
+def cluster(name: str, code: Path, work: Path, env: dict[str, str], slots: int) -> Iterator[Cluster]:
+    """A queue server and a master (`slots` slots of the bench queue, 2 of the scenario's) from `code`."""
     work.mkdir(parents=True, exist_ok=True)
     (work / "sm_bench_crash_handlers.py").write_text(HANDLERS)
     port = free_port()
@@ -136,7 +138,7 @@ def cluster(name: str, code: Path, work: Path, env: dict[str, str]) -> Iterator[
         max_load_per_cpu = 1000.0
         handler_modules = ["sm_bench_crash_handlers"]
         ipc_dir = "{ipc_dir}"
-        static_slots = {{ {QUEUE} = 2, {SCENARIO_QUEUE} = 2 }}
+        static_slots = {{ {QUEUE} = {slots}, {SCENARIO_QUEUE} = {SCENARIO_SLOTS} }}
     """))
     env = dict(env, PYTHONPATH=f"{code}{os.pathsep}{work}")
     python = str(VENV_BIN / "python")
@@ -148,8 +150,9 @@ def cluster(name: str, code: Path, work: Path, env: dict[str, str]) -> Iterator[
             process_group(master, env=env, log=work / "master.log", cwd=code):
         client = QueueClient(f"127.0.0.1:{port}", timeout_s=30.0)
         wait_until(lambda: _ping(client), f"{name}: queue server up")
+        idle = slots + SCENARIO_SLOTS
         wait_until(lambda: (work / "report.json").exists()
-                   and (work / "report.json").read_text().count('"phase":"idle"') == 4, f"{name}: 4 idle slots")
+                   and (work / "report.json").read_text().count('"phase":"idle"') == idle, f"{name}: {idle} idle slots")
         try:
             yield Cluster(name, client)
         finally:
@@ -201,6 +204,7 @@ def main() -> int:
     parser.add_argument("--percent", type=float, default=1.0)
     parser.add_argument("--job-ms", type=float, default=0.0,
                         help="each good job sleeps this long (0: no-op jobs, which measures the crash's fork and start)")
+    parser.add_argument("--slots", type=int, default=2, help="static slots of the bench queue")
     parser.add_argument("--base", help="A/B of the all-good run against this commit's code")
     parser.add_argument("--ab-only", action="store_true", help="with --base: only the A/B of the all-good run")
     args = parser.parse_args()
@@ -209,6 +213,7 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="sm-crash-"))
     env = dict(os.environ, BENCH_UDP_PORT=str(completions.port), PYTHONUNBUFFERED="1",
                BENCH_JOB_MS=str(args.job_ms))
+    load_at_start = os.getloadavg()[0]
     new_code = Path(frozen_copy(None))
     good = [b"good"] * args.jobs
     failing, n_failing = mixed(args.jobs, args.percent, b"fail")
@@ -218,10 +223,11 @@ def main() -> int:
     with_crash = Runs(f"{args.percent:g}% crashing", args.jobs - n_crashing)
     base_good = Runs(f"all good, base {args.base}", args.jobs)
     with contextlib.ExitStack() as stack:
-        new = stack.enter_context(cluster("checkout", new_code, root / "new", env))
+        new = stack.enter_context(cluster("checkout", new_code, root / "new", env, args.slots))
         base = None
         if args.base:
-            base = stack.enter_context(cluster(f"base {args.base}", Path(frozen_copy(args.base)), root / "base", env))
+            base = stack.enter_context(cluster(f"base {args.base}", Path(frozen_copy(args.base)), root / "base", env,
+                                                 args.slots))
         # Not in an A/B alone: the scenario's crashes would touch only the checkout's side.
         good_s, dead_s = (0.0, 0.0) if args.ab_only else scenario(new, completions)
         for rep in range(args.reps):
@@ -232,8 +238,8 @@ def main() -> int:
             if not args.ab_only:
                 run(new, completions, with_fail, failing, n_failing, QUEUE)
                 run(new, completions, with_crash, crashing, n_crashing, QUEUE)
-    print(f"\n{args.jobs} jobs of {args.job_ms:g} ms, 2 slots, batch 100, handle_job; median of {args.reps}; "
-          f"{os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}")
+    print(f"\n{args.jobs} jobs of {args.job_ms:g} ms, {args.slots} slots, batch 100, handle_job; median of {args.reps}; "
+          f"{os.cpu_count()} CPUs; load {load_at_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
     print(f"{'run':<28} {'good jobs/s':>12} {'x all good':>11} {'bad dead after last put':>24}")
     for runs in [all_good] + ([] if args.ab_only else [with_fail, with_crash]) + (
             [base_good] if base is not None else []):
