@@ -245,6 +245,9 @@ def main() -> int:
             [base_good] if base is not None else []):
         after = f"{statistics.median(runs.dead_after_s):.2f} s" if runs.dead_after_s else "-"
         print(f"{runs.name:<28} {runs.rate:>12,.0f} {runs.rate / all_good.rate:>10.2f}x {after:>24}")
+    for runs in [all_good, with_fail, with_crash] if not args.ab_only else []:
+        print(f"per rep, {runs.name}: good jobs/s {', '.join(f'{runs.good / s:,.0f}' for s in runs.seconds)}"
+              + (f"; dead after {', '.join(f'{s:.2f}' for s in runs.dead_after_s)} s" if runs.dead_after_s else ""))
     if not args.ab_only:
         print(f"issue scenario (200 jobs, batch 10): 180 good done {good_s:.2f} s, 20 dead "
               f"{dead_s:.2f} s after the first put")
