@@ -95,6 +95,8 @@ class Scenario(Handler):
 class Cluster:
     name: str
     client: QueueClient
+    server_pid: int = 0
+    master_pid: int = 0
 
 
 @dataclass
@@ -146,15 +148,15 @@ def cluster(name: str, code: Path, work: Path, env: dict[str, str], slots: int) 
               "--data-dir", str(work / "queue-data"), "--fsync", "never"]
     master = [python, "-m", "deploy.cli", "master", "--config", str(config),
               "--report-file", str(work / "report.json"), "--log-level", "WARNING"]
-    with process_group(server, env=env, log=work / "queue-server.log", cwd=code), \
-            process_group(master, env=env, log=work / "master.log", cwd=code):
+    with process_group(server, env=env, log=work / "queue-server.log", cwd=code) as server_process, \
+            process_group(master, env=env, log=work / "master.log", cwd=code) as master_process:
         client = QueueClient(f"127.0.0.1:{port}", timeout_s=30.0)
         wait_until(lambda: _ping(client), f"{name}: queue server up")
         idle = slots + SCENARIO_SLOTS
         wait_until(lambda: (work / "report.json").exists()
                    and (work / "report.json").read_text().count('"phase":"idle"') == idle, f"{name}: {idle} idle slots")
         try:
-            yield Cluster(name, client)
+            yield Cluster(name, client, server_process.pid, master_process.pid)
         finally:
             client.close()
 
