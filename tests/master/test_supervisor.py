@@ -1,6 +1,8 @@
-"""A forked slot drops the master's sockets (supervisor.spawn): real forks, sockets and /proc."""
+"""A forked slot drops the master's sockets and keeps the master's objects out of its collections
+(supervisor.spawn): real forks, sockets and /proc."""
 from __future__ import annotations
 
+import gc
 import os
 import socket
 from collections.abc import Iterator
@@ -91,3 +93,25 @@ def test_a_dropped_sockets_number_stays_taken_in_the_slot(listener: socket.socke
         master_socket.close()
         master_peer.close()
     assert fresh_fd != fd and is_null == 1
+
+
+def test_a_slots_collections_leave_the_masters_objects_alone() -> None:
+    # Made after the handlers' preload froze the GC, as the master's own state is.
+    marker: list[object] = []
+    result_r, result_w = os.pipe()
+
+    def body() -> int:
+        # A collection visits (writes to) every object gc.get_objects() lists: one of the
+        # master's there would have its page copied into the slot.
+        os.write(result_w, b"%d" % any(obj is marker for obj in gc.get_objects()))
+        return 0
+
+    pid = spawn(body)
+    try:
+        seen = os.read(result_r, 8)
+    finally:
+        os.waitpid(pid, 0)
+        for fd in (result_r, result_w):
+            os.close(fd)
+    assert seen == b"0"
+    assert any(obj is marker for obj in gc.get_objects())  # the master still collects its own
