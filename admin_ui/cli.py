@@ -16,7 +16,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--config", help="cluster config (TOML); embedded defaults when omitted")
     parser.add_argument("--listen", metavar="HOST:PORT", help="default [admin] listen, 127.0.0.1:8400")
-    parser.add_argument("--database-url", help="default [manager] database_url")
+    parser.add_argument("--database-url", help="default [manager] database_url; one with a password is "
+                        "refused (a command line is visible in ps): give it in the config")
     parser.add_argument(
         "--protect-reads", action="store_true", default=None,
         help="with a token, reading pages, the API and /metrics needs it too (default: anyone may read)",
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from admin_ui.auth import admin_token
     from admin_ui.settings import AdminSettings
     from config.errors import ConfigError
-    from config.load import load_config
+    from config.load import has_password, load_config, without_password
     from config.models import parse_host_port
     from config.preflight import check_host_bindable
     from manager.store import Store
@@ -48,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ConfigError(f"--listen: {exc}") from exc
     check_host_bindable(host, what=f"listen {host}:{port}")
+    if args.database_url and has_password(args.database_url):
+        raise ConfigError("--database-url holds a password, which `ps` shows to every user: put the URL "
+                          "in [manager] database_url of a config only its owner may read (chmod 600)")
     database_url = args.database_url or config.manager.database_url
     # The environment or a token file beat the config so a token need not sit in a
     # world-readable config (admin_ui/auth.py: admin_token).
@@ -59,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         listen_host=host,
     )
     app = create_app(Store.connect(database_url), settings)
-    log.info("dashboard on http://%s:%d/ reading %s (%s)", host, port, database_url.split("@")[-1],
+    log.info("dashboard on http://%s:%d/ reading %s (%s)", host, port, without_password(database_url),
              "read-only: no admin token" if token is None else "actions need the admin token")
     log.info("answering to Host %s; X-Forwarded-For believed from %s", ", ".join(sorted(settings.allowed_hosts)),
              ", ".join(config.admin.trusted_proxies) or "nobody (no trusted_proxies)")

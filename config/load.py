@@ -49,13 +49,29 @@ def secrets_in(config: ClusterConfig) -> list[str]:
     """The keys of `config` that hold a secret: a token, a database password."""
     held = [name for name, value in (("queue_server.token", config.queue_server.token),
                                      ("admin.token", config.admin.token)) if value is not None]
-    try:
-        password = urlsplit(config.manager.database_url).password
-    except ValueError:  # a malformed URL: the database driver says why when it is used
-        password = None
-    if password:
+    if has_password(config.manager.database_url):
         held.append("the password in manager.database_url")
     return held
+
+
+def has_password(url: str) -> bool:
+    try:
+        return bool(urlsplit(url).password)
+    except ValueError:  # a malformed URL: the database driver says why when it is used
+        return False
+
+
+def without_password(url: str) -> str:
+    """`url` with its password shown as ***, for logs and messages. Everything before the
+    last @ of a URL without `scheme://` is hidden: nothing there can be told from a password."""
+    head, at, host = url.rpartition("@")
+    if not at:
+        return url
+    scheme, sep, credentials = head.partition("://")
+    if not sep:
+        return f"***@{host}"
+    user, colon, _password = credentials.partition(":")
+    return f"{scheme}://{user}{':***' if colon else ''}@{host}"
 
 
 def with_paths_from(config: ClusterConfig, folder: Path) -> ClusterConfig:

@@ -47,3 +47,11 @@ def read_private_text(path: str | Path, what: str, *, encoding: str = "utf-8") -
             return file.read().decode(encoding)
         except (OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"{what} {path}: cannot be read ({exc})") from None
+
+
+def write_private_text(path: Path, text: str) -> None:
+    """Write `text` to `path`, readable by its owner only, whatever mode an older file had."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        os.fchmod(fd, 0o600)  # O_CREAT's mode applies to a new file only
+        file.write(text)

@@ -77,6 +77,7 @@ def child_specs(
 ) -> list[ChildSpec]:
     """The children in start order (pure). `queue_token` is the queue server's token as
     resolved from the environment, a token file or the config (config/tokens.py)."""
+    from config.load import without_password
     from deploy.replicas import replica_args
 
     servers = ",".join(config.queue_server.servers) or config.queue_server.listen
@@ -88,7 +89,7 @@ def child_specs(
           for i, args in enumerate(replica_args(config, config_path, replicas), start=1)),
         ChildSpec("pulsar", ("pulsar", *cfg), f"{config.pulsar.listen} (cluster rate limits)"),
         ChildSpec("manager", ("manager", *cfg),
-                  f"{config.manager.listen} for masters (history in {config.manager.database_url})"),
+                  f"{config.manager.listen} for masters (history in {without_password(config.manager.database_url)})"),
         ChildSpec("master", ("master", *cfg, "--report-file", str(MASTER_REPORT.absolute()),
                              "--manager", config.manager.listen),
                   f"slots on ipc:// under {config.master.ipc_dir}",

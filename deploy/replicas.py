@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from config.models import ClusterConfig, parse_host_port
+from config.secret_files import write_private_text
 
 
 def replica_addresses(config: ClusterConfig, count: int) -> list[str]:
@@ -48,8 +49,10 @@ def restart_args(args: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def write_config(config: ClusterConfig, path: Path) -> Path:
+    """The derived config, private to its owner: it holds the original's secrets (a token,
+    a database password), and the children refuse a config with a secret others may read."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(to_toml(config.model_dump(mode="json", exclude_none=True)))
+    write_private_text(path, to_toml(config.model_dump(mode="json", exclude_none=True)))
     return path
 
 

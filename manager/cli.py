@@ -119,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_active(config: ClusterConfig, flag: _StopFlag, lease: Lease) -> int:
+    from config.load import without_password
     from manager.plan_inputs import QueueStatsReader
     from manager.service import Manager
     from manager.store import Store
@@ -142,7 +143,7 @@ def _run_active(config: ClusterConfig, flag: _StopFlag, lease: Lease) -> int:
     if config.queue_server.managed_failover:
         _start_sentinel(config, store, manager)
     log.info("manager listening on %s for masters; queue server %s; database %s",
-             socket.endpoint, servers, _safe_url(config.manager.database_url))
+             socket.endpoint, servers, without_password(config.manager.database_url))
     schedules = start_schedules(config, store)
     try:
         return manager.run()
@@ -247,12 +248,3 @@ def _bind(config: ClusterConfig) -> ManagerSocket | None:
                 return None
             time.sleep(BIND_RETRY_S)
 
-
-def _safe_url(url: str) -> str:
-    """The database URL without its password."""
-    head, sep, tail = url.rpartition("@")
-    if not sep:
-        return url
-    scheme, _, credentials = head.partition("://")
-    user = credentials.split(":", 1)[0]
-    return f"{scheme}://{user}@{tail}"
