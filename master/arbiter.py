@@ -30,6 +30,7 @@ from config.curve import client_curve
 from config.errors import ConfigError
 from config.load import load_config
 from config.models import ClusterConfig
+from config.periodic import TurnBoundary
 from config.tokens import resolve_token
 from master import host
 from master.assignments import assignment_for, queue_settings
@@ -106,6 +107,9 @@ class Master:
         self.sizing = Sizing(config.master)
         self.signals = SignalQueue()
         self._report_at = float("-inf")
+        self.tick_turns = TurnBoundary("the master's tick", next_turn=f"the next tick in {TICK_S:g} s", log=log)
+        self.report_turns = TurnBoundary(f"writing the report file {report_path}", log=log,
+                                         next_turn=f"the slots go on; tried again in {report_interval_s:g} s")
         self._warned_unhandled: set[str] = set()
         # As the other clients find it: $SLOTMAP_QUEUE_TOKEN(_FILE), token_file, token.
         try:
@@ -159,7 +163,8 @@ class Master:
             while not self.stopping or self.slots:
                 watched = rewatch(poller, watched, self.outside_socket())
                 poller.poll(int(TICK_S * 1000))
-                self.tick(time.monotonic())
+                with self.tick_turns:
+                    self.tick(time.monotonic())
         finally:
             self.signals.close()
             self.keeper.close(KEEPER_CLOSE_S)
@@ -370,9 +375,12 @@ class Master:
             return
         self._report_at = now
         temporary = self.report_path.with_suffix(".tmp")
-        temporary.write_bytes(self.report(now).encode())
-        # Readers never see half a report.
-        temporary.replace(self.report_path)
+        # Its own boundary: a report that cannot be written (a full disk) must not keep the
+        # rest of the tick (a managed master's heartbeats) from running.
+        with self.report_turns:
+            temporary.write_bytes(self.report(now).encode())
+            # Readers never see half a report.
+            temporary.replace(self.report_path)
 
     # Events -> actions
 
