@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import zmq
 
+from config.periodic import TurnBoundary
 from slot.beacon import Assignment, Beacon
 from slot.errors import MessageError
 from slot.wake import block_slot_signals_in_this_thread
@@ -101,24 +102,36 @@ class BeaconLink:
             if self._final is not None:
                 sock.setsockopt(zmq.LINGER, FINAL_LINGER_MS)
                 self._send(sock, self._final)
-        except Exception:  # thread boundary: without beacons the master kills us
+        except Exception:  # thread boundary (a turn has its own): without beacons the master kills us
             log.exception("beacon thread failed; the master will treat this slot as hung")
         finally:
             sock.close()
             context.term()
 
     def _beacon_until_closed(self, sock: zmq.Socket[bytes]) -> None:
+        # One failed beacon (a memory reading, an assignment) must not end the thread: the
+        # master would kill this slot as hung, mid-batch.
+        turns = TurnBoundary("a beacon turn", log=log, next_turn=f"the next beacon in {self.interval_s:g} s "
+                             "(the master counts a slot silent for a few intervals as hung)")
         next_at = time.monotonic()
         while not self._closing.is_set():
-            now = time.monotonic()
-            if now >= next_at:
-                self._check_parent()
-                self._send(sock, self.snapshot())
-                # Skip missed ticks instead of bursting beacons after a stall.
-                next_at = max(next_at + self.interval_s, now)
-            wait_ms = max(0, int((next_at - time.monotonic()) * 1000))
-            if sock.poll(min(wait_ms, 50), zmq.POLLIN):
-                self._receive(sock)
+            with turns:
+                next_at = self._turn(sock, next_at)
+            if turns.failures:  # a socket that keeps failing must not spin this thread
+                self._closing.wait(self.interval_s)
+
+    def _turn(self, sock: zmq.Socket[bytes], next_at: float) -> float:
+        """A beacon when one is due, and whatever the master sent; the next beacon's time."""
+        now = time.monotonic()
+        if now >= next_at:
+            self._check_parent()
+            self._send(sock, self.snapshot())
+            # Skip missed ticks instead of bursting beacons after a stall.
+            next_at = max(next_at + self.interval_s, now)
+        wait_ms = max(0, int((next_at - time.monotonic()) * 1000))
+        if sock.poll(min(wait_ms, 50), zmq.POLLIN):
+            self._receive(sock)
+        return next_at
 
     def _check_parent(self) -> None:
         """A slot whose master died has nobody to restart or watch it: it finishes its batch

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from polling import poll_until
 
 from master.link import MasterLink
 from slot.beacon import Beacon, SlotPhase
@@ -66,3 +67,33 @@ def test_a_link_closed_before_its_first_beacon_still_sends_the_final_one(master_
     link.close(beacon(exit_reason="stopped"), timeout_s=DEADLINE_S)
     heard, _ = first_beacon(master_link)
     assert heard.exit_reason == "stopped"
+
+
+def test_a_beacon_that_fails_is_logged_and_the_next_one_goes_out(
+    master_link: MasterLink, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Before the audit branch one failing snapshot (say, smaps unreadable while the
+    handler holds every descriptor) ended the thread: no beacon again, the slot killed as hung."""
+    made: list[int] = []
+
+    def snapshot() -> Beacon:
+        made.append(len(made) + 1)
+        if len(made) == 2:
+            raise OSError(24, "Too many open files")
+        return Beacon.model_construct(slot_id=1, pid=os.getpid(), seq=len(made), phase=SlotPhase.IDLE,
+                                      queue="q", exit_reason=None)
+
+    link = BeaconLink(endpoint=master_link.endpoint, slot_id=1, interval_s=0.05, snapshot=snapshot,
+                      on_assignment=lambda assignment: None, on_orphaned=lambda: None)
+    link.start()
+    seen: list[int] = []
+    try:
+        def heard_after_the_failure() -> bool:
+            seen.extend(b.seq for b in master_link.receive())
+            return any(seq > 2 for seq in seen)
+        poll_until(heard_after_the_failure, timeout_s=DEADLINE_S, what=lambda: f"beacons after the failed one: {seen}")
+    finally:
+        link.close()
+    assert 1 in seen and 2 not in seen
+    failed = [r for r in caplog.records if r.getMessage().startswith("a beacon turn failed")]
+    assert len(failed) == 1 and "Too many open files" in str(failed[0].exc_info[1])  # type: ignore[index]
