@@ -15,6 +15,7 @@ import zmq
 from config.curve import CurveKeys
 from config.curve_server import RouterServer
 from config.models import PulsarConfig, QueueConfig, RateLimitConfig
+from config.periodic import TurnBoundary
 from slot.pulsar.errors import PermitFrameError
 from slot.pulsar.limiter import DEFAULT_TUNING, Limiter, Tuning
 from slot.pulsar.protocol import (
@@ -124,6 +125,8 @@ class PulsarService:
                                     queued_messages=QUEUED_REQUESTS, curve=curve,
                                     authorized_keys_dir=authorized_keys_dir)
         self.socket = self._server.socket
+        self.failing = TurnBoundary("answering a pulsar request", log=log,
+                                    next_turn="its client gets an error reply, the others their answers")
 
     @classmethod
     def from_config(
@@ -152,14 +155,23 @@ class PulsarService:
                 continue
             routing_id, frame = parts
             try:
-                reply: Reply = answer(self.limiters, decode_request(frame), self.clock(),
-                                      max_pause_s=self.max_pause_s, client=routing_id)
+                request = decode_request(frame)
             except PermitFrameError as exc:
                 log.warning("dropping a frame from %r: %s", routing_id, exc)
-                reply = ErrorReply(id=0, message=str(exc))
+                reply: Reply = ErrorReply(id=0, message=str(exc))
+            else:
+                reply = self._answer(request, routing_id)
             # A client gone since is no error: ROUTER drops the reply.
             self.socket.send_multipart([routing_id, reply.encode()], zmq.NOBLOCK)
         return answered
+
+    def _answer(self, request: Request, client: bytes) -> Reply:
+        # A bug on one request must neither end the pulsar (every rate-limited queue waits on
+        # it) nor leave its client waiting out its timeout.
+        with self.failing:
+            reply = answer(self.limiters, request, self.clock(), max_pause_s=self.max_pause_s, client=client)
+            return reply
+        return ErrorReply(id=request.id, message="the pulsar failed to answer this request (its log says why)")
 
     def run_until(self, stopping: Callable[[], bool], *, tick_ms: int = TICK_MS) -> None:
         """Answer requests until `stopping()` (checked every `tick_ms`); for a thread or a CLI."""

@@ -20,6 +20,7 @@ import zmq
 from config.models import RateLimitConfig
 from slot.pulsar.client import PermitClient
 from slot.pulsar.errors import PermitError, PermitTimeout
+from slot.pulsar.limiter import Grant, Limiter
 from slot.pulsar.protocol import (
     SLOW_DOWN,
     AcquireRequest,
@@ -299,3 +300,25 @@ def test_a_limiters_margin_is_left_unused_by_default() -> None:
     limiters = build_limiters({"api": RateLimitConfig(permits=10), "exact": RateLimitConfig(permits=10, margin=0)})
     assert limiters["api"].configured_per_s == pytest.approx(9.8)
     assert limiters["exact"].configured_per_s == pytest.approx(10.0)
+
+
+class _BrokenLimiter(Limiter):
+    """A limiter with a bug: the fault no real request can cause (the frames are checked)."""
+
+    def try_acquire(self, *args: object, **kwargs: object) -> Grant:
+        raise ZeroDivisionError("a bug in the limiter")
+
+
+def test_a_request_the_pulsar_fails_on_gets_an_error_reply_and_the_others_their_permits(
+    serve: Callable[[Mapping[str, RateLimitConfig]], Served], client: Callable[..., PermitClient],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Before the audit branch the exception ended the pulsar's loop: no limiter answered again."""
+    served = serve({"api": RateLimitConfig(permits=10, margin=0)})
+    served.service.limiters["broken"] = _BrokenLimiter(10, 1.0)
+    permits = client(served.endpoint)
+    with pytest.raises(PermitError, match="the pulsar failed to answer this request"):
+        permits.acquire("broken", timeout_s=5.0)
+    permits.acquire("api", timeout_s=5.0)
+    assert any(r.getMessage().startswith("answering a pulsar request failed") and r.exc_info
+               for r in caplog.records)
