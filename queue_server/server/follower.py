@@ -24,6 +24,7 @@ import logging
 import time
 from typing import cast
 
+from config.periodic import TurnBoundary
 from queue_server.protocol.framing import FrameReader
 from queue_server.server import replay
 from queue_server.server.errors import ReplicationApplyError, SnapshotError
@@ -65,6 +66,8 @@ class FollowLink(asyncio.Protocol):
         self.base = 0  # the primary's position (records) where our snapshot stands
         self.records = 0  # records applied from the stream
         self._ticker: asyncio.TimerHandle | None = None
+        self.ticks = TurnBoundary("the replica's heartbeat to its primary", log=log,
+                                  next_turn=f"the next in {HEARTBEAT_S:g} s")
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
@@ -199,15 +202,22 @@ class FollowLink(asyncio.Protocol):
         self._ticker = None
         if self.state is LinkState.CLOSED:
             return
+        with self.ticks:
+            if not self._beat():
+                return
+        self._ticker = asyncio.get_running_loop().call_later(HEARTBEAT_S, self._tick)
+
+    def _beat(self) -> bool:
+        """False when the primary is silent past its liveness: the link is closed."""
         if self.state is LinkState.STREAMING:
             now = time.monotonic()
             if self.heard.dead(now):
                 log.warning("the primary sent nothing for %.1f s (liveness %.1f s): link closed",
                             self.heard.silent_for(now), SILENCE_LIMIT_S)
                 self._close()
-                return
+                return False
             self._confirm(self.committed_bytes)
-        self._ticker = asyncio.get_running_loop().call_later(HEARTBEAT_S, self._tick)
+        return True
 
     def _line(self) -> bytes | None:
         line = self.reader.line()
@@ -227,31 +237,46 @@ class Follower:
         self.promote_after_s = promote_after_s
 
     async def run(self) -> None:
-        loop = asyncio.get_running_loop()
+        """Until promoted or stopping; cancelled when told to FOLLOW another. A round that
+        raises is logged and tried again: the task ending would leave this replica following
+        nobody, and nothing would say so (the server holds the task, so asyncio never reports
+        its exception)."""
         host, port = self.primary
         heard = Heard(time.monotonic())  # the primary's last sign of life, over every link
+        turns = TurnBoundary(f"following the primary {host}:{port}", log=log,
+                             next_turn=f"tried again in {RETRY_S:g} s")
         while True:
+            delay_s = RETRY_S
+            with turns:
+                if await self._round(heard):
+                    return
+                delay_s = self.server.replication.retry_delay(RETRY_S)
+            await asyncio.sleep(delay_s)
+
+    async def _round(self, heard: Heard) -> bool:
+        """One link to the primary, until it is lost; True when following is over."""
+        host, port = self.primary
+        try:
+            _, link = await asyncio.wait_for(
+                asyncio.get_running_loop().create_connection(lambda: FollowLink(self.server), host, port),
+                CONNECT_TIMEOUT_S)
+        except (TimeoutError, OSError) as exc:
+            log.warning("primary %s:%d unreachable: %s", host, port, exc)
+        else:
             try:
-                _, link = await asyncio.wait_for(
-                    loop.create_connection(lambda: FollowLink(self.server), host, port),
-                    CONNECT_TIMEOUT_S)
-            except (TimeoutError, OSError) as exc:
-                log.warning("primary %s:%d unreachable: %s", host, port, exc)
-            else:
-                try:
-                    await self._watch(link, heard)
-                except asyncio.CancelledError:  # told to FOLLOW another, or stopping
-                    link._close()
-                    raise
-                if self.server.log_error is not None:
-                    return  # stopping
-                log.warning("link to the primary %s:%d lost", host, port)
-            if heard.dead(time.monotonic(), self.promote_after_s):
-                log.warning("primary %s:%d not heard from for %.1f s: promoting this server",
-                            host, port, heard.silent_for(time.monotonic()))
-                self.server.promote()
-                return
-            await asyncio.sleep(self.server.replication.retry_delay(RETRY_S))
+                await self._watch(link, heard)
+            except asyncio.CancelledError:  # told to FOLLOW another, or stopping
+                link._close()
+                raise
+            if self.server.log_error is not None:
+                return True  # stopping
+            log.warning("link to the primary %s:%d lost", host, port)
+        if heard.dead(time.monotonic(), self.promote_after_s):
+            log.warning("primary %s:%d not heard from for %.1f s: promoting this server",
+                        host, port, heard.silent_for(time.monotonic()))
+            self.server.promote()
+            return True
+        return False
 
     async def _watch(self, link: FollowLink, heard: Heard) -> None:
         """Until the link closes. A link that is not streaming yet is closed once the
