@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from config.models import ClusterConfig
+from config.periodic import TurnBoundary
 from manager import burst, planner
 from manager.event_builders import moves_events
 from manager.history import History
@@ -40,6 +41,9 @@ log = logging.getLogger(__name__)
 LEASE_CHECK_S = 1.0
 PRUNE_EVERY_S = 600.0
 EXIT_LEASE_LOST = 3
+# After a turn that raised: a socket that keeps failing must not spin the loop, and heartbeats
+# (every heartbeat_interval_s, 1 s by default) must not wait long.
+FAILED_TURN_PAUSE_S = 0.1
 MAX_BACKOFF_INTERVALS = BACKOFF_MAX_INTERVALS
 
 
@@ -98,6 +102,8 @@ class Manager:
         self.server = ServerFigures(stats_reader)
         self.overrides = OverrideReader(store)
         self.rejected_inputs: set[str] = set()
+        self.turns = TurnBoundary("the manager's turn", log=log,
+                                  next_turn=f"the next in {FAILED_TURN_PAUSE_S:g} s (masters keep their last map)")
         # Plan first only when every live master had time to report: the map is rebuilt
         # from what they run, not invented from nothing.
         grace_s = self.masters.peers.timeout_s
@@ -114,28 +120,35 @@ class Manager:
             message=f"manager {self.pid} is active ({self.lease.description}), listening on {self.socket.endpoint}",
         ))
         while not self.stopping:
-            frames = self.socket.receive(self.wait_s(self.clock()))
-            self.masters.listened(self.clock())
-            for received in frames:
-                at = self.clock()
-                self.on_master_events(self.masters.on_frame(received, at), at)
-            self.note_refusals()
-            for told in self.masters.take_report_events():
-                self.note(told)
-            now = self.clock()
-            self.on_master_events(self.masters.expire(now), now)
-            self.send_heartbeats(now)
-            self.maybe_plan(now)
-            self.maybe_plan_burst(now)
-            self.maybe_prune(now)
-            if self.history.events:
-                self.history.flush()
-            if not self.check_lease(now):
+            with self.turns:
+                self.turn()
+            if self.turns.failures:
+                time.sleep(FAILED_TURN_PAUSE_S)
+            # Outside the boundary: a lease that cannot be checked must stop this manager.
+            if not self.check_lease(self.clock()):
                 log.error("the leadership lock is gone: stopping so that only one manager acts")
                 self.stopping = True  # the sentinel stops granting leases at once
                 return EXIT_LEASE_LOST
         log.info("manager stopped")
         return 0
+
+    def turn(self) -> None:
+        frames = self.socket.receive(self.wait_s(self.clock()))
+        self.masters.listened(self.clock())
+        for received in frames:
+            at = self.clock()
+            self.on_master_events(self.masters.on_frame(received, at), at)
+        self.note_refusals()
+        for told in self.masters.take_report_events():
+            self.note(told)
+        now = self.clock()
+        self.on_master_events(self.masters.expire(now), now)
+        self.send_heartbeats(now)
+        self.maybe_plan(now)
+        self.maybe_plan_burst(now)
+        self.maybe_prune(now)
+        if self.history.events:
+            self.history.flush()
 
     def wait_s(self, now: float) -> float:
         due = min(
