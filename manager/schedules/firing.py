@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from config.periodic import TurnBoundary
 from config.schedules import ScheduleConfig
 from manager.schedules.state import ScheduleState, ScheduleStates
 from manager.schedules.ticks import due, manual_key, next_tick, tick_key
@@ -56,6 +57,8 @@ class Firing:
         self.note = note
         self.wall_clock = wall_clock
         self._failing: set[str] = set()
+        # A database outage fails every pass, 4 a second: one traceback, then a count a minute.
+        self.turns = TurnBoundary("the schedule pass", log=log, next_turn=f"the next pass in {POLL_S:.2f} s")
 
     def step(self, now: float) -> None:
         """One pass over every schedule; a schedule whose PUT fails is tried again next pass."""
@@ -81,14 +84,11 @@ class Firing:
 
     def run_until(self, stopping: Callable[[], bool]) -> None:
         while not stopping():
-            now = self.wall_clock()
-            try:
-                self.step(now)
-            except Exception:  # the thread's boundary: the schedules must outlive one bad pass
-                log.exception("the schedule pass failed; next pass in %.2f s", POLL_S)
-                time.sleep(POLL_S)
-                continue
-            time.sleep(self.wait_s(self.wall_clock()))
+            pause_s = POLL_S
+            with self.turns:  # the thread's boundary: the schedules must outlive a bad pass
+                self.step(self.wall_clock())
+                pause_s = self.wait_s(self.wall_clock())
+            time.sleep(pause_s)
 
     def _step_one(self, name: str, rule: ScheduleConfig, state: ScheduleState, now: float) -> None:
         if state.in_flight_unix is not None:

@@ -3,15 +3,17 @@ left in flight is put again as the same job, run now puts a manual job once, a p
 without catching them up at resume."""
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from procs import server_proc
+from procs import poll_until, server_proc
+from sqlalchemy import text
 
 from config.schedules import ScheduleConfig
 from manager.schedules.admin import act
-from manager.schedules.firing import Firing, Job
+from manager.schedules.firing import Firing, FiringThread, Job
 from manager.schedules.state import ScheduleStates
 from manager.store import NewEvent, Store
 from queue_server.client import QueueClient
@@ -72,3 +74,29 @@ def test_run_now_puts_one_manual_job_and_a_pause_skips_ticks_for_good(
     firing.step(1040.1)
     # catch_up = "all", yet the ticks of the pause (1010, 1020, 1030) were skipped, not caught up.
     assert keys(client) == ["tick@1970-01-01T00:17:20Z", "tick@manual-1970-01-01T00:16:41.250Z"]
+
+
+def test_a_database_outage_fails_passes_with_one_traceback_and_the_schedule_fires_after_it(
+    parts: tuple[Firing, Store, QueueClient], caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Before the audit branch: a traceback every pass (4 a second) while the outage lasted."""
+    caplog.set_level(logging.INFO, logger="manager.schedules.firing")
+    firing, store, client = parts
+    firing.rules = {"tick": ScheduleConfig(every_s=1, queue="ticks", data="hello")}
+    with store.engine.begin() as connection:  # the table gone: every pass fails, for real
+        connection.execute(text("ALTER TABLE schedules RENAME TO schedules_away"))
+    thread = FiringThread(firing)
+    thread.start()
+    try:
+        poll_until(lambda: firing.turns.failures >= 3, what=lambda: f"passes failing\n{caplog.text}")
+        with store.engine.begin() as connection:
+            connection.execute(text("ALTER TABLE schedules_away RENAME TO schedules"))
+        # A client of its own: the firing thread uses the fixture's.
+        host, port = client.addresses[0]
+        with QueueClient(f"{host}:{port}") as reader:
+            poll_until(lambda: keys(reader), what=lambda: f"a tick put after the outage\n{caplog.text}")
+    finally:
+        thread.stop()
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages.count("the schedule pass failed; the next pass in 0.25 s") == 1, messages
+    assert any(m.startswith("the schedule pass works again after ") for m in messages), messages
