@@ -2,6 +2,7 @@
 pause, resume and "run now" (through manager/schedules/admin.py, an event naming the door)."""
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Request
@@ -12,6 +13,7 @@ from admin_ui.errors import AdminError, UnknownQueue
 from admin_ui.queue_link import queue_client
 from admin_ui.schemas import ScheduleAction, ScheduleView
 from admin_ui.settings import AdminSettings
+from config.periodic import TurnBoundary
 from config.schedules import SCHEDULE_NAME_PATTERN
 from manager.schedules.admin import Door, UnknownSchedule, act
 from manager.schedules.state import ScheduleStates
@@ -23,6 +25,10 @@ api = APIRouter(dependencies=[Depends(readable)])
 pages = APIRouter(dependencies=[Depends(readable)], include_in_schema=False)
 ScheduleName = Annotated[str, Path(pattern=SCHEDULE_NAME_PATTERN)]
 Action = Literal["pause", "resume", "run"]
+log = logging.getLogger("slotmap.admin")
+# Every open Schedules page asks at each refresh: an outage is said once, with its reason.
+_JOB_STATES = TurnBoundary("reading the schedules' last jobs from the queue server", log=log, traceback=False,
+                           next_turn='their states show as "unknown" until it answers')
 
 
 def schedule_views(settings: AdminSettings, store: Store) -> list[ScheduleView]:
@@ -36,8 +42,11 @@ def schedule_views(settings: AdminSettings, store: Store) -> list[ScheduleView]:
 
             rows = schedule_rows(settings.schedules, states, now_unix=settings.clock(), job_state=job_state)
     except (AdminError, QueueServerError, OSError):
+        _JOB_STATES.failed()
         rows = schedule_rows(settings.schedules, states, now_unix=settings.clock(),
                              job_state=lambda key: "unknown")
+    else:
+        _JOB_STATES.succeeded()
     return [ScheduleView.model_validate(row, from_attributes=True) for row in rows]
 
 

@@ -9,6 +9,7 @@ write 20 tracebacks a second, nor go quiet for good); the first turn that works 
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Callable
 from types import TracebackType
@@ -22,8 +23,10 @@ class TurnBoundary:
     task on purpose."""
 
     def __init__(self, what: str, *, next_turn: str, log: logging.Logger, remind_s: float = REMIND_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 traceback: bool = True, clock: Callable[[], float] = time.monotonic) -> None:
         self.what = what
+        # False for an expected outage (a server away), where the reason says it all.
+        self.traceback = traceback
         self.next_turn = next_turn
         self.log = log
         self.remind_s = remind_s
@@ -49,14 +52,17 @@ class TurnBoundary:
         """Inside an `except` block: the exception being handled is the one logged."""
         now = self.clock()
         self.failures += 1
+        error = sys.exc_info()[1]
+        reason = "no exception" if error is None else f"{type(error).__name__}: {error}"
         if self.failing_since is None:
             self.failing_since = self.reminded_at = now
-            self.log.exception("%s failed; %s", self.what, self.next_turn)
+            self.log.error("%s failed (%s); %s", self.what, reason, self.next_turn,
+                           exc_info=self.traceback)
         elif now - self.reminded_at >= self.remind_s:
             self.reminded_at = now
-            self.log.error("%s still failing: %d times in a row over %.0f s, the latest here; %s",
-                           self.what, self.failures, now - self.failing_since, self.next_turn,
-                           exc_info=True)
+            self.log.error("%s still failing: %d times in a row over %.0f s, the latest: %s; %s",
+                           self.what, self.failures, now - self.failing_since, reason, self.next_turn,
+                           exc_info=self.traceback)
 
     def succeeded(self) -> None:
         if self.failing_since is not None:

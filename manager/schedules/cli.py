@@ -59,17 +59,22 @@ def _show(config: ClusterConfig, store: Store, *, as_json: bool) -> int:
     from queue_server.protocol.client_errors import QueueServerError
 
     servers = config.queue_server.servers or config.queue_server.listen
+    unknown: list[str] = []
     with QueueClient(servers, token=queue_token(config), timeout_s=2.0, connect_timeout_s=1.0,
                      reconnect_attempts=0) as client:
         def job_state(key: str) -> str:
             try:
                 info = client.job(key)
-            except QueueServerError:
+            except QueueServerError as exc:
+                unknown.append(f"{key}: {exc}")
                 return "unknown"
             return "done" if info is None else str(info.state)
 
         rows = schedule_rows(config.schedules, ScheduleStates(store.engine).all(),
                              now_unix=time.time(), job_state=job_state)
+    if unknown:  # on stderr: --json's output stays one JSON document
+        print(f"slotmap schedules: {len(unknown)} last job state(s) unknown, the queue server did not "
+              f"say ({unknown[0]})", file=sys.stderr)
     if as_json:
         print(json.dumps([asdict(row) for row in rows], indent=2))
         return 0

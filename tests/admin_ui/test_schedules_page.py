@@ -71,3 +71,21 @@ def test_the_page_form_is_the_dashboard_door(make_client: MakeClient, engine: En
     assert ScheduleStates(engine).get("pulse").paused
     events = client.get("/api/events", headers=BEARER).json()["events"]
     assert [e["detail"]["door"] for e in events if e["kind"] == "schedule_paused"] == ["dashboard"]
+
+
+def test_a_queue_server_away_shows_unknown_states_and_says_why_once(
+    make_client: MakeClient, engine: Engine, queue_server: server_proc.ServerProc,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Before the audit branch: "unknown" on the page, and nothing anywhere saying why."""
+    ScheduleStates(engine).fired("pulse", tick_unix=1.0, key="pulse@2026-11-25T02:30:10Z", now_unix=CLOCK)
+    client = make_client(schedules=SCHEDULES, queue_servers=(queue_server.address,))
+    assert client.get("/api/schedules").status_code == 200  # read while it is there
+    queue_server.kill()
+    for _ in range(2):  # two page refreshes while it is away
+        rows = {row["name"]: row for row in client.get("/api/schedules").json()}
+        assert rows["pulse"]["last_job_state"] == "unknown"
+    said = [r.getMessage() for r in caplog.records if "schedules' last jobs" in r.getMessage()]
+    assert len(said) == 1, said
+    assert said[0].startswith("reading the schedules' last jobs from the queue server failed (")
+    assert 'their states show as "unknown" until it answers' in said[0]

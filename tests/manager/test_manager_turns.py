@@ -59,5 +59,5 @@ def test_a_manager_turn_that_raises_is_logged_and_the_loop_goes_on(
         store.close()
     assert ended == [0]
     messages = [r.getMessage() for r in caplog.records]
-    assert "the manager's turn failed; the next in 0.1 s (masters keep their last map)" in messages, messages
+    assert "the manager's turn failed (RuntimeError: a bug in one turn); the next in 0.1 s (masters keep their last map)" in messages, messages
     assert "the manager's turn works again after 1 failed turns" in messages, messages

@@ -47,6 +47,6 @@ def test_a_follow_round_that_raises_is_logged_and_the_next_round_promotes(
     asyncio.run(scenario())
     assert promotions == ["tried", "tried"]
     messages = [r.getMessage() for r in caplog.records]
-    assert any(m.startswith("following the primary 127.0.0.1:") and " failed; tried again in " in m
+    assert any(m.startswith("following the primary 127.0.0.1:") and " failed (RuntimeError: a bug while promoting); tried again in " in m
                for m in messages), messages
     assert any(" works again after 1 failed turns" in m for m in messages), messages
