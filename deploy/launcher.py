@@ -142,14 +142,14 @@ class Child:
     def log_tail(self, lines: int = 15) -> str:
         try:
             text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
+        except OSError as exc:
+            return f"    (cannot read it: {exc.strerror})"
         return "\n".join("    " + line for line in text.splitlines()[-lines:])
 
     def stop(self) -> None:
         """SIGTERM, wait up to the child's deadline, then SIGKILL its whole group."""
         if self.exit_code() is None:
-            with contextlib.suppress(ProcessLookupError):
+            with contextlib.suppress(ProcessLookupError):  # it died since exit_code(): wait() reaps it
                 self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout=self.spec.stop_deadline_s)
@@ -157,6 +157,7 @@ class Child:
                 print(f"slotmap run: {self.spec.name} still running {self.spec.stop_deadline_s:.0f} s "
                       "after SIGTERM: SIGKILL", file=sys.stderr)
         # Whatever it left behind in its session (a master's slots) goes too.
+        # No such group: nothing was left. PermissionError: the group is gone and its id reused.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
         self.process.wait()
@@ -253,6 +254,7 @@ class Launcher:
         while time.monotonic() < deadline and not self.stopping:
             if self.check_children():
                 return False
+            # Refused or timed out: not accepting yet; the deadline's failure says so.
             with contextlib.suppress(OSError), socket.create_connection((host.strip("[]"), int(port)), 0.2):
                 return True
             self.wait(0.05)
@@ -278,9 +280,9 @@ class Launcher:
 
     def wait(self, timeout_s: float) -> None:
         """Sleep until a signal arrives (a child's death included) or timeout_s passes."""
-        with contextlib.suppress(InterruptedError):
+        with contextlib.suppress(InterruptedError):  # a signal: what this wait is for
             select.select([self._wake_read], [], [], timeout_s)
-        with contextlib.suppress(BlockingIOError):
+        with contextlib.suppress(BlockingIOError):  # the pipe is empty: drained
             while os.read(self._wake_read, 512):
                 continue
 
@@ -352,7 +354,7 @@ class Launcher:
 
 def _describe_exit(code: int) -> str:
     if code < 0:
-        with contextlib.suppress(ValueError):
+        with contextlib.suppress(ValueError):  # a number no signal name has: said as a code
             return f"signal {signal.Signals(-code).name}"
     return f"code {code}"
 

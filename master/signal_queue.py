@@ -32,7 +32,7 @@ class SignalQueue:
         try:
             while os.read(self.wake_fd, 512):
                 continue
-        except BlockingIOError:
+        except BlockingIOError:  # the pipe is empty: every wake-up byte read
             pass
         taken, self._signals = self._signals, []
         return taken

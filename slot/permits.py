@@ -289,6 +289,7 @@ class PacedJobs(Sequence[SlotJob]):
         rest = [job for job in self._jobs[self._admitted :] if job.outcome is Outcome.DONE
                 and job.reply_data is None]
         for job in rest:
+            # A job the handler already resolved (done on purpose) keeps its outcome.
             with contextlib.suppress(JobResolutionError):
                 job.later(delay_s=taken.retry_after_s)
         log.info("%d of %d jobs of %s postponed by %.2f s: %s", len(rest), len(self._jobs),

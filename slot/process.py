@@ -58,7 +58,7 @@ def run_slot(spec: SlotSpec) -> int:
     """Run the slot until it stops; return its exit code (a SlotExit)."""
     _forget_parent_signals()
     for fd in spec.close_fds:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError):  # closed already: nothing of the master's to drop
             os.close(fd)
     leases = None
     if spec.lease_fd is not None:

@@ -35,7 +35,7 @@ class Waker:
 
     def wake(self) -> None:
         """From any thread: end the current or the next wait."""
-        with contextlib.suppress(BlockingIOError):
+        with contextlib.suppress(BlockingIOError):  # a full pipe already holds a wake-up
             os.write(self._write_fd, b"\0")
 
     def woken(self) -> bool:
@@ -53,7 +53,7 @@ class Waker:
         return True
 
     def drain(self) -> None:
-        with contextlib.suppress(BlockingIOError):
+        with contextlib.suppress(BlockingIOError):  # the pipe is empty: drained
             while os.read(self.fd, _DRAIN_BYTES):
                 pass
 
