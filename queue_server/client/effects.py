@@ -8,7 +8,7 @@ blocking, AsyncQueueClient by awaiting; every decision stays in the operation.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from queue_server.protocol.reply_reading import Parser
@@ -24,7 +24,7 @@ class Send:
     """Write all of `data` on the connection; the result is None."""
 
     conn: Any
-    data: bytes
+    data: bytes = field(repr=False)  # an AUTH token, job data: never in a log line
 
 
 @dataclass(slots=True)
@@ -47,7 +47,7 @@ class Request:
     one step of the operation instead of two)."""
 
     conn: Any
-    data: bytes
+    data: bytes = field(repr=False)  # an AUTH token, job data: never in a log line
     parse: Parser[Any]
     timeout_s: float | None
     wake_fd: int | None = None

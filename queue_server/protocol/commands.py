@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 
 from queue_server.protocol import jobs as pj
@@ -129,7 +129,7 @@ class Clone:
 
 @dataclass(slots=True)
 class Auth:
-    token: bytes
+    token: bytes = field(repr=False)  # never in a log line or an error's text
 
 
 Command = (
