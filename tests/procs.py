@@ -12,10 +12,12 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 from polling import poll_until as poll_until
 
@@ -57,6 +59,25 @@ def import_by_path(name: str, path: Path) -> ModuleType:
 server_proc = import_by_path("server_proc", REPO_ROOT / "tests" / "queue_server" / "server_proc.py")
 slotmap_command = server_proc.slotmap_command
 free_port = server_proc.free_port
+
+
+@contextlib.contextmanager
+def pg_schema(dsn: str, prefix: str) -> Iterator[str]:
+    """`dsn` in a PostgreSQL schema of its own (the manager's tables, lock and authority row
+    are per schema, so tests running at once touch no other's), dropped at the end."""
+    from sqlalchemy import create_engine, text
+
+    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(dsn, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+    try:
+        separator = "&" if "?" in dsn else "?"
+        yield f"{dsn}{separator}options={quote(f'-csearch_path={schema}')}"
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
 
 
 def to_toml(sections: Mapping[str, Mapping[str, Any]]) -> str:

@@ -7,13 +7,12 @@ import contextlib
 import os
 import signal
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
-from procs import REPO_ROOT, free_port, poll_until, slotmap_command, to_toml
+from procs import REPO_ROOT, free_port, pg_schema, poll_until, slotmap_command, to_toml
 from sqlalchemy import make_url
 from test_security_cli import EXIT_CONFIG_ERROR, slotmap
 
@@ -77,24 +76,13 @@ def test_the_derived_config_of_replicas_is_private_and_read_back(tmp_path: Path)
 def database_with_password() -> Iterator[str]:
     """The test PostgreSQL with a password in its URL (a trusting server ignores it), in a
     schema of its own so that this manager's tables and lock touch no other test's."""
-    from sqlalchemy import create_engine, text
-
     dsn = os.environ.get("SLOTMAP_TEST_PG")
     if not dsn:
         pytest.skip("SLOTMAP_TEST_PG is not set")
-    schema = f"slotmap_pw_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(dsn, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
     url = make_url(dsn)
-    try:
-        url = url.set(password=url.password or PASSWORD)
-        with_schema = url.update_query_dict({"options": f"-csearch_path={schema}"})
-        yield with_schema.render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+    with pg_schema(url.set(password=url.password or PASSWORD).render_as_string(hide_password=False),
+                   "slotmap_pw") as with_password:
+        yield with_password
 
 
 def test_a_running_cluster_shows_its_database_password_nowhere(tmp_path: Path) -> None:

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import os
 import threading
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import create_engine, func, inspect, select, text
+from procs import pg_schema
+from sqlalchemy import func, inspect, select, text
 from sqlalchemy.orm import Session
 from test_service_stats import report, slot
 
@@ -39,11 +38,6 @@ PG_DSN = os.environ.get("SLOTMAP_TEST_PG")
 DAY_S = 86400.0
 
 
-def pg_schema_url(dsn: str, schema: str) -> str:
-    separator = "&" if "?" in dsn else "?"
-    return f"{dsn}{separator}options={quote(f'-csearch_path={schema}')}"
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
@@ -51,16 +45,8 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         return
     if not PG_DSN:
         pytest.skip("PostgreSQL not tested: set SLOTMAP_TEST_PG=postgresql+psycopg://user@host:port/db")
-    schema = f"slotmap_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(PG_DSN, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
-    try:
-        yield pg_schema_url(PG_DSN, schema)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+    with pg_schema(PG_DSN, "slotmap_test") as url:
+        yield url
 
 
 @pytest.fixture

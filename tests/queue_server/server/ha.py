@@ -143,23 +143,12 @@ def cluster_database(tmp_path) -> Iterator[str]:  # type: ignore[no-untyped-def]
     """SQLite in tmp_path; PostgreSQL when SLOTMAP_TEST_PG is set, in a schema of its own
     (the manager's lock and the authority row are per schema), dropped at the end."""
     import os
-    import uuid
-    from urllib.parse import quote
 
-    from sqlalchemy import create_engine, text
+    from procs import pg_schema
 
     dsn = os.environ.get("SLOTMAP_TEST_PG")
     if not dsn:
         yield f"sqlite:///{tmp_path / 'slotmap.db'}"
         return
-    schema = f"slotmap_ha_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(dsn, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
-    try:
-        separator = "&" if "?" in dsn else "?"
-        yield f"{dsn}{separator}options={quote(f'-csearch_path={schema}')}"
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+    with pg_schema(dsn, "slotmap_ha") as url:
+        yield url
