@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from config.periodic import TurnBoundary
 from manager import authority
 from manager.authority import Record
 from manager.server_link import ServerLink
@@ -109,6 +110,10 @@ class Sentinel:
         self.echo: dict[str, tuple[int, float]] = {}
         self.refused_promotion = False
         self.restart_noted = False
+        # A turn every 0.25 s: an outage is said once, then once a minute, then its end.
+        self.database = TurnBoundary("sentinel: reaching the database", log=log, traceback=False,
+                                     next_turn=f"no lease renewed; tried again every {LEASE_RENEW_S:g} s")
+        self.turns = TurnBoundary("the sentinel's turn", log=log, next_turn=f"the next in {LEASE_RENEW_S:g} s")
 
     def run(self) -> None:
         log.info("sentinel of the queue servers %s (lease %.2f s, promotion after %.2f s)",
@@ -117,10 +122,13 @@ class Sentinel:
             started = time.monotonic()
             try:
                 self.turn(started)
-            except SQLAlchemyError as exc:
-                log.warning("sentinel: the database is unreachable (%s): no lease renewed", exc)
+            except SQLAlchemyError:
+                self.database.failed()
             except Exception:  # the thread must go on: the next turn may succeed
-                log.exception("sentinel turn failed")
+                self.turns.failed()
+            else:
+                self.database.succeeded()
+                self.turns.succeeded()
             time.sleep(max(0.0, self.next_turn_at(started) - time.monotonic()))
         for link in self.links.values():
             link.close()
