@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from config.periodic import TurnBoundary
 from queue_server.server.drained import DrainedQueues
 from queue_server.server.faces import Server
 from queue_server.server.liveness import HEARTBEAT_S
@@ -20,6 +21,9 @@ class Housekeeping:
     def __init__(self, server: Server) -> None:
         self.server = server
         self.drained = DrainedQueues(server.settings.forget_drained_queues_s)
+        # One per step: a step failing every 0.5 s is said once (then once a minute), and
+        # one failing never hides another.
+        self.turns: dict[str, TurnBoundary] = {}
 
     def schedule(self) -> None:
         asyncio.get_running_loop().call_later(HOUSEKEEPING_S, self.run)
@@ -27,8 +31,8 @@ class Housekeeping:
     def run(self) -> None:
         """Every HOUSEKEEPING_S: the everysec sync, reaping the snapshot child, a snapshot the
         log has outgrown, idle clients. It always comes back: a failing step is logged with
-        its traceback and tried again next time, so durability cannot switch itself off
-        (the log failing stops the server, as in server.py `_flush`)."""
+        its traceback (once while it goes on) and tried again next time, so durability
+        cannot switch itself off (the log failing stops the server, as in server.py `_flush`)."""
         server = self.server
         if server.log_error is not None:
             return
@@ -36,14 +40,18 @@ class Housekeeping:
             for step in self.steps():
                 if server.log_error is not None:
                     return
-                try:
+                with self.turns_of(step.__name__.strip("_")):
                     step()
-                except Exception:
-                    log.exception("housekeeping: %s failed; tried again in %.1f s",
-                                  step.__name__.strip("_"), HOUSEKEEPING_S)
         finally:
             if server.log_error is None:
                 self.schedule()
+
+    def turns_of(self, name: str) -> TurnBoundary:
+        turns = self.turns.get(name)
+        if turns is None:
+            turns = self.turns[name] = TurnBoundary(f"housekeeping: {name}", log=log,
+                                                    next_turn=f"tried again in {HOUSEKEEPING_S:.1f} s")
+        return turns
 
     def steps(self) -> list[Callable[[], None]]:
         settings = self.server.settings
