@@ -17,7 +17,7 @@ from config.tokens import resolve_token
 @dataclass(frozen=True, slots=True)
 class AdminSettings:
     # None: nobody can change anything (read-only dashboard).
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)  # a repr may reach a log line
     # True: reading pages, the API and /metrics needs the token too.
     protect_reads: bool = False
     refresh_s: float = 5.0
@@ -28,7 +28,7 @@ class AdminSettings:
     # Where the jobs pages, the jobs API and the queue server's counters on /metrics ask
     # (empty: those answer 503); the AUTH token the queue server wants, if any.
     queue_servers: tuple[str, ...] = ()
-    queue_token: str | None = None
+    queue_token: str | None = field(default=None, repr=False)
     # Where rate-limited queues' limiter figures come from (None: the pages say none is set).
     limiters: LimiterReader | None = None
     schedules: Mapping[str, ScheduleConfig] = field(default_factory=dict)

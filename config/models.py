@@ -41,7 +41,7 @@ class QueueServerConfig(_Strict):
     data_dir: str = Field(default="./var/queue", description="Folder of the snapshot and log files (relative paths: to the folder the server starts in).")
     fsync: Literal["always", "everysec", "never"] = Field(default="always", description="always: a PUT is acknowledged only once its record is on disk (group commit); everysec / never trade that for speed.")
     expire_action: Literal["later", "done"] = Field(default="later", description="What happens to a job whose lock expires without THEN: later puts it back, done deletes it (-d).")
-    token: str | None = Field(default=None, description="When set, every client must send AUTH <token> first (slots, manager and CLI take it from here).")
+    token: str | None = Field(default=None, repr=False, description="When set, every client must send AUTH <token> first (slots, manager and CLI take it from here).")
     max_job_bytes: int = Field(default=1024 * 1024, ge=1, description="Largest job data accepted; a bigger block gets 413 and the connection is closed.")
     snapshot_log_bytes: int = Field(default=256 * 1024 * 1024, ge=4096, description="A snapshot is written (in a forked child) when the log grows past this.")
     # Default lock time for jobs handed out without EXPIRE, per queue (over [queues.*].lock_timeout_s).
@@ -217,7 +217,7 @@ class ManagerConfig(_Strict):
                     "(ZeroMQ MAXMSGSIZE on both ends): a bigger one is dropped with its connection. "
                     "A report takes about 600 bytes per slot; 1 MiB holds about 1,600 slots.",
     )
-    database_url: str = Field(default="sqlite:///./var/slotmap.db", description="SQLAlchemy URL of the history (SQLite by default, postgresql://... in production).")
+    database_url: str = Field(default="sqlite:///./var/slotmap.db", repr=False, description="SQLAlchemy URL of the history (SQLite by default, postgresql://... in production).")
     plan_interval_s: float = Field(default=5.0, gt=0, description="How often the slot map is planned again.")
     burst_check_s: float = Field(
         default=0.25, ge=0, le=60, allow_inf_nan=False,
@@ -244,7 +244,7 @@ class ManagerConfig(_Strict):
 class AdminConfig(_Strict):
     listen: str = Field(default="127.0.0.1:8400", description="HOST:PORT of the dashboard and its JSON API.")
     token: str | None = Field(
-        default=None,
+        default=None, repr=False,
         description="The dashboard's admin token (actions, and reads with protect_reads). Prefer "
                     "token_file or the SLOTMAP_ADMIN_TOKEN environment variable to keep it out of the config.",
     )

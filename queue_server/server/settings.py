@@ -16,7 +16,7 @@ class ServerSettings:
     data_dir: str = "./var/queue"
     fsync: FsyncPolicy = "always"
     expire_done_default: bool = False
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)  # a repr may reach a log line
     max_job_bytes: int = 1024 * 1024
     snapshot_log_bytes: int = 256 * 1024 * 1024
     lock_timeouts_s: tuple[tuple[str, float], ...] = ()
