@@ -20,7 +20,7 @@ import datetime
 import functools
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,7 +52,7 @@ class CurveKeys:
     """A key pair: the server's own, or a client's (one shared cluster key, or a host's)."""
 
     public: bytes
-    secret: bytes
+    secret: bytes = field(repr=False)  # a repr may reach a log line
 
     @classmethod
     def from_file(cls, path: str | Path) -> CurveKeys:
