@@ -26,7 +26,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from master.lifecycle import Lease
 from queue_server.protocol.retry import RetryPolicy
@@ -41,7 +41,8 @@ class Replies:
 
     queue: str
     ttl_s: float | None
-    replies: tuple[tuple[str, bytes], ...]
+    # Out of the repr: a refused PUT logs the request, and job data stays out of the logs.
+    replies: tuple[tuple[str, bytes], ...] = field(repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -129,3 +129,9 @@ def test_jobs_a_retarget_gave_back_go_to_the_front_in_the_lease_order_with_those
                     policy=None, reply_to=None, rng=random.Random(1))
     assert result.requests[:2] == (Done((1,)), Later((3, 4), front=True))
     assert (result.blamed_key, result.honoured, result.given_back, result.charged) == ("b", 3, 0, 1)
+
+
+def test_a_replies_request_keeps_the_job_data_out_of_its_repr() -> None:
+    """The lease keeper logs a refused request by its repr: job data stays out of the logs."""
+    shown = repr(Replies("out", None, (("caller-item", b"private answer bytes"),)))
+    assert "private answer bytes" not in shown and "'out'" in shown
