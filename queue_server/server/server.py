@@ -9,6 +9,7 @@ import socket
 import time
 from collections.abc import Sequence
 
+from config.periodic import TurnBoundary
 from queue_server.protocol import commands as p
 from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
@@ -66,6 +67,8 @@ class QueueServer(Roles, Replicated):
         self._flush_scheduled = False
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
+        self.timer_turns = TurnBoundary("the expiry timer", log=log,
+                                        next_turn=f"fired again in {TIMER_RETRY_S:g} s")
         self._stopped: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.housekeeping = Housekeeping(self)
@@ -302,11 +305,10 @@ class QueueServer(Roles, Replicated):
     def _on_timer(self) -> None:
         self._timer = None
         self._timer_at = None
-        try:
+        with self.timer_turns:
             self.fire_timers_if_due()
-        except Exception:
+        if self.timer_turns.failures:
             # Expiry must not stop for good: fire again soon (not at once, which would spin).
-            log.exception("expiry timer failed; fired again in %.1f s", TIMER_RETRY_S)
             loop = asyncio.get_running_loop()
             self._timer_at = time.time() + TIMER_RETRY_S
             self._timer = loop.call_later(TIMER_RETRY_S, self._on_timer)

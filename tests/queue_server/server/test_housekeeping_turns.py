@@ -1,5 +1,6 @@
-"""A housekeeping step that keeps failing is logged once (then once a minute) and tried again
-every round, and the other steps still run (before the audit branch: a traceback every 0.5 s)."""
+"""A housekeeping step or the expiry timer failing again and again is logged once (then once a
+minute) and tried again every round, and the other steps still run (before the audit branch: a
+traceback every 0.5 s, every 1 s for the timer)."""
 from __future__ import annotations
 
 import asyncio
@@ -49,3 +50,39 @@ def test_a_failing_step_is_logged_once_and_the_next_rounds_run_every_step(
         "housekeeping: replication_tick works again after 3 failed turns",
     ]
     assert said[0].exc_info is not None
+
+
+def test_an_expiry_timer_that_raises_is_armed_again_and_said_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="slotmap.queue_server")
+    armed: list[bool] = []
+
+    async def scenario() -> None:
+        server = QueueServer(ServerSettings(data_dir=str(tmp_path / "d"), fsync="never"))
+        server.open()
+        fire = server.fire_timers_if_due
+        calls: list[int] = []
+
+        def fire_timers_if_due(*, dead_ages: bool = False) -> None:
+            # A bug in one firing: no client can make the expiry of deadlines raise.
+            calls.append(1)
+            if len(calls) <= 2:
+                raise RuntimeError("a bug in the expiry")
+            fire(dead_ages=dead_ages)
+
+        server.fire_timers_if_due = fire_timers_if_due  # type: ignore[method-assign]
+        try:
+            for _ in range(3):  # as the loop would run it: armed again after each failure
+                server._on_timer()
+                armed.append(server._timer is not None)
+                if server._timer is not None:
+                    server._timer.cancel()
+        finally:
+            server.data_dir.close()
+
+    asyncio.run(scenario())
+    assert armed == [True, True, False]
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("the expiry timer")]
+    assert said == ["the expiry timer failed (RuntimeError: a bug in the expiry); fired again in 1 s",
+                    "the expiry timer works again after 2 failed turns"]
