@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from tests.conftest import HOST, QueueServer, RawClient
+from tests.conftest import HOST, REPLY_TIMEOUT_S, QueueServer, RawClient
 
 # What one hostile client may add to the server's resident memory in these tests; the
 # attacks measured before the bounds took it from ~45 MB to over 1 GB.
@@ -28,9 +28,9 @@ def silent_socket(server: QueueServer, *, receive_buffer_bytes: int = 4096) -> s
     return sock
 
 
-def served(server: QueueServer, token: str | None = None) -> bool:
-    """A new client gets PING answered (after AUTH with `token`)."""
-    client = RawClient(server.host, server.port)
+def served(server: QueueServer, token: str | None = None, *, timeout_s: float = REPLY_TIMEOUT_S) -> bool:
+    """A new client gets PING answered (after AUTH with `token`), each reply within `timeout_s`."""
+    client = RawClient(server.host, server.port, timeout_s=timeout_s)
     try:
         if token is not None and client.request(b"AUTH " + token.encode()) != b"200 OK":
             return False
