@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 from urllib.parse import quote
 
+from polling import DEADLINE_S
 from polling import poll_until as poll_until
 
 from deploy.replicas import toml_value as toml_value
@@ -109,6 +110,22 @@ def kill_session(process: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=EXIT_DEADLINE_S)
+
+
+def wait_listening(process: subprocess.Popen[bytes], port: int, log_path: Path, *, what: str) -> bool:
+    """True once `process` itself listens on `port`, a port from free_port(); False when it
+    exited because the port was in use (another process took it first: the caller may pick
+    another); AssertionError with its log when it exits otherwise or does not listen within
+    DEADLINE_S. Only a process's own socket counts: its peers would talk to whoever holds
+    the port (a server of another suite on the machine)."""
+    poll_until(lambda: process.poll() is not None or server_proc.listens_on(process, port),
+               timeout_s=DEADLINE_S, what=lambda: f"{what} listening on port {port}\n{log_lines(log_path, 30)}")
+    if process.poll() is None:
+        return True
+    last_lines = log_lines(log_path, 5)
+    assert "address already in use" in last_lines.lower(), (
+        f"{what} exited with {process.returncode} before listening on port {port}\n{log_lines(log_path, 30)}")
+    return False
 
 
 def read_report(path: Path) -> HostReport | None:

@@ -131,6 +131,7 @@ def test_wrong_tokens_slow_that_client_down_while_another_client_is_served(admin
 
     with client_from("127.0.0.2") as other:
         blocked = poll_until(decided, what="a round of checks answered inside the guesser's block")
+    assert blocked is not None  # for mypy: poll_until returns a truthy value
     assert int(blocked.headers["retry-after"]) >= 1
     for name, value in SECURITY_HEADERS.items():
         assert blocked.headers.get(name) == value

@@ -12,6 +12,7 @@ import zmq
 import zmq.auth
 from hostile_peer import send_huge_frame
 from polling import DEADLINE_S
+from procs import wait_listening
 from test_link import HEARTBEAT_S, context, endpoint
 from test_service_procs import Cluster, poll_until, server_proc, spawn_slotmap, to_toml
 from test_service_stats import report
@@ -215,6 +216,8 @@ def test_real_masters_join_a_curve_manager_with_their_host_keys_and_a_stranger_d
         with_keys("manager", f'curve_secret_file = "{folder / "server.key_secret"}"\n'
                              f'curve_authorized_keys_dir = "{authorized}"\n')
         manager = cluster.spawn("manager", ["manager", "--config", str(cluster.root / "manager.toml")])
+        assert wait_listening(manager.process, cluster.manager_port, manager.log_path, what="the manager"), \
+            f"another process took port {cluster.manager_port} first"
         # delta borrows alpha's key: admitted, but it may speak only for alpha.
         for host, secret in (("alpha", authorized / "alpha.key_secret"),
                              ("gamma", stranger / "gamma.key_secret"),

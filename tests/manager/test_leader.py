@@ -41,7 +41,7 @@ def test_a_standby_manager_takes_over_within_seconds_of_a_kill_9_of_the_active_o
     active = cluster.start_manager("manager-1")
     poll_until(lambda: "active manager" in active.log_text(), timeout_s=DEADLINE_S,
                what=lambda: f"the first manager active\n{cluster.logs()}")
-    standby = cluster.start_manager("manager-2")
+    standby = cluster.start_manager("manager-2", standby=True)
     poll_until(lambda: "standing by" in standby.log_text(), timeout_s=DEADLINE_S,
                what=lambda: f"the second manager standing by\n{cluster.logs()}")
     assert "active manager" not in standby.log_text()

@@ -21,9 +21,9 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     yield from Cluster.with_queue_server(tmp_path, {"demo_noop": {"max_slots": 2}})
 
 
-def start_manager_on(cluster: Cluster, name: str, database_url: str) -> Proc:
+def start_manager_on(cluster: Cluster, name: str, database_url: str, *, standby: bool = False) -> Proc:
     cluster.database_url = database_url
-    return cluster.start_manager(name)
+    return cluster.start_manager(name, standby=standby)
 
 
 def _active(proc: Proc) -> bool:
@@ -38,7 +38,7 @@ def test_two_managers_with_differently_spelled_urls_of_one_sqlite_file_elect_one
     first = start_manager_on(cluster, "manager-1", f"sqlite:///{cluster.root / 'var' / 'slotmap.db'}")
     poll_until(lambda: _active(first), timeout_s=START_DEADLINE_S,
                what=lambda: f"the first manager active\n{cluster.logs()}")
-    second = start_manager_on(cluster, "manager-2", "sqlite+pysqlite:///link/slotmap.db")
+    second = start_manager_on(cluster, "manager-2", "sqlite+pysqlite:///link/slotmap.db", standby=True)
     poll_until(lambda: "standing by" in second.log_text(), timeout_s=START_DEADLINE_S,
                what=lambda: f"the second manager standing by\n{cluster.logs()}")
     assert not _active(second), cluster.logs()
@@ -55,7 +55,7 @@ def test_two_managers_with_differently_spelled_postgresql_urls_elect_one(cluster
     first = start_manager_on(cluster, "manager-1", PG_DSN)
     poll_until(lambda: _active(first), timeout_s=START_DEADLINE_S,
                what=lambda: f"the first manager active\n{cluster.logs()}")
-    second = start_manager_on(cluster, "manager-2", other)
+    second = start_manager_on(cluster, "manager-2", other, standby=True)
     poll_until(lambda: "standing by" in second.log_text(), timeout_s=START_DEADLINE_S,
                what=lambda: f"the second manager standing by\n{cluster.logs()}")
     assert not _active(second), cluster.logs()
@@ -64,7 +64,7 @@ def test_two_managers_with_differently_spelled_postgresql_urls_elect_one(cluster
 def test_a_standby_whose_postgresql_cannot_be_reached_says_so(cluster: Cluster) -> None:
     """On f5016ee it logged "another manager is active; standing by" after the warning."""
     url = f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/slotmap"
-    standby = start_manager_on(cluster, "manager", url)
+    standby = start_manager_on(cluster, "manager", url, standby=True)
     poll_until(lambda: "cannot reach the database" in standby.log_text(),
                timeout_s=START_DEADLINE_S, what=lambda: f"the unreachable database reported\n{cluster.logs()}")
     assert "another manager is active" not in standby.log_text()
@@ -75,7 +75,7 @@ def test_a_standby_whose_sqlite_folder_cannot_be_opened_says_so_then_takes_over(
     """On f5016ee the manager died on an uncaught FileExistsError (a traceback)."""
     blocker = cluster.root / "mount"
     blocker.write_text("not a folder: the database's mount is missing")
-    standby = start_manager_on(cluster, "manager", f"sqlite:///{blocker / 'slotmap.db'}")
+    standby = start_manager_on(cluster, "manager", f"sqlite:///{blocker / 'slotmap.db'}", standby=True)
     poll_until(lambda: "cannot reach the database" in standby.log_text(),
                timeout_s=START_DEADLINE_S, what=lambda: f"the unreachable database reported\n{cluster.logs()}")
     assert "another manager is active" not in standby.log_text()

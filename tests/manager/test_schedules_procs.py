@@ -65,7 +65,7 @@ def test_every_tick_exists_exactly_once_across_kill_9_failovers(cluster: Cluster
     cluster.extra_sections = {"schedules.every_second": {"every_s": 1.0, "queue": "ticks", "catch_up": "all"}}
     active = cluster.start_manager("manager-0")
     wait_active(cluster, active)
-    standby = cluster.start_manager("manager-1")
+    standby = cluster.start_manager("manager-1", standby=True)
     started = time.time()
     wait_for_tick_after(cluster, "ticks", started)
     kills = 0
@@ -76,7 +76,7 @@ def test_every_tick_exists_exactly_once_across_kill_9_failovers(cluster: Cluster
         active.kill_group()
         kills += 1
         wait_active(cluster, standby)
-        active, standby = standby, cluster.start_manager(f"manager-{kills + 1}")
+        active, standby = standby, cluster.start_manager(f"manager-{kills + 1}", standby=True)
     ended = time.time()
     wait_for_tick_after(cluster, "ticks", ended + 1)
     keys = job_keys(cluster.queue_server.address, "ticks")

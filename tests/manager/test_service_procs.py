@@ -24,6 +24,7 @@ from procs import (
     server_proc,
     spawn_slotmap,
     to_toml,
+    wait_listening,
 )
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
@@ -162,8 +163,20 @@ class Cluster:
         self.procs.append(proc)
         return proc
 
-    def start_manager(self, name: str = "manager") -> Proc:
-        return self.spawn(name, ["manager", "--config", str(self.config(name))])
+    def start_manager(self, name: str = "manager", *, standby: bool = False) -> Proc:
+        """A manager on this cluster's port, returned once it listens there; with `standby`
+        (it is to wait for the lease: another manager holds it, or its database cannot be
+        reached) returned at once."""
+        for _ in range(server_proc.BIND_ATTEMPTS):
+            proc = self.spawn(name, ["manager", "--config", str(self.config(name))])
+            if standby or wait_listening(proc.process, self.manager_port, proc.log_path, what=name):
+                return proc
+            # Another process took the port first (free_port's race): another port will do
+            # while no process of this cluster was told this one.
+            told = [other.name for other in self.procs if other.alive()]
+            assert not told, f"{name}: port {self.manager_port} taken by another process; {told} use it"
+            self.manager_port = server_proc.free_port()
+        raise AssertionError(f"{name}: no free port in {server_proc.BIND_ATTEMPTS} attempts\n{self.logs()}")
 
     def start_master(self, host: str, **settings: Any) -> Proc:
         config = self.config(f"master-{host}", host_name=host, **settings)

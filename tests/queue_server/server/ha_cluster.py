@@ -5,12 +5,13 @@ Real processes; the manager gets the default lease_s and promote_after_s."""
 from __future__ import annotations
 
 import contextlib
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from procs import spawn_slotmap, to_toml
+from procs import spawn_slotmap, to_toml, wait_listening
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -83,15 +84,7 @@ def managed_cluster(root: Path, database_url: str, start: StartServer) -> Iterat
     for server_id in (2, 3):
         cluster.servers.append(start(*SERVER_ARGS, "--replica-of", first.address,
                                      "--server-id", str(server_id)))
-    config = root / "manager.toml"
-    config.write_text(to_toml({
-        "queue_server": {"servers": cluster.addresses, "managed_failover": True,
-                         "replicate": "sync"},  # default lease_s and promote_after_s
-        "manager": {"listen": f"tcp://127.0.0.1:{server_proc.free_port()}",
-                    "database_url": database_url},
-    }))
-    process = spawn_slotmap(["manager", "--config", str(config)], log_path=root / "manager.log",
-                            cwd=root)
+    process = _start_manager(root, cluster.addresses, database_url)
     cluster.manager = process
     try:
         poll_until(lambda: cluster.primary() is first, timeout_s=FAILOVER_DEADLINE_S,
@@ -101,6 +94,23 @@ def managed_cluster(root: Path, database_url: str, start: StartServer) -> Iterat
     finally:
         process.kill()
         process.wait(timeout=10)
+
+
+def _start_manager(root: Path, servers: list[str], database_url: str) -> subprocess.Popen[bytes]:
+    """The manager, once it listens on its port (another one when another process took it first)."""
+    config = root / "manager.toml"
+    for _ in range(server_proc.BIND_ATTEMPTS):
+        port = server_proc.free_port()
+        config.write_text(to_toml({
+            "queue_server": {"servers": servers, "managed_failover": True,
+                             "replicate": "sync"},  # default lease_s and promote_after_s
+            "manager": {"listen": f"tcp://127.0.0.1:{port}", "database_url": database_url},
+        }))
+        process = spawn_slotmap(["manager", "--config", str(config)], log_path=root / "manager.log",
+                                cwd=root)
+        if wait_listening(process, port, root / "manager.log", what="the manager"):
+            return process
+    raise AssertionError(f"the manager found no free port in {server_proc.BIND_ATTEMPTS} attempts")
 
 
 def fail_over_once(ha: HaCluster, producers: list[KeyedProducer], primary, epoch: int):  # type: ignore[no-untyped-def]
