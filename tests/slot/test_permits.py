@@ -24,13 +24,14 @@ def test_only_queues_with_a_rate_limit_get_a_limiter() -> None:
 
 
 def test_the_hook_leaves_a_queue_without_rate_limit_alone() -> None:
-    # Nothing listens there: a request would time out after 5 s and postpone the batch. (A
-    # 0.1 s timeout and bound measured the machine's load, not whether the hook asked.)
-    hook = RateLimitHook(PermitClient(free_endpoint(), reply_timeout_s=5.0), {"geo": "geo"})
+    # Nothing listens there: a request would time out after 20 s and postpone the batch. (A
+    # 0.1 s timeout and bound measured the machine's load, not whether the hook asked; a 5 s
+    # bound equal to the timeout left too little room for a busy machine.)
+    hook = RateLimitHook(PermitClient(free_endpoint(), reply_timeout_s=20.0), {"geo": "geo"})
     batch = jobs("free", 5)
     started = time.monotonic()
     assert list(hook("free", batch)) == batch
-    assert time.monotonic() - started < 5.0
+    assert time.monotonic() - started < 10.0
     hook.client.close()
 
 
@@ -39,13 +40,13 @@ def test_the_hook_runs_a_batch_whose_permits_come_in_time(
 ) -> None:
     queues = {"geo": QueueConfig(rate_limit=RateLimitConfig(permits=50))}
     hook = rate_limit_hook(client(pulsar({"geo": RateLimitConfig(permits=50)})), queues,
-                           max_wait_s=5.0)
+                           max_wait_s=20.0)
     batch = jobs("geo", 10)
     started = time.monotonic()
     assert list(hook("geo", batch)) == batch
-    # Five at once (the capacity at 50/s), the other five 0.1 s later; the upper bound is
-    # the hook's max wait (a busy shared machine can hold the test back for a second).
-    assert 0.05 <= time.monotonic() - started < 5.0
+    # Five at once (the capacity at 50/s), the other five 0.1 s later; the upper bound rules
+    # out waiting the hook's max wait, with seconds of room for a busy shared machine.
+    assert 0.05 <= time.monotonic() - started < 10.0
     assert all(job.outcome is Outcome.DONE for job in batch)
 
 
@@ -85,16 +86,16 @@ def test_the_hook_postpones_the_batch_of_a_limiter_the_pulsar_does_not_know(
 def test_the_hook_stops_waiting_when_the_slot_is_asked_to_stop(
     pulsar: Callable[[Mapping[str, RateLimitConfig]], str], client: Callable[..., PermitClient],
 ) -> None:
-    # The next permit 10 s away: a hook that waited for it, or ignored the stop, ends past
-    # the 5 s bound below (with permits 1 s apart, the bound had to be 0.5 s, which a busy
-    # shared machine can break).
-    endpoint = pulsar({"geo": RateLimitConfig(permits=1, period_s=10.0)})
+    # The next permit 20 s away (within the hook's max wait): a hook that waited for it, or
+    # ignored the stop, ends past the 10 s bound below (with permits 1 s apart, the bound had
+    # to be 0.5 s, and 5 s with permits 10 s apart: too little room for a busy shared machine).
+    endpoint = pulsar({"geo": RateLimitConfig(permits=1, period_s=20.0)})
     asked_at = time.monotonic() + 0.3
     hook = RateLimitHook(client(endpoint), {"geo": "geo"}, max_wait_s=30.0,
                          stopping=lambda: time.monotonic() >= asked_at)
     batch = jobs("geo", 5)
     runnable = hook("geo", batch)
-    assert time.monotonic() - asked_at < 5.0
+    assert time.monotonic() - asked_at < 10.0
     assert [job.id for job in runnable] == [1]
     assert all(job.outcome is Outcome.LATER for job in batch[1:])
 

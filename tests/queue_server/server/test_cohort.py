@@ -11,6 +11,7 @@ import pytest
 from queue_server.server.cohort import FD_SETSIZE, MAX_WAIT_S, Cohort
 
 FSYNC_S = 0.0008  # under the cap, and long enough for select() timing to be clear
+WAITS = 5
 
 
 @dataclass
@@ -71,12 +72,16 @@ def test_waits_until_a_missing_member_sends(pairs: list[tuple[socket.socket, soc
 def test_the_wait_is_bounded_by_one_fsync_time(pairs: list[tuple[socket.socket, socket.socket]]) -> None:
     silent = FakeConnection(pairs[0][0].fileno())
     cohort = cohort_of([silent])
-    started = time.perf_counter()
-    assert cohort.wait() is False
-    waited = time.perf_counter() - started
-    assert waited >= FSYNC_S * 0.9
-    assert waited < 1.0  # bounded (a loaded machine may oversleep select(), not this much)
-    assert cohort.deadline == 0.0
+    waits = []
+    # Several waits: one can be stretched by a busy machine leaving this process unscheduled;
+    # a wait that is not bounded by the fsync time is long every time.
+    for _ in range(WAITS):
+        started = time.perf_counter()
+        assert cohort.wait() is False
+        waits.append(time.perf_counter() - started)
+        assert cohort.deadline == 0.0
+    assert min(waits) >= FSYNC_S * 0.9
+    assert min(waits) < 1.0, waits
 
 
 def test_a_slow_member_is_not_waited_for_next_time(pairs: list[tuple[socket.socket, socket.socket]]) -> None:

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
+from polling import DEADLINE_S
 
 from queue_server.server import snapshot
 from queue_server.server.connection import Connection
@@ -171,12 +173,14 @@ def test_records_written_before_the_turns_commit_still_reach_the_replicas(
 async def _reaped(server: QueueServer) -> None:
     """Wait for the snapshot child (a fork writing the state) to finish."""
     data_dir = server.data_dir
-    for _ in range(500):
+    # A process that fsyncs: on a busy shared machine it can take seconds (was 5 s).
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
         data_dir.reap_snapshot()
         if data_dir._snapshot_child is None:
             return
         await asyncio.sleep(0.01)
-    raise AssertionError("the snapshot child did not finish")
+    raise AssertionError(f"the snapshot child did not finish within {DEADLINE_S} s")
 
 
 class ClosableTransport(Transport):

@@ -39,7 +39,7 @@ def test_a_replica_fed_snapshot_and_stream_matches_the_primary(start_queue_serve
         stream.extend(link.pending())
         return b"SYNC DONE " + job_id in stream
 
-    poll_until(stream_has_the_done, 5.0)
+    poll_until(stream_has_the_done, what="the DONE streamed to the link")
     assert stream.startswith(b"SYNC PUT q 1 3\r\nnew")
     feeder.send(bytes(stream))
     assert [feeder.line() for _ in range(4)] == [b"200 OK"] * 4  # PUT, PUT, GET, DONE

@@ -31,6 +31,7 @@ from slot.pulsar.protocol import (
     pause,
 )
 from slot.pulsar.service import answer, build_limiters, limits_of
+from tests.polling import DEADLINE_S
 from tests.procs import REPO_ROOT
 from tests.slot.pulsar.served import Served, free_endpoint
 
@@ -148,10 +149,10 @@ def test_a_pause_report_stops_every_permit_for_its_seconds(
     permits.acquire("api")
     assert permits.report("api", pause(0.6))
     started = time.monotonic()
-    permits.acquire("api", timeout_s=5.0)
+    permits.acquire("api", timeout_s=DEADLINE_S)
     # Not before the pause ends; the upper bound is the acquire's own timeout (a busy
-    # shared machine can hold this thread back for a second).
-    assert 0.6 <= time.monotonic() - started < 5.0
+    # shared machine can hold this thread back for seconds: 5 s was too close).
+    assert 0.6 <= time.monotonic() - started < DEADLINE_S
 
 
 def test_an_unknown_limiter_is_a_permit_error_naming_the_known_ones(
@@ -165,15 +166,16 @@ def test_an_unknown_limiter_is_a_permit_error_naming_the_known_ones(
 def test_permits_that_come_after_the_timeout_are_not_waited_for(
     serve: Callable[[Mapping[str, RateLimitConfig]], Served], client: Callable[..., PermitClient],
 ) -> None:
-    served = serve({"api": RateLimitConfig(permits=1, period_s=10.0, margin=0)})
+    served = serve({"api": RateLimitConfig(permits=1, period_s=60.0, margin=0)})
     permits = client(served.endpoint)
     permits.acquire("api")
     started = time.monotonic()
-    # The next permit is 10 s away, past the 5 s timeout: given up at once, not after 5 s
-    # (with a 0.5 s timeout and bound, a busy machine holding the thread back could fail it).
-    with pytest.raises(PermitTimeout, match=r"0 of 1 permits of 'api' within 5.0 s \(the next permit comes in"):
-        permits.acquire("api", timeout_s=5.0)
-    assert time.monotonic() - started < 5.0
+    # The next permit is 60 s away, past the 20 s timeout: given up at once, not after 20 s.
+    # The 10 s bound is far from both (a 0.5 s, then a 5 s bound equal to the timeout, left
+    # too little room for a busy machine holding this thread back).
+    with pytest.raises(PermitTimeout, match=r"0 of 1 permits of 'api' within 20.0 s \(the next permit comes in"):
+        permits.acquire("api", timeout_s=20.0)
+    assert time.monotonic() - started < 10.0
 
 
 def test_acquire_gives_up_after_its_timeout_when_no_pulsar_answers(
