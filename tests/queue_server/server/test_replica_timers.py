@@ -4,12 +4,14 @@ the primary renews stays running there, and once promoted the replica fires the 
 it inherited. Real primary and replica processes."""
 from __future__ import annotations
 
+import itertools
 import time
 
 from polling import DEADLINE_S
 
 from queue_server.client import QueueClient
 from queue_server.protocol.client_errors import OfflineError
+from queue_server.protocol.replies import Job
 from tests.queue_server.util import poll_until
 
 RENEWED_LOCK_S = 2
@@ -34,6 +36,28 @@ def _online(client: QueueClient) -> bool:
     return True
 
 
+def _renewed_past_expiry(client: QueueClient, follower: QueueClient, key: str) -> tuple[Job, str] | None:
+    """A job `key` locked for RENEWED_LOCK_S, renewed every 0.25 s past its first lock end,
+    the replica showing it running throughout: (the job, key); None when a renewal that
+    found it gone came too late to tell (RENEWED_LOCK_S * 0.9 after the one before was sent:
+    a busy machine held the test or a server back, and the lock may rightly have lapsed)."""
+    client.put("q", b"kept", key=key)
+    renewed_at = time.monotonic()  # the lock starts after this
+    [kept] = client.get("q", keys=True, expire_s=RENEWED_LOCK_S)
+    first_lock_end = time.time() + RENEWED_LOCK_S
+    while time.time() < first_lock_end + 2:
+        sent_at = time.monotonic()
+        if client.touch(kept.id, expire_s=RENEWED_LOCK_S) != [True]:
+            assert time.monotonic() - renewed_at >= RENEWED_LOCK_S * 0.9, "the lock lapsed while renewed"
+            return None
+        renewed_at = sent_at
+        poll_until(lambda: (i := follower.job(key)) is not None and i.state == "running",
+                   timeout_s=DEADLINE_S)
+        time.sleep(0.25)  # the renewal cadence, well inside the lock
+    assert follower.job(key).lease_id == kept.id  # type: ignore[union-attr]
+    return kept, key
+
+
 def test_a_replica_mirrors_the_primarys_expiries_and_fires_its_own_once_promoted(
     start_queue_server,  # type: ignore[no-untyped-def]
 ) -> None:
@@ -54,32 +78,24 @@ def test_a_replica_mirrors_the_primarys_expiries_and_fires_its_own_once_promoted
         assert expired.next_run_at is not None and expired.next_run_at > time.time() + 15
 
         # 2. A lock the primary keeps renewing past its first expiry stays running there.
-        client.put("q", b"kept", key="kept")
-        # 2 s locks renewed every 0.25 s: a test process descheduled for over a second on a
-        # busy machine must not let the lock lapse between two renewals.
-        [kept] = client.get("q", keys=True, expire_s=RENEWED_LOCK_S)
-        first_lock_end = time.time() + RENEWED_LOCK_S
-        while time.time() < first_lock_end + 2:
-            assert client.touch(kept.id, expire_s=RENEWED_LOCK_S) == [True]
-            poll_until(lambda: (i := follower.job("kept")) is not None and i.state == "running",
-                       timeout_s=DEADLINE_S)
-            time.sleep(0.25)  # the renewal cadence, well inside the lock
-        assert follower.job("kept").lease_id == kept.id  # type: ignore[union-attr]
+        keys = (f"kept{n}" for n in itertools.count())
+        kept, key = poll_until(lambda: _renewed_past_expiry(client, follower, next(keys)),
+                               timeout_s=DEADLINE_S, what="a round of renewals never 1.8 s apart")
 
         # 3. The primary dies with the lock held: nothing expires while the replica follows,
         # and once promoted it fires the expiry itself.
         assert client.touch(kept.id, expire_s=1) == [True]
         lock_end = time.time() + 1
-        poll_until(lambda: follower.job("kept") is not None
-                   and follower.job("kept").state == "running", timeout_s=DEADLINE_S)  # type: ignore[union-attr]
+        poll_until(lambda: follower.job(key) is not None
+                   and follower.job(key).state == "running", timeout_s=DEADLINE_S)  # type: ignore[union-attr]
         primary.kill()
         poll_until(lambda: time.time() > lock_end + 1.0, timeout_s=5, what="the lock passing")
-        still = follower.job("kept")
+        still = follower.job(key)
         promoted_already = _online(follower)
         assert not promoted_already, "promoted within about 2 s of an 8 s promote_after: test inconclusive"
         assert still is not None and still.state == "running"  # a follower expires nothing
         poll_until(lambda: _online(follower), timeout_s=DEADLINE_S, what="promotion")
-        fired = poll_until(lambda: (i := follower.job("kept")) is not None and i.state == "failed" and i,
+        fired = poll_until(lambda: (i := follower.job(key)) is not None and i.state == "failed" and i,
                            timeout_s=DEADLINE_S, what="the promoted replica expiring the lease")
         # (the replica knows the lock's end, not its length: the text says about 1 s)
         assert fired.attempts == 1 and fired.error.startswith("lock expired after")  # type: ignore[union-attr]
