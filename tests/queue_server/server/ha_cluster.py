@@ -21,6 +21,9 @@ from tests.queue_server.server.ha import KeyedProducer, role
 from tests.queue_server.util import poll_until
 
 FAILOVER_DEADLINE_S = 40.0  # generous: a busy CI machine
+# ROLE answered in a poll whose failure is not retried (2 s was little room for a server
+# busy with producers and fsync on a loaded machine).
+REPLY_TIMEOUT_S = 10.0
 SERVER_ARGS = ("--managed", "--replicate", "sync", "--sync-timeout", "1")
 # start(*args, data_dir=None, port=None) -> a started server (tests/conftest.py QueueServer)
 StartServer = Callable[..., object]
@@ -139,5 +142,5 @@ def acked_keys(producers: list[KeyedProducer]) -> int:
 
 
 def linked_replicas(server) -> int:  # type: ignore[no-untyped-def]
-    words = role(server.connect(timeout_s=2.0))
+    words = role(server.connect(timeout_s=REPLY_TIMEOUT_S))
     return len(words[6].split(b",")) if words[6] != b"-" else 0

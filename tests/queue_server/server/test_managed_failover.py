@@ -23,6 +23,7 @@ from tests.queue_server.server.ha import (
 )
 from tests.queue_server.server.ha_cluster import (
     FAILOVER_DEADLINE_S,
+    REPLY_TIMEOUT_S,
     HaCluster,
     fail_over_once,
     managed_cluster,
@@ -52,7 +53,7 @@ def ha(tmp_path: Path, start_queue_server) -> Iterator[HaCluster]:  # type: igno
 
 
 def _epoch(server) -> int:  # type: ignore[no-untyped-def]
-    return int(role(server.connect(timeout_s=2.0))[4])
+    return int(role(server.connect(timeout_s=REPLY_TIMEOUT_S))[4])
 
 
 def _run_producers(cluster: HaCluster, count: int = 6) -> list[Producer]:
