@@ -90,9 +90,11 @@ def test_fail_retries_with_backoff_then_the_job_is_dead_at_max_attempts(start_qu
         for attempt in (1, 2):
             [job] = poll_until(lambda: client.get("q", keys=True), timeout_s=DEADLINE_S)
             assert (job.key, job.attempt) == (key, attempt)
+            # Counted from before the FAIL: from its reply, a test held back 0.1 s would fail.
+            sent_at = time.time()
             result = client.fail(job.id, f"ValueError: try {attempt}")
             assert not result.dead and result.next_run_at is not None
-            assert result.next_run_at >= time.time() + 0.1  # backoff, not at once
+            assert result.next_run_at >= sent_at + 0.1  # backoff, not at once
             info = client.job(key)
             assert info is not None and info.state == "failed" and info.error == f"ValueError: try {attempt}"
         [job] = poll_until(lambda: client.get("q", keys=True), timeout_s=DEADLINE_S)
