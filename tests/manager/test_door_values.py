@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from hostile_peer import RawMaster, master_frame, report_dict, rss_bytes
+from polling import DEADLINE_S
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from test_service_procs import Cluster, Proc, poll_until
@@ -99,7 +100,7 @@ def test_a_report_out_of_bounds_is_refused_counted_and_the_plans_go_on(cluster: 
         or "frame on the master link (a frame that does not decode or is out of bounds" in log, manager.log_tail()
     joined = {event.host for event in cluster.events(EventKind.MASTER_JOINED)}
     assert joined == {"honest"}, joined
-    poll_until(lambda: cluster.events(EventKind.PEER_REFUSED), 10.0,
+    poll_until(lambda: cluster.events(EventKind.PEER_REFUSED), DEADLINE_S,
                what=lambda: f"a peer_refused event\n{cluster.logs()}")
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 
+from polling import DEADLINE_S
 from util import assert_bad_request, barrier, get_job, poll_until, put_ok, read_job, runlist, total
 
 
@@ -87,7 +88,8 @@ def test_wait_expire_applies_to_the_delivered_output_job(queue_server):
     put_ok(worker, "out", 0, b"r", "IS it")
     job = read_job(waiter)
     assert job is not None
-    poll_until(lambda: total(worker, "out") == (1, 1, 1, 0), 5.0, what="output job expired back")
+    # DEADLINE_S, not 5 s: an EXPIRE not applied keeps the job for the 60 s default lock.
+    poll_until(lambda: total(worker, "out") == (1, 1, 1, 0), DEADLINE_S, what="output job expired back")
 
 
 def test_wait_expire_then_done_deletes_the_delivered_output_job(queue_server):
@@ -95,7 +97,7 @@ def test_wait_expire_then_done_deletes_the_delivered_output_job(queue_server):
     assert _wait_put(waiter, extra="EXPIRE 0.3 THEN DONE") == b"206 Wait for output"
     put_ok(worker, "out", 0, b"r", "IS it")
     assert read_job(waiter) is not None
-    poll_until(lambda: total(worker, "out") == (0, 0, 0, 0), 5.0, what="output job expired away")
+    poll_until(lambda: total(worker, "out") == (0, 0, 0, 0), DEADLINE_S, what="output job expired away")
 
 
 def test_wait_without_is_or_new_is_a_bad_request_that_consumes_the_data(queue_server):

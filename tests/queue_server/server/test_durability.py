@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from polling import DEADLINE_S
+
 from tests.queue_server.util import (
     drain,
     get,
@@ -196,7 +198,7 @@ def test_snapshots_keep_the_data_dir_bounded_while_jobs_come_and_go(start_queue_
         return _data_dir_bytes(server.data_dir) < written // 10
 
     try:
-        poll_until(small_after_more_writes, 10.0, interval_s=0.05,
+        poll_until(small_after_more_writes, DEADLINE_S, interval_s=0.05,  # 10 s: little room for snapshot forks
                    what=f"data dir below a tenth of the {written} bytes of records written")
     except AssertionError as exc:
         raise AssertionError(f"{exc}: {_data_dir_listing(server.data_dir)}") from None
