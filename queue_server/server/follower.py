@@ -108,6 +108,11 @@ class FollowLink(asyncio.Protocol):
         except Exception as exc:  # a bug applying a record: same remedy, with the traceback
             log.exception("applying the primary's stream raised")
             self._resync(f"{type(exc).__name__}: {exc}")
+        # The time spent applying is ours, not the primary's silence: a snapshot of a few MB
+        # takes seconds to decode and write on a loaded box, and counting that against the
+        # liveness closed every link right after its snapshot (seen: a replica resyncing in
+        # a loop under load, each snapshot larger than the last).
+        self.heard.at = time.monotonic()
 
     def _resync(self, why: str) -> None:
         """What the primary sent cannot be applied here: this server's state may now differ
