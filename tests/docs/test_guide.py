@@ -148,6 +148,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+# Both tests share the module's cluster: on one xdist worker, or the second gets a fresh
+# fixture with nothing started and skips.
+pytestmark = pytest.mark.xdist_group("guide")
+
+
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppRun]:
     """The guide's main part run in a fresh folder; the cluster stays up for the next test."""
