@@ -55,7 +55,7 @@ class FollowLink(asyncio.Protocol):
         self.reader = FrameReader(None)  # the primary is trusted: no line limit, as before
         self.snapshot_len = -1
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.heard = Heard(time.monotonic())  # the primary's last byte
+        self.heard = Heard(time.monotonic())  # the primary's last byte, once applied
         self.applied = 0  # bytes of the stream applied (after the SNAPSHOT reply)
         self.acked = -1  # bytes confirmed to the primary (REPLACK)
         # A primary in sync mode waits for each commit's REPLACK; an async one needs only
@@ -92,7 +92,6 @@ class FollowLink(asyncio.Protocol):
             self.closed.set_result(None)
 
     def data_received(self, data: bytes) -> None:
-        self.heard.at = time.monotonic()
         self.reader.feed(data)
         try:
             self._advance()
