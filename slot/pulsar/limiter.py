@@ -211,7 +211,7 @@ class Limiter:
             granted_total=self.granted_total,
             cuts=self.cuts,
             pauses=self.pauses,
-            waiting=len(self.line),
+            waiting=self.line.waiting(),
             lapsed_places=self.line.lapsed_total,
             refused_places=self.line.refused_total,
             capped_pauses=self.capped_pauses,

@@ -71,6 +71,11 @@ class WaitingLine:
     def __len__(self) -> int:
         return len(self._places)
 
+    def waiting(self) -> int:
+        """Clients waiting for a turn (not those holding a permit reserved for later); linear,
+        for the dashboard's view."""
+        return sum(not place.holding for place in self._places.values())
+
     def held_entries(self) -> int:
         """Entries the line keeps (places and heap entries): bounded by a multiple of the places."""
         return len(self._places) + len(self._lapses) + len(self._turns)

@@ -21,9 +21,9 @@ import psutil
 import pytest
 
 from slot.pulsar.client import PermitClient
+from slot.pulsar.errors import PermitError
 from slot.pulsar.limiter import Limiter
 from slot.pulsar.protocol import MAX_RESERVE_S
-from slot.pulsar.errors import PermitError
 from tests.polling import DEADLINE_S, poll_until
 from tests.procs import REPO_ROOT
 from tests.slot.pulsar.served import free_endpoint
