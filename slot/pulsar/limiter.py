@@ -54,9 +54,9 @@ class Tuning:
     early_return_s: float = 0.25
     # A gap between successes counts for the climb up to this long.
     max_climb_gap_s: float = 1.0
-    # A client held back (a client before it is late for its turn, or it holds a permit
-    # for later) is told to come back no sooner than this: no busy loop of a real client.
-    held_back_retry_s: float = 0.05
+    # A client held back (a client before it waits, or it holds a permit for later) is told
+    # to come back no sooner than this: no busy loop of a real client.
+    held_back_retry_s: float = 0.005
 
 
 DEFAULT_TUNING = Tuning()
@@ -168,12 +168,14 @@ class Limiter:
             return Grant(0, max(self.tuning.held_back_retry_s, place.turn - now))
         if now < place.turn - self.tuning.max_reserve_s - self.tuning.early_return_s:
             return Grant(0, max(0.0, place.turn - now - reserve_s))
-        first = self.line.waits_behind(client, now)
-        if first is None:
+        near_s = min(reserve_s, self.tuning.early_return_s)
+        if now >= place.turn - self.tuning.early_return_s or self.line.waits_behind(client, now) is None:
             return None
-        # The next permit is the earlier place's: asking without pause takes nobody's turn.
-        turn = max(place.turn, first[0] + 1 / self.rate_per_s)
-        return Grant(0, max(self.tuning.held_back_retry_s, turn - now - reserve_s))
+        # A place before this one waits for the next permit and this one's turn is not near:
+        # the permit is theirs (a client asking without pause takes nobody's turn). Near its
+        # own turn a client is served (a place before it not back yet is late), so a slow
+        # client costs the others no rate.
+        return Grant(0, max(self.tuning.held_back_retry_s, place.turn - now - near_s))
 
     def resume(self, now: float) -> bool:
         """Lift a pause (an admin's word); False when the limiter was not paused."""

@@ -10,9 +10,10 @@ line holds at most `max_places` clients (a flood of new identities is refused a 
 told to come back when the line has room).
 
 Per peer (issue 25): the permit that accrues next belongs to the place with the earliest
-turn (`first_waiting`), not to whichever client asks first. Before, a client that asked
-without pause counted as "back at its turn" whenever its turn was within 1.25 s, and took
-every permit as it accrued: a peer sending 58,500 requests a second left a new client
+turn (`first_waiting`): a client more than a quarter second from its own turn is told to
+wait (limiter.py `_held_back`), not served with whatever has accrued. Before, a client that
+asked without pause counted as "back at its turn" whenever its turn was within 1.25 s, and
+took every permit as it accrued: a peer sending 58,500 requests a second left a new client
 `granted 0` for good. A client holding a permit reserved for later (a `holding` place) is
 told to wait for it rather than given another, so one peer holds one permit at a time. The
 heaps drop entries of places taken or moved lazily and are rebuilt when those outnumber the
@@ -29,11 +30,11 @@ from dataclasses import dataclass
 # machine's scheduling delay (tens of ms) and a network hop, short enough that a client
 # that went away does not hold a place for long.
 PLACE_GRACE_S = 2.0
-# A client this late for its turn no longer holds back the clients after it (it keeps its
-# place until PLACE_GRACE_S): a slot killed while waiting delays the others by this much
-# at most. A client comes back `reserve_s` (0.25 s) before its turn, so this is half a
-# second after it was told to come.
-HOLD_BACK_S = 0.25
+# A place whose turn passed this long ago unclaimed holds back nobody (it keeps its place
+# until PLACE_GRACE_S). None: a client comes back `reserve_s` (0.25 s) before its turn, so
+# one not back by its turn is late, and its permit goes to whoever is there rather than being
+# lost (the bucket holds one permit at 10/s).
+HOLD_BACK_S = 0.0
 # Clients waiting on one limiter. A cluster has a few thousand slots at most (seed 001:
 # about 3,500 worker processes), so a legitimate line never comes near it.
 MAX_PLACES = 10_000
