@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -128,12 +129,24 @@ def state_latencies(endpoint: str, seconds: float) -> list[float]:
 
 
 def two_clients_per_s(endpoint: str, seconds: float) -> float:
-    """Two client processes of this tree taking in a loop: the rate they share."""
-    script = ("import sys; sys.path.insert(0, sys.argv[2]); from bench.pulsar_flood import take_for; "
-              "print(take_for(sys.argv[1], float(sys.argv[3]))[1])")
-    with process(["-c", script, endpoint, str(REPO_ROOT), str(seconds)], REPO_ROOT) as a, \
-            process(["-c", script, endpoint, str(REPO_ROOT), str(seconds)], REPO_ROOT) as b:
-        return sum(float(proc.communicate(timeout=seconds + START_DEADLINE_S)[0]) for proc in (a, b))
+    """Two clients (threads) taking in a loop: the permits they share per second, counted over
+    a common window after a second of warm-up."""
+    stamps: list[float] = []
+    stop_at = time.monotonic() + seconds + 2.0
+
+    def take_until_stop() -> None:
+        with PermitClient(endpoint) as client:
+            while time.monotonic() < stop_at:
+                client.acquire("api", timeout_s=5.0)
+                stamps.append(time.monotonic())
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=take_until_stop) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(1 for t in stamps if started + 1.0 <= t < started + 1.0 + seconds) / seconds
 
 
 def measure(tree: Path, seconds: float) -> Figures:

@@ -158,7 +158,9 @@ class Limiter:
         early_s = reserve_s if last_chunk else 0.0
         return Grant(granted, max(0.0, turn - now - early_s))
 
-    def _held_back(self, now: float, client: Hashable, place: Place | None, reserve_s: float) -> Grant | None:
+    def _held_back(
+        self, now: float, client: Hashable, place: Place | None, reserve_s: float,
+    ) -> Grant | None:
         """Nothing for `client` yet (its turn again, or a later one), or None when it is served."""
         if place is None:
             return None
