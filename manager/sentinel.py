@@ -15,6 +15,12 @@ The lease a grant gives runs from the primary's clock echoed in it, that is from
 before the reply that carried that echo reached us: the last such reply's arrival plus
 lease_s bounds every lease we granted, with no clock offset to cover (DESIGN.md).
 
+A primary asking to go on alone (sync_fallback "async", ROLE says `asking`) gets
+`in_sync = false` written first and then `LEASE ... ALONE`, the consent: nothing is
+acknowledged alone before the record says so, and no replica is promoted after. A
+database without a record, or with one below the servers' epochs (new or restored), gets
+one above every epoch they report (manager/takeover.py).
+
 The database decides; the queue servers never vote. A manager that takes over waits a
 whole lease from its start before promoting anyone: it cannot know the last grant.
 """
@@ -187,8 +193,8 @@ class Sentinel:
         if plan.record is None:
             if plan.why != self.takeover_waiting:
                 self.takeover_waiting = plan.why
-                log.error("queue servers: no record to take over with (%s); found: %s",
-                          plan.why, takeover.found(views))
+                log.warning("queue servers: no primary named in the record yet (%s); found: %s",
+                            plan.why, takeover.found(views))
             return None  # a record below the servers' epochs must not lease nor promote
         new = authority.take_over(self.engine, record, plan.record)
         if new is None:
