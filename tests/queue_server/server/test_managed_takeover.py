@@ -11,6 +11,7 @@ and 3): three real queue servers in sync mode, a real manager as sentinel on SQL
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -67,7 +68,9 @@ def test_a_primary_alone_is_recorded_before_it_acknowledges_and_no_replica_lacki
         assert _put(primary, "before") == b"200 OK KEY before"
         with frozen(replicas[0]), frozen(replicas[1]):
             # Held past sync_timeout_s (1 s), then released alone once the record says so.
+            sent = time.monotonic()
             assert _put(primary, "acked") == b"200 OK KEY acked"
+            print(f"acknowledged alone {time.monotonic() - sent:.2f} s after the PUT")
             record = _record(ha.database_url)
             primary.kill()
         assert record is not None and not record.in_sync, (
