@@ -188,7 +188,10 @@ class SyncCommit:
         return released
 
     def drop_all(self) -> list[HeldConn]:
-        """Deposed: every held turn is dropped, never to be acknowledged."""
+        """Deposed: every held turn is dropped, never to be acknowledged. Its fallback ends
+        too: promoted again later, it must not start ALONE (or ASKING with a consent of
+        its old term) while the record, written at that promotion, says it is in sync."""
+        self.state = SyncState.SYNC
         conns = []
         while self.turns:
             conns += [conn for conn, _ in self._pop()]

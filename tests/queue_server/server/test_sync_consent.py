@@ -69,3 +69,13 @@ def test_lease_parses_the_consent_and_refuses_any_other_fourth_word() -> None:
         with pytest.raises(ProtocolError) as refused:
             parse_line(line)
         assert refused.value.reply.startswith(b"400 Bad Request: LEASE <epoch> <ms> <echo> [ALONE]")
+
+
+def test_a_deposed_primary_that_was_alone_starts_in_sync_when_promoted_again() -> None:
+    sync, conn = _asking()
+    sync.consent(decided_after=10.1)
+    assert sync.state is SyncState.ALONE
+    sync.drop_all()  # FOLLOW: deposed
+    assert sync.state is SyncState.SYNC
+    later = Conn()
+    assert sync.hold({"link2": 50}, (3, 300), [(later, b"200 OK\r\n")], 20.0) == []  # held again
