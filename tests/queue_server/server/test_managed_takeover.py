@@ -4,7 +4,8 @@ and 3): three real queue servers in sync mode, a real manager as sentinel on SQL
 
 - Door 2: with `sync_fallback = "async"` the primary goes on alone only once the record
   says no replica is in sync; killed -9 after acknowledging a job alone, no replica (which
-  lacks that job) is promoted, and the event and the log say why.
+  lacks that job) is promoted, and the event and the log say why; started again, the old
+  primary is leased again with the job.
 - Door 3: after a failover (servers at epoch 2), a manager on a fresh database takes the
   running cluster over in epoch 3: writes work again, and its log says what it found.
 """
@@ -19,7 +20,8 @@ import pytest
 
 from manager import authority
 from manager.db import make_engine
-from tests.queue_server.server.ha import cluster_database, frozen, role
+from tests.queue_server import server_proc
+from tests.queue_server.server.ha import cluster_database, drained, frozen, role
 from tests.queue_server.server.ha_cluster import (
     FAILOVER_DEADLINE_S,
     REPLY_TIMEOUT_S,
@@ -35,13 +37,29 @@ ClusterOf = Callable[..., contextlib.AbstractContextManager[HaCluster]]
 
 
 @pytest.fixture
-def cluster_of(tmp_path: Path, start_queue_server) -> ClusterOf:  # type: ignore[no-untyped-def]
+def cluster_of(tmp_path: Path, start_queue_server) -> Iterator[ClusterOf]:  # type: ignore[no-untyped-def]
+    from tests.conftest import QueueServer
+
+    restarted: list[QueueServer] = []
+
+    def start(*args: str, data_dir: Path | None = None, port: int | None = None) -> QueueServer:
+        if port is None:
+            return start_queue_server(*args, data_dir=data_dir)  # type: ignore[no-any-return]
+        again = QueueServer.of(server_proc.start_queue_server(tmp_path, *args, data_dir=data_dir,
+                                                              port=port))
+        restarted.append(again)
+        return again
+
     @contextlib.contextmanager
     def make(*server_args: str) -> Iterator[HaCluster]:
         with cluster_database(tmp_path) as url, \
-                managed_cluster(tmp_path, url, start_queue_server, server_args) as cluster:
+                managed_cluster(tmp_path, url, start, server_args) as cluster:
             yield cluster
-    return make
+    try:
+        yield make
+    finally:
+        for server in restarted:
+            server.kill()
 
 
 def _record(url: str) -> authority.Record | None:
@@ -88,6 +106,11 @@ def test_a_primary_alone_is_recorded_before_it_acknowledges_and_no_replica_lacki
         assert "not promoting: the primary had gone on alone" in said
         assert "synchronous replication lost: recorded before it goes on alone" in \
             ha.events("queue_sync_lost")[0].message
+        # What the guide says to do: start it again; the manager leases it, nothing lost.
+        again = ha.restart(primary)
+        poll_until(lambda: ha.primary() is again, timeout_s=FAILOVER_DEADLINE_S,
+                   what=lambda: f"the old primary leased again: {ha.views()}")
+        assert {b"before", b"acked"} <= drained(again.connect(timeout_s=REPLY_TIMEOUT_S))
 
 
 def test_a_manager_on_a_fresh_database_takes_over_a_cluster_after_a_failover(
