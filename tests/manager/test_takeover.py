@@ -1,11 +1,23 @@
 """Where the sentinel's record starts (manager/takeover.py, issue 25, 5): above every epoch
 the servers report, with the primary of the highest epoch and its own sync state; nobody
-named while no primary of that epoch answers. Pure logic; the real-process test is
+named while no primary of that epoch answers. The plan is pure logic; its writes go to a
+real database (SQLite; PostgreSQL with SLOTMAP_TEST_PG). The real-process test is
 tests/queue_server/server/test_managed_takeover.py."""
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from procs import pg_schema
+from sqlalchemy.engine import Engine
+
+from manager import authority
 from manager.authority import Record
 from manager.sentinel import View
+from manager.store import Store
 from manager.takeover import found, plan
 
 
@@ -51,3 +63,38 @@ def test_no_primary_of_the_highest_epoch_answering_names_nobody() -> None:
 def test_an_epoch_past_64_bits_is_not_believed() -> None:
     assert View.parse(b"200 OK primary sync 1 0 9223372036854775808 held - 0") is None
     assert View.parse(b"200 OK primary sync 1 0 " + b"9" * 5000 + b" held - 0") is None
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """The authority's table on a real database (migrated by Store.open)."""
+    dsn = os.environ.get("SLOTMAP_TEST_PG")
+    with contextlib.ExitStack() as stack:
+        if request.param == "sqlite":
+            url = f"sqlite:///{tmp_path / 'slotmap.db'}"
+        elif not dsn:
+            pytest.skip("PostgreSQL not tested: set SLOTMAP_TEST_PG")
+        else:
+            url = stack.enter_context(pg_schema(dsn, "slotmap_takeover"))
+        store = Store.open(url)
+        stack.callback(store.close)
+        yield store.engine
+
+
+def test_take_over_writes_the_first_record_or_raises_one_by_compare_and_set(engine: Engine) -> None:
+    first = Record(3, "b:1", True, ("c:1",))
+    assert authority.take_over(engine, None, first) == first
+    assert authority.take_over(engine, None, Record(9, "x:1", True, ())) is None  # another wrote first
+    assert authority.read(engine) == first
+    raised = Record(7, "c:1", False, ())
+    assert authority.take_over(engine, Record(1, "b:1", True, ()), raised) is None  # not the record seen
+    assert authority.take_over(engine, first, raised) == raised
+    assert authority.read(engine) == raised
+
+
+def test_a_promotion_fails_when_the_fallback_was_recorded_after_its_read(engine: Engine) -> None:
+    seen = authority.take_over(engine, None, Record(1, "a:1", True, ()))
+    assert seen is not None
+    assert authority.note_sync(engine, seen, False, ()) is not None  # another manager's write
+    assert authority.promote(engine, seen, "b:1") is None
+    assert authority.read(engine) == Record(1, "a:1", False, ())
