@@ -203,6 +203,7 @@ class AsyncQueueClient(ClientCore[_Connection]):
     stats = _awaiting(ops.stats)
     stats_of = _awaiting(ops.stats_of)
     stats_top = _awaiting(ops.stats_top)
+    stats_latency = _awaiting(ops.stats_latency)
     total = _awaiting(ops.total)
     runlist = _awaiting(ops.runlist)
     interconnect = _awaiting(ops.interconnect)

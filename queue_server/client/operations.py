@@ -30,6 +30,7 @@ from queue_server.protocol.job_replies import (
 )
 from queue_server.protocol.replies import DoneResult, Job, QueueStats, RunningJob, Total
 from queue_server.protocol.reply_parsers import (
+    parse_stats_latency,
     done_parser,
     later_parser,
     parse_get,
@@ -310,6 +311,12 @@ def stats_of(client: Client, queues: Sequence[str]) -> Op[dict[str, QueueStats]]
 def stats_top(client: Client, count: int) -> Op[dict[str, QueueStats]]:
     """STATS TOP n (Part B): the n queues holding the most jobs, and "*" for all others summed."""
     return client._request(req.stats_top_request(count), parse_stats, read_only=True)
+
+
+def stats_latency(client: Client, queues: Sequence[str]) -> Op[dict[str, Any]]:
+    """STATS LATENCY q1|q2|... (Part B): per queue the wait, run and ready-to-done histograms
+    (counts per bucket of `bounds_s`, +Inf last, and sums) and failures by error type."""
+    return client._request(req.stats_latency_request(queues), parse_stats_latency, read_only=True)
 
 
 def total(client: Client, queue: str | None = None) -> Op[Total]:

@@ -218,6 +218,7 @@ class QueueClient(ClientCore[_Connection]):
     stats = _blocking(ops.stats)
     stats_of = _blocking(ops.stats_of)
     stats_top = _blocking(ops.stats_top)
+    stats_latency = _blocking(ops.stats_latency)
     total = _blocking(ops.total)
     runlist = _blocking(ops.runlist)
     interconnect = _blocking(ops.interconnect)

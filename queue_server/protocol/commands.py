@@ -91,6 +91,7 @@ class Simple:
     # STATS's opt-in forms (Part B): `STATS q1|q2|...` and `STATS TOP <n>`.
     queues: tuple[str, ...] | None = None
     top: int | None = None
+    latency: bool = False  # `STATS LATENCY q1|q2|...` (Part B): the queues' histograms
 
 
 @dataclass(slots=True)
@@ -281,6 +282,11 @@ def _parse_stats(args: list[bytes]) -> Simple:
     named TOP stays `STATS TOP`: the opt-in forms are lines a plain client never sends."""
     if len(args) == 2 and args[0] == b"TOP":
         return Simple(b"STATS", top=parse_bounded(args[1], "TOP", 1, STATS_MAX_TOP))
+    if len(args) == 2 and args[0] == b"LATENCY":
+        names = args[1].split(b"|")
+        if len(names) > STATS_MAX_NAMES:
+            raise bad_request(f"at most {STATS_MAX_NAMES} queue names")
+        return Simple(b"STATS", queues=tuple(dict.fromkeys(parse_name(name) for name in names)), latency=True)
     if len(args) == 1 and b"|" in args[0]:
         names = args[0].split(b"|")
         if len(names) > STATS_MAX_NAMES:

@@ -7,7 +7,7 @@ error statuses); the keyed-job commands' parsers are in job_replies.py.
 from __future__ import annotations
 
 import json
-from typing import Final
+from typing import Any, Final
 
 from queue_server.protocol.client_errors import BadReply, QueueServerError
 from queue_server.protocol.framing import FrameReader
@@ -199,6 +199,15 @@ def parse_serving(reader: FrameReader) -> bool | None:
     if len(words) < 6:
         return None
     return words[0] == b"primary" and words[1] != b"refusing" and words[5] != b"lapsed"
+
+
+def parse_stats_latency(reader: FrameReader) -> dict[str, Any]:
+    """`STATS LATENCY` (Part B): `{"bounds_s": [...], "queues": {name: {...}}}`, as sent."""
+    data = sized_block(reader, "STATS LATENCY")
+    document = json.loads(data)
+    if not isinstance(document, dict) or not isinstance(document.get("queues"), dict):
+        raise BadReply(f"STATS LATENCY JSON lacks its queues: {data[:200]!r}")
+    return document
 
 
 def parse_stats(reader: FrameReader) -> dict[str, QueueStats]:

@@ -239,6 +239,13 @@ def stats_of_request(queues: Sequence[str]) -> bytes:
     return b"STATS " + b"|".join(name(queue) for queue in queues) + CRLF
 
 
+def stats_latency_request(queues: Sequence[str]) -> bytes:
+    """`STATS LATENCY q1|q2|...` (Part B): the queues' latency histograms and error types."""
+    if not 1 <= len(queues) <= STATS_MAX_NAMES:
+        raise ValueError(f"STATS LATENCY names 1 to {STATS_MAX_NAMES} queues, not {len(queues)}")
+    return b"STATS LATENCY " + b"|".join(name(queue) for queue in queues) + CRLF
+
+
 def stats_top_request(count: int) -> bytes:
     """`STATS TOP <n>` (Part B), 1 <= n <= 1000."""
     if not 1 <= count <= 1000:

@@ -9,7 +9,7 @@ import logging
 import time
 
 from queue_server.protocol import commands as p
-from queue_server.server import responses, snapshot, stats
+from queue_server.server import latency, responses, snapshot, stats
 from queue_server.server.errors import SnapshotError
 from queue_server.server.faces import Conn, Server
 
@@ -85,7 +85,9 @@ def _stats(server: Server, conn: Conn, command: p.Simple) -> None:
     """Named queues at once; every queue or the top ones at once when they are few, else
     built over several loop turns (stats.py)."""
     store = server.store
-    if command.queue is not None or command.queues is not None:
+    if command.latency:  # STATS LATENCY q1|q2|... (Part B)
+        conn.write(latency.reply(store.queues, list(command.queues or ())))
+    elif command.queue is not None or command.queues is not None:
         names = [command.queue] if command.queue is not None else list(command.queues or ())
         conn.write_parts(stats.named(store, names, time.time()))
     elif len(store.queues) <= stats.SYNC_QUEUES and command.top is None:

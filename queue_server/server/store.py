@@ -128,6 +128,8 @@ class Store(CoreStore):
         text = error.decode("utf-8", "replace") if replaying else cap_error(error)
         state = job.queue
         state.failed_total += 1
+        if job.taken_at and state.latency is not None:  # a live failure: counted by error type
+            state.latency.count_error(text)
         policy = self.policy(state.name).retry
         if until is None and not dead:
             if delay_s is not None:  # the client's own policy decided (a handler's override)

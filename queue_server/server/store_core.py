@@ -8,11 +8,13 @@ O(log n) for timed jobs; nothing scans a queue. Time is always passed in (unix s
 from __future__ import annotations
 
 import heapq
+import time
 from collections.abc import Iterable
 
 from queue_server.protocol.keyed import DeadJob, JobMeta, Key, Meta, is_retry_wait, solo_meta
 from queue_server.protocol.numbers import counter_of_name
 from queue_server.server import records
+from queue_server.server.latency import QueueLatency, observe_done, observe_wait
 from queue_server.server.store_index import StoreIndex
 from queue_server.server.store_types import (
     _DONE,
@@ -130,10 +132,10 @@ class CoreStore(StoreIndex):
                         self._push_front(state, priority, entry)
                         break
                     jobs.append(self._hand_out(state, priority, entry, expire_at, lock_s, then_done,
-                                               managed, last=False))
+                                               managed, last=False, now=now))
                     break
                 jobs.append(self._hand_out(state, priority, entry, expire_at, lock_s, then_done,
-                                           managed, last=False))
+                                           managed, last=False, now=now))
             return jobs
         while len(jobs) < count:
             state = self.choose_queue(names)
@@ -146,7 +148,7 @@ class CoreStore(StoreIndex):
                 break
             expire_at, lock_s = self._expiry(state, now, expire_s)
             jobs.append(self._hand_out(state, priority, entry, expire_at, lock_s, then_done,
-                                       managed, last=False))
+                                       managed, last=False, now=now))
             if solo:
                 break
         return jobs
@@ -159,7 +161,8 @@ class CoreStore(StoreIndex):
         entry = self._pop_at(state, priority, last=True)
         assert entry is not None, "take_last: no ready job of that priority"
         expire_at, lock_s = self._expiry(state, now, expire_s)
-        return self._hand_out(state, priority, entry, expire_at, lock_s, then_done, False, last=True)
+        return self._hand_out(state, priority, entry, expire_at, lock_s, then_done, False, last=True,
+                              now=now)
 
     @staticmethod
     def _expiry(state: QueueState, now: float, expire_s: float | None) -> tuple[float | None, float | None]:
@@ -170,6 +173,7 @@ class CoreStore(StoreIndex):
     def _hand_out(
         self, state: QueueState, priority: int, entry: Entry, expire_at: float | None,
         lock_s: float | None, then_done: bool | None, managed: bool, *, last: bool, job_id: int = 0,
+        now: float = 0.0,
     ) -> Job:
         self._drop_ready_count(state)
         self._leave_waiting(state, priority)
@@ -184,14 +188,19 @@ class CoreStore(StoreIndex):
             if then_done is None:
                 then_done = self.expire_done_default
             heapq.heappush(self._expiries, (expire_at, job_id))
+        if now:  # a live hand-out (not a replayed or replicated one): its wait is counted
+            latency = state.latency
+            if latency is None:
+                latency = state.latency = QueueLatency()
+            observe_wait(latency, now - entry[2])
         meta = entry[4]
         if type(meta) is int:
             job = Job(state, priority, entry[0], entry[1], job_id, entry[3], meta + 1, None,
-                      expire_at, lock_s, managed, then_done)
+                      expire_at, lock_s, managed, then_done, entry[2], now)
         else:  # a job that failed before: its errors stay with it (solo and retry-wait end)
             history = JobMeta(meta.attempts, meta.errors) if meta.errors else None  # type: ignore[union-attr]
             job = Job(state, priority, entry[0], entry[1], job_id, entry[3], meta.attempts + 1,  # type: ignore[union-attr]
-                      history, expire_at, lock_s, managed, then_done)
+                      history, expire_at, lock_s, managed, then_done, entry[2], now)
         self.running[job_id] = job
         self.keys[entry[3]] = job
         if self._ttl_marks:  # a TTL holds until the first hand-out only
@@ -212,6 +221,7 @@ class CoreStore(StoreIndex):
         results = []
         found_ids = []
         keys = self.keys
+        now = time.time()
         for job_id in ids:
             job = self.running.get(job_id)
             if job is None:
@@ -221,6 +231,8 @@ class CoreStore(StoreIndex):
             state = self._stop_running(job)
             del keys[job.key]
             state.done += 1
+            if job.taken_at:  # handed out live (latency.py): its run and ready-to-done times
+                observe_done(state.latency, now - job.taken_at, now - job.ready_at)  # type: ignore[arg-type]
             item_finished = self._forget(state, job.item)
             results.append(_DONE[not (state.ready or state.delayed or state.running), item_finished])
         if found_ids:

@@ -6,6 +6,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from queue_server.protocol.keyed import DeadJob, JobMeta, Key, Meta
+from queue_server.server.latency import QueueLatency
 
 # A waiting job is a tuple of atomic values, `(data, item, ready_at, key, meta)`: the
 # garbage collector stops tracking such tuples, so a million queued jobs cost it nothing.
@@ -26,11 +27,12 @@ class Job:
     """A running job under the id it was handed out with."""
 
     __slots__ = ("attempts", "data", "expire_at", "history", "id", "item", "key", "lock_s",
-                 "managed", "priority", "queue", "then_done")
+                 "managed", "priority", "queue", "ready_at", "taken_at", "then_done")
 
     def __init__(self, queue: QueueState, priority: int, data: bytes, item: str | None, job_id: int,
                  key: Key, attempts: int, history: JobMeta | None, expire_at: float | None,
-                 lock_s: float | None, managed: bool, then_done: bool) -> None:
+                 lock_s: float | None, managed: bool, then_done: bool, ready_at: float = 0.0,
+                 taken_at: float = 0.0) -> None:
         # Every field set once, here (the hand-out is a hot path: no second assignment).
         self.queue = queue
         self.priority = priority
@@ -44,6 +46,10 @@ class Job:
         self.lock_s = lock_s  # the lock length it was handed out with (TOUCH)
         self.managed = managed  # handed out with KEYS: an expired lock is a failed attempt
         self.then_done = then_done
+        # When it last became ready and was handed out (latency.py); taken_at 0: handed out
+        # by a replayed or replicated record, whose times are not live (not counted).
+        self.ready_at = ready_at
+        self.taken_at = taken_at
 
     def meta_back(self, attempts: int) -> Meta:
         """Its meta when it waits again with `attempts` made (solo and retry-wait cleared)."""
@@ -68,6 +74,7 @@ class QueueState:
         "gone",
         "heap",
         "in_heap",
+        "latency",
         "later",
         "levels",
         "lock_timeout_s",
@@ -109,6 +116,7 @@ class QueueState:
         # id() of ready entries whose job's TTL ran out while other jobs stood before it in
         # its level: deleting from a deque's middle is O(n), so they are skipped when popped.
         self.gone: set[int] = set()
+        self.latency: QueueLatency | None = None  # made at the first live hand-out (latency.py)
 
     @property
     def holds_jobs(self) -> bool:

@@ -1,0 +1,94 @@
+"""Per-queue latency histograms and failures by error type, counted by the queue server.
+
+The server sees every job become ready, be handed out and be done, so it counts, per
+queue: wait (ready -> handed out), run (handed out -> DONE) and ready-to-done (the job's
+last becoming ready -> DONE; for a job neither delayed nor failed, PUT -> DONE). Each is
+fixed buckets from 1 ms to 1 h: a bisect into a constant tuple and two integer increments
+per observation, one flat list per queue (made at its first hand-out), no allocation after.
+FAILs are counted by error type: the first MAX_ERROR_TYPES types a queue saw keep a count
+each, later ones count as OTHER_TYPE (a counter never moves between series, so Prometheus
+sees true counters). All are counters since the server started (or since the queue was
+forgotten after draining): they survive nothing, Prometheus handles the reset. Only live
+commands count (a replay or a replica's SYNC records do not: their times are not live).
+Read with `STATS LATENCY q1|q2|...` (docs/PROTOCOL.md Part B).
+"""
+from __future__ import annotations
+
+import json
+import re
+from bisect import bisect_left
+from typing import Any
+
+# Upper bounds (seconds, inclusive as Prometheus's `le`); one more bucket past the last (+Inf).
+BOUNDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+          60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
+WIDTH = len(BOUNDS) + 1
+KINDS = ("wait", "run", "ready_to_done")
+WAIT, RUN, TOTAL = (index * WIDTH for index in range(len(KINDS)))
+SUMS = len(KINDS) * WIDTH  # the three sums follow the counts in the same list
+MAX_ERROR_TYPES = 10
+OTHER_TYPE = "other"
+_TYPE = re.compile(r"([A-Za-z_][A-Za-z0-9_.]{0,99})(?::|$)")
+
+
+class QueueLatency:
+    """One queue's counts: `cells` holds the 3 x WIDTH bucket counts then the 3 sums."""
+
+    __slots__ = ("cells", "errors")
+
+    def __init__(self) -> None:
+        self.cells: list[float] = [0] * SUMS + [0.0] * len(KINDS)
+        self.errors: dict[str, int] = {}
+
+    def count_error(self, text: str) -> None:
+        kind = error_type(text)
+        errors = self.errors
+        if kind not in errors and len(errors) >= MAX_ERROR_TYPES:
+            kind = OTHER_TYPE
+        errors[kind] = errors.get(kind, 0) + 1
+
+    def as_json(self) -> dict[str, Any]:
+        cells = self.cells
+        body: dict[str, Any] = {}
+        for index, kind in enumerate(KINDS):
+            body[kind] = cells[index * WIDTH:(index + 1) * WIDTH]
+            body[kind + "_sum_s"] = round(cells[SUMS + index], 6)
+        body["error_types"] = dict(sorted(self.errors.items()))
+        return body
+
+
+def observe_wait(latency: QueueLatency, seconds: float) -> None:
+    cells = latency.cells
+    cells[WAIT + bisect_left(BOUNDS, seconds)] += 1
+    cells[SUMS] += seconds
+
+
+def observe_done(latency: QueueLatency, run_s: float, total_s: float) -> None:
+    cells = latency.cells
+    cells[RUN + bisect_left(BOUNDS, run_s)] += 1
+    cells[TOTAL + bisect_left(BOUNDS, total_s)] += 1
+    cells[SUMS + 1] += run_s
+    cells[SUMS + 2] += total_s
+
+
+def error_type(text: str) -> str:
+    """A FAIL's error type: the last line's `Name:` of a Python traceback (`ValueError: bad
+    photo`, `requests.Timeout`), the server's own lock expiry as `LockExpired`, else `other`."""
+    if text.startswith("lock expired after "):
+        return "LockExpired"
+    lines = text.strip().splitlines()
+    match = _TYPE.match(lines[-1].strip()) if lines else None
+    return match.group(1) if match else OTHER_TYPE
+
+
+def reply(queues: dict[str, Any], names: list[str]) -> bytes:
+    """`200 OK <len>` CRLF `{"bounds_s": [...], "queues": {name: {...}}}`: the named queues
+    that have counts (a queue never handed out, or unknown, is left out)."""
+    found = {}
+    for name in names:
+        state = queues.get(name)
+        latency = state.latency if state is not None else None
+        if latency is not None:
+            found[name] = latency.as_json()
+    body = json.dumps({"bounds_s": BOUNDS, "queues": found}, separators=(",", ":")).encode()
+    return b"200 OK %d\r\n" % len(body) + body
