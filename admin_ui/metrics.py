@@ -54,7 +54,7 @@ class _Totals:
     pruned); then the rows stored since, added at each scrape.
 
     Starting at 0 with the first scrape (as before) made a dashboard opened after the work
-    read 0 (2,000 jobs done, `slotmap_queue_jobs_done_total` 0). Starting with the manager's
+    read 0 (2,000 jobs done, the old `slotmap_queue_jobs_done_total` 0). Starting with the manager's
     run keeps the first read to one run's rows; retention never makes a counter go down, since
     rows are only ever added to what was read. A restarted dashboard starts again from the
     manager's run, which Prometheus reads as a counter reset if it is lower.
@@ -66,7 +66,6 @@ class _Totals:
         self.started = False
         self.sample_id = 0
         self.event_id = 0
-        self.jobs_done: dict[str, float] = {}
         self.errors: dict[str, float] = {}
         self.events: dict[str, float] = {}
         # (queue, cause) -> slot crashes, from slot_crashed events (their detail's causes)
@@ -76,7 +75,7 @@ class _Totals:
     def _start(self, reads: StoreReads) -> None:
         """Series for the current queues and known kinds, holding the manager's run so far."""
         for sample in reads.latest_queue_samples(forget_after_s=self.forget_after_s):
-            self.jobs_done[sample.queue] = self.errors[sample.queue] = 0.0
+            self.errors[sample.queue] = 0.0
         for kind in reads.event_kinds():
             self.events[kind] = 0.0
         since = reads.last_event_at(EventKind.MANAGER_ACTIVE)
@@ -92,7 +91,6 @@ class _Totals:
 
     def _add_samples(self, reads: StoreReads, *, since_unix: float | None = None) -> None:
         for counts in reads.queue_counts(after_id=self.sample_id, since_unix=since_unix):
-            self.jobs_done[counts.queue] = self.jobs_done.get(counts.queue, 0) + counts.jobs_done
             self.errors[counts.queue] = self.errors.get(counts.queue, 0) + counts.errors
             self.sample_id = max(self.sample_id, counts.last_id)
 
@@ -178,11 +176,9 @@ class DashboardCollector(Collector):
 
     def _counters(self) -> Iterator[Metric]:
         totals = self.totals
-        done = CounterMetricFamily(
-            "slotmap_queue_jobs_done", "Jobs done, from the manager's samples since it became active (see slotmap_jobs_done for the queue server's count).",
-            labels=["queue"])
         errors = CounterMetricFamily(
-            "slotmap_queue_errors", "Handler errors slots reported, from the manager's samples since it became active.",
+            "slotmap_queue_errors", "Handler errors slots reported, from the manager's samples since it became "
+            "active (slots that exit between two reports are missed: slotmap_jobs_failed counts every FAIL).",
             labels=["queue"])
         events = CounterMetricFamily(
             "slotmap_events", "Manager and admin events recorded since the manager became active, by kind.",
@@ -192,15 +188,13 @@ class DashboardCollector(Collector):
             "became active, by queue and cause (exit_<code>, SIG<NAME>, hung, over_memory, stop_deadline, "
             "setup_failed, no_handler).", labels=["queue", "cause"])
         with totals.lock:
-            for queue, value in sorted(totals.jobs_done.items()):
-                done.add_metric([queue], value)
             for queue, value in sorted(totals.errors.items()):
                 errors.add_metric([queue], value)
             for kind, value in sorted(totals.events.items()):
                 events.add_metric([kind], value)
             for (queue, cause), value in sorted(totals.crashes.items()):
                 crashes.add_metric([queue, cause], value)
-        yield from (done, errors, events, crashes)
+        yield from (errors, events, crashes)
 
 
 def make_registry(store: Store, *, forget_after_s: float, clock: Callable[[], float]) -> CollectorRegistry:

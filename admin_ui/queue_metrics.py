@@ -9,11 +9,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from admin_ui import latency_metrics
 from admin_ui.errors import QueueServerUnavailable
 from admin_ui.queue_link import ask
 from admin_ui.queue_roles import QueueRolesCollector
@@ -27,7 +29,10 @@ log = logging.getLogger(__name__)
 # (metric family, STATS field, help); counters get `_total` in the exposition.
 COUNTERS = (
     ("slotmap_jobs_put", "put", "Jobs put since the queue server started."),
-    ("slotmap_jobs_done", "done", "Jobs done (DONE) since the queue server started."),
+    ("slotmap_jobs_done", "done",
+     "Jobs done (DONE) since the queue server started: the one done "
+     "counter (the manager's sampled slotmap_queue_jobs_done is gone: it missed the jobs of slots "
+     "that exited between two reports and of clients other than slots)."),
     ("slotmap_jobs_failed", "failed_total",
      "Failed attempts (FAIL, a slot's crash, an expired managed lock) since the queue server started."),
     ("slotmap_jobs_died", "dead_total", "Jobs that became dead since the queue server started."),
@@ -41,6 +46,8 @@ COUNTERS = (
 GAUGES = (
     ("slotmap_jobs_dead", "dead", "Dead jobs kept now (out of attempts; retry or delete them)."),
     ("slotmap_jobs_failed_waiting", "failed", "Failed jobs waiting for their retry now."),
+    ("slotmap_queue_oldest_waiting_age_seconds", "oldest_ready_age_s",
+     "Age of the oldest ready job (0 when none is ready): how long it has waited to be handed out."),
 )
 # A dead queue server is logged once a minute, not at every scrape.
 WARN_EVERY_S = 60.0
@@ -61,7 +68,7 @@ class QueueServerCollector(Collector):
             return
         up = GaugeMetricFamily("slotmap_queue_server_up", "1 when the dashboard could read the queue server's STATS.")
         try:
-            stats = ask(self.settings, _top_queues)
+            stats, latency = ask(self.settings, _top_queues)
         except QueueServerUnavailable as exc:
             self._warn(exc)
             up.add_metric([], 0.0)
@@ -70,6 +77,7 @@ class QueueServerCollector(Collector):
         up.add_metric([], 1.0)
         yield up
         yield from families(stats)
+        yield from latency_metrics.families(latency)
 
     def _warn(self, exc: Exception) -> None:
         now = time.monotonic()
@@ -78,13 +86,23 @@ class QueueServerCollector(Collector):
             log.warning("no queue server counters on /metrics (%s); slotmap_queue_server_up is 0", exc)
 
 
-def _top_queues(client: QueueClient) -> dict[str, QueueStats]:
+def _top_queues(client: QueueClient) -> tuple[dict[str, QueueStats], dict[str, Any]]:
+    """STATS TOP, then STATS LATENCY of those queues (nothing from a server without it: 400)."""
     try:
-        return client.stats_top(TOP_QUEUES)
+        stats = client.stats_top(TOP_QUEUES)
     except QueueServerError as exc:
         if exc.code != 400:
             raise
-        return client.stats()
+        stats = client.stats()
+    names = sorted(name for name in stats if name != OTHERS)[:TOP_QUEUES]
+    latency: dict[str, Any] = {}
+    if names:
+        try:
+            latency = client.stats_latency(names)
+        except QueueServerError as exc:
+            if exc.code != 400:
+                raise
+    return stats, latency
 
 
 def families(stats: dict[str, QueueStats]) -> Iterator[Metric]:

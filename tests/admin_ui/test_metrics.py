@@ -83,9 +83,7 @@ def test_a_dashboard_opened_after_the_work_counts_it_at_the_first_scrape(
     """The bug of issue 9: counters started at 0 at the first scrape, so 2,000 jobs done
     before anyone looked at /metrics read 0."""
     first = scrape(client)
-    done = stored_sum(engine, "jobs_done", "mail_send")
-    assert done > 0
-    assert queue_value(first, "slotmap_queue_jobs_done_total", "mail_send") == done
+    assert stored_sum(engine, "errors", "push_notify") > 0
     assert queue_value(first, "slotmap_queue_errors_total", "push_notify") == stored_sum(
         engine, "errors", "push_notify")
     assert first[("slotmap_events_total", (("kind", "slots_moved"),))] == stored_events(engine, "slots_moved")
@@ -99,9 +97,6 @@ def test_counters_hold_the_managers_run_so_far_and_add_up_the_samples_stored_sin
         session.add(Event(at_unix=active_at, kind="manager_active", actor="manager", message="m"))
         session.commit()
     first = scrape(client)
-    done = stored_sum(engine, "jobs_done", "mail_send", since_unix=active_at)
-    assert 0 < done < stored_sum(engine, "jobs_done", "mail_send")
-    assert queue_value(first, "slotmap_queue_jobs_done_total", "mail_send") == done
     errors = stored_sum(engine, "errors", "mail_send", since_unix=active_at)
     assert queue_value(first, "slotmap_queue_errors_total", "mail_send") == errors
     kind = (("kind", "slots_moved"),)
@@ -115,7 +110,6 @@ def test_counters_hold_the_managers_run_so_far_and_add_up_the_samples_stored_sin
         session.add(Event(at_unix=NOW + 5, kind="brand_new_kind", actor="manager", message="m"))
         session.commit()
     second = scrape(client)
-    assert queue_value(second, "slotmap_queue_jobs_done_total", "mail_send") == done + 150
     assert queue_value(second, "slotmap_queue_errors_total", "mail_send") == errors + 4
     assert second[("slotmap_events_total", kind)] == moved + 1
     assert second[("slotmap_events_total", (("kind", "brand_new_kind"),))] == 1

@@ -106,20 +106,26 @@ def test_queue_rows_are_the_managers_newest_samples(cluster: Any, admin: AdminPr
     poll_until(same, deadline_s=DEADLINE_S, what="API rows equal to the newest stored samples")
 
 
-def test_jobs_done_by_real_slots_reach_the_metrics_counters(cluster: Any, admin: AdminProc) -> None:
-    def jobs_done() -> float:
+def test_jobs_done_by_real_slots_reach_the_metrics_counters_and_histograms(cluster: Any, admin: AdminProc) -> None:
+    """Issue 26: one done counter (the queue server's), and the run-time histogram of jobs
+    that real slots ran, per queue."""
+    def value(name: str) -> float:
         text = admin.get("/metrics").text
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
-                if sample.name == "slotmap_queue_jobs_done_total" and sample.labels == {"queue": "demo_noop"}:
+                if sample.name == name and sample.labels == {"queue": "demo_noop"}:
                     return sample.value
         return 0.0
 
-    before = jobs_done()  # counters start at the first scrape
+    before = value("slotmap_jobs_done_total")
+    runs_before = value("slotmap_queue_run_seconds_count")
     with QueueClient(cluster.queue_server.address) as client:
         client.put_many("demo_noop", [b"x"] * 40)
-    poll_until(lambda: jobs_done() >= before + 40, deadline_s=DEADLINE_S,
+    poll_until(lambda: value("slotmap_jobs_done_total") >= before + 40, deadline_s=DEADLINE_S,
                what="40 demo_noop jobs in the counter")
+    assert value("slotmap_queue_run_seconds_count") >= runs_before + 40
+    assert value("slotmap_queue_ready_to_done_seconds_count") >= runs_before + 40
+    assert "slotmap_queue_jobs_done_total" not in admin.get("/metrics").text  # the one counter
 
 
 def test_a_pause_from_the_dashboard_is_applied_by_the_manager_and_resume_brings_the_slot_back(
