@@ -26,6 +26,7 @@ WIDTH = len(BOUNDS) + 1
 KINDS = ("wait", "run", "ready_to_done")
 WAIT, RUN, TOTAL = (index * WIDTH for index in range(len(KINDS)))
 SUMS = len(KINDS) * WIDTH  # the three sums follow the counts in the same list
+WAIT_SUM, RUN_SUM, TOTAL_SUM = SUMS, SUMS + 1, SUMS + 2
 MAX_ERROR_TYPES = 10
 OTHER_TYPE = "other"
 _TYPE = re.compile(r"([A-Za-z_][A-Za-z0-9_.]{0,99})(?::|$)")
@@ -57,18 +58,11 @@ class QueueLatency:
         return body
 
 
-def observe_wait(latency: QueueLatency, seconds: float) -> None:
-    cells = latency.cells
-    cells[WAIT + bisect_left(BOUNDS, seconds)] += 1
-    cells[SUMS] += seconds
-
-
-def observe_done(latency: QueueLatency, run_s: float, total_s: float) -> None:
-    cells = latency.cells
-    cells[RUN + bisect_left(BOUNDS, run_s)] += 1
-    cells[TOTAL + bisect_left(BOUNDS, total_s)] += 1
-    cells[SUMS + 1] += run_s
-    cells[SUMS + 2] += total_s
+def new_latency(state: Any) -> QueueLatency:
+    """A queue's counts, made at its first live hand-out (store_core.py counts inline:
+    `cells[<kind> + bisect_left(BOUNDS, seconds)] += 1` and `cells[<kind>_SUM] += seconds`)."""
+    latency = state.latency = QueueLatency()
+    return latency
 
 
 def error_type(text: str) -> str:

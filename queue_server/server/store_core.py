@@ -8,13 +8,14 @@ O(log n) for timed jobs; nothing scans a queue. Time is always passed in (unix s
 from __future__ import annotations
 
 import heapq
-import time
+from bisect import bisect_left
+from time import time as wall_clock
 from collections.abc import Iterable
 
 from queue_server.protocol.keyed import DeadJob, JobMeta, Key, Meta, is_retry_wait, solo_meta
 from queue_server.protocol.numbers import counter_of_name
 from queue_server.server import records
-from queue_server.server.latency import QueueLatency, observe_done, observe_wait
+from queue_server.server.latency import BOUNDS, RUN, RUN_SUM, TOTAL, TOTAL_SUM, WAIT_SUM, new_latency
 from queue_server.server.store_index import StoreIndex
 from queue_server.server.store_types import (
     _DONE,
@@ -189,10 +190,11 @@ class CoreStore(StoreIndex):
                 then_done = self.expire_done_default
             heapq.heappush(self._expiries, (expire_at, job_id))
         if now:  # a live hand-out (not a replayed or replicated one): its wait is counted
-            latency = state.latency
-            if latency is None:
-                latency = state.latency = QueueLatency()
-            observe_wait(latency, now - entry[2])
+            # (inlined latency.py observe: a call per hand-out cost 3% of GET + DONE)
+            cells = (state.latency or new_latency(state)).cells
+            wait = now - entry[2]
+            cells[bisect_left(BOUNDS, wait)] += 1
+            cells[WAIT_SUM] += wait
         meta = entry[4]
         if type(meta) is int:
             job = Job(state, priority, entry[0], entry[1], job_id, entry[3], meta + 1, None,
@@ -221,7 +223,7 @@ class CoreStore(StoreIndex):
         results = []
         found_ids = []
         keys = self.keys
-        now = time.time()
+        now = wall_clock()
         for job_id in ids:
             job = self.running.get(job_id)
             if job is None:
@@ -231,8 +233,14 @@ class CoreStore(StoreIndex):
             state = self._stop_running(job)
             del keys[job.key]
             state.done += 1
-            if job.taken_at:  # handed out live (latency.py): its run and ready-to-done times
-                observe_done(state.latency, now - job.taken_at, now - job.ready_at)  # type: ignore[arg-type]
+            taken_at = job.taken_at
+            if taken_at:  # handed out live (latency.py): its run and ready-to-done times, inlined
+                cells = state.latency.cells  # type: ignore[union-attr]
+                run, total = now - taken_at, now - job.ready_at
+                cells[RUN + bisect_left(BOUNDS, run)] += 1
+                cells[TOTAL + bisect_left(BOUNDS, total)] += 1
+                cells[RUN_SUM] += run
+                cells[TOTAL_SUM] += total
             item_finished = self._forget(state, job.item)
             results.append(_DONE[not (state.ready or state.delayed or state.running), item_finished])
         if found_ids:
