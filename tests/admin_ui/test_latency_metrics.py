@@ -1,0 +1,110 @@
+"""Issue 26 point 1: /metrics has per-queue wait, run and ready-to-done histograms, the
+oldest waiting job's age and failures by error type, and its counters agree with each other
+after done, failed, dead, retried and deleted jobs (a real queue server and dashboard)."""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from jobs_cluster import TRACEBACK, JobsCluster, jobs_cluster
+from prometheus_client.parser import text_string_to_metric_families
+
+from queue_server.server.latency import BOUNDS, MAX_ERROR_TYPES, OTHER_TYPE
+
+TOKEN = "latency-token"
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[JobsCluster, Samples, float]]:
+    """One run, scraped once: every test below only reads it."""
+    with jobs_cluster(tmp_path_factory.mktemp("latency"), token=TOKEN) as cluster:
+        started = time.monotonic()
+        with cluster.client() as client:
+            for index in range(10):
+                client.put_job("photos", b"p", key=f"k{index}")
+            jobs = client.get("photos", count=6, keys=True)
+            assert len(jobs) == 6
+            assert all(result.found for result in client.done(*(job.id for job in jobs[:3])))
+            client.fail(jobs[3].id, "Traceback ...\nTimeoutError: slow", delay_s=3600.0)  # waits for a retry
+            client.fail(jobs[4].id, TRACEBACK, dead=True)  # ValueError
+            client.fail(jobs[5].id, "Traceback ...\nKeyError: 'size'", dead=True)
+            assert client.retry("photos", jobs[4].key) == [True]  # dead -> ready
+            assert client.delete("photos", "k8", "k9") == ["ok", "ok"]
+            # a queue failing with more types than are kept apart
+            for index in range(MAX_ERROR_TYPES + 2):
+                client.put("noisy", b"n")
+                [job] = client.get("noisy", count=1)
+                client.fail(job.id, f"Error{index}: boom", dead=True)
+        elapsed = time.monotonic() - started
+        yield cluster, scrape(cluster), elapsed
+
+
+def scrape(cluster: JobsCluster) -> Samples:
+    response = cluster.admin.get("/metrics")
+    assert response.status_code == 200
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(response.text) for sample in family.samples}
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples[(name, tuple(sorted(labels.items())))]
+
+
+def test_the_counters_agree_with_each_other_after_every_kind_of_outcome(
+    run: tuple[JobsCluster, Samples, float],
+) -> None:
+    cluster, samples, _ = run
+    q = {"queue": "photos"}
+    put, done = value(samples, "slotmap_jobs_put_total", **q), value(samples, "slotmap_jobs_done_total", **q)
+    failed, died = value(samples, "slotmap_jobs_failed_total", **q), value(samples, "slotmap_jobs_died_total", **q)
+    retried = value(samples, "slotmap_jobs_retried_total", **q)
+    deleted = value(samples, "slotmap_jobs_deleted_total", **q)
+    dead = value(samples, "slotmap_jobs_dead", **q)
+    assert (put, done, failed, died, retried, deleted, dead) == (10, 3, 3, 2, 1, 2, 1)
+    with cluster.client() as client:
+        stats = client.stats("photos")["photos"]
+    # every job put is done, deleted, dead, or still in the queue
+    assert put == done + deleted + dead + stats.ready + stats.delayed + stats.running
+    assert value(samples, "slotmap_jobs_failed_waiting", **q) == stats.failed == 1
+    # one done counter: the manager's sampled one is gone
+    assert not any(name == "slotmap_queue_jobs_done_total" for name, _ in samples)
+    # the histograms count the same jobs as the counters
+    assert value(samples, "slotmap_queue_run_seconds_count", **q) == done
+    assert value(samples, "slotmap_queue_ready_to_done_seconds_count", **q) == done
+    assert value(samples, "slotmap_queue_wait_seconds_count", **q) == 6  # hand-outs
+    by_type = {labels[1][1]: count for (name, labels), count in samples.items()
+               if name == "slotmap_jobs_failed_by_type_total" and labels[0] == ("queue", "photos")}
+    assert by_type == {"TimeoutError": 1, "ValueError": 1, "KeyError": 1}
+    assert sum(by_type.values()) == failed
+
+
+def test_histograms_have_buckets_from_1_ms_to_1_h_and_sums_within_the_run(
+    run: tuple[JobsCluster, Samples, float],
+) -> None:
+    _, samples, elapsed = run
+    q = {"queue": "photos"}
+    for name in ("slotmap_queue_wait_seconds", "slotmap_queue_run_seconds", "slotmap_queue_ready_to_done_seconds"):
+        counts = [value(samples, f"{name}_bucket", le=repr(bound), **q) for bound in BOUNDS]
+        count = value(samples, f"{name}_bucket", le="+Inf", **q)
+        assert counts == sorted(counts) and counts[-1] <= count == value(samples, f"{name}_count", **q)
+        assert (BOUNDS[0], BOUNDS[-1]) == (0.001, 3600.0)
+        assert 0 <= value(samples, f"{name}_sum", **q) <= elapsed * count  # no job took longer than the run
+
+
+def test_the_oldest_waiting_job_has_an_age(run: tuple[JobsCluster, Samples, float]) -> None:
+    _, samples, elapsed = run
+    # k6, k7 and the retried k4 are ready; the oldest was put at the start of the run
+    assert 0 < value(samples, "slotmap_queue_oldest_waiting_age_seconds", queue="photos") <= elapsed + 60
+    assert value(samples, "slotmap_queue_oldest_waiting_age_seconds", queue="noisy") == 0  # none ready
+
+
+def test_error_types_are_bounded_per_queue(run: tuple[JobsCluster, Samples, float]) -> None:
+    _, samples, _ = run
+    by_type = {labels[1][1]: count for (name, labels), count in samples.items()
+               if name == "slotmap_jobs_failed_by_type_total" and labels[0] == ("queue", "noisy")}
+    assert len(by_type) == MAX_ERROR_TYPES + 1
+    assert by_type[OTHER_TYPE] == 2 and by_type["Error0"] == 1
+    assert sum(by_type.values()) == value(samples, "slotmap_jobs_failed_total", queue="noisy")
