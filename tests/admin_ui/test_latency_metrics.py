@@ -3,6 +3,8 @@ oldest waiting job's age and failures by error type, and its counters agree with
 after done, failed, dead, retried and deleted jobs (a real queue server and dashboard)."""
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -108,3 +110,25 @@ def test_error_types_are_bounded_per_queue(run: tuple[JobsCluster, Samples, floa
     assert len(by_type) == MAX_ERROR_TYPES + 1
     assert by_type[OTHER_TYPE] == 2 and by_type["Error0"] == 1
     assert sum(by_type.values()) == value(samples, "slotmap_jobs_failed_total", queue="noisy")
+
+
+DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "slotmap-queues.json"
+
+
+def test_every_grafana_query_names_a_metric_the_dashboard_exports(run: tuple[JobsCluster, Samples, float]) -> None:
+    """Issue 26 point 7: deploy/grafana/slotmap-queues.json asks only for exported families
+    (a renamed metric breaks this test, not a Grafana panel in silence)."""
+    cluster, _, _ = run
+    exported = {family.name for family in text_string_to_metric_families(cluster.admin.get("/metrics").text)}
+    document = json.loads(DASHBOARD.read_text())
+    queries = [target["expr"] for panel in document["panels"] for target in panel["targets"]]
+    queries += [variable["definition"] for variable in document["templating"]["list"] if "definition" in variable]
+    panels = {panel["title"] for panel in document["panels"]}
+    assert {"Wait p95 per queue (ready -> handed out)", "Run p95 per queue (handed out -> DONE)",
+            "Oldest waiting job's age", "Failures per second by error type", "Slots per queue",
+            "Replica lag"} <= panels
+    named = {name for query in queries for name in re.findall(r"\bslotmap_[a-z0-9_]+", query)}
+    assert len(named) >= 8
+    missing = {name for name in named
+               if name not in exported and re.sub(r"_(bucket|count|sum|total)$", "", name) not in exported}
+    assert not missing, f"queries name metrics /metrics does not export: {sorted(missing)}"
