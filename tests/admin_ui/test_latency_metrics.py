@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from polling import DEADLINE_S
 from jobs_cluster import TRACEBACK, JobsCluster, jobs_cluster
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -132,3 +134,20 @@ def test_every_grafana_query_names_a_metric_the_dashboard_exports(run: tuple[Job
     missing = {name for name in named
                if name not in exported and re.sub(r"_(bucket|count|sum|total)$", "", name) not in exported}
     assert not missing, f"queries name metrics /metrics does not export: {sorted(missing)}"
+
+
+def test_stats_latency_bounds_its_names_and_plain_stats_keeps_its_bytes(run: tuple[JobsCluster, Samples, float]) -> None:
+    cluster, _, _ = run
+    host, port = cluster.address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=DEADLINE_S) as sock:
+        reader = sock.makefile("rb")
+        sock.sendall(b"STATS LATENCY bad/name\r\n")
+        assert reader.readline().startswith(b"400 ")
+        sock.sendall(b"STATS LATENCY " + b"|".join(b"q%d" % index for index in range(1001)) + b"\r\n")
+        assert reader.readline().startswith(b"400 ")
+        sock.sendall(b"STATS photos\r\n")
+        plain = reader.read(int(reader.readline().split()[2]))
+        assert b"wait" not in plain and b"error_types" not in plain  # a sockPQd client's STATS as before
+        sock.sendall(b"STATS LATENCY photos|unknown\r\n")
+        body = json.loads(reader.read(int(reader.readline().split()[2])))
+        assert list(body["queues"]) == ["photos"]  # an unknown queue is left out
