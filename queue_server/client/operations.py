@@ -30,7 +30,6 @@ from queue_server.protocol.job_replies import (
 )
 from queue_server.protocol.replies import DoneResult, Job, QueueStats, RunningJob, Total
 from queue_server.protocol.reply_parsers import (
-    parse_stats_latency,
     done_parser,
     later_parser,
     parse_get,
@@ -39,6 +38,7 @@ from queue_server.protocol.reply_parsers import (
     parse_put_outcome,
     parse_server_id,
     parse_stats,
+    parse_stats_latency,
     parse_total,
     parse_wait_ack_keyed,
     runlist_parser,

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 import re
-from bisect import bisect_left
 from typing import Any
 
 # Upper bounds (seconds, inclusive as Prometheus's `le`); one more bucket past the last (+Inf).
 BOUNDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
           60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
+FIRST = BOUNDS[0]  # at or under it: bucket 0 without a bisect (a compare of two floats is cheap)
 WIDTH = len(BOUNDS) + 1
 KINDS = ("wait", "run", "ready_to_done")
 WAIT, RUN, TOTAL = (index * WIDTH for index in range(len(KINDS)))

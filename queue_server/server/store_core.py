@@ -9,13 +9,22 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
-from time import time as wall_clock
 from collections.abc import Iterable
+from time import time as wall_clock
 
 from queue_server.protocol.keyed import DeadJob, JobMeta, Key, Meta, is_retry_wait, solo_meta
 from queue_server.protocol.numbers import counter_of_name
 from queue_server.server import records
-from queue_server.server.latency import BOUNDS, RUN, RUN_SUM, TOTAL, TOTAL_SUM, WAIT_SUM, new_latency
+from queue_server.server.latency import (
+    BOUNDS,
+    FIRST,
+    RUN,
+    RUN_SUM,
+    TOTAL,
+    TOTAL_SUM,
+    WAIT_SUM,
+    new_latency,
+)
 from queue_server.server.store_index import StoreIndex
 from queue_server.server.store_types import (
     _DONE,
@@ -193,7 +202,7 @@ class CoreStore(StoreIndex):
             # (inlined latency.py observe: a call per hand-out cost 3% of GET + DONE)
             cells = (state.latency or new_latency(state)).cells
             wait = now - entry[2]
-            cells[bisect_left(BOUNDS, wait)] += 1
+            cells[bisect_left(BOUNDS, wait) if wait > FIRST else 0] += 1  # (most waits: no bisect)
             cells[WAIT_SUM] += wait
         meta = entry[4]
         if type(meta) is int:
@@ -237,8 +246,8 @@ class CoreStore(StoreIndex):
             if taken_at:  # handed out live (latency.py): its run and ready-to-done times, inlined
                 cells = state.latency.cells  # type: ignore[union-attr]
                 run, total = now - taken_at, now - job.ready_at
-                cells[RUN + bisect_left(BOUNDS, run)] += 1
-                cells[TOTAL + bisect_left(BOUNDS, total)] += 1
+                cells[RUN + (bisect_left(BOUNDS, run) if run > FIRST else 0)] += 1
+                cells[TOTAL + (bisect_left(BOUNDS, total) if total > FIRST else 0)] += 1
                 cells[RUN_SUM] += run
                 cells[TOTAL_SUM] += total
             item_finished = self._forget(state, job.item)

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from polling import DEADLINE_S
 from jobs_cluster import TRACEBACK, JobsCluster, jobs_cluster
+from polling import DEADLINE_S
 from prometheus_client.parser import text_string_to_metric_families
 
 from queue_server.server.latency import BOUNDS, MAX_ERROR_TYPES, OTHER_TYPE
