@@ -23,6 +23,7 @@ from config.periodic import TurnBoundary
 from manager import burst, planner
 from manager.event_builders import moves_events
 from manager.history import History
+from manager.job_times import JobTimeMemory
 from manager.leader import Lease
 from manager.link import ManagerSocket
 from manager.masters import Masters
@@ -99,6 +100,9 @@ class Manager:
         self.last_planned: dict[str, int] = {}
         # Full plans' counts: the spare cut stops no slot below a queue's recent highest.
         self.recent_plans = RecentPlans()
+        # Job times past the window: a burst into a queue idle for minutes is planned on
+        # them, not on "one slot to learn from" (issue 28).
+        self.job_times = JobTimeMemory()
         self.server = ServerFigures(stats_reader)
         self.overrides = OverrideReader(store)
         self.rejected_inputs: set[str] = set()
@@ -213,7 +217,7 @@ class Manager:
         in_force = settings_in_force(masters.view.reports[h] for h in alive)
         waiting = self.server.waiting()
         checked = self.checked_inputs(
-            masters.work.queue_stats(now, waiting),
+            self.job_times.fill(masters.work.queue_stats(now, waiting)),
             host_capacities(masters.view.reports, alive, queues, in_force, waiting),
         )
         # The planner counts batches with the batch size the slots use, not the config's default.
@@ -279,7 +283,7 @@ class Manager:
             return None
         in_force = settings_in_force(masters.view.reports[h] for h in alive)
         checked = self.checked_inputs(
-            masters.work.queue_stats(now, waiting),
+            self.job_times.fill(masters.work.queue_stats(now, waiting)),
             host_capacities(masters.view.reports, alive, queues, in_force, waiting),
         )
         result = burst.plan_burst(
