@@ -52,9 +52,9 @@ def test_a_backlog_that_appears_between_plans_gets_its_slots_within_seconds(clus
 
 
 HANDLERS_DIR = Path(__file__).resolve().parents[1] / "master" / "handlers"
-# One job this long holds the queue's only slot 6 s before its first
-# DONE and before the slot reports any busy time (a batch's time is counted at its end). A manager that waits for a measured job
-# time cannot grow the queue before that (issue 28: 6.3 s at 20 ms jobs).
+# One job this long holds the queue's only slot 6 s before its first DONE and before the
+# slot reports any busy time (a batch's time is counted at its end). A manager that waits
+# for a measured job time cannot grow the queue before that (issue 28: 6.3 s at 20 ms jobs).
 COLD_JOB_S = 6.0
 
 
