@@ -66,6 +66,12 @@ class QueueRow(_View):
     batch_size_source: Literal["config", "handler"] | None = Field(
         default=None, description="config: written in [queues.<q>]; handler: the handler class's batch_size")
     limiter: LimiterStatus | None = Field(default=None, description="None: the queue has no rate_limit")
+    slots_live: bool = Field(
+        default=False, description="True: slots_current is what the masters report running now (the "
+                                    "manager's live counts); False: the count of the last plan's sample")
+    slots_age_s: float | None = Field(
+        default=None, description="how old slots_current is: since the masters' reports behind the live "
+                                  "count, or since the sample")
 
 
 class QueueTotals(_View):

@@ -27,7 +27,7 @@ from admin_ui.schemas import (
 )
 from config.models import QueueConfig
 from manager.store import EventKind, Override
-from manager.store_reads import EventQuery, HostReading, QueueReading, StoredEvent, StoreReads
+from manager.store_reads import EventQuery, HostReading, LiveReading, QueueReading, StoredEvent, StoreReads
 
 MAX_CHART_POINTS = 240
 # Event kinds that come in storms (manager/failures.py): the events page folds runs of them.
@@ -37,6 +37,9 @@ GROUPED_KINDS = frozenset({EventKind.JOBS_FAILED, EventKind.JOBS_DEAD, EventKind
 JOBS_STATE_OF_KIND = {EventKind.JOBS_FAILED: "failed", EventKind.JOBS_DEAD: "dead",
                       EventKind.DEAD_JOBS_DROPPED: "dead"}
 QUEUE_EVENTS_SHOWN = 20
+# Live counts older than this are the last words of a manager that stopped writing them (it
+# rewrites them every 0.5 s): the samples' counts stand, with their own age.
+LIVE_STALE_S = 10.0
 
 
 def trend_of(slots_current: int, slots_desired: int) -> Trend:
@@ -83,6 +86,19 @@ def _queue_row(sample: QueueReading, override: OverrideView | None,
     )
 
 
+def with_live(row: QueueRow, live: LiveReading | None, *, now: float) -> QueueRow:
+    """The row with the manager's live slot count when it is fresh (issue 28: the samples'
+    count trailed a burst by a plan interval), and the count's age either way."""
+    if live is None or now - live.at_unix > LIVE_STALE_S:
+        return row.model_copy(update={"slots_age_s": max(0.0, now - row.at_unix)})
+    return row.model_copy(update={
+        "slots_current": live.running, "slots_live": True,
+        "slots_age_s": max(0.0, now - live.at_unix) + live.reports_age_s,
+        # Up while the map gives the queue more than runs (slots starting), down while fewer.
+        "trend": trend_of(live.running, live.assigned),
+    })
+
+
 def _source(stored: str | None) -> Literal["config", "handler"] | None:
     """A stored batch_size_source; anything else (a newer manager's word) reads as unknown."""
     if stored == "config":
@@ -109,7 +125,9 @@ def queues_view(
     pending = {queue: override_view(override) for queue, override in reads.overrides().items()}
     samples = reads.latest_queue_samples(forget_after_s=forget_after_s)
     limiters = limiters or {}
-    rows = [queue_row(sample, pending.get(sample.queue), limiters.get(sample.queue)) for sample in samples]
+    live = reads.live_slots()
+    rows = [with_live(queue_row(sample, pending.get(sample.queue), limiters.get(sample.queue)),
+                      live.get(sample.queue), now=now) for sample in samples]
     order = order or default_order(sort)
     newest = max((row.at_unix for row in rows), default=None)
     reported = {row.queue for row in rows}

@@ -91,6 +91,21 @@ class SlotMapRow(Base):
     slots: Mapped[int] = mapped_column(Integer)
 
 
+class LiveSlots(Base):
+    """What runs now, per queue (issue 28): rewritten by the active manager every half second
+    from the masters' last reports, so the dashboard shows the slot map seconds before the
+    next plan's samples. One row per queue with a slot or a plan; rows of one write share
+    `at_unix`."""
+
+    __tablename__ = "live_slots"
+    queue: Mapped[str] = mapped_column(String(128), primary_key=True)
+    running: Mapped[int] = mapped_column(Integer)  # slots the masters report running it
+    assigned: Mapped[int] = mapped_column(Integer)  # slots the manager's map gives it
+    at_unix: Mapped[float] = mapped_column(Float)  # when the manager wrote the row
+    # How old the oldest live master's report was then: the count is this much older.
+    reports_age_s: Mapped[float] = mapped_column(Float)
+
+
 class Event(Base):
     """A decision or happening: slots moved, master lost/back, queue paused, admin action."""
 

@@ -26,6 +26,7 @@ from manager.history import History
 from manager.job_times import JobTimeMemory
 from manager.leader import Lease
 from manager.link import ManagerSocket
+from manager.live import LiveWriter, live_counts
 from manager.masters import Masters
 from manager.minimum_room import host_capacities
 from manager.model import HostCapacity, Plan, QueueStats
@@ -103,6 +104,8 @@ class Manager:
         # Job times past the window: a burst into a queue idle for minutes is planned on
         # them, not on "one slot to learn from" (issue 28).
         self.job_times = JobTimeMemory()
+        # What runs now, for the dashboard, between the plans' samples (issue 28).
+        self.live = LiveWriter(store.replace_live, wall_clock=wall_clock)
         self.server = ServerFigures(stats_reader)
         self.overrides = OverrideReader(store)
         self.rejected_inputs: set[str] = set()
@@ -150,6 +153,7 @@ class Manager:
         self.send_heartbeats(now)
         self.maybe_plan(now)
         self.maybe_plan_burst(now)
+        self.maybe_write_live(now)
         self.maybe_prune(now)
         if self.history.events:
             self.history.flush()
@@ -160,6 +164,7 @@ class Manager:
             self.schedule.plan_at,
             self.schedule.burst_check_at if self.settings.burst_check_s > 0 else float("inf"),
             self.schedule.lease_check_at,
+            self.live.due_at,
             self.masters.peers.next_expiry(),
         )
         return max(0.0, min(due - now, self.settings.heartbeat_interval_s))
@@ -315,6 +320,15 @@ class Manager:
                  ", ".join(sorted(missing)), self.schedule.expected_until - now)
         self.schedule.plan_at = min(self.schedule.plan_at, self.schedule.expected_until)
         return False
+
+    def maybe_write_live(self, now: float) -> None:
+        """The slots running per queue, from the masters' last reports, for the dashboard."""
+        masters = self.masters
+        alive = masters.alive_hosts()
+        self.live.maybe_write(
+            now, lambda: live_counts(masters.view.reports, masters.view.assigned, alive),
+            lambda: max((now - peer.last_heard_at for peer in masters.peers.alive()), default=0.0),
+        )
 
     # Upkeep
 

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from config.models import QueueConfig
-from manager.db import Event, HostSample, QueueOverride, QueueSample, SlotMapRow, make_engine
+from manager.db import Event, HostSample, LiveSlots, QueueOverride, QueueSample, SlotMapRow, make_engine
 from manager.model import Plan, SlotMap
 from manager.stats import Totals
 from master.lifecycle import Counter
@@ -292,6 +292,13 @@ class Store:
     def write(self, rows: Sequence[object]) -> None:
         """Add every row in one transaction."""
         with Session(self.engine) as session, session.begin():
+            session.add_all(rows)
+
+    def replace_live(self, rows: Sequence[LiveSlots]) -> None:
+        """The live slot counts (manager/live.py): the old rows go, the new come, in one
+        transaction, so a reader sees one write or the other."""
+        with Session(self.engine) as session, session.begin():
+            session.execute(delete(LiveSlots))
             session.add_all(rows)
 
     def add_events(self, at_unix: float, events: Iterable[NewEvent]) -> None:
