@@ -28,11 +28,17 @@ RangeName = Literal["15m", "1h", "6h", "24h", "7d"]
 RANGES_S: dict[str, float] = {"15m": 900, "1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400}
 
 
+# The Queues page refreshes at least this often: its slot counts are the manager's live
+# ones (rewritten every 0.5 s), and an admin watching a burst sees them within a second.
+LIVE_REFRESH_S = 0.5
+
+
 def render(request: Request, template: str, access: Access, settings: AdminSettings,
-           **context: object) -> HTMLResponse:
+           *, refresh_s: float | None = None, **context: object) -> HTMLResponse:
+    every_s = settings.refresh_s if refresh_s is None else refresh_s
     return request.app.state.templates.TemplateResponse(  # type: ignore[no-any-return]
         request, template,
-        {"access": access, "refresh_ms": int(settings.refresh_s * 1000), "now": settings.clock(),
+        {"access": access, "refresh_ms": int(every_s * 1000), "now": settings.clock(),
          **context},
     )
 
@@ -50,7 +56,9 @@ def queues_page(
     view = views.queues_view(reads, now=settings.clock(), forget_after_s=settings.forget_after_s,
                              configured=settings.queues, sort=sort, order=order,
                              limiters=queue_limiters(settings))
-    return render(request, "queues.html", access, settings, view=view, nav="queues",
+    # Never faster for an admin who turned refreshing off (refresh_s 0).
+    live_s = min(settings.refresh_s, LIVE_REFRESH_S) if settings.refresh_s > 0 else 0.0
+    return render(request, "queues.html", access, settings, refresh_s=live_s, view=view, nav="queues",
                   default_order=views.default_order)
 
 

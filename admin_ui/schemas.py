@@ -89,6 +89,9 @@ class QueueTotals(_View):
 class QueuesView(_View):
     at_unix: float | None = Field(description="time of the newest sample; None before any")
     age_s: float | None
+    slots_age_s: float | None = Field(
+        default=None, description="how old the oldest row's slots_current is (live counts: well under a "
+                                  "second plus the masters' heartbeat; samples: since the plan)")
     sort: QueueSortKey
     order: SortOrder
     queues: list[QueueRow]

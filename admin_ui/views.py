@@ -134,6 +134,7 @@ def queues_view(
     return QueuesView(
         at_unix=newest,
         age_s=None if newest is None else max(0.0, now - newest),
+        slots_age_s=max((row.slots_age_s for row in rows if row.slots_age_s is not None), default=None),
         sort=sort, order=order,
         queues=sort_queue_rows(rows, sort, order),
         totals=QueueTotals(
