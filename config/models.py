@@ -7,10 +7,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from config.bounded import MAX_SECONDS
 from config.endpoints import check_host, check_token, parse_zmq_endpoint
 from config.names import HOST_NAME_PATTERN, QUEUE_NAME_PATTERN
 from config.schedules import SCHEDULE_NAME_PATTERN, ScheduleConfig
-from queue_server.protocol.numbers import MAX_SECONDS
 
 
 class _Strict(BaseModel):
