@@ -76,9 +76,9 @@ def test_the_queues_api_shows_a_burst_s_slots_before_the_next_plan_and_says_how_
         # The Queues page refreshes every half second and says how old its slot counts are.
         page = admin.get("/queues", headers={"Authorization": f"Bearer {TOKEN}"}).text
         assert 'data-refresh-ms="500"' in page and 'data-field="slots_age_s"' in page
-    # The plan's samples still say 1 (the burst plan writes none): the 3 came from the
+    # No plan's sample said more than 1 (the burst plan writes none): the 3 came from the
     # masters' reports through the manager's live rows, with their age.
-    assert set(sampled_slots(cluster.database_url, "plod")) == {1}
+    assert max(sampled_slots(cluster.database_url, "plod")) == 1
     assert grown["slots_live"] is True
     assert 0 <= grown["slots_age_s"] < STALE_S
     assert grown["trend"] == "steady"  # all the map gives it runs
