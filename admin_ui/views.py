@@ -27,7 +27,14 @@ from admin_ui.schemas import (
 )
 from config.models import QueueConfig
 from manager.store import EventKind, Override
-from manager.store_reads import EventQuery, HostReading, LiveReading, QueueReading, StoredEvent, StoreReads
+from manager.store_reads import (
+    EventQuery,
+    HostReading,
+    LiveReading,
+    QueueReading,
+    StoredEvent,
+    StoreReads,
+)
 
 MAX_CHART_POINTS = 240
 # Event kinds that come in storms (manager/failures.py): the events page folds runs of them.

@@ -18,7 +18,15 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from config.models import QueueConfig
-from manager.db import Event, HostSample, LiveSlots, QueueOverride, QueueSample, SlotMapRow, make_engine
+from manager.db import (
+    Event,
+    HostSample,
+    LiveSlots,
+    QueueOverride,
+    QueueSample,
+    SlotMapRow,
+    make_engine,
+)
 from manager.model import Plan, SlotMap
 from manager.stats import Totals
 from master.lifecycle import Counter

@@ -162,7 +162,7 @@ class EventQuery:
 
 # The sample tables: one row per queue (host) per report, newest wanted per queue (host).
 Sampled = TypeVar("Sampled", QueueSample, HostSample)
-Record = TypeVar("Record", QueueReading, HostReading, StoredEvent, Override)
+Record = TypeVar("Record", QueueReading, HostReading, StoredEvent, Override, LiveReading)
 _BUCKET_FIGURES = tuple(field.name for field in fields(QueueBucket))[1:]
 
 
