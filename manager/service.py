@@ -239,7 +239,7 @@ class Manager:
         for moved in moves_events(result):
             log.info("%s", moved.message)
             self.note(moved)
-        self.waiting_at_plan = waiting
+        self.waiting_at_plan = burst.settled_waiting(self.waiting_at_plan, waiting, checked.stats)
         self.last_planned = result.planned_counts()
         self.history.record_plan(
             now=now, at_unix=at_unix, last_plan_at=self.schedule.last_plan_at, plan=result,
@@ -299,7 +299,7 @@ class Manager:
             # Nothing to move yet (no job time known, no donor): looked at again next check.
             return result
         # Measured from here on: one burst makes one plan however long its puts go on.
-        self.waiting_at_plan = waiting
+        self.waiting_at_plan = burst.settled_waiting(self.waiting_at_plan, waiting, checked.stats)
         # The burst's new slots are planned ones, not spares another burst could take.
         self.last_planned.update(result.planned_counts())
         masters.take_plan(result.slot_map, alive)

@@ -5,7 +5,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from config.models import ManagerConfig
-from manager.burst import bursting, plan_burst
+from manager.burst import bursting, plan_burst, settled_waiting
 from manager.job_times import JobTimeMemory
 from manager.model import HostCapacity, Move, QueueStats, SlotMap
 from manager.planner import plan, window_seen
@@ -56,7 +56,8 @@ class PlannerPolicy:
         )
         if window_seen(stats, self.scenario.window_s):  # as manager/service.py does
             self.recent.record(now_s, result)
-        self.waiting_at_plan = {q: s.waiting_jobs for q, s in stats.items()}
+        self.waiting_at_plan = settled_waiting(
+            self.waiting_at_plan, {q: s.waiting_jobs for q, s in stats.items()}, stats)
         self.last_planned = result.planned_counts()
         return result.moves
 
@@ -72,10 +73,11 @@ class PlannerPolicy:
         found = bursting(self.waiting_at_plan, waiting, self.scenario.queues, current.counts())
         if not found:
             return ()
-        result = plan_burst(current, self.scenario.queues, self.job_times.fill(stats()), hosts, found,
+        figures = self.job_times.fill(stats())
+        result = plan_burst(current, self.scenario.queues, figures, hosts, found,
                             target_load=self.scenario.target_load, last_planned=self.last_planned)
         if result.moves:
-            self.waiting_at_plan = dict(waiting)
+            self.waiting_at_plan = settled_waiting(self.waiting_at_plan, waiting, figures)
             self.last_planned.update(result.planned_counts())
         return result.moves
 

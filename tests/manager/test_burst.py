@@ -6,7 +6,7 @@ from config.models import QueueConfig
 from manager.burst import BURST_DRAIN_S, backlog_drain_s, bursting, outlasts_noise, plan_burst
 from manager.job_times import JobTimeMemory
 from manager.model import HostCapacity, QueueStats, SlotMap
-from manager.planner import ASSUMED_JOB_S
+from manager.planner import ASSUMED_JOB_S, job_time_s
 
 TARGET = 0.8
 QUEUES = {
@@ -86,11 +86,11 @@ def test_a_backlog_the_slots_start_within_the_drain_time_is_no_burst_however_it_
     assert outlasts_noise(quick, 1) and not outlasts_noise(quick, 3)
 
 
-def test_drain_time_is_unbounded_without_a_slot_and_uses_a_remembered_or_assumed_job_time() -> None:
+def test_drain_time_is_unbounded_without_a_slot_or_a_measured_or_remembered_job_time() -> None:
     waiting = QueueStats(waiting_jobs=3)
     assert backlog_drain_s(waiting, 0) == float("inf")
-    # Nothing done in the window: the job time remembered from before it, else the assumed one.
-    assert backlog_drain_s(waiting, 5) == 3 * ASSUMED_JOB_S / 5
+    # Nothing done in the window: the job time remembered from before it, else unknown.
+    assert backlog_drain_s(waiting, 5) == float("inf")
     assert backlog_drain_s(QueueStats(waiting_jobs=3, known_job_s=2.0), 5) == 3 * 2.0 / 5
     assert backlog_drain_s(QueueStats(), 5) == 0.0
     done = QueueStats(waiting_jobs=30, jobs_done=10, busy_s=20.0, slot_lifetime_s=60.0)
@@ -136,8 +136,12 @@ def test_a_burst_into_a_cold_queue_takes_its_maximum_at_once() -> None:
         result = plan_burst(current, QUEUES, {"burst": stats}, [HostCapacity("h", 10)], ["burst"],
                             target_load=TARGET)
         assert result.slot_map.counts()["burst"] == 8
-    # A few jobs are no burst on the assumption either: one slot starts them within 2 s.
-    assert not outlasts_noise(cold(10), 1)
+    # A few jobs are a burst of unknown length, sized on the assumption: no slot more.
+    assert outlasts_noise(cold(10), 1)
+    few = plan_burst(current, QUEUES, {"burst": cold(10)}, [HostCapacity("h", 10)], ["burst"],
+                     target_load=TARGET)
+    assert few.moves == ()
+    assert job_time_s(cold(10)) == ASSUMED_JOB_S and job_time_s(cold(10), assume=False) is None
 
 
 def test_job_times_are_remembered_past_the_window_and_a_measurement_wins() -> None:
