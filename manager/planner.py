@@ -117,7 +117,6 @@ def queue_demand(
     judged by its reduced count), capped at COMPOUND_CAP x that average unless the queue is
     saturated. For the slot count the backlog weighs
     backlog_urgency(priority) times: important queues clear it sooner.
-    
 
     A queue with jobs waiting and no work in the window keeps at least what runs (one slot
     at least), whatever its remembered or assumed job time says. `assume`: a queue never
