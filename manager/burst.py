@@ -63,11 +63,11 @@ def measured(stats: QueueStats) -> bool:
 def settled_waiting(
     previous: Mapping[str, int], waiting: Mapping[str, int], stats: Mapping[str, QueueStats],
 ) -> dict[str, int]:
-    """The waiting counts later bursts are measured from, after a plan: a queue planned on
-    an assumed job time keeps its earlier count, so the next check plans it again once its
-    first batch is measured. Recorded at once, an underestimate took the burst for planned:
-    priority_storm's bulk_mail (jobs of 1.5 s, 15x the assumption) grew by a few slots per
-    doubling of its backlog, p99 5.5 -> 9.6 s (seed 12)."""
+    """The waiting counts later bursts are measured from, after a full plan: a queue with no
+    job time measured or remembered keeps its earlier count. Full plans keep such a queue
+    at what runs; recorded as planned, its backlog was no burst to the checks that followed,
+    and a burst into a cold queue waited for the next full plan after its first batch was
+    measured (issue 28: 6.3 s). Burst plans record every count (manager/service.py)."""
     return {q: n if measured(stats.get(q, NO_STATS)) else previous.get(q, 0) for q, n in waiting.items()}
 
 

@@ -73,11 +73,10 @@ class PlannerPolicy:
         found = bursting(self.waiting_at_plan, waiting, self.scenario.queues, current.counts())
         if not found:
             return ()
-        figures = self.job_times.fill(stats())
-        result = plan_burst(current, self.scenario.queues, figures, hosts, found,
+        result = plan_burst(current, self.scenario.queues, self.job_times.fill(stats()), hosts, found,
                             target_load=self.scenario.target_load, last_planned=self.last_planned)
         if result.moves:
-            self.waiting_at_plan = settled_waiting(self.waiting_at_plan, waiting, figures)
+            self.waiting_at_plan = dict(waiting)  # as manager/service.py's plan_burst
             self.last_planned.update(result.planned_counts())
         return result.moves
 
