@@ -19,6 +19,7 @@ import logging
 import os
 import random
 import signal
+import sys
 import time
 from collections import Counter as Tally
 from collections.abc import Iterable
@@ -28,12 +29,12 @@ import zmq
 
 from config.curve import client_curve
 from config.errors import ConfigError
-from config.load import load_config
 from config.models import ClusterConfig
 from config.periodic import TurnBoundary
 from config.tokens import resolve_token
 from master import host
 from master.assignments import assignment_for, queue_settings
+from master.code_reload import Code, import_code
 from master.deaths import Deaths
 from master.lease_keeper import LeaseKeeper
 from master.leases import LeasePipes, Note, renewals
@@ -58,6 +59,7 @@ from master.lifecycle import (
 )
 from master.link import MasterLink
 from master.reconciler import Reconciler, Retarget, SlotAssignment, SlotCounts, Spawn, Stop, changes
+from master.reloading import CodeReloader, reload_config
 from master.report import HostReport, build_report
 from master.settle import ReplyTo, Settlement, settle
 from master.signal_queue import SignalQueue
@@ -66,7 +68,7 @@ from master.supervisor import Reaped, open_sockets, reap, send_signal, spawn
 from master.zmq_router import rewatch
 from queue_server.client import QueueClient
 from slot.beacon import Assignment
-from slot.discovery import LoadedHandlers, load_handlers
+from slot.discovery import LoadedHandlers
 from slot.outcomes import handler_policy
 from slot.permits import limiters_of
 from slot.process import SlotSpec, run_slot
@@ -103,7 +105,11 @@ class Master:
         self.deaths = Deaths()
         self.stopping = False
         self.loaded = LoadedHandlers(handlers={}, failures={})
-        self.reconciler = Reconciler(handled_queues=frozenset())
+        self.reloader = CodeReloader(Code(self.loaded, {}, ""), config.master.handler_modules)
+        self.reconciler = Reconciler(
+            handled_queues=frozenset(),
+            priorities={name: q.priority for name, q in config.queues.items()},
+        )
         self.sizing = Sizing(config.master)
         self.signals = SignalQueue()
         self._report_at = float("-inf")
@@ -127,22 +133,25 @@ class Master:
     def preload(self) -> LoadedHandlers:
         """Import every handler module, then freeze the GC so forks keep sharing those pages
         (a collection would write to every object header and copy the pages)."""
-        self.loaded = load_handlers(self.master_config.handler_modules)
-        self.reconciler = Reconciler(
-            handled_queues=frozenset(self.loaded.handlers),
-            priorities={name: q.priority for name, q in self.config.queues.items()},
-            desired=self.reconciler.desired,
-        )
+        code = import_code(self.master_config.handler_modules, before=set(sys.modules))
+        self.reloader = CodeReloader(code, self.master_config.handler_modules)
+        self.use_handlers(code.loaded)
         gc.collect()
         gc.freeze()
-        # Sockets opened from now on are the master's own: no slot keeps them (drop_sockets).
-        self.slot_sockets = open_sockets()
         log.info(
-            "preloaded handlers for %s%s",
+            "preloaded handlers for %s%s; code version %s",
             ", ".join(sorted(self.loaded.handlers)) or "no queue",
             f"; failed: {', '.join(self.loaded.failures)}" if self.loaded.failures else "",
+            code.version or "(no app module)",
         )
         return self.loaded
+
+    def use_handlers(self, loaded: LoadedHandlers) -> None:
+        """The handlers new slots are forked with (at the preload, and a code reload's)."""
+        self.loaded = loaded
+        self.reconciler.handled_queues = frozenset(loaded.handlers)
+        # Sockets opened from now on are the master's own: no slot keeps them (drop_sockets).
+        self.slot_sockets = open_sockets()
 
     def apply_slot_map(self, desired: SlotCounts | SlotAssignment) -> None:
         """The static map now; the manager's assignments later (slot id -> queue)."""
@@ -190,6 +199,7 @@ class Master:
         self.keeper.renew(renewals(self.slots.values(), now))
         self.sizing.refresh(now, self.slots.values())
         if not self.stopping:
+            self.reloader.tick(self, now)
             self.reconcile(now)
         self.maybe_report(now)
 
@@ -203,38 +213,31 @@ class Master:
         # SIGCHLD only wakes the loop: reap() runs every tick anyway.
 
     def handle_stop(self, now: float) -> None:
+        """SIGTERM: every slot finishes the job it runs and gives back the rest of its batch
+        (at the head of the queue, uncharged), then exits; a job still running after
+        stop_timeout_s is killed with its slot and given back uncharged (master/settle.py:
+        a missed stop deadline blames nobody), to run again from its start."""
         if self.stopping:
             return
-        log.info("stopping: SIGTERM to %d slots, SIGKILL after %.1f s",
-                 len(self.slots), self.master_config.stop_deadline_s)
+        timeout_s = self.master_config.stop_timeout_s
+        log.info("stopping: SIGTERM to %d slots (each finishes its running job and gives back "
+                 "the rest of its batch), SIGKILL after stop_timeout_s %g s", len(self.slots), timeout_s)
         self.stopping = True
+        self.reloader.stop()
         for slot in list(self.slots.values()):
-            self._apply(slot, StopRequested(self.master_config.stop_deadline_s), now)
+            self._apply(slot, StopRequested(timeout_s), now)
 
     def handle_reload(self) -> None:
-        """SIGHUP: re-read the config; the queues' settings and the static map change in place
-        (slots are retargeted, not re-forked). New handler modules need a master restart."""
-        if self.config_path is None:
-            log.warning("SIGHUP ignored: the master runs on the embedded default config")
-            return
-        try:
-            config = load_config(self.config_path)
-        except ConfigError as exc:
-            log.error("SIGHUP: %s; keeping the running config", exc)
-            return
-        if config.master.handler_modules != self.master_config.handler_modules:
-            log.warning("SIGHUP: handler_modules changed; restart the master to load them")
-        self.config.queues = config.queues
-        self.config.master.static_slots = config.master.static_slots
-        self.reconciler.priorities = {name: q.priority for name, q in config.queues.items()}
-        self.apply_slot_map(config.master.static_slots)
-        for slot in self.slots.values():
-            queue = slot.assignment.queue
-            if slot.state in SERVING and queue in self.loaded.handlers:
-                fresh = self.assignment_for(queue)
-                if fresh != slot.assignment:
-                    self._retarget(slot, fresh, time.monotonic())
-        log.info("SIGHUP: config reloaded; static map %s", dict(config.master.static_slots))
+        """SIGHUP: re-read the config (master/reloading.py), then reload the handler code when
+        it changed on disk."""
+        now = time.monotonic()
+        modules = reload_config(self, managed=self.managed)
+        self.reloader.request(self, modules, now)
+
+    @property
+    def managed(self) -> bool:
+        """True when a manager sends the slot map (the config's static map is not used)."""
+        return False
 
     # Children
 
@@ -248,6 +251,9 @@ class Master:
 
     def reap(self, now: float) -> None:
         for child in reap():
+            if self.reloader.owns(child.pid):
+                self.reloader.trial_exited(self, child.code, child.signal)
+                continue
             slot = next((s for s in self.slots.values() if s.pid == child.pid), None)
             if slot is None:
                 log.debug("reaped pid %d, not a slot of ours", child.pid)
@@ -286,7 +292,7 @@ class Master:
                 case Stop(slot_id):
                     self._apply(self.slots[slot_id], StopRequested(self.master_config.stop_deadline_s), now)
                 case Retarget(slot_id, queue):
-                    self._retarget(self.slots[slot_id], self.assignment_for(queue), now)
+                    self.retarget(self.slots[slot_id], self.assignment_for(queue), now)
                 case Spawn(slot_id, queue):
                     if slot_id not in self.slots and self.deaths.may_fork(queue, now):
                         self.spawn_slot(slot_id, queue, now)
@@ -322,10 +328,11 @@ class Master:
             return
         finally:
             os.close(lease_fd)
-        self.slots[slot_id] = Slot(slot_id=slot_id, pid=pid, assignment=spec.assignment, started_at=now)
+        self.slots[slot_id] = Slot(slot_id=slot_id, pid=pid, assignment=spec.assignment, started_at=now,
+                                   generation=self.reloader.generation)
         log.info("forked slot %d (pid %d) for %s", slot_id, pid, queue)
 
-    def _retarget(self, slot: Slot, assignment: Assignment, now: float) -> None:
+    def retarget(self, slot: Slot, assignment: Assignment, now: float) -> None:
         log.info("retargeting slot %d (pid %d): %s -> %s",
                  slot.slot_id, slot.pid, slot.assignment.queue, assignment.queue)
         slot.assignment = assignment
@@ -368,6 +375,7 @@ class Master:
             unhandled_queues=self.reconciler.unhandled_queues(),
             queue_settings=queue_settings(self.config, self.loaded.handlers),
             crash_log=self.deaths.crashes,
+            code=self.reloader.state(),
         )
 
     def maybe_report(self, now: float) -> None:
@@ -387,6 +395,8 @@ class Master:
     def _apply(self, slot: Slot, event: SlotEvent, now: float) -> None:
         for action in on_event(slot, event, now):
             self._perform(action)
+
+    apply_event = _apply
 
     def _perform(self, action: Action) -> None:
         match action:

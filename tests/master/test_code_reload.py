@@ -1,0 +1,172 @@
+"""Code reloads and graceful stops on real masters (issue 27, points 1, 3 and 7): the handler
+module is a file of the test's own, rewritten on disk between SIGHUPs."""
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+from master_procs import MasterProc, StartMaster, poll_until
+from polling import DEADLINE_S
+
+HANDLER = '''
+import json, os, time
+from slot.handler import Handler, handler
+
+VERSION = {version!r}
+{extra}
+
+@handler("roll")
+class Roll(Handler):
+    batch_size = 5
+
+    def setup(self):
+        if {setup_fails!r}:
+            raise RuntimeError("setup refused by the new code")
+
+    def handle_job(self, job):
+        request = job.json()
+        with open(request["log"], "a") as file:
+            file.write(f"start {{VERSION}} {{os.getpid()}} {{job.key}} {{job.attempt}}\\n")
+        time.sleep(request.get("sleep_s", 0.5))
+        with open(request["log"], "a") as file:
+            file.write(f"end {{VERSION}} {{os.getpid()}} {{job.key}} {{job.attempt}}\\n")
+'''
+QUEUES = {"roll": {"lock_timeout_s": 30.0}}
+
+
+def write_app(folder: Path, version: str, *, setup_fails: bool = False, extra: str = "") -> None:
+    folder.mkdir(exist_ok=True)
+    (folder / "sm_reload_app.py").write_text(
+        HANDLER.format(version=version, setup_fails=setup_fails, extra=extra))
+
+
+def start(start_master: StartMaster, tmp_path: Path, slots: int, **settings: object) -> MasterProc:
+    app = tmp_path / "app"
+    write_app(app, "v1")
+    master = start_master(modules=["sm_reload_app"], static_slots={"roll": slots}, queues=QUEUES,
+                          python_path=[str(app)], **settings)
+    master.wait_running("roll", slots)
+    return master
+
+
+def put(master: MasterProc, log: Path, first: int, count: int, sleep_s: float = 0.5) -> list[str]:
+    client = master.client()
+    return [client.put_job("roll", json.dumps({"log": str(log), "sleep_s": sleep_s}),
+                           key=f"job-{n}").key for n in range(first, first + count)]
+
+
+def lines(log: Path, what: str) -> list[list[str]]:
+    if not log.exists():
+        return []
+    return [line.split() for line in log.read_text().splitlines() if line.startswith(what + " ")]
+
+
+def ended(log: Path) -> list[list[str]]:
+    return lines(log, "end")
+
+
+def test_a_reload_while_jobs_run_does_every_job_once_on_attempt_1_and_the_next_jobs_run_the_new_code(
+    start_master: StartMaster, tmp_path: Path,
+) -> None:
+    master = start(start_master, tmp_path, 2)
+    first = master.report()
+    assert first is not None and first.code_version and first.code_generation == 0
+    old_pids = {slot.pid for slot in first.slots}
+    log = tmp_path / "runs.log"
+    keys = put(master, log, 0, 16)
+    poll_until(lambda: len(ended(log)) >= 2, what="jobs under way")
+    write_app(tmp_path / "app", "v2")
+    master.process.send_signal(signal.SIGHUP)
+    report = master.wait_report(lambda r: r.code_generation == 1 and not r.code_reloading
+                                and len(r.slots) == 2, what="the reload rolled")
+    assert report.code_version != first.code_version
+    assert not old_pids & {slot.pid for slot in report.slots}
+    assert report.code_reload_failure is None
+    poll_until(lambda: len(ended(log)) >= 16, timeout_s=DEADLINE_S * 2,
+               what=lambda: f"{log.read_text()}\n{master.log_tail()}")
+    # Every job ran once, on its first attempt: nothing lost, re-run or charged.
+    runs = ended(log)
+    assert sorted(run[3] for run in runs) == sorted(keys)
+    assert {run[4] for run in runs} == {"1"}
+    assert sorted(run[3] for run in lines(log, "start")) == sorted(keys)
+    # The module changed on disk is what the next jobs run, in the new slots.
+    more = put(master, log, 16, 4, sleep_s=0.01)
+    poll_until(lambda: len(ended(log)) >= 20, what=lambda: master.log_tail())
+    new = [run for run in ended(log) if run[3] in more]
+    assert {run[1] for run in new} == {"v2"}
+    assert {int(run[2]) for run in new} <= {slot.pid for slot in report.slots}
+    client = master.client()
+    assert client.total("roll").running == 0
+    assert "given back to the head of the queue (LATER ... FRONT" in master.log_text()
+
+
+def test_new_code_that_fails_to_import_or_in_setup_leaves_the_old_generation_serving(
+    start_master: StartMaster, tmp_path: Path,
+) -> None:
+    master = start(start_master, tmp_path, 1)
+    first = master.report()
+    assert first is not None
+    pid = first.slots[0].pid
+    app = tmp_path / "app"
+    (app / "sm_reload_app.py").write_text("this is not python\n")
+    master.process.send_signal(signal.SIGHUP)
+    refused = master.wait_report(lambda r: r.code_reload_failure is not None, what="import refused")
+    assert "failed to import" in (refused.code_reload_failure or "")
+    assert refused.code_version == first.code_version and refused.code_generation == 0
+
+    write_app(app, "v2", setup_fails=True)
+    master.process.send_signal(signal.SIGHUP)
+    refused = master.wait_report(lambda r: "setup()" in (r.code_reload_failure or ""),
+                                 what="setup refused")
+    assert refused.code_generation == 0
+    assert [slot.pid for slot in refused.slots] == [pid]
+    # The old generation still serves, with the old code.
+    log = tmp_path / "runs.log"
+    put(master, log, 0, 2, sleep_s=0.01)
+    poll_until(lambda: len(ended(log)) == 2, what=lambda: master.log_tail())
+    assert {(run[1], int(run[2])) for run in ended(log)} == {("v1", pid)}
+    assert "setup refused by the new code" in master.log_text()
+
+    write_app(app, "v3")
+    master.process.send_signal(signal.SIGHUP)
+    fixed = master.wait_report(lambda r: r.code_generation == 1 and not r.code_reloading
+                               and len(r.slots) == 1 and r.slots[0].state == "running",
+                               what="the fixed code rolled")
+    assert fixed.code_reload_failure is None and fixed.slots[0].pid != pid
+
+
+def test_sigterm_finishes_the_running_job_and_gives_the_rest_of_the_batch_back_uncharged(
+    start_master: StartMaster, tmp_path: Path,
+) -> None:
+    master = start(start_master, tmp_path, 1, stop_timeout_s=20.0)
+    log = tmp_path / "runs.log"
+    keys = put(master, log, 0, 5, sleep_s=1.0)
+    poll_until(lambda: len(lines(log, "start")) == 1, what="the first job under way")
+    master.process.send_signal(signal.SIGTERM)
+    assert master.process.wait(timeout=DEADLINE_S) == 0
+    # The running job finished, and only it ran: the slot stopped after it.
+    assert [run[3] for run in ended(log)] == [keys[0]]
+    assert len(lines(log, "start")) == 1
+    client = master.client()
+    assert client.job(keys[0]) is None  # done
+    for key in keys[1:]:
+        info = client.job(key)
+        assert info is not None and info.state == "ready" and info.attempts == 0, info
+    assert client.total("roll").running == 0
+
+
+def test_a_job_still_running_at_stop_timeout_is_killed_and_given_back_uncharged(
+    start_master: StartMaster, tmp_path: Path,
+) -> None:
+    master = start(start_master, tmp_path, 1, stop_timeout_s=0.5)
+    log = tmp_path / "runs.log"
+    [key] = put(master, log, 0, 1, sleep_s=60.0)
+    poll_until(lambda: len(lines(log, "start")) == 1, what="the long job under way")
+    master.process.send_signal(signal.SIGTERM)
+    assert master.process.wait(timeout=DEADLINE_S) == 0
+    assert ended(log) == []
+    assert "missed its stop deadline" in master.log_text()
+    info = master.client().job(key)
+    # Back in the queue, its hand-out taken back: it runs again from its start on attempt 1.
+    assert info is not None and info.state == "ready" and info.attempts == 0, info
