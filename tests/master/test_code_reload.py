@@ -8,43 +8,15 @@ from pathlib import Path
 
 from master_procs import MasterProc, StartMaster, poll_until
 from polling import DEADLINE_S
+from reload_app import MODULE, lines, write_app
 
-HANDLER = '''
-import json, os, time
-from slot.handler import Handler, handler
-
-VERSION = {version!r}
-{extra}
-
-@handler("roll")
-class Roll(Handler):
-    batch_size = 5
-
-    def setup(self):
-        if {setup_fails!r}:
-            raise RuntimeError("setup refused by the new code")
-
-    def handle_job(self, job):
-        request = job.json()
-        with open(request["log"], "a") as file:
-            file.write(f"start {{VERSION}} {{os.getpid()}} {{job.key}} {{job.attempt}}\\n")
-        time.sleep(request.get("sleep_s", 0.5))
-        with open(request["log"], "a") as file:
-            file.write(f"end {{VERSION}} {{os.getpid()}} {{job.key}} {{job.attempt}}\\n")
-'''
 QUEUES = {"roll": {"lock_timeout_s": 30.0}}
-
-
-def write_app(folder: Path, version: str, *, setup_fails: bool = False, extra: str = "") -> None:
-    folder.mkdir(exist_ok=True)
-    (folder / "sm_reload_app.py").write_text(
-        HANDLER.format(version=version, setup_fails=setup_fails, extra=extra))
 
 
 def start(start_master: StartMaster, tmp_path: Path, slots: int, **settings: object) -> MasterProc:
     app = tmp_path / "app"
     write_app(app, "v1")
-    master = start_master(modules=["sm_reload_app"], static_slots={"roll": slots}, queues=QUEUES,
+    master = start_master(modules=[MODULE], static_slots={"roll": slots}, queues=QUEUES,
                           python_path=[str(app)], **settings)
     master.wait_running("roll", slots)
     return master
@@ -54,12 +26,6 @@ def put(master: MasterProc, log: Path, first: int, count: int, sleep_s: float = 
     client = master.client()
     return [client.put_job("roll", json.dumps({"log": str(log), "sleep_s": sleep_s}),
                            key=f"job-{n}").key for n in range(first, first + count)]
-
-
-def lines(log: Path, what: str) -> list[list[str]]:
-    if not log.exists():
-        return []
-    return [line.split() for line in log.read_text().splitlines() if line.startswith(what + " ")]
 
 
 def ended(log: Path) -> list[list[str]]:
