@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 from reload_app import MODULE, lines, write_app
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 from test_service_procs import Cluster, poll_until, wait_running
 
+from manager.db import HostSample, make_engine
 from queue_server.client import QueueClient
 
 QUEUES = {"roll": {"min_slots": 2, "max_slots": 2, "lock_timeout_s": 30.0}}
@@ -55,4 +58,26 @@ def test_sighup_keeps_the_managers_map_and_reloads_changed_code(cluster: Cluster
         client.put_many("roll", [json.dumps({"log": str(log), "sleep_s": 0.01})] * 4)
     poll_until(lambda: len(lines(log, "end")) == 4, what=lambda: cluster.logs())
     assert {run[1] for run in lines(log, "end")} == {"v2"}
-    assert manager.alive()
+
+    # The manager's view: an event for the reload, the version stored with the host's
+    # samples (the Hosts page and /api/slotmap), and an event for a refused one.
+    report = master.report()
+    assert report is not None
+    [reloaded] = poll_until(lambda: cluster.events("host_code_reloaded"), what=lambda: cluster.logs())
+    assert reloaded.host == "alpha" and reloaded.detail["to"] == report.code_version
+    poll_until(lambda: stored_version(cluster) == report.code_version, what="the stored version")
+    (app / f"{MODULE}.py").write_text("not python\n")
+    master.process.send_signal(signal.SIGHUP)
+    [refused] = poll_until(lambda: cluster.events("host_code_reload_refused"), what=lambda: cluster.logs())
+    assert "failed to import" in refused.message
+    assert master.running() == {"roll": 2} and manager.alive()
+
+
+def stored_version(cluster: Cluster) -> str | None:
+    engine = make_engine(cluster.database_url)
+    try:
+        with Session(engine) as session:
+            row = session.scalars(select(HostSample).order_by(HostSample.id.desc()).limit(1)).first()
+            return None if row is None else row.code_version
+    finally:
+        engine.dispose()
