@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "queue_server.client.jobs_cli",
     "slot.cli",
     "master.cli",
+    "master.reload_cli",
     "manager.cli",
     "manager.schedules.cli",
     "slot.pulsar.cli",

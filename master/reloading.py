@@ -65,6 +65,8 @@ class CodeReloader:
         self._trial: Trial | None = None
         # A reload asked while one is under way runs when it ends.
         self._again: Sequence[str] | None = None
+        # Requests finished: rolled, refused, or nothing to do (the report's counter).
+        self.answered = 0
 
     @property
     def busy(self) -> bool:
@@ -78,6 +80,7 @@ class CodeReloader:
         on_disk = self.code.on_disk_version()
         if list(modules) == self.modules and on_disk == self.code.version:
             log.info("code reload: handler code unchanged (version %s); slots kept", self.code.version)
+            self.answered += 1
             return
         new, undo = reimport(self.code, modules)
         if new.loaded.failures:
@@ -103,7 +106,7 @@ class CodeReloader:
                  new.version, self.code.version, ", ".join(sorted(queues)) or "no queue", pid)
 
     def state(self) -> CodeState:
-        return CodeState(self.code.version, self.generation, self.busy, self.failure)
+        return CodeState(self.code.version, self.generation, self.busy, self.failure, self.answered)
 
     def owns(self, pid: int) -> bool:
         return self._trial is not None and self._trial.pid == pid
@@ -142,6 +145,7 @@ class CodeReloader:
             master.apply_event(slot, StopRequested(master.master_config.drain_timeout_s), now)
         if rolled(slots, self.generation):
             self.phase = ReloadPhase.IDLE
+            self.answered += 1
             log.info("code reload done: every slot runs version %s (generation %d)",
                      self.code.version, self.generation)
             self._follow_up(master, now)
@@ -168,6 +172,7 @@ class CodeReloader:
 
     def _refuse(self, why: str) -> None:
         self.phase = ReloadPhase.IDLE
+        self.answered += 1
         self.failure = f"code reload refused: {why}; version {self.code.version} keeps serving"
         log.error("%s", self.failure)
 

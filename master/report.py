@@ -77,7 +77,8 @@ class HostReport(_Model):
 
     # Sent only when not empty: a manager of the release before reads the rest.
     LATER_FIELDS = frozenset({"crashes", "crash_counts", "load_limit", "code_version",
-                              "code_generation", "code_reloading", "code_reload_failure"})
+                              "code_generation", "code_reloading", "code_reload_failure",
+                              "code_reloads_answered"})
 
     host: HostName
     master_pid: Pid
@@ -114,6 +115,8 @@ class HostReport(_Model):
     code_generation: Count = 0
     code_reloading: bool = False
     code_reload_failure: Text | None = None
+    # Reloads asked and finished (rolled, refused or code unchanged): `slotmap reload` waits for it.
+    code_reloads_answered: Count = 0
 
     def load_cap(self) -> str | None:
         """The notice while the load bound, not memory or max_slots, sets the capacity (the
@@ -135,6 +138,7 @@ class CodeState:
     generation: int
     reloading: bool
     failure: str | None
+    answered: int = 0
 
 
 def cut(text: str, limit: int) -> str:
@@ -213,4 +217,5 @@ def build_report(
         code_generation=code.generation if code else 0,
         code_reloading=code.reloading if code else False,
         code_reload_failure=cut(code.failure, MAX_TEXT_CHARS) if code and code.failure else None,
+        code_reloads_answered=code.answered if code else 0,
     )

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 from pathlib import Path
 
 from master_procs import MasterProc, StartMaster, poll_until
 from polling import DEADLINE_S
+from procs import server_proc
 from reload_app import MODULE, lines, write_app
+
+slotmap_command = server_proc.slotmap_command
 
 QUEUES = {"roll": {"lock_timeout_s": 30.0}}
 
@@ -94,12 +98,22 @@ def test_new_code_that_fails_to_import_or_in_setup_leaves_the_old_generation_ser
     assert {(run[1], int(run[2])) for run in ended(log)} == {("v1", pid)}
     assert "setup refused by the new code" in master.log_text()
 
+    # `slotmap reload` does the same and waits for the answer: refused (exit 1), then done.
+    refused_again = reload_command(master)
+    assert refused_again.returncode == 1 and "setup() failed" in refused_again.stderr
     write_app(app, "v3")
-    master.process.send_signal(signal.SIGHUP)
+    done = reload_command(master)
+    assert done.returncode == 0 and "generation 1" in done.stdout, done
     fixed = master.wait_report(lambda r: r.code_generation == 1 and not r.code_reloading
                                and len(r.slots) == 1 and r.slots[0].state == "running",
                                what="the fixed code rolled")
     assert fixed.code_reload_failure is None and fixed.slots[0].pid != pid
+
+
+def reload_command(master: MasterProc) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*slotmap_command(), "reload", "--report-file", str(master.report_path),
+                           "--timeout-s", str(DEADLINE_S)],
+                          capture_output=True, text=True, timeout=DEADLINE_S + 10)
 
 
 def test_sigterm_finishes_the_running_job_and_gives_the_rest_of_the_batch_back_uncharged(
