@@ -61,6 +61,7 @@ from master.link import MasterLink
 from master.reconciler import Reconciler, Retarget, SlotAssignment, SlotCounts, Spawn, Stop, changes
 from master.reloading import CodeReloader, reload_config
 from master.report import HostReport, build_report
+from master.report_file import ReportFile
 from master.settle import ReplyTo, Settlement, settle
 from master.signal_queue import SignalQueue
 from master.sizing import Sizing
@@ -92,8 +93,6 @@ class Master:
         self.config = config
         self.config_path = config_path
         self.master_config = config.master
-        self.report_path = report_path
-        self.report_interval_s = report_interval_s
         self.host = host.host_name(config.master.host_name)
         self.limits = Limits(
             beacon_interval_s=config.master.beacon_interval_ms / 1000,
@@ -112,10 +111,8 @@ class Master:
         )
         self.sizing = Sizing(config.master)
         self.signals = SignalQueue()
-        self._report_at = float("-inf")
         self.tick_turns = TurnBoundary("the master's tick", next_turn=f"the next tick in {TICK_S:g} s", log=log)
-        self.report_turns = TurnBoundary(f"writing the report file {report_path}", log=log,
-                                         next_turn=f"the slots go on; tried again in {report_interval_s:g} s")
+        self.report_file = ReportFile(report_path, report_interval_s)
         self._warned_unhandled: set[str] = set()
         # As the other clients find it: $SLOTMAP_QUEUE_TOKEN(_FILE), token_file, token.
         try:
@@ -379,16 +376,7 @@ class Master:
         )
 
     def maybe_report(self, now: float) -> None:
-        if self.report_path is None or now - self._report_at < self.report_interval_s:
-            return
-        self._report_at = now
-        temporary = self.report_path.with_suffix(".tmp")
-        # Its own boundary: a report that cannot be written (a full disk) must not keep the
-        # rest of the tick (a managed master's heartbeats) from running.
-        with self.report_turns:
-            temporary.write_bytes(self.report(now).encode())
-            # Readers never see half a report.
-            temporary.replace(self.report_path)
+        self.report_file.maybe_write(now, lambda: self.report(now).encode())
 
     # Events -> actions
 
