@@ -40,7 +40,8 @@ def is_master(pid: int) -> bool:
         words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return b"master" in words and any(b"slotmap" in word for word in words)
+    # `slotmap master ...`, or `python -m deploy.cli master ...` as `slotmap run` starts it.
+    return b"master" in words and (b"deploy.cli" in words or any(b"slotmap" in word for word in words))
 
 
 def run(args: argparse.Namespace) -> int:
