@@ -12,7 +12,11 @@ of it from the change to the end (the last 0.5 s, where the queue runs dry, left
 time from the change until every slot runs the new version, and lost (never done), re-run
 (done more than once) and charged (a run with attempt > 1, or a failure on the server) jobs.
 
+With --base COMMIT, a third way: restart@base, the restart with that commit's code (whose
+SIGTERM finished each slot's whole batch).
+
 Usage: .venv/bin/python bench/reload.py [--jobs 20000] [--slots 4] [--job-ms 10] [--only reload]
+       .venv/bin/python bench/reload.py --base 29606e0
 """
 from __future__ import annotations
 
@@ -33,11 +37,11 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from bench.base_checkout import code_dirs  # noqa: E402
 from bench.end_to_end import free_port, process_group, wait_until  # noqa: E402
 from master.report import HostReport  # noqa: E402
 from queue_server.client import QueueClient  # noqa: E402
 
-VENV_BIN = Path(sys.executable).parent
 BIN_S = 0.25
 TAIL_S = 0.5
 RUN_DEADLINE_S = 900.0
@@ -88,8 +92,11 @@ def report(work: Path) -> HostReport | None:
     return None
 
 
-def run_way(way: str, args: argparse.Namespace, root: Path, env: dict[str, str]) -> Outcome:
+def run_way(way: str, args: argparse.Namespace, root: Path, code: Path) -> Outcome:
     work = root / way
+    # The code under test first on the path (the venv's editable finder comes after it).
+    env = dict(os.environ, PYTHONPATH=str(code))
+    slotmap = [sys.executable, "-m", "deploy.cli"]
     app, runs = work / "app", work / "runs"
     app.mkdir(parents=True)
     runs.mkdir()
@@ -109,9 +116,9 @@ def run_way(way: str, args: argparse.Namespace, root: Path, env: dict[str, str])
         max_load_per_cpu = 1000.0
         static_slots = {{ {QUEUE} = {args.slots} }}
     """))
-    server = [str(VENV_BIN / "slotmap"), "queue-server", "--config", str(config),
+    server = [*slotmap, "queue-server", "--config", str(config),
               "--data-dir", str(work / "queue-data"), "--fsync", "never"]
-    master_cmd = [str(VENV_BIN / "slotmap"), "master", "--config", str(config),
+    master_cmd = [*slotmap, "master", "--config", str(config),
                   "--report-file", str(work / "report.json"), "--report-interval-s", "0.2"]
     masters: list[subprocess.Popen[bytes]] = []
 
@@ -130,7 +137,7 @@ def run_way(way: str, args: argparse.Namespace, root: Path, env: dict[str, str])
             wait_until(lambda: client.total(QUEUE).jobs <= args.jobs * 2 // 3, "a third done", RUN_DEADLINE_S)
             write_handler(app, runs, "v2", args.job_ms / 1000)
             changed_at = time.time()
-            if way == "reload":
+            if way.startswith("reload"):
                 masters[0].send_signal(signal.SIGHUP)
             else:
                 masters[0].send_signal(signal.SIGTERM)
@@ -155,7 +162,7 @@ def all_new(found: HostReport | None, slots: int, way: str, master_pid: int) -> 
     if found is None or found.master_pid != master_pid:
         return False
     running = [s for s in found.slots if s.state == "running"]
-    if way == "reload":
+    if way.startswith("reload"):
         return found.code_generation >= 1 and not found.code_reloading and len(running) == slots
     return len(running) == slots
 
@@ -201,18 +208,21 @@ def main() -> int:
     parser.add_argument("--slots", type=int, default=4)
     parser.add_argument("--job-ms", type=float, default=10.0)
     parser.add_argument("--only", choices=["reload", "restart"])
+    parser.add_argument("--base", help="also restart a master of this commit (restart@base)")
     args = parser.parse_args()
-    env = dict(os.environ)
     outcomes = []
-    with tempfile.TemporaryDirectory(prefix="bench-reload-") as root:
+    with tempfile.TemporaryDirectory(prefix="bench-reload-") as root, \
+            code_dirs(args.base, prefix="bench-reload-base-") as dirs:
         for way in ([args.only] if args.only else ["reload", "restart"]):
-            outcomes.append(run_way(way, args, Path(root), env))
+            outcomes.append(run_way(way, args, Path(root), dirs["new"]))
+        if args.base:
+            outcomes.append(run_way("restart@base", args, Path(root), dirs[f"base {args.base}"]))
     print(f"{args.jobs} jobs of {args.job_ms:g} ms on {args.slots} slots; load {os.getloadavg()[0]:.2f} "
           f"on {os.cpu_count()} CPUs")
-    print(f"{'way':<8} {'steady/s':>9} {'s < half':>9} {'switch s':>9} {'lost':>5} {'re-run':>7} "
+    print(f"{'way':<12} {'steady/s':>9} {'s < half':>9} {'switch s':>9} {'lost':>5} {'re-run':>7} "
           f"{'charged':>8} {'total s':>8}")
     for o in outcomes:
-        print(f"{o.way:<8} {o.steady_per_s:>9.0f} {o.under_half_s:>9.2f} {o.switch_s:>9.2f} {o.lost:>5} "
+        print(f"{o.way:<12} {o.steady_per_s:>9.0f} {o.under_half_s:>9.2f} {o.switch_s:>9.2f} {o.lost:>5} "
               f"{o.rerun:>7} {o.charged:>8} {o.total_s:>8.1f}")
     return 0
 
