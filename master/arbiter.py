@@ -59,7 +59,7 @@ from master.lifecycle import (
 )
 from master.link import MasterLink
 from master.reconciler import Reconciler, Retarget, SlotAssignment, SlotCounts, Spawn, Stop, changes
-from master.reloading import CodeReloader, reload_config
+from master.reloading import CodeReloader, on_sighup
 from master.report import HostReport, build_report
 from master.report_file import ReportFile
 from master.settle import ReplyTo, Settlement, settle
@@ -225,11 +225,8 @@ class Master:
             self._apply(slot, StopRequested(timeout_s), now)
 
     def handle_reload(self) -> None:
-        """SIGHUP: re-read the config (master/reloading.py), then reload the handler code when
-        it changed on disk."""
-        now = time.monotonic()
-        modules = reload_config(self, managed=self.managed)
-        self.reloader.request(self, modules, now)
+        """SIGHUP: the config re-read, then the handler code reloaded (master/reloading.py)."""
+        on_sighup(self, time.monotonic())
 
     @property
     def managed(self) -> bool:

@@ -88,6 +88,10 @@ def import_code(modules: Sequence[str], *, before: Collection[str]) -> Code:
     return Code(loaded, files, code_version(files))
 
 
+class ImportRefused(Exception):
+    """Importing the new code raised past load_handlers' own boundary (SystemExit)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Undo:
     """What a fresh import replaced, to put back if the new code is refused."""
@@ -117,7 +121,11 @@ def reimport(current: Code, modules: Sequence[str]) -> tuple[Code, Undo]:
     # the new code must not linger (its queue then gets no slots, as at a first start).
     replace_registry({queue: cls for queue, cls in registry.items() if cls.__module__ not in removed})
     before = set(sys.modules)
-    code = import_code(modules, before=before)
+    try:
+        code = import_code(modules, before=before)
+    except (Exception, SystemExit) as exc:  # a module's sys.exit() at import must not end the master
+        Undo(removed, frozenset(set(sys.modules) - before), registry).restore()
+        raise ImportRefused(f"{type(exc).__name__}: {exc}") from exc
     return code, Undo(removed, frozenset(set(sys.modules) - before), registry)
 
 

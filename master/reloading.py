@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from config.errors import ConfigError
 from config.load import load_config
-from master.code_reload import Code, Undo, describe, reimport
+from master.code_reload import Code, ImportRefused, Undo, describe, reimport
 from master.generations import ReloadPhase, Trial, rolled, to_retire
 from master.lifecycle import SERVING, StopRequested
 from master.report import CodeState
@@ -82,7 +82,11 @@ class CodeReloader:
             log.info("code reload: handler code unchanged (version %s); slots kept", self.code.version)
             self.answered += 1
             return
-        new, undo = reimport(self.code, modules)
+        try:
+            new, undo = reimport(self.code, modules)
+        except ImportRefused as exc:
+            self._refuse(f"the new code failed to import: {exc}")
+            return
         if new.loaded.failures:
             undo.restore()
             self._refuse(f"the new code failed to import: {describe(new.loaded.failures)}")
@@ -185,6 +189,15 @@ class CodeReloader:
     def _served(master: Master) -> set[str]:
         queues = {slot.assignment.queue for slot in master.slots.values()}
         return queues | set(master.reconciler.wanted_queues())
+
+
+def on_sighup(master: Master, now: float) -> None:
+    """Re-read the config, then reload the handler code if it changed on disk."""
+    if master.stopping:
+        log.info("SIGHUP ignored: the master is stopping")
+        return
+    modules = reload_config(master, managed=master.managed)
+    master.reloader.request(master, modules, now)
 
 
 def reload_config(master: Master, *, managed: bool) -> list[str]:

@@ -88,9 +88,15 @@ def test_new_code_that_fails_to_import_or_in_setup_leaves_the_old_generation_ser
     assert first is not None
     pid = first.slots[0].pid
     app = tmp_path / "app"
-    (app / "sm_reload_app.py").write_text("this is not python\n")
+    # A module that exits at import must not end the master with it.
+    (app / f"{MODULE}.py").write_text("import sys\nsys.exit(3)\n")
     master.process.send_signal(signal.SIGHUP)
-    refused = master.wait_report(lambda r: r.code_reload_failure is not None, what="import refused")
+    refused = master.wait_report(lambda r: "SystemExit" in (r.code_reload_failure or ""),
+                                 what="the exiting import refused")
+    (app / f"{MODULE}.py").write_text("def broken(:\n")
+    master.process.send_signal(signal.SIGHUP)
+    refused = master.wait_report(lambda r: "SyntaxError" in (r.code_reload_failure or ""),
+                                 what="import refused")
     assert "failed to import" in (refused.code_reload_failure or "")
     assert refused.code_version == first.code_version and refused.code_generation == 0
 
