@@ -15,22 +15,47 @@ import logging
 import signal
 import time
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 from config.errors import ConfigError
 from config.load import load_config
+from config.models import ClusterConfig, MasterConfig
 from master.code_reload import Code, ImportRefused, Undo, describe, reimport
 from master.generations import ReloadPhase, Trial, rolled, to_retire
-from master.lifecycle import SERVING, StopRequested
+from master.lifecycle import SERVING, Slot, SlotEvent, StopRequested
+from master.reconciler import Reconciler, SlotAssignment, SlotCounts
 from master.report import CodeState
-from master.supervisor import send_signal, spawn
-from slot.discovery import extend_sys_path
+from master.supervisor import SocketId, send_signal, spawn
+from slot.beacon import Assignment
+from slot.discovery import LoadedHandlers, extend_sys_path
 from slot.exit_codes import SlotExit, describe_exit
 from slot.handler import Handler
 from slot.process import forget_parent_signals
 
-if TYPE_CHECKING:
-    from master.arbiter import Master
+
+class Master(Protocol):
+    """What a reload uses of the master (master/arbiter.py; a Protocol, so the arbiter's
+    import of this module makes no circle)."""
+
+    config: ClusterConfig
+    config_path: Path | None
+    slots: dict[int, Slot]
+    reconciler: Reconciler
+    loaded: LoadedHandlers
+    slot_sockets: frozenset[SocketId]
+    reloader: CodeReloader
+    stopping: bool
+
+    @property
+    def master_config(self) -> MasterConfig: ...
+    @property
+    def managed(self) -> bool: ...
+    def use_handlers(self, loaded: LoadedHandlers) -> None: ...
+    def apply_event(self, slot: Slot, event: SlotEvent, now: float) -> None: ...
+    def apply_slot_map(self, desired: SlotCounts | SlotAssignment) -> None: ...
+    def assignment_for(self, queue: str) -> Assignment: ...
+    def retarget(self, slot: Slot, assignment: Assignment, now: float) -> None: ...
 
 log = logging.getLogger(__name__)
 
