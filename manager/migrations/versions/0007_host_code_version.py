@@ -1,4 +1,4 @@
-"""host_samples: the version of the master's handler code and its last refused code reload.
+"""host_samples: the version of the master's handler code, and why its last code reload failed.
 
 Revision ID: 0007
 Revises: 0006
