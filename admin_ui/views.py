@@ -1,7 +1,6 @@
 """The manager's stored history (manager/store_reads.py) turned into view models; no clock, no config I/O."""
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Literal
@@ -27,6 +26,7 @@ from admin_ui.schemas import (
     Trend,
 )
 from config.models import QueueConfig
+from manager.code_versions import other_code
 from manager.store import EventKind, Override
 from manager.store_reads import EventQuery, HostReading, QueueReading, StoredEvent, StoreReads
 
@@ -218,12 +218,8 @@ def slot_map_view(
 def mark_other_code(rows: list[HostRow]) -> list[HostRow]:
     """Mark the live hosts whose code version differs from the one most live hosts run (a
     rolling deploy under way, or a host left behind); the older wins a tie, by name order."""
-    versions = Counter(row.code_version for row in rows if row.alive and row.code_version)
-    if len(versions) < 2:
-        return rows
-    common = versions.most_common(1)[0][0]
-    return [row.model_copy(update={"other_code": True})
-            if row.alive and row.code_version and row.code_version != common else row for row in rows]
+    other = other_code((row.host, row.alive, row.code_version) for row in rows)
+    return [row.model_copy(update={"other_code": True}) if row.host in other else row for row in rows]
 
 
 def _host_row(host: str, sample: HostReading | None, cells: Mapping[str, int]) -> HostRow:

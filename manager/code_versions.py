@@ -7,6 +7,8 @@ report. A master that restarts starts again at generation 0: no event, its versi
 """
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from manager.store import EventKind, NewEvent
@@ -47,3 +49,15 @@ class CodeVersions:
                 detail={"version": now.version, "generation": now.generation},
             ))
         return events
+
+
+def other_code(hosts: Iterable[tuple[str, bool, str | None]]) -> set[str]:
+    """Of (host, alive, code version): the live hosts whose version is not the one most live
+    hosts run (a rolling deploy under way, or a host left behind); a tie goes to the version
+    seen first (hosts in name order)."""
+    live = [(host, version) for host, alive, version in hosts if alive and version]
+    versions = Counter(version for _, version in live)
+    if len(versions) < 2:
+        return set()
+    common = versions.most_common(1)[0][0]
+    return {host for host, version in live if version != common}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from manager.code_versions import CodeVersions
+from manager.code_versions import CodeVersions, other_code
 from manager.store import EventKind
 from master.report import HostReport
 
@@ -38,3 +38,9 @@ def test_old_managers_read_a_report_without_the_code_fields() -> None:
     # Defaults are not sent (LATER_FIELDS): a manager of the release before forbids extra fields.
     assert b"code_" not in report().encode()
     assert b"code_version" in report(code_version="aaa").encode()
+
+
+def test_other_code_is_a_live_host_off_the_version_most_live_hosts_run() -> None:
+    hosts = [("a", True, "v2"), ("b", True, "v1"), ("c", True, "v2"), ("d", False, "v0"), ("e", True, None)]
+    assert other_code(hosts) == {"b"}
+    assert other_code([("a", True, "v1"), ("b", False, "v2")]) == set()

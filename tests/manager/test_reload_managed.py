@@ -3,11 +3,14 @@ the manager keeps running, and the hosts' code versions are in the manager's vie
 from __future__ import annotations
 
 import json
+import re
 import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from procs import server_proc
 from reload_app import MODULE, lines, write_app
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -16,6 +19,7 @@ from test_service_procs import Cluster, poll_until, wait_running
 from manager.db import HostSample, make_engine
 from queue_server.client import QueueClient
 
+slotmap_command = server_proc.slotmap_command
 QUEUES = {"roll": {"min_slots": 2, "max_slots": 2, "lock_timeout_s": 30.0}}
 
 
@@ -66,6 +70,9 @@ def test_sighup_keeps_the_managers_map_and_reloads_changed_code(cluster: Cluster
     [reloaded] = poll_until(lambda: cluster.events("host_code_reloaded"), what=lambda: cluster.logs())
     assert reloaded.host == "alpha" and reloaded.detail["to"] == report.code_version
     poll_until(lambda: stored_version(cluster) == report.code_version, what="the stored version")
+    shown = subprocess.run([*slotmap_command(), "hosts", "--config", str(cluster.root / "manager.toml")],
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0 and re.search(rf"alpha +up +2 .* {report.code_version}", shown.stdout), shown
     (app / f"{MODULE}.py").write_text("not python\n")
     master.process.send_signal(signal.SIGHUP)
     [refused] = poll_until(lambda: cluster.events("host_code_reload_refused"), what=lambda: cluster.logs())
