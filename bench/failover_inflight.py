@@ -241,14 +241,14 @@ def _gone(client: QueueClient, key: str) -> bool:
     """The job is acknowledged (DONE deletes it): JOB finds no job under its key."""
     try:
         return client.job(key) is None
-    except (OSError, Exception):  # noqa: BLE001 - a server failing over: not known yet
+    except (OSError, Exception):
         return False
 
 
 def _all_done(client: QueueClient, keys: list[str]) -> bool:
     try:
         total = client.total(QUEUE)
-    except Exception:  # noqa: BLE001 - a server failing over: not known yet
+    except Exception:
         return False
     return total.jobs == 0 and total.running == 0 and all(_gone(client, key) for key in keys[-3:])
 

@@ -37,7 +37,7 @@ def applied(verb: str, job: Job, info: JobInfo | None) -> bool:
     return info.state in ("failed", "dead") and not (info.error or "").startswith(LOCK_EXPIRED)
 
 
-def not_running(verb: str, job_id: int, job: Job | None, info: JobInfo | None | str) -> tuple[int, str]:
+def not_running(verb: str, job_id: int, job: Job | None, info: JobInfo | str | None) -> tuple[int, str]:
     """(log level, line) for an outcome `verb` of `job_id` answered "not running"; `info`:
     JOB's answer for the job's key, or why there is none (a text)."""
     if job is None or isinstance(info, str):

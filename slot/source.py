@@ -126,7 +126,7 @@ class ClientSource:
         """Say what became of the ids an outcome found not running (outcome_check.py)."""
         for job_id in ids:
             job = self._batch.get(job_id)
-            info: JobInfo | None | str = "no key"
+            info: JobInfo | str | None = "no key"
             if job is not None and job.key is not None:
                 try:
                     info = self.client.job(job.key, until=self._until())
