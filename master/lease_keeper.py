@@ -36,10 +36,11 @@ MAX_PENDING_FAILURES = 100_000
 FAIL_RETRY_FOR_S = 60.0
 RETRY_PAUSE_S = 0.5
 # How long one round follows the primary through a failover (a refusal by a server that is
-# not the primary, a lost connection: sent again to the primary found anew, issue 25). A
-# new primary answers 1.5-2 s after a kill; its locks are the replicated ones, renewed a
-# third of a lock time before they run out (master/leases.py), so a round that follows
-# for this long renews them in time for any lock above 3 x FOLLOW_S / 2.
+# not the primary, a lost connection: sent again to the primary found anew, issue 25); the
+# renewals of a round that gave up go back and are tried again. A new primary answers
+# 1.5-2 s after a kill and holds the replicated locks, renewed when a third of their time
+# has passed (master/leases.py): a lock survives any failover shorter than two thirds of
+# it (40 s with the default 60 s lock).
 FOLLOW_S = 10.0
 
 
