@@ -26,6 +26,8 @@ BAD_REQUEST = 400
 # How long a fetch follows a failover inside the client (the new primary answers 1.5-2 s
 # after a kill), polling the server list every 0.2 s, before the loop's own retry.
 FETCH_FOLLOW_S = 10.0
+# Ids an outcome found not running that are looked up by key (JOB), per request.
+MAX_LOOKUPS = 20
 
 
 class ClientSource:
@@ -123,8 +125,13 @@ class ClientSource:
             _call(self.client.put, queue, data, item=item, ttl_s=ttl_s, until=self._until())
 
     def _not_running(self, verb: str, ids: Sequence[int]) -> None:
-        """Say what became of the ids an outcome found not running (outcome_check.py)."""
-        for job_id in ids:
+        """Say what became of the ids an outcome found not running (outcome_check.py): the
+        first MAX_LOOKUPS each looked up by key, one line for the rest (a big batch whose
+        locks all expired costs a bounded number of round trips)."""
+        if len(ids) > MAX_LOOKUPS:
+            log.warning("%s of %d more jobs: no longer running (their lock may have expired; not "
+                        "looked up): %s", verb, len(ids) - MAX_LOOKUPS, list(ids[MAX_LOOKUPS:]))
+        for job_id in ids[:MAX_LOOKUPS]:
             job = self._batch.get(job_id)
             info: JobInfo | str | None = "no key"
             if job is not None and job.key is not None:

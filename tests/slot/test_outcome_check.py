@@ -1,12 +1,20 @@
 """The verdict on an outcome answered "not running" after a failover (slot/outcome_check.py):
-applied before the failover, or a lock lost. Pure."""
+applied before the failover, or a lock lost. Pure, and the slot's source against a real
+queue server."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
+import pytest
+
+from queue_server.client import QueueClient
 from queue_server.protocol.job_info import JobInfo
 from queue_server.protocol.replies import Job
 from slot.outcome_check import applied, not_running
+from slot.source import ClientSource
+from slot.wake import Waker
+from tests.queue_server.server_proc import running_queue_server
 
 JOB = Job("q", 7, 0, b"x", key="k", attempt=2)
 
@@ -36,3 +44,19 @@ def test_without_a_key_or_an_answer_the_loss_is_reported_as_before() -> None:
     assert level == logging.WARNING and "no key" in text
     level, text = not_running("DONE", 7, JOB, "the queue server could not say: 500 Offline Mode")
     assert level == logging.WARNING and "could not say" in text
+
+
+def test_the_source_tells_a_done_applied_before_from_a_lock_lost(tmp_path: Path,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    with running_queue_server(tmp_path, "--fsync", "never") as server, QueueClient(server.address) as client:
+        client.put("q", b"a", key="applied")
+        client.put("q", b"b", key="lost")
+        source = ClientSource(client, Waker())
+        applied_job, lost_job = source.fetch("q", count=2, lock_s=60.0) or []
+        client.done(applied_job.id)  # the first DONE, applied (and replicated) before a failover
+        client.later(lost_job.id)  # its lock gone: the job waits again
+        with caplog.at_level(logging.INFO, logger="slot.source"):
+            source.done([applied_job.id, lost_job.id])
+    lines = {record.levelno: record.getMessage() for record in caplog.records}
+    assert "key applied" in lines[logging.INFO] and "already applied" in lines[logging.INFO]
+    assert "key lost" in lines[logging.WARNING] and "lock was lost (now ready" in lines[logging.WARNING]
