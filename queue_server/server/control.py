@@ -107,7 +107,7 @@ def _link(server: Server, conn: Conn, command: p.Link) -> None:
 def _authority(server: Server, command: p.Authority) -> bytes:
     """LEASE, PROMOTE, FOLLOW: the manager's word (roles.py)."""
     if command.verb == b"LEASE":
-        return server.lease(command.epoch, command.lease_ms, command.echo_ms)
+        return server.lease(command.epoch, command.lease_ms, command.echo_ms, command.alone)
     if command.verb == b"PROMOTE":
         return server.promote_by_manager(command.epoch)
     assert command.primary is not None
