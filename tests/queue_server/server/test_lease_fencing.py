@@ -17,14 +17,14 @@ from tests.queue_server.util import barrier, get_job, poll_until, put_ok, total
 EPOCH_ERAS_IDS = 10**13  # lease_ids.py: ERA_IDS * EPOCH_ERAS ids per epoch
 
 
-def lease(server, epoch: int) -> None:  # type: ignore[no-untyped-def]
-    """Lease `server` for 10 minutes in `epoch`, as the manager does (twice the first time:
-    the grant runs from this server's own clock, echoed)."""
+def lease(server, epoch: int, ms: int = 600_000) -> None:  # type: ignore[no-untyped-def]
+    """Lease `server` for `ms` in `epoch`, as the manager does (twice the first time: the
+    grant runs from this server's own clock, echoed)."""
     conn = server.connect()
     reply = conn.request(b"LEASE %d 600000 0" % epoch)
     assert reply.startswith(b"200 OK "), reply
     clock = int(reply.split()[2])
-    assert conn.request(b"LEASE %d 600000 %d" % (epoch, clock)).startswith(b"200 OK "), "lease"
+    assert conn.request(b"LEASE %d %d %d" % (epoch, ms, clock)).startswith(b"200 OK "), "lease"
     poll_until(lambda: conn.request(b"PUT probe 0 0").startswith(b"200 OK"), what="leased")
     assert get_job(conn, "GET probe").queue == "probe"  # (drained again: nothing else there)
 
@@ -72,6 +72,18 @@ def test_a_server_told_to_follow_answers_its_blocked_getb_and_hands_out_nothing_
     assert consumer.request(b"DONE %d" % (stale + 1)) == b"404 Job Not Found"
     assert total(consumer, "work") == (1, 1, 2, 1), "a stale DONE deleted a job"
     assert consumer.request(b"DONE %d" % job.id) == b"200 OK"
+
+
+def test_a_primary_whose_lease_lapses_answers_its_blocked_clients(start_queue_server) -> None:
+    server = start_queue_server("--managed")
+    admin = server.connect()
+    lease(server, 1, ms=5000)  # 5 s from the grant on this server's clock, not renewed
+    waiter = server.connect()
+    waiter.send(b"GETB work\r\n")
+    barrier(admin)
+    assert waiter.pending() == b"", "refused before the lease lapsed: the test proves nothing"
+    assert answer_of_blocked(waiter) in (b"", b"500 Offline Mode\r\n")
+    assert admin.request(b"PUT work 0 0") == b"500 Offline Mode"
 
 
 def _frame_starts(log: Path) -> list[int]:
