@@ -161,6 +161,7 @@ class QueueServer(Roles, Replicated):
         log.warning("server %d is the primary now (online)", self.settings.server_id)
         if not self.term.managed:  # no epoch says whose turn it is: eras of its own
             self.take_ids(lease_ids.for_self_promotion(self.store.next_id), "self-promoted")
+        self.store.inherit_running()
         # Every deadline the primary left (running jobs' locks, delayed jobs) is ours now.
         self.fire_timers_if_due()
         self._arm_timer()
@@ -326,7 +327,13 @@ class QueueServer(Roles, Replicated):
         now = time.time()
         deadline = self.store.next_deadline()
         if (deadline is not None and deadline <= now) or (dead_ages and self.store.dead_queues_due(now)):
+            given_back = self.store.inherited_given_back
             self.store.fire_due(now)
+            if self.store.inherited_given_back != given_back:
+                log.warning("%d jobs leased before the failover were not renewed within their lock "
+                            "time (their hand-out's reply died with the old primary, or their holder "
+                            "did): given back at the head of their queue, uncharged",
+                            self.store.inherited_given_back - given_back)
             self._after_change()
             self._request_flush()
 

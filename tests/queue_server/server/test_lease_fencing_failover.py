@@ -6,6 +6,8 @@ old one gave, a stale DONE meets 404 and deletes nothing, and a lease the old pr
 gave before (replicated) is still accepted by the new one."""
 from __future__ import annotations
 
+import time
+
 from tests.queue_server.server.ha import frozen
 from tests.queue_server.server.ha_cluster import FAILOVER_DEADLINE_S, HaCluster
 from tests.queue_server.server.test_lease_fencing import EPOCH_ERAS_IDS, answer_of_blocked
@@ -46,3 +48,31 @@ def test_a_deposed_primary_hands_out_no_job_and_its_ids_meet_404(ha: HaCluster) 
     assert total(consumer, "work") == (1, 1, 2, 1), "a stale DONE deleted a job"
     assert consumer.request(b"DONE %d" % running).startswith(b"200 OK")  # a replicated lease
     assert consumer.request(b"DONE %d" % job.id) == b"200 OK"
+
+
+def test_a_lease_from_before_the_failover_that_nobody_renews_comes_back_uncharged(ha: HaCluster) -> None:  # noqa: F811
+    """A hand-out whose reply died with the primary (issue 25 point 1: a slot cannot know the
+    job it never got) reaches the new primary as a running lease nobody holds. At its lock's
+    end it is given back at the head of its queue with its attempt not counted; a lease its
+    holder renewed on the new primary expires as a failed attempt, as before."""
+    from queue_server.client import QueueClient
+
+    lock_s = 2.0
+    with QueueClient(ha.addresses, timeout_s=10.0) as client:
+        orphan_key = client.put("inherit", b"orphan")
+        [orphan] = client.get("inherit", expire_s=lock_s, keys=True)
+        held_key = client.put("inherit", b"held")
+        [held] = client.get("inherit", expire_s=lock_s, keys=True)
+        ha.servers[0].kill()
+        poll_until(lambda: ha.primary(epoch_above=1), timeout_s=FAILOVER_DEADLINE_S,
+                   what=lambda: f"a new primary: {ha.views()}")
+        # The holder of `held` finds the new primary and renews; nobody holds `orphan`.
+        assert client.touch(held.id, expire_s=lock_s, until=time.monotonic() + FAILOVER_DEADLINE_S) == [True]
+        back = poll_until(lambda: (i := client.job(orphan_key)) is not None and i.state != "running" and i,
+                          what="the orphaned lease's end")
+        assert back.state == "ready" and back.attempts == 0 and back.error is None, back
+        failed = poll_until(lambda: (i := client.job(held_key)) is not None and i.state != "running" and i,
+                            what="the renewed lease's end")
+        assert failed.error is not None and failed.error.startswith("lock expired"), failed
+        [again] = client.get("inherit", keys=True)
+        assert again.data == b"orphan" and again.attempt == 1 and again.id != orphan.id
