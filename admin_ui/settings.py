@@ -11,7 +11,7 @@ from config.curve import client_curve
 from config.errors import ConfigError
 from config.models import ClusterConfig, QueueConfig, parse_host_port
 from config.schedules import ScheduleConfig
-from config.tokens import resolve_token
+from config.tokens import role_token
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +63,10 @@ class AdminSettings:
 
 
 def queue_token(config: ClusterConfig) -> str | None:
-    """The queue server's AUTH token as the other clients find it ($SLOTMAP_QUEUE_TOKEN(_FILE),
-    then [queue_server] token_file or token); ConfigError when it cannot be read."""
+    """The operator role's token (retry, delete, JOBS; docs/SECURITY.md "Roles"):
+    $SLOTMAP_QUEUE_TOKEN(_FILE), then [queue_server] operator_token_file, then the one admin
+    token (token_file or token); ConfigError when it cannot be read."""
     try:
-        return resolve_token(config_token=config.queue_server.token, config_file=config.queue_server.token_file)
+        return role_token(config.queue_server, "operator")
     except ValueError as exc:
         raise ConfigError(str(exc)) from None

@@ -31,7 +31,7 @@ from config.errors import ConfigError
 from config.load import load_config
 from config.models import ClusterConfig
 from config.periodic import TurnBoundary
-from config.tokens import resolve_token
+from config.tokens import role_token
 from master import host
 from master.assignments import assignment_for, queue_settings
 from master.deaths import Deaths
@@ -111,10 +111,11 @@ class Master:
         self.report_turns = TurnBoundary(f"writing the report file {report_path}", log=log,
                                          next_turn=f"the slots go on; tried again in {report_interval_s:g} s")
         self._warned_unhandled: set[str] = set()
-        # As the other clients find it: $SLOTMAP_QUEUE_TOKEN(_FILE), token_file, token.
+        # The worker role's (least privilege, docs/SECURITY.md "Roles"): its slots and lease
+        # keeper take, finish and put jobs; $SLOTMAP_QUEUE_TOKEN(_FILE), else the role's file,
+        # else the one admin token.
         try:
-            self.queue_token = resolve_token(config_token=config.queue_server.token,
-                                             config_file=config.queue_server.token_file)
+            self.queue_token = role_token(config.queue_server, "worker")
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         self.leases = LeasePipes()

@@ -82,9 +82,14 @@ def command_word(command: p.Command) -> bytes:
 
 
 def right_of(command: p.Command) -> str:
-    if type(command) is p.Simple:
+    kind = type(command)
+    if kind is p.Simple:
         return SIMPLE_RIGHTS[command.name]  # type: ignore[union-attr]
-    return TYPE_RIGHTS[type(command)][1]
+    if kind is p.Link and command.peer is None:  # type: ignore[union-attr]
+        # Plain INTERCONNECT: the server's id, which every client asks of each server it
+        # may use (queue_server/client/core.py); plain SNAPSHOT: the whole state, out.
+        return ANY if command.name == b"INTERCONNECT" else CLONE  # type: ignore[union-attr]
+    return TYPE_RIGHTS[kind][1]
 
 
 def named_queues(command: p.Command) -> tuple[str | None, ...]:
