@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from procs import spawn_slotmap, to_toml, wait_listening
+
+from tests.queue_server import server_proc
 from tests.queue_server.server.ha import role
 from tests.queue_server.util import poll_until
 
@@ -107,3 +110,38 @@ def test_the_cluster_credential_replicates_and_nothing_else_speaks_for_the_clust
     on_replica.expect(b"200 OK\r\n")
     poll_until(lambda: on_replica.request(b"TOTAL q").split()[4:5] == [b"1"], timeout_s=LINK_S,
                what="the job on the replica")
+
+
+def test_the_managers_sentinel_leases_with_the_cluster_credential(start_queue_server, tmp_path):
+    """A managed server whose cluster commands need `cluster_token_file`: the real manager
+    reads the same file and its LEASE is taken (the admin token alone would be refused)."""
+    paths = _tokens(tmp_path)
+    server_config = (f'[queue_server]\ntoken_file = "{paths["admin"]}"\n'
+                     f'cluster_token_file = "{paths["cluster"]}"\n')
+    server = start_queue_server("--managed", config=server_config)
+    manager = None
+    try:
+        for _ in range(server_proc.BIND_ATTEMPTS):
+            port = server_proc.free_port()
+            config = tmp_path / "manager.toml"
+            config.write_text(to_toml({
+                "queue_server": {"servers": [server.address], "managed_failover": True,
+                                 "token_file": str(paths["admin"]),
+                                 "cluster_token_file": str(paths["cluster"])},
+                "manager": {"listen": f"tcp://127.0.0.1:{port}",
+                            "database_url": f"sqlite:///{tmp_path / 'manager.db'}"},
+            }))
+            manager = spawn_slotmap(["manager", "--config", str(config)],
+                                    log_path=tmp_path / "manager.log", cwd=tmp_path)
+            if wait_listening(manager, port, tmp_path / "manager.log", what="the manager"):
+                break
+        client = server.connect()
+        client.send(b"AUTH admin_secret_42\r\n")
+        client.expect(b"200 OK\r\n")
+        poll_until(lambda: role(client)[5] == b"held", timeout_s=LINK_S,
+                   what=lambda: f"the lease\n{(tmp_path / 'manager.log').read_text()}")
+        assert "cluster credential" not in server.output_text()
+    finally:
+        if manager is not None:
+            manager.kill()
+            manager.wait(timeout=10)
