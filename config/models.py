@@ -66,7 +66,7 @@ class QueueServerConfig(_Strict):
     producer_token_file: str | None = Field(default=None, description="A file whose first line is the producer role's token: PUT (keyed, WAIT), JOB, TOTAL, STATS (docs/SECURITY.md \"Roles\").")
     worker_token_file: str | None = Field(default=None, description="The worker role's token file: GET, GETB, GETBE, DONE, FAIL, LATER, TOUCH, PUT (replies, follow-ups) and the producer's reads.")
     operator_token_file: str | None = Field(default=None, description="The operator role's token file: RETRY, DELETE, JOBS, RUNLIST and the reads.")
-    cluster_token_file: str | None = Field(default=None, description="The cluster's own credential: LEASE, PROMOTE, FOLLOW, REPLACK, SNAPSHOT, INTERCONNECT, CLONE and SYNC records need it (then token_file's admin token no longer does); replicas and the manager's sentinel send it.")
+    cluster_token_file: str | None = Field(default=None, description="The cluster's own credential: LEASE, PROMOTE, FOLLOW, REPLACK, SNAPSHOT/INTERCONNECT <n> <ip> <port> and SYNC records need it (then token_file's admin token no longer does); replicas, --join and the manager's sentinel send it.")
     producer_queues: list[str] | None = Field(default=None, description="The queues the producer token may touch (names or globs: [\"mail*\", \"thumbs\"]); unset: every queue.")
     worker_queues: list[str] | None = Field(default=None, description="The queues the worker token may touch (names or globs); unset: every queue.")
     operator_queues: list[str] | None = Field(default=None, description="The queues the operator token may touch (names or globs); unset: every queue.")
@@ -270,6 +270,9 @@ class AdminConfig(_Strict):
     )
     # With a token: reading pages, the API and /metrics needs it too.
     protect_reads: bool = Field(default=False, description="With a token: reading pages, the API and /metrics needs it too (otherwise reads are open, actions need the token).")
+    viewer_token_file: str | None = Field(default=None, description="A file holding the viewer token (first line, chmod 600): signs in to read, never to act; job data and errors only with viewer_job_data.")
+    operator_token_file: str | None = Field(default=None, description="A file holding the operator token (first line, chmod 600): retry, delete, cancel, schedules, limiter resume, and job data.")
+    viewer_job_data: bool = Field(default=False, description="The viewer token may also read jobs' data and errors (they hold whatever producers and handlers put there).")
     refresh_s: float = Field(default=5.0, ge=0, description="How often dashboard pages refresh themselves (0: never).")
     allowed_hosts: list[str] = Field(
         default_factory=list, max_length=100,

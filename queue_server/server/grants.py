@@ -23,7 +23,7 @@ from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
 
 
-class Role(str, enum.Enum):
+class Role(enum.StrEnum):
     PRODUCER = "producer"
     WORKER = "worker"
     OPERATOR = "operator"
@@ -82,14 +82,13 @@ def command_word(command: p.Command) -> bytes:
 
 
 def right_of(command: p.Command) -> str:
-    kind = type(command)
-    if kind is p.Simple:
-        return SIMPLE_RIGHTS[command.name]  # type: ignore[union-attr]
-    if kind is p.Link and command.peer is None:  # type: ignore[union-attr]
+    if isinstance(command, p.Simple):
+        return SIMPLE_RIGHTS[command.name]
+    if isinstance(command, p.Link) and command.peer is None:
         # Plain INTERCONNECT: the server's id, which every client asks of each server it
         # may use (queue_server/client/core.py); plain SNAPSHOT: the whole state, out.
-        return ANY if command.name == b"INTERCONNECT" else CLONE  # type: ignore[union-attr]
-    return TYPE_RIGHTS[kind][1]
+        return ANY if command.name == b"INTERCONNECT" else CLONE
+    return TYPE_RIGHTS[type(command)][1]
 
 
 def named_queues(command: p.Command) -> tuple[str | None, ...]:

@@ -25,7 +25,7 @@ def table_rows() -> list[tuple[bytes, bytes | None, dict[str, bool]]]:
     for match in ROW.finditer(SECURITY_MD.read_text()):
         line, data, cells = match.groups()
         verdicts = [cell.strip() == "yes" for cell in cells.strip(" |").split("|")]
-        rows.append((line.encode(), None if data is None else data.encode(), dict(zip(ROLES, verdicts))))
+        rows.append((line.encode(), None if data is None else data.encode(), dict(zip(ROLES, verdicts, strict=True))))
     return rows
 
 
