@@ -19,7 +19,7 @@ run: $(STAMP)
 TEST_WORKERS ?= 2
 
 test: $(STAMP) browser
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 # The dashboard's browser tests drive Debian's Chromium; without it they skip and say why.
 browser:

@@ -9,7 +9,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from admin_ui import actions, jobs_api, views
 from admin_ui.deps import ActorDep, ReadsDep, SettingsDep, StoreDep, get_store, readable
 from admin_ui.errors import UnknownQueue
-from admin_ui.limiters import queue_limiter, queue_limiters
+from admin_ui.limiters_shown import queue_limiter, queue_limiters
 from admin_ui.metrics import exposition
 from admin_ui.queue_metrics import make_queue_registry
 from admin_ui.queue_roles import QueueServerRole, read_roles

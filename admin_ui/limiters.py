@@ -9,7 +9,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from admin_ui.schemas import LimiterStatus
 from config.curve import ClientCurve
@@ -17,9 +16,6 @@ from config.models import QueueConfig
 from slot.pulsar.client import PermitClient
 from slot.pulsar.errors import PermitError
 from slot.pulsar.protocol import LimiterView
-
-if TYPE_CHECKING:
-    from admin_ui.settings import AdminSettings
 
 # Long enough for a loaded pulsar on another host, short enough for a page that refreshes.
 REPLY_TIMEOUT_S = 0.5
@@ -88,21 +84,3 @@ def limiter_status(queue: str, config: QueueConfig | None, readout: Readout | No
         granted_total=view.granted_total, cuts=view.cuts, pauses=view.pauses,
         paused_for_s=view.paused_for_s,
     )
-
-
-def queue_limiter(settings: AdminSettings, queue: str) -> LimiterStatus | None:
-    """The queue's limiter figures; the pulsar is asked only for a queue with a rate_limit."""
-    config = settings.queues.get(queue)
-    if config is None or config.rate_limit is None:
-        return None
-    return limiter_status(queue, config, None if settings.limiters is None else settings.limiters.read())
-
-
-def queue_limiters(settings: AdminSettings) -> dict[str, LimiterStatus]:
-    """Every rate-limited queue's limiter from one read of the pulsar (none asked without one)."""
-    rated = {name: config for name, config in settings.queues.items() if config.rate_limit is not None}
-    if not rated:
-        return {}
-    readout = None if settings.limiters is None else settings.limiters.read()
-    found = {name: limiter_status(name, config, readout) for name, config in rated.items()}
-    return {name: status for name, status in found.items() if status is not None}

@@ -14,7 +14,7 @@ from admin_ui.auth import SESSION_COOKIE, Access, role_of_token, session_value
 from admin_ui.charts import QUEUE_CHARTS, queue_chart
 from admin_ui.deps import ActorDep, FormDep, ReadsDep, SettingsDep, StoreDep, get_access, readable
 from admin_ui.errors import AdminError, InvalidLimits, UnknownQueue
-from admin_ui.limiters import queue_limiter, queue_limiters
+from admin_ui.limiters_shown import queue_limiter, queue_limiters
 from admin_ui.queue_roles import read_roles
 from admin_ui.schemas import EventFilter, LimitsChange, QueueSortKey, SortOrder
 from admin_ui.settings import AdminSettings

@@ -14,7 +14,7 @@ from admin_ui.settings import AdminSettings
 from manager.sentinel import View
 from manager.server_link import ServerLink
 
-SYNC_STATES = ("async", "sync", "waiting", "refusing", "alone")
+SYNC_STATES = ("async", "sync", "waiting", "refusing", "asking", "alone")
 
 
 class ReplicaLag(BaseModel):
@@ -30,7 +30,7 @@ class QueueServerRole(BaseModel):
     role: str | None = None  # primary | replica
     epoch: int | None = None
     lease: str | None = None  # unmanaged | held | lapsed
-    sync: str | None = None  # async | sync | waiting | refusing | alone
+    sync: str | None = None  # async | sync | waiting | refusing | asking | alone
     in_sync: list[str] = []
     replicas: list[ReplicaLag] = []
     # A replica's records it could not apply (each one a resync from a snapshot), from INFO.

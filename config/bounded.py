@@ -7,7 +7,7 @@ bounds are generous for a real peer and small enough that no frame can hurt the 
 """
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Final
 
 from pydantic import Field
 
@@ -17,8 +17,10 @@ from config.names import HOST_NAME_PATTERN, QUEUE_NAME_PATTERN
 MAX_COUNT = 2**63 - 1
 # A pid on Linux is below 2**22; any 32-bit value is taken.
 MAX_PID = 2**31 - 1
-# Durations a peer reports (uptime, busy time): about 300 years.
-MAX_SECONDS = 1e10
+# Every duration from outside (a peer's uptime, a config's lock time, DELAY/TTL on a request
+# line): about 317 years. One bound for config/ and the queue server's wire numbers
+# (queue_server/protocol/numbers.py reads it from here: config/ imports no other package).
+MAX_SECONDS: Final = 10**10
 # A Unix time: up to the year 2286.
 MAX_UNIX_TIME = 1e10
 # A load average or a ratio: far above any real host's.

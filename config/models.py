@@ -7,10 +7,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from config.bounded import MAX_SECONDS
 from config.endpoints import check_host, check_token, parse_zmq_endpoint
 from config.names import HOST_NAME_PATTERN, QUEUE_NAME_PATTERN
 from config.schedules import SCHEDULE_NAME_PATTERN, ScheduleConfig
-from queue_server.protocol.numbers import MAX_SECONDS
 
 
 class _Strict(BaseModel):
@@ -60,7 +60,7 @@ class QueueServerConfig(_Strict):
     replicate: Literal["async", "sync"] = Field(default="async", description="sync: every change is acknowledged only once min_sync_replicas replicas wrote it (under their fsync policy) and confirmed it; async: replicas follow behind (docs/DESIGN.md, \"Failover that loses nothing\").")
     min_sync_replicas: int = Field(default=1, ge=1, le=16, description="replicate = \"sync\": replicas that must confirm a change before it is acknowledged.")
     sync_timeout_s: float = Field(default=2.0, gt=0, le=3600, description="replicate = \"sync\": with no confirmation for this long, the primary refuses queue commands (500 Offline Mode) or, with sync_fallback = \"async\", goes on alone.")
-    sync_fallback: Literal["refuse", "async"] = Field(default="refuse", description="replicate = \"sync\" and no replica confirms: refuse (acknowledge nothing more until one does) or async (go on alone, logged and shown in ROLE and /metrics).")
+    sync_fallback: Literal["refuse", "async"] = Field(default="refuse", description="replicate = \"sync\" and no replica confirms: refuse (acknowledge nothing more until one does) or async (go on alone, logged and shown in ROLE and /metrics; with managed_failover only once the manager recorded that no replica is in sync, after which it promotes none).")
     token_file: str | None = Field(default=None, description="A file whose first line is the token (instead of token; chmod 600). $SLOTMAP_QUEUE_TOKEN or --token-file override both.")
     # Least privilege (docs/SECURITY.md "Roles"): each role's token in its own file (chmod 600).
     producer_token_file: str | None = Field(default=None, description="A file whose first line is the producer role's token: PUT (keyed, WAIT), JOB, TOTAL, STATS (docs/SECURITY.md \"Roles\").")

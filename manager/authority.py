@@ -35,24 +35,37 @@ def read(engine: Engine) -> Record | None:
         return Record(row.epoch, row.primary, row.in_sync, replicas)
 
 
-def create(engine: Engine, primary: str) -> bool:
-    """The first record (epoch 1); False if another manager wrote one first."""
-    try:
-        with Session(engine) as session, session.begin():
-            session.add(QueueAuthority(id=ROW_ID, epoch=1, primary=primary, in_sync=True,
-                                       sync_replicas="", updated_at_unix=time.time()))
-    except IntegrityError:
-        return False
-    return True
-
-
-def promote(engine: Engine, seen: Record, primary: str) -> Record | None:
-    """Epoch + 1 with `primary`, if the record is still `seen`; the new record or None."""
-    new = Record(seen.epoch + 1, primary, True, ())
+def take_over(engine: Engine, seen: Record | None, new: Record) -> Record | None:
+    """The record `new` in place of `seen` (None: no record yet), if the record is still
+    `seen`: the first record, or one above every epoch the servers report (a new or restored
+    database, manager/takeover.py). None if another manager changed it first."""
+    values = dict(epoch=new.epoch, primary=new.primary, in_sync=new.in_sync,
+                  sync_replicas=",".join(new.sync_replicas), updated_at_unix=time.time())
+    if seen is None:
+        try:
+            with Session(engine) as session, session.begin():
+                session.add(QueueAuthority(id=ROW_ID, **values))
+        except IntegrityError:
+            return None
+        return new
     with Session(engine) as session, session.begin():
         changed = session.execute(
             update(QueueAuthority)
             .where(QueueAuthority.id == ROW_ID, QueueAuthority.epoch == seen.epoch)
+            .values(**values))
+        return new if _rows(changed) == 1 else None
+
+
+def promote(engine: Engine, seen: Record, primary: str) -> Record | None:
+    """Epoch + 1 with `primary`, if the record is still `seen`; the new record or None.
+    `in_sync` is compared too: a primary's fallback to async recorded after `seen` was read
+    (by a manager that has not yet noticed it lost its lock) makes the promotion fail."""
+    new = Record(seen.epoch + 1, primary, True, ())
+    with Session(engine) as session, session.begin():
+        changed = session.execute(
+            update(QueueAuthority)
+            .where(QueueAuthority.id == ROW_ID, QueueAuthority.epoch == seen.epoch,
+                   QueueAuthority.in_sync == seen.in_sync)
             .values(epoch=new.epoch, primary=primary, in_sync=True, sync_replicas="",
                     updated_at_unix=time.time()))
         return new if _rows(changed) == 1 else None

@@ -1,27 +1,11 @@
-"""The manager's events as the dashboard lists them (pure): masters joining and leaving, slot moves, overrides."""
+"""The manager's events as the dashboard lists them (pure): slot moves and overrides
+(a master joining or leaving: manager/host_events.py, beside the masters' link)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from manager.heartbeat import Change, PeerChange
 from manager.model import Move, Plan
 from manager.store import EventKind, NewEvent, Override
-from master.report import HostReport
-
-
-def change_event(change: PeerChange, report: HostReport | None) -> NewEvent:
-    slots = len(report.slots) if report is not None else 0
-    texts = {
-        Change.JOINED: (EventKind.MASTER_JOINED, f"master {change.host} joined with {slots} slots"),
-        Change.BACK: (EventKind.MASTER_BACK,
-                      f"master {change.host} is back after {change.silent_s:.1f} s with {slots} slots"),
-        Change.RESTARTED: (EventKind.MASTER_RESTARTED, f"master {change.host} restarted"),
-        Change.LOST: (EventKind.MASTER_LOST,
-                      f"master {change.host} silent for {change.silent_s:.1f} s: its slots are re-planned"),
-        Change.LEFT: (EventKind.MASTER_LEFT, f"master {change.host} is stopping: its slots are re-planned"),
-    }
-    kind, message = texts[change.change]
-    return NewEvent(kind=kind, message=message, host=change.host)
 
 
 def moves_events(plan: Plan) -> list[NewEvent]:

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from manager.crash_events import CrashEvents
-from manager.event_builders import change_event
 from manager.heartbeat import ADOPT, GONE, MasterState, PeerChange, Peers
+from manager.host_events import change_event
 from manager.link import ManagerSocket, Received
 from manager.load_caps import LoadCaps
 from manager.model import SlotMap

@@ -15,6 +15,12 @@ The lease a grant gives runs from the primary's clock echoed in it, that is from
 before the reply that carried that echo reached us: the last such reply's arrival plus
 lease_s bounds every lease we granted, with no clock offset to cover (DESIGN.md).
 
+A primary asking to go on alone (sync_fallback "async", ROLE says `asking`) gets
+`in_sync = false` written first and then `LEASE ... ALONE`, the consent: nothing is
+acknowledged alone before the record says so, and no replica is promoted after. A
+database without a record, or with one below the servers' epochs (new or restored), gets
+one above every epoch they report (manager/takeover.py).
+
 The database decides; the queue servers never vote. A manager that takes over waits a
 whole lease from its start before promoting anyone: it cannot know the last grant.
 """
@@ -31,7 +37,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from config.periodic import TurnBoundary
-from manager import authority
+from manager import authority, takeover
 from manager.authority import Record
 from manager.server_link import ServerLink
 from manager.store import EventKind, NewEvent
@@ -51,6 +57,7 @@ LEASE_RENEW_S = 0.25
 LEASE_MARGIN_S = 0.5
 LOCK_CHECK_S = 0.25  # the active manager's lock is checked this often while it is sentinel
 assert LEASE_MARGIN_S >= 2 * LOCK_CHECK_S
+MAX_EPOCH = 2**63 - 1  # a ROLE claiming more is not believed (the record's column is 64-bit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +76,7 @@ class View:
     def parse(cls, line: bytes | None) -> View | None:
         words = (line or b"").decode("ascii", "replace").split()
         if (len(words) != 10 or words[:2] != ["200", "OK"] or not words[6].isdigit()
-                or not words[9].isdigit()):
+                or not words[9].isdigit() or len(words[6]) > 19 or int(words[6]) > MAX_EPOCH):
             return None
         in_sync = () if words[8] == "-" else tuple(words[8].split(","))
         return cls(words[2], words[3], int(words[6]), words[7], in_sync, int(words[9]))
@@ -110,6 +117,7 @@ class Sentinel:
         self.echo: dict[str, tuple[int, float]] = {}
         self.refused_promotion = False
         self.restart_noted = False
+        self.takeover_waiting = ""  # the last "not taking over yet" said (said once)
         # A turn every 0.25 s: an outage is said once, then once a minute, then its end.
         self.database = TurnBoundary("sentinel: reaching the database", log=log, traceback=False,
                                      next_turn=f"no lease renewed; tried again every {LEASE_RENEW_S:g} s")
@@ -135,16 +143,18 @@ class Sentinel:
 
     def turn(self, now: float) -> None:
         views = {address: View.parse(self.links[address].ask(b"ROLE")) for address in self.servers}
-        record = authority.read(self.engine) or self._first_record(views)
+        record = self._take_over(authority.read(self.engine), views)
         if record is None:
             return
         primary = views.get(record.primary)
         if primary is not None and primary.role == "primary" and primary.epoch <= record.epoch:
             if self._restarted(record, primary, views):
                 pass  # silent as far as the promotion goes: a replica in sync takes over
-            elif self._grant(record):
-                self.primary_heard = time.monotonic()
+            else:
+                # Recorded before the grant: the consent to go alone it may carry rests on it.
                 record = self._note_sync(record, primary)
+                if self._grant(record, alone=primary.sync == "asking" and not record.in_sync):
+                    self.primary_heard = time.monotonic()
         self._align(record, views)
         if time.monotonic() >= self.promotion_due():
             self._fail_over(record, views)
@@ -172,19 +182,41 @@ class Sentinel:
                         primary.epoch, record.epoch)
         return True
 
-    def _first_record(self, views: dict[str, View | None]) -> Record | None:
-        """No record yet: the first server that says it is primary (or the first answering)."""
-        answering = [address for address, view in views.items() if view is not None]
-        primaries = [address for address in answering if views[address].role == "primary"]  # type: ignore[union-attr]
-        chosen = (primaries or answering or [""])[0]
-        if not chosen or not authority.create(self.engine, chosen):
-            return authority.read(self.engine)
-        log.warning("queue servers: %s is the primary in epoch 1", chosen)
-        return authority.read(self.engine)
+    def _take_over(self, record: Record | None, views: dict[str, View | None]) -> Record | None:
+        """The record to work with: as read, or, when there is none or the servers report a
+        later epoch (a new or restored database), one above every epoch they report
+        (manager/takeover.py), said in the log with what was found."""
+        plan = takeover.plan(record, views)
+        if plan is None:
+            self.takeover_waiting = ""
+            return record
+        if plan.record is None:
+            if plan.why != self.takeover_waiting:
+                self.takeover_waiting = plan.why
+                log.warning("queue servers: no primary named in the record yet (%s); found: %s",
+                            plan.why, takeover.found(views))
+            return None  # a record below the servers' epochs must not lease nor promote
+        new = authority.take_over(self.engine, record, plan.record)
+        if new is None:
+            return authority.read(self.engine)  # another manager wrote first: its record
+        log.warning("queue servers: %s is the primary in epoch %d (%s; in sync: %s); found: %s",
+                    new.primary, new.epoch, plan.why, "yes" if new.in_sync else "no",
+                    takeover.found(views))
+        return new
 
-    def _grant(self, record: Record) -> bool:
-        """LEASE to the primary (twice the first time: its clock is not known yet)."""
+    def _grant(self, record: Record, *, alone: bool = False) -> bool:
+        """LEASE to the primary (twice the first time: its clock is not known yet). With
+        `alone` (the record says no replica is in sync and the primary asks to go on alone)
+        it carries the consent: `LEASE ... ALONE`, valid at the primary for a request made
+        before the echo's time (sync_commit.py). The echo of the previous turn may be
+        older than the request, so a consent goes twice: the second carries the echo of
+        the first's reply, read after this turn's ROLE showed the request. Measured with
+        both replicas frozen (test_managed_takeover.py, load 11): asking -> alone 0.78-1.19
+        s, most of it the two silent replicas' ROLE timeouts (0.3 s each) in every turn;
+        the reply alone 2.0-2.6 s after its PUT with sync_timeout_s 1 s (the timeout is
+        checked every 0.5 s)."""
         link = self.links[record.primary]
+        consent = b" ALONE" if alone else b""
         for _ in range(2):
             if self.stopping():
                 return False
@@ -193,21 +225,21 @@ class Sentinel:
             # primary read its clock), or, with no echo yet, from now.
             counted_from = echo_heard if echo else time.monotonic()
             self.granted_until = max(self.granted_until, counted_from + self.lease_s)
-            reply = link.ask(b"LEASE %d %d %d" % (record.epoch, self.lease_ms, echo))
+            reply = link.ask(b"LEASE %d %d %d%s" % (record.epoch, self.lease_ms, echo, consent))
             words = (reply or b"").split()
             if len(words) != 3 or words[:2] != [b"200", b"OK"] or not words[2].isdigit():
                 if reply is not None:
                     log.warning("queue server %s refused the lease: %r", record.primary, reply[:100])
                 return False
             self.echo[record.primary] = (int(words[2]), time.monotonic())
-            if echo:
+            if echo and not alone:
                 return True
         return True
 
     def _note_sync(self, record: Record, primary: View) -> Record:
         if not self.sync_mode:
             return record
-        in_sync = primary.sync != "alone"
+        in_sync = primary.sync not in takeover.ALONE_WORDS
         replicas = tuple(sorted(primary.in_sync))
         if in_sync == record.in_sync and (replicas == record.sync_replicas or not replicas):
             return record
@@ -215,7 +247,8 @@ class Sentinel:
             kind = EventKind.QUEUE_SYNC_REGAINED if in_sync else EventKind.QUEUE_SYNC_LOST
             self.note(NewEvent(kind=kind, host=record.primary, message=(
                 f"queue server {record.primary}: synchronous replication "
-                + ("regained" if in_sync else "lost: it goes on alone; no replica may be promoted"))))
+                + ("regained" if in_sync else "lost: recorded before it goes on alone; no replica "
+                   "may be promoted while it is alone (one that lacks what it acknowledged)"))))
         return authority.note_sync(self.engine, record, in_sync, replicas or record.sync_replicas) or record
 
     def _align(self, record: Record, views: dict[str, View | None]) -> None:
@@ -245,7 +278,9 @@ class Sentinel:
 
     def _fail_over(self, record: Record, views: dict[str, View | None]) -> None:
         if self.sync_mode and not record.in_sync:
-            return self._refuse(record, "the primary had gone on alone: no replica is in sync")
+            return self._refuse(record, "the primary had gone on alone (recorded before it "
+                                "acknowledged anything alone): a replica may lack what it "
+                                "acknowledged; an operator decides")
         candidates = self._candidates(record, views)
         if not candidates:
             return self._refuse(record, "no replica in sync answers")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 from slot.errors import HandlerRegistrationError, JobResolutionError
 
 if TYPE_CHECKING:
-    from slot.permits import SlotLimiter
+    from slot.limiter import SlotLimiter
 
 log = logging.getLogger(__name__)
 
@@ -253,7 +253,7 @@ class Handler:
         """The queue's cluster-wide rate limiter (named after the queue): `slow_down()` on a
         "too many requests", `pause(seconds)` on "stop for a while", `ok()` on success,
         `acquire()` when permits_per_job is False. See slot/permits.py."""
-        from slot.permits import limiter_for  # permits imports this module
+        from slot.limiter import limiter_for  # the pulsar's client only when a handler asks
 
         return limiter_for(self.queue)
 

@@ -112,14 +112,15 @@ class ReplAck:
 
 @dataclass(slots=True)
 class Authority:
-    """From the manager (PROTOCOL.md Part B): `LEASE <epoch> <ms> <echo>`, `PROMOTE <epoch>`,
-    `FOLLOW <host:port> <epoch>`."""
+    """From the manager (PROTOCOL.md Part B): `LEASE <epoch> <ms> <echo> [ALONE]`,
+    `PROMOTE <epoch>`, `FOLLOW <host:port> <epoch>`."""
 
     verb: bytes
     epoch: int
     lease_ms: int = 0
     echo_ms: int = 0
     primary: tuple[str, int] | None = None
+    alone: bool = False  # LEASE ... ALONE: the record says no replica is in sync
 
 
 @dataclass(slots=True)
@@ -375,10 +376,10 @@ def _parse_repl_ack(args: list[bytes]) -> Parsed:
 
 
 def _parse_lease(args: list[bytes]) -> Parsed:
-    if len(args) != 3:
-        raise bad_request("LEASE <epoch> <ms> <echo> expected")
+    if len(args) not in (3, 4) or args[3:] not in ([], [b"ALONE"]):
+        raise bad_request("LEASE <epoch> <ms> <echo> [ALONE] expected")
     return Parsed(Authority(b"LEASE", parse_uint(args[0], "epoch"), parse_uint(args[1], "lease"),
-                            parse_uint(args[2], "echo")))
+                            parse_uint(args[2], "echo"), alone=len(args) == 4))
 
 
 def _parse_promote(args: list[bytes]) -> Parsed:

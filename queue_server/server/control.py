@@ -131,7 +131,7 @@ def _authority(server: Server, command: p.Authority) -> bytes:
     if not server.settings.managed:
         return NOT_MANAGED
     if command.verb == b"LEASE":
-        return server.lease(command.epoch, command.lease_ms, command.echo_ms)
+        return server.lease(command.epoch, command.lease_ms, command.echo_ms, command.alone)
     if command.verb == b"PROMOTE":
         return server.promote_by_manager(command.epoch)
     assert command.primary is not None

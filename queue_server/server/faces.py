@@ -1,7 +1,7 @@
 """The server and a connection as the rest of the package sees them: Protocols, so that the
 command modules, AUTH, housekeeping and the follower import neither server.py nor
 connection.py, and the package's import graph has no circle (issue 17;
-tests/queue_server/test_server_import_graph.py). QueueServer and Connection match them
+tests/house/test_import_graph.py). QueueServer and Connection match them
 structurally: mypy checks it where server.py builds a Connection of itself.
 """
 from __future__ import annotations
@@ -126,7 +126,7 @@ class Server(Protocol):
 
     def promote(self) -> None: ...
 
-    def lease(self, epoch: int, lease_ms: int, echo_ms: int) -> bytes: ...
+    def lease(self, epoch: int, lease_ms: int, echo_ms: int, alone: bool = False) -> bytes: ...
 
     def promote_by_manager(self, epoch: int) -> bytes: ...
 

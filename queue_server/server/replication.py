@@ -81,6 +81,12 @@ class Replication(Generic[L]):
     def tick(self, now: float) -> None:
         self._send(self.watch.tick(now))
 
+    def consent_alone(self, decided_after: float) -> None:
+        """`LEASE ... ALONE`: the manager recorded that no replica is in sync (sync_commit.py
+        ASKING); the held replies go now, under the lease that carried the consent."""
+        if self.sync is not None:
+            self._send(self.sync.consent(decided_after), leased=True)
+
     def _send(self, released: Released, *, leased: bool = False) -> None:
         """Send replies released now; turns held earlier only while the lease holds."""
         if not released:

@@ -45,12 +45,18 @@ class Roles(abc.ABC):
 
     # ------------------------------------------------------------ the manager's commands
 
-    def lease(self, epoch: int, lease_ms: int, echo_ms: int) -> bytes:
+    def lease(self, epoch: int, lease_ms: int, echo_ms: int, alone: bool = False) -> bytes:
+        """LEASE; with ALONE it also carries the manager's consent to go on alone (the
+        record says no replica is in sync), valid for a request made before `echo_ms`."""
         if self.following:
             return NOT_PRIMARY
         reply = self.term.grant(epoch, lease_ms, echo_ms, time.monotonic())
         self._replicating = self._replicating or self.term.managed
+        if self.replicas.sync is not None:
+            self.replicas.sync.consent_needed = self.term.managed
         self.update_offline()
+        if alone and reply.startswith(b"200 ") and self.term.acknowledging(time.monotonic()):
+            self.replicas.consent_alone(echo_ms / 1000)
         return reply
 
     def promote_by_manager(self, epoch: int) -> bytes:

@@ -82,6 +82,8 @@ class QueueServer(Roles, Replicated):
             self.journal, settings.sync, lambda conns: self.journal.answered(conns),  # type: ignore[arg-type]
             self.acknowledging)
         self._sync_hold = self.replicas.hold if self.replicas.sync is not None else None
+        if self.replicas.sync is not None:  # managed: ALONE only with the manager's consent
+            self.replicas.sync.consent_needed = settings.managed
         self._auto_offline = False  # offline for sync mode or the lease (roles.py)
         self._follow_task: asyncio.Task[None] | None = None
         self._written_at_flush = 0  # journal.appended at the last flush: were records made?

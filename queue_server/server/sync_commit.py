@@ -12,6 +12,12 @@ No confirmation within `sync_timeout_s` (the oldest held turn is that old): with
 `500 Offline Mode`) and keeps the held replies until a replica confirms them; with
 `"async"` it releases them and goes on ALONE, loudly, until a replica confirms the latest
 turn again. Pure logic: the connections are `HeldConn`s, the links any hashable key.
+
+A managed primary (`consent_needed`) may not go ALONE on its own: what it alone holds
+must not be acknowledged before the authority records that no replica is in sync
+(Patroni's synchronous_mode rule), or the manager could promote a replica that lacks it.
+It ASKS instead (ROLE says `asking`), keeps holding, and goes ALONE when a lease carries
+the manager's consent (`LEASE ... ALONE`, roles.py), given after that record was written.
 """
 from __future__ import annotations
 
@@ -37,6 +43,7 @@ class SyncState(enum.Enum):
     SYNC = "sync"  # every held turn younger than sync_timeout_s
     REFUSING = "refusing"  # no confirmation in time: queue commands refused
     ALONE = "alone"  # no confirmation in time: going on without replicas (fallback async)
+    ASKING = "asking"  # ... managed: replies held until the manager consents to ALONE
 
 
 Released = list[tuple[HeldConn, bytes]]
@@ -63,6 +70,8 @@ class SyncCommit:
     confirmed_position: tuple[int, int] = (0, 0)  # ... at the last turn a replica confirmed
     released_turns: int = 0  # turns released by a confirmation (not by the fallback)
     fallbacks: int = 0  # times the fallback to async was taken
+    consent_needed: bool = False  # managed: ALONE only with the manager's consent
+    asking_since: float = 0.0  # monotonic s: ASKING since (a consent must be newer)
 
     def confirmed(self, needs: dict[Hashable, int]) -> bool:
         acked = self.acked
@@ -148,18 +157,41 @@ class SyncCommit:
                       "of replies held", self.timeout_s, len(turns))
             self.state = SyncState.REFUSING
             return []
+        if self.consent_needed:
+            log.error("synchronous replication lost: no replica confirmed within %.1f s; asking "
+                      "the manager to record that no replica is in sync before going on ALONE "
+                      "(sync_fallback = \"async\"); %d turn(s) of replies held meanwhile",
+                      self.timeout_s, len(turns))
+            self.state = SyncState.ASKING
+            self.asking_since = now
+            return []
+        return self._go_alone("")
+
+    def consent(self, decided_after: float) -> Released:
+        """The manager recorded that no replica is in sync and consents to ALONE, having
+        seen this server at `decided_after` (its clock: the grant's echo). A consent based
+        on a look before this request (a grant delayed in a paused manager, or a request
+        since answered by a replica's confirmation) is not this request's: ignored."""
+        if self.state is not SyncState.ASKING or decided_after < self.asking_since:
+            return []
+        return self._go_alone("; the manager recorded it first")
+
+    def _go_alone(self, recorded: str) -> Released:
         log.error("synchronous replication lost: no replica confirmed within %.1f s; going on "
                   "ALONE (sync_fallback = \"async\"): what is acknowledged now is on this "
-                  "server only", self.timeout_s)
+                  "server only%s", self.timeout_s, recorded)
         self.state = SyncState.ALONE
         self.fallbacks += 1
         released: Released = []
-        while turns:
+        while self.turns:
             released += self._pop()
         return released
 
     def drop_all(self) -> list[HeldConn]:
-        """Deposed: every held turn is dropped, never to be acknowledged."""
+        """Deposed: every held turn is dropped, never to be acknowledged. Its fallback ends
+        too: promoted again later, it must not start ALONE (or ASKING with a consent of
+        its old term) while the record, written at that promotion, says it is in sync."""
+        self.state = SyncState.SYNC
         conns = []
         while self.turns:
             conns += [conn for conn, _ in self._pop()]
@@ -169,5 +201,4 @@ class SyncCommit:
         """ROLE's <sync> word."""
         if self.state is SyncState.SYNC and self.turns:
             return "waiting"
-        return {SyncState.SYNC: "sync", SyncState.REFUSING: "refusing",
-                SyncState.ALONE: "alone"}[self.state]
+        return self.state.value

@@ -14,7 +14,8 @@ from alembic.config import Config
 from sqlalchemy import text
 
 from admin_ui import views
-from admin_ui.limiters import LimiterReader, Readout, limiter_status, queue_limiters
+from admin_ui.limiters import LimiterReader, Readout, limiter_status
+from admin_ui.limiters_shown import queue_limiters
 from admin_ui.settings import AdminSettings
 from config.load import parse_config
 from config.models import QueueConfig, RateLimitConfig

@@ -29,7 +29,8 @@ TEMPLATES = [
     b"SYNC GET q %s %s UNTIL %s THEN DONE", b"SYNC DONE %s", b"SYNC LATER %s UNTIL %s", b"SYNC WAKE %s",
     b"SYNC IDS %s %s %s", b"SYNC TOUCH %s %s", b"SYNC FAIL %s AT %s UNTIL %s %s",
     b"SYNC DEAD q %s %s KEY k ATTEMPTS %s DIED %s",
-    b"REPLACK %s", b"REPLACK %s %s", b"LEASE %s %s %s", b"PROMOTE %s", b"FOLLOW 127.0.0.1:%s %s",
+    b"REPLACK %s", b"REPLACK %s %s", b"LEASE %s %s %s", b"LEASE %s %s %s ALONE", b"LEASE %s %s %s %s",
+    b"PROMOTE %s", b"FOLLOW 127.0.0.1:%s %s",
 ]
 tokens = st.one_of(
     st.integers(-(10**40), 10**40).map(lambda n: b"%d" % n),

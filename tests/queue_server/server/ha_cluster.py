@@ -36,6 +36,7 @@ class HaCluster:
     servers: list = field(default_factory=list)  # type: ignore[type-arg]
     manager: object = None
     database_url: str = ""
+    server_args: tuple[str, ...] = SERVER_ARGS
 
     @property
     def addresses(self) -> list[str]:
@@ -73,21 +74,22 @@ class HaCluster:
 
     def restart(self, server):  # type: ignore[no-untyped-def]
         """The killed server back on its port with its data: the manager makes it FOLLOW."""
-        again = self.start(*SERVER_ARGS, data_dir=server.data_dir, port=server.port)
+        again = self.start(*self.server_args, data_dir=server.data_dir, port=server.port)
         self.servers[self.servers.index(server)] = again
         return again
 
 
 @contextlib.contextmanager
-def managed_cluster(root: Path, database_url: str, start: StartServer) -> Iterator[HaCluster]:
+def managed_cluster(root: Path, database_url: str, start: StartServer,
+                    server_args: tuple[str, ...] = SERVER_ARGS) -> Iterator[HaCluster]:
     """Three servers (the first primary) and the manager as sentinel, the first leased."""
-    cluster = HaCluster(root, start, database_url=database_url)
-    first = start(*SERVER_ARGS)
+    cluster = HaCluster(root, start, database_url=database_url, server_args=server_args)
+    first = start(*server_args)
     cluster.servers.append(first)
     for server_id in (2, 3):
-        cluster.servers.append(start(*SERVER_ARGS, "--replica-of", first.address,
+        cluster.servers.append(start(*server_args, "--replica-of", first.address,
                                      "--server-id", str(server_id)))
-    process = _start_manager(root, cluster.addresses, database_url)
+    process = start_manager(root, cluster.addresses, database_url)
     cluster.manager = process
     try:
         poll_until(lambda: cluster.primary() is first, timeout_s=FAILOVER_DEADLINE_S,
@@ -99,9 +101,11 @@ def managed_cluster(root: Path, database_url: str, start: StartServer) -> Iterat
         process.wait(timeout=10)
 
 
-def _start_manager(root: Path, servers: list[str], database_url: str) -> subprocess.Popen[bytes]:
-    """The manager, once it listens on its port (another one when another process took it first)."""
-    config = root / "manager.toml"
+def start_manager(root: Path, servers: list[str], database_url: str,
+                  name: str = "manager") -> subprocess.Popen[bytes]:
+    """The manager, once it listens on its port (another one when another process took it
+    first); its config and log are `<name>.toml` and `<name>.log` in `root`."""
+    config = root / f"{name}.toml"
     for _ in range(server_proc.BIND_ATTEMPTS):
         port = server_proc.free_port()
         config.write_text(to_toml({
@@ -109,9 +113,9 @@ def _start_manager(root: Path, servers: list[str], database_url: str) -> subproc
                              "replicate": "sync"},  # default lease_s and promote_after_s
             "manager": {"listen": f"tcp://127.0.0.1:{port}", "database_url": database_url},
         }))
-        process = spawn_slotmap(["manager", "--config", str(config)], log_path=root / "manager.log",
+        process = spawn_slotmap(["manager", "--config", str(config)], log_path=root / f"{name}.log",
                                 cwd=root)
-        if wait_listening(process, port, root / "manager.log", what="the manager"):
+        if wait_listening(process, port, root / f"{name}.log", what="the manager"):
             return process
     raise AssertionError(f"the manager found no free port in {server_proc.BIND_ATTEMPTS} attempts")
 
