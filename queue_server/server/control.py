@@ -118,7 +118,9 @@ def _start_link(conn: Conn, command: p.Link) -> None:
     conn.start_replication(b"%s:%d" % (address.encode("ascii", "replace"), port),
                            may_confirm=trusted and command.name == b"SNAPSHOT")
     if trusted:
-        log.info("replication link to server %d at %s:%d", server_id, claimed, port)
+        log.info("replication link to server %d at %s:%d%s", server_id, claimed, port,
+                 "" if command.name == b"SNAPSHOT" else
+                 " (INTERCONNECT: sent no snapshot, so never counted as a replica in sync)")
     else:
         log.warning("replication link from %s claims to be server %d at %s:%d: not its "
                     "address, so it is listed as %s:%d and never counts as a replica in sync",
