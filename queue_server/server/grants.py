@@ -69,6 +69,7 @@ SIMPLE_RIGHTS: dict[bytes, str] = {
     b"PING": ANY, b"ROLE": ANY, b"INFO": ANY, b"REPLICAS": ANY, b"QUIT": ANY,
     b"OFFLINE": ADMIN, b"ONLINE": ADMIN, b"SHUTDOWN": ADMIN,
 }
+_NAMES_QUEUES = frozenset((p.Put, p.Get, pj.JobsList, pj.Retry, pj.Delete))  # see named_queues
 MAX_CACHED_QUEUES = 4096  # per grant: queue names seen (hostile names must not grow it forever)
 
 
@@ -113,6 +114,17 @@ class Grant:
     rights: frozenset[str]
     queues: tuple[str, ...] | None = None  # globs; None: every queue
     _seen: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+    # Command types this grant runs without a question (their right is the grant's, and
+    # they name no queue it would have to check): the server's one set test per command
+    # (a worker's GET+DONE paid 3% more instructions when every command asked refusal()).
+    free: frozenset[type] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        free = frozenset(
+            kind for kind, (_, right) in TYPE_RIGHTS.items()
+            if right in self.rights and kind is not p.Link
+            and (self.queues is None or kind not in _NAMES_QUEUES))
+        object.__setattr__(self, "free", free)
 
     @property
     def may_put_anywhere(self) -> bool:

@@ -349,13 +349,13 @@ class QueueServer(Roles, Replicated):
 
     def execute(self, conn: Conn, command: p.Command) -> None:
         """Run one command through the command table (queue_commands.py COMMANDS)."""
+        kind = type(command)
         grant = conn.grant  # None: unlimited (no token configured, or the admin's)
-        if grant is not None:
+        if grant is not None and kind not in grant.free:
             why = grant.refusal(command)
             if why is not None:
                 auth.refuse(conn, why, command)
                 return
-        kind = type(command)
         if kind is p.Done and not self.offline:  # the hot one without the table's extra call
             conn.write(responses.done_reply(self.store.done(command.ids)))  # type: ignore[union-attr]
         else:
