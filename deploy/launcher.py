@@ -377,17 +377,22 @@ def _describe_exit(code: int) -> str:
 def run(args: argparse.Namespace) -> int:
     from config.errors import ConfigError
     from config.load import load_config
-    from config.tokens import resolve_token
+    from config.tokens import role_token
     from deploy.replicas import with_replicas, write_config
+    from deploy.role_tokens import with_role_tokens
 
     config_path = Path(args.config) if args.config else DEFAULT_CONFIG
     config = load_config(config_path)
+    derived = config
     if args.replicas:
-        config = with_replicas(config, args.replicas)
-        config_path = write_config(config, LOG_DIR / "cluster-with-replicas.toml")
+        derived = with_replicas(derived, args.replicas)
+    derived = with_role_tokens(derived, RUN_DIR / "tokens")
+    if derived is not config:
+        config = derived
+        config_path = write_config(config, LOG_DIR / "cluster-derived.toml")
     try:
-        token = resolve_token(config_token=config.queue_server.token,
-                              config_file=config.queue_server.token_file)
+        # The demo producer's and the status line's (STATS): the producer role's token.
+        token = role_token(config.queue_server, "producer")
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     specs = child_specs(

@@ -31,7 +31,7 @@ from config.curve import client_curve
 from config.errors import ConfigError
 from config.models import ClusterConfig
 from config.periodic import TurnBoundary
-from config.tokens import resolve_token
+from config.tokens import role_token
 from master import host
 from master.assignments import assignment_for, queue_settings
 from master.code_reload import Code, import_code
@@ -114,10 +114,11 @@ class Master:
         self.tick_turns = TurnBoundary("the master's tick", next_turn=f"the next tick in {TICK_S:g} s", log=log)
         self.report_file = ReportFile(report_path, report_interval_s)
         self._warned_unhandled: set[str] = set()
-        # As the other clients find it: $SLOTMAP_QUEUE_TOKEN(_FILE), token_file, token.
+        # The worker role's (least privilege, docs/SECURITY.md "Roles"): its slots and lease
+        # keeper take, finish and put jobs; $SLOTMAP_QUEUE_TOKEN(_FILE), else the role's file,
+        # else the one admin token.
         try:
-            self.queue_token = resolve_token(config_token=config.queue_server.token,
-                                             config_file=config.queue_server.token_file)
+            self.queue_token = role_token(config.queue_server, "worker")
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         self.leases = LeasePipes()
