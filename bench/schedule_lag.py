@@ -79,7 +79,7 @@ def measure(seconds: float, *, planning: bool) -> tuple[list[float], list[float]
     delays = []
     for key, at in fired_at:
         for tick in range(int(at) - 5, int(at) + 1):
-            if tick_key("every_second", float(tick)) == key:
+            if tick_key("every_second", tick * 1000) == key:
                 delays.append(at - tick)
     return delays, plans
 
