@@ -135,8 +135,8 @@ def test_a_catch_up_of_10000_ticks_leaves_another_schedule_on_time(cluster: Clus
             time.sleep(0.02)
         backlog = job_keys(client, "backlog")
     watched = range((int(started) + 1) * 1000, int(started + WATCH_S - ON_TIME_S) * 1000, 1000)
-    late = {tick: round(lags[tick], 3) for tick in watched if lags.get(tick, ON_TIME_S + 1) > ON_TIME_S}
-    assert not late, f"pulse ticks late (s) or never (>1) during the catch-up: {late}\n{cluster.logs()}"
+    late = {tick: lags.get(tick, "never") for tick in watched if lags.get(tick, ON_TIME_S + 1) > ON_TIME_S}
+    assert not late, f"pulse ticks late (s) during the catch-up: {late}\n{cluster.logs()}"
     # The missed ticks only (the first manager fired a few on time before its kill).
     caught = sorted(tick for tick in (tick_of(key)[1] for key in backlog) if tick < (killed_at - 20) * 1000)
     assert len(caught) == len(set(caught)) and len(caught) >= 100, len(caught)
