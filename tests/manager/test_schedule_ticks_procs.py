@@ -8,11 +8,12 @@ import re
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
-from test_schedules_procs import wait_active
+from test_schedules_procs import job_keys, wait_active
 from test_service_procs import Cluster, poll_until
 
 from manager.db import make_engine
@@ -82,7 +83,7 @@ def test_fractional_every_s_hands_each_tick_out_once_to_a_consumer(cluster: Clus
         step_ms = round(step * 1000)
         assert len(ticks) >= 3, f"{name}: {ticks}"
         assert all(tick % step_ms == 0 for tick in ticks), f"{name}: a tick off the step: {ticks}"
-        assert [b - a for a, b in zip(ticks, ticks[1:], strict=False)] == [step_ms] * (len(ticks) - 1), \
+        assert [b - a for a, b in pairwise(ticks)] == [step_ms] * (len(ticks) - 1), \
             f"{name}: a tick skipped: {ticks}"
 
 
@@ -133,7 +134,7 @@ def test_a_catch_up_of_10000_ticks_leaves_another_schedule_on_time(cluster: Clus
             for key in take(client, "pulse"):
                 lags[tick_of(key)[1]] = time.time() - tick_of(key)[1] / 1000
             time.sleep(0.02)
-        backlog = job_keys(client, "backlog")
+    backlog = job_keys(cluster.queue_server.address, "backlog")
     watched = range((int(started) + 1) * 1000, int(started + WATCH_S - ON_TIME_S) * 1000, 1000)
     late = {tick: lags.get(tick, "never") for tick in watched if lags.get(tick, ON_TIME_S + 1) > ON_TIME_S}
     assert not late, f"pulse ticks late (s) during the catch-up: {late}\n{cluster.logs()}"
@@ -142,13 +143,3 @@ def test_a_catch_up_of_10000_ticks_leaves_another_schedule_on_time(cluster: Clus
     assert len(caught) == len(set(caught)) and len(caught) >= 100, len(caught)
     assert caught == list(range(caught[0], caught[-1] + 1000, 1000)), "the catch-up left a gap"
 
-
-def job_keys(client: QueueClient, queue: str) -> list[str]:
-    keys: list[str] = []
-    after = None
-    while True:
-        page = client.jobs(queue, "ready", limit=1000, after=after)
-        keys += [job.key for job in page]
-        if len(page) < 1000:
-            return keys
-        after = page[-1].key
