@@ -27,6 +27,9 @@ from slot.source import ClientSource
 from slot.wake import Waker
 
 log = logging.getLogger(__name__)
+# A new primary answers 1.5-2 s after a kill (docs/DESIGN.md, "Failover time"): room for that
+# on a loaded machine, short enough that a slot told to stop is not held long.
+SLOT_OFFLINE_WAIT_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +70,9 @@ def run_slot(spec: SlotSpec) -> int:
     waker = Waker()
     waker.install()
     inbox = AssignmentInbox(spec.assignment.queue)
-    client = QueueClient(spec.servers, token=spec.token)
+    # offline_wait_s: a handler's put (slot/producer.py) refused while a failover is under
+    # way waits for the new primary instead of failing its job (issue 25).
+    client = QueueClient(spec.servers, token=spec.token, offline_wait_s=SLOT_OFFLINE_WAIT_S)
     producer.install(client)  # the handler's follow-up jobs (Handler.put) go through it
     memory_watch = MemoryWatch(every_jobs=spec.memory_watch_jobs, every_s=spec.memory_watch_s)
     permits = PermitClient(spec.pulsar_endpoint, curve=spec.pulsar_curve) if spec.rate_limited else None

@@ -30,7 +30,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 
 from slot.pulsar.protocol import MAX_RESERVE_S, Feedback, FeedbackKind, LimiterView
-from slot.pulsar.waiting_line import WaitingLine
+from slot.pulsar.waiting_line import Place, WaitingLine
 
 # Grants count whole permits of a bucket kept in floats.
 EPSILON = 1e-9
@@ -54,6 +54,9 @@ class Tuning:
     early_return_s: float = 0.25
     # A gap between successes counts for the climb up to this long.
     max_climb_gap_s: float = 1.0
+    # A client held back (a client before it waits, or it holds a permit for later) is told
+    # to come back no sooner than this: no busy loop of a real client.
+    held_back_retry_s: float = 0.005
 
 
 DEFAULT_TUNING = Tuning()
@@ -111,12 +114,14 @@ class Limiter:
         self.line.drop_lapsed(now)
         if client is not None:
             place = self.line.place_of(client)
-            if place is not None and now < place.turn - self.tuning.max_reserve_s - self.tuning.early_return_s:
-                return Grant(0, max(0.0, place.turn - now - reserve_s))
-            retry = place is not None
+            held_back = self._held_back(now, client, place, reserve_s)
+            if held_back is not None:
+                return held_back
+            retry = place is not None and not place.holding
             self.line.leave(client)
         paused = now < self.paused_until
-        queued = self.line.end >= now
+        # A newcomer goes behind the turns given out and behind a client late for its turn.
+        queued = self.line.end >= now or self.line.first_waiting(now) is not None
         served = retry or not queued
         granted = 0
         if not paused and served:
@@ -141,6 +146,8 @@ class Limiter:
             # The debt in the bucket places every later turn after this one.
             self.tokens -= chunk
             self.granted_total += chunk
+            if client is not None:
+                self.line.hold(client, turn)
             return Grant(n, 0.0, start_after_s=turn - now)
         if client is None:
             self.line.promise(turn)
@@ -150,6 +157,27 @@ class Limiter:
             return Grant(granted, max(self.tuning.early_return_s, self.line.end - now))
         early_s = reserve_s if last_chunk else 0.0
         return Grant(granted, max(0.0, turn - now - early_s))
+
+    def _held_back(
+        self, now: float, client: Hashable, place: Place | None, reserve_s: float,
+    ) -> Grant | None:
+        """Nothing for `client` yet (its turn again, or a later one), or None when it is served."""
+        if place is None:
+            return None
+        if place.holding:
+            # One permit at a time per client: a peer asking again before it may use the
+            # permit it holds gets none (a flood reserved a second of permits in advance).
+            return Grant(0, max(self.tuning.held_back_retry_s, place.turn - now))
+        if now < place.turn - self.tuning.max_reserve_s - self.tuning.early_return_s:
+            return Grant(0, max(0.0, place.turn - now - reserve_s))
+        near_s = min(reserve_s, self.tuning.early_return_s)
+        if now >= place.turn - self.tuning.early_return_s or self.line.waits_behind(client, now) is None:
+            return None
+        # A place before this one waits for the next permit and this one's turn is not near:
+        # the permit is theirs (a client asking without pause takes nobody's turn). Near its
+        # own turn a client is served (a place before it not back yet is late), so a slow
+        # client costs the others no rate.
+        return Grant(0, max(self.tuning.held_back_retry_s, place.turn - now - near_s))
 
     def resume(self, now: float) -> bool:
         """Lift a pause (an admin's word); False when the limiter was not paused."""
@@ -187,7 +215,7 @@ class Limiter:
             granted_total=self.granted_total,
             cuts=self.cuts,
             pauses=self.pauses,
-            waiting=len(self.line),
+            waiting=self.line.waiting(),
             lapsed_places=self.line.lapsed_total,
             refused_places=self.line.refused_total,
             capped_pauses=self.capped_pauses,

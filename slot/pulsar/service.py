@@ -73,7 +73,7 @@ def answer(
         grant = limiter.try_acquire(now, request.n, retry=request.retry, reserve_s=request.reserve_s,
                                     client=client)
         if limiter.line.refused_total > refused_before and _is_power_of_two(limiter.line.refused_total):
-            log.warning("limiter %s: its line is full (%d clients waiting), %d requests refused a place "
+            log.warning("limiter %s: its line is full (%d clients hold a place), %d requests refused a place "
                         "so far: a flood of new clients? Logged at every power of two",
                         request.limiter, len(limiter.line), limiter.line.refused_total)
         return GrantReply(id=request.id, granted=grant.granted, retry_after_s=grant.retry_after_s,
