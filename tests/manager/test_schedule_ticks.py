@@ -23,7 +23,7 @@ NEW_YORK = ZoneInfo("America/New_York")
 
 
 def local(*parts: int) -> int:
-    return round(datetime(*parts, tzinfo=NEW_YORK).timestamp()) * 1000  # type: ignore[misc]
+    return round(datetime(*parts, tzinfo=NEW_YORK).timestamp()) * 1000  # type: ignore[misc,arg-type]
 
 
 def shown(ticks: list[int]) -> list[str]:
