@@ -200,6 +200,20 @@ class MasterConfig(_Strict):
     hung_after_beacons: int = Field(default=3, ge=1, description="A slot silent for this many beacon intervals is hung and killed.")
     hard_memory_limit_bytes: int = Field(default=1024 * 1024 * 1024, ge=1, description="A slot over this memory is killed at once (no waiting for its batch).")
     stop_deadline_s: float = Field(default=10.0, gt=0, description="A stopping slot gets SIGTERM (finish the batch), then SIGKILL after this long.")
+    stop_timeout_s: float = Field(
+        default=30.0, gt=0, le=86400,
+        description="The master's graceful stop (SIGTERM): its slots stop fetching, finish the job "
+                    "they run and give the unstarted jobs of their batch back to the head of their "
+                    "queue uncharged; a job still running after this long is killed (SIGKILL) and "
+                    "given back uncharged, to run again from its start. Keep systemd's "
+                    "TimeoutStopSec above it.",
+    )
+    drain_timeout_s: float = Field(
+        default=60.0, gt=0, le=86400,
+        description="A code reload (SIGHUP): an old slot finishes the job it runs within this "
+                    "long, else it is killed and its job given back uncharged; the same bound "
+                    "applies to the new code's setup() trial.",
+    )
     ipc_dir: str = Field(default="./var/ipc", description="Folder of the ipc:// sockets between the master and its slots (paths stay under 108 bytes).")
     # Static slot map used until a manager assigns one: queue -> slots.
     static_slots: dict[str, int] = Field(default_factory=dict, description="Queue -> slots run until a manager assigns a slot map (or for good without a manager).")

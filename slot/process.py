@@ -59,7 +59,7 @@ class SlotSpec:
 
 def run_slot(spec: SlotSpec) -> int:
     """Run the slot until it stops; return its exit code (a SlotExit)."""
-    _forget_parent_signals()
+    forget_parent_signals()
     for fd in spec.close_fds:
         with contextlib.suppress(OSError):  # closed already: nothing of the master's to drop
             os.close(fd)
@@ -85,7 +85,11 @@ def run_slot(spec: SlotSpec) -> int:
         read_memory=read_memory,
         memory_watch=memory_watch,
         take_assignments=inbox.take,
-        moving=lambda: inbox.moving,
+        # A retarget or a stop (SIGTERM: the master's graceful stop or a code reload) gives
+        # back the jobs of the batch not started yet: the running job finishes, the others go
+        # to the head of their queue uncharged (slot/retarget.py), and the slot exits after one
+        # job's time, not after its whole batch.
+        moving=lambda: inbox.moving or waker.stop_requested,
         before_batch=hooks,
         leases=leases,
     )
@@ -182,7 +186,7 @@ class BeaconFactory:
         )
 
 
-def _forget_parent_signals() -> None:
+def forget_parent_signals() -> None:
     """The master's wakeup pipe and handlers came with the fork: a slot's signals must not
     reach the master's loop."""
     signal.set_wakeup_fd(-1)

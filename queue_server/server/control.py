@@ -66,8 +66,7 @@ def _simple(server: Server, conn: Conn, command: p.Simple) -> None:
         conn.write(b"200 OK %d\r\n" % len(body) + body)
     elif name == b"OFFLINE":
         server.offline = True
-        for waiter in server.waiters.all():
-            server.answer(waiter, responses.OFFLINE)
+        server.refuse_waiters()
         conn.write(responses.SWITCHED_OFFLINE)
     elif name == b"ONLINE":
         server.offline = False

@@ -13,7 +13,7 @@ from config.periodic import TurnBoundary
 from queue_server.protocol import commands as p
 from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
-from queue_server.server import queue_commands, replica_health, responses
+from queue_server.server import lease_ids, queue_commands, replica_health, responses
 from queue_server.server.authority import Term
 from queue_server.server.connection import Connection
 from queue_server.server.door import Door
@@ -159,6 +159,8 @@ class QueueServer(Roles, Replicated):
         self.offline = False
         self.following = False
         log.warning("server %d is the primary now (online)", self.settings.server_id)
+        if not self.term.managed:  # no epoch says whose turn it is: eras of its own
+            self.take_ids(lease_ids.for_self_promotion(self.store.next_id), "self-promoted")
         # Every deadline the primary left (running jobs' locks, delayed jobs) is ours now.
         self.fire_timers_if_due()
         self._arm_timer()
@@ -372,6 +374,12 @@ class QueueServer(Roles, Replicated):
         else:
             conn.write_parts(reply)
         conn.unblock()
+
+    def refuse_waiters(self) -> None:
+        """Offline or following: every blocked GETB, GETBE and PUT ... WAIT gets
+        `500 Offline Mode` now (only the primary hands out jobs)."""
+        for waiter in self.waiters.all():
+            self.answer(waiter, responses.OFFLINE)
 
     def flush_records(self) -> bool:
         """Write and sync every pending record; False if the log failed (the server stops)."""
