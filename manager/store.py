@@ -83,6 +83,7 @@ class EventKind(StrEnum):
     SCHEDULE_PAUSED = "schedule_paused"
     SCHEDULE_RESUMED = "schedule_resumed"
     SCHEDULE_RUN_REQUESTED = "schedule_run_requested"
+    SCHEDULE_CLOCK_STEPPED_BACK = "schedule_clock_stepped_back"
 
 
 @dataclass(frozen=True, slots=True)
