@@ -1,7 +1,6 @@
 """Server-rendered pages (they work without JavaScript) and the HTML forms of the admin actions."""
 from __future__ import annotations
 
-import hmac
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Literal
@@ -11,7 +10,7 @@ from fastapi import APIRouter, Depends, Path, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from admin_ui import actions, jobs, jobs_pages, views
-from admin_ui.auth import SESSION_COOKIE, Access, session_value
+from admin_ui.auth import SESSION_COOKIE, Access, role_of_token, session_value
 from admin_ui.charts import QUEUE_CHARTS, queue_chart
 from admin_ui.deps import ActorDep, FormDep, ReadsDep, SettingsDep, StoreDep, get_access, readable
 from admin_ui.errors import AdminError, InvalidLimits, UnknownQueue
@@ -194,14 +193,14 @@ def login_page(request: Request, settings: SettingsDep, access: Annotated[Access
 def login(request: Request, settings: SettingsDep, access: Annotated[Access, Depends(get_access)],
           fields: FormDep) -> Response:
     target = _local_path(fields.get("next"))
-    token = settings.token
-    if token is None or not hmac.compare_digest(fields.get("token", "").encode(), token.encode()):
+    found = role_of_token(fields.get("token", ""), settings)
+    if found is None:
         response = render(request, "login.html", access, settings, nav="login", next=target,
-                          error="wrong token" if token else "no admin token is configured")
+                          error="wrong token" if access.token_configured else "no admin token is configured")
         response.status_code = 401
         return response
     redirect = RedirectResponse(target, status_code=303)
-    redirect.set_cookie(SESSION_COOKIE, session_value(token), httponly=True, samesite="strict",
+    redirect.set_cookie(SESSION_COOKIE, session_value(found[1]), httponly=True, samesite="strict",
                         secure=request.url.scheme == "https", path="/")
     return redirect
 

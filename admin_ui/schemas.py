@@ -204,6 +204,12 @@ class HostRow(_View):
     killed_hung: int
     load_cap: str | None = Field(default=None, description="\"capped by load: ...\" while the "
                                  "load average, not memory, sets the host's capacity")
+    code_version: str | None = Field(default=None, description="hash of the master's handler "
+                                     "code (hosts differ during a rolling deploy)")
+    code_reload_failure: str | None = Field(default=None, description="the master's last refused "
+                                            "code reload, until one succeeds")
+    other_code: bool = Field(default=False, description="this host's code version differs from "
+                             "the one most live hosts run")
     by_queue: dict[str, int] = Field(description="slots per queue in the current slot map")
     mapped: int = Field(description="slots the slot map gives this host")
 

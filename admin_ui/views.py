@@ -26,6 +26,7 @@ from admin_ui.schemas import (
     Trend,
 )
 from config.models import QueueConfig
+from manager.code_versions import other_code
 from manager.store import EventKind, Override
 from manager.store_reads import (
     EventQuery,
@@ -229,15 +230,22 @@ def slot_map_view(
             queue_totals[queue] = queue_totals.get(queue, 0) + slots
     rank = {name: index for index, name in enumerate(queue_order)}
     queues = sorted(queue_totals, key=lambda name: (rank.get(name, len(rank)), name))
-    hosts = [
+    hosts = mark_other_code([
         _host_row(name, samples.get(name), by_host.get(name, {}))
         for name in sorted(set(samples) | set(by_host))
-    ]
+    ])
     at = mapped[0].at_unix if mapped else None
     return SlotMapView(
         at_unix=at, age_s=None if at is None else max(0.0, now - at), queues=queues, hosts=hosts,
         queue_totals=queue_totals, total=sum(queue_totals.values()),
     )
+
+
+def mark_other_code(rows: list[HostRow]) -> list[HostRow]:
+    """Mark the live hosts whose code version differs from the one most live hosts run (a
+    rolling deploy under way, or a host left behind); the older wins a tie, by name order."""
+    other = other_code((row.host, row.alive, row.code_version) for row in rows)
+    return [row.model_copy(update={"other_code": True}) if row.host in other else row for row in rows]
 
 
 def _host_row(host: str, sample: HostReading | None, cells: Mapping[str, int]) -> HostRow:
@@ -255,7 +263,8 @@ def _host_row(host: str, sample: HostReading | None, cells: Mapping[str, int]) -
         slots_pss_bytes=sample.slots_pss_bytes, avg_slot_bytes=sample.avg_slot_bytes,
         load_avg_1m=sample.load_avg_1m, recycled_for_memory=sample.recycled_for_memory,
         killed_hung=sample.killed_hung, load_cap=sample.load_cap, by_queue=dict(cells),
-        mapped=sum(cells.values()),
+        mapped=sum(cells.values()), code_version=sample.code_version,
+        code_reload_failure=sample.code_reload_failure,
     )
 
 

@@ -76,6 +76,10 @@ class HostSample(Base):
     killed_hung: Mapped[int] = mapped_column(Integer)
     # "capped by load: ..." while the master's load bound sets its capacity (manager/load_caps.py).
     load_cap: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    # The handler code's version (master/code_reload.py) and the last refused code reload
+    # (master/reloading.py); None before 0007 and from masters of the release before.
+    code_version: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    code_reload_failure: Mapped[str | None] = mapped_column(String(500), nullable=True)
 
     __table_args__ = (Index("ix_host_samples_host_at", "host", "at_unix"),)
 

@@ -30,7 +30,7 @@ from manager.db import (
 from manager.model import Plan, SlotMap
 from manager.stats import Totals
 from master.lifecycle import Counter
-from master.report import HostReport, QueueSettingsReport
+from master.report import HostReport, QueueSettingsReport, cut
 from queue_server.protocol.replies import QueueStats as ServerQueueStats
 
 log = logging.getLogger(__name__)
@@ -74,6 +74,9 @@ class EventKind(StrEnum):
     # A master's load bound started or stopped setting its capacity (manager/load_caps.py).
     HOST_CAPPED_BY_LOAD = "host_capped_by_load"
     HOST_LOAD_CAP_LIFTED = "host_load_cap_lifted"
+    # A master rolled its slots to new handler code, or refused it (manager/code_versions.py).
+    HOST_CODE_RELOADED = "host_code_reloaded"
+    HOST_CODE_RELOAD_REFUSED = "host_code_reload_refused"
     # An admin's actions on the dashboard (actor admin); the overrides wait in queue_overrides.
     PAUSE_REQUESTED = "pause_requested"
     RESUME_REQUESTED = "resume_requested"
@@ -88,6 +91,7 @@ class EventKind(StrEnum):
     SCHEDULE_PAUSED = "schedule_paused"
     SCHEDULE_RESUMED = "schedule_resumed"
     SCHEDULE_RUN_REQUESTED = "schedule_run_requested"
+    SCHEDULE_CLOCK_STEPPED_BACK = "schedule_clock_stepped_back"
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +222,10 @@ def holds_jobs(stats: ServerQueueStats) -> bool:
     return stats.ready + stats.delayed + stats.running + stats.dead > 0
 
 
+# db.HostSample.code_reload_failure's column.
+CODE_FAILURE_CHARS = 500
+
+
 def host_samples(*, at_unix: float, reports: Sequence[tuple[HostReport, bool]]) -> list[HostSample]:
     """One row per host: its last report and whether it is alive."""
     return [
@@ -236,6 +244,9 @@ def host_samples(*, at_unix: float, reports: Sequence[tuple[HostReport, bool]]) 
             recycled_for_memory=report.counters.get(Counter.RECYCLED_FOR_MEMORY, 0),
             killed_hung=report.counters.get(Counter.KILLED_HUNG, 0),
             load_cap=report.load_cap() if alive else None,
+            code_version=report.code_version or None,
+            code_reload_failure=cut(report.code_reload_failure, CODE_FAILURE_CHARS)
+            if alive and report.code_reload_failure else None,
         )
         for report, alive in reports
     ]

@@ -85,6 +85,8 @@ class HostReading:
     recycled_for_memory: int
     killed_hung: int
     load_cap: str | None  # "capped by load: ..." (None: not capped, or stored before 0006)
+    code_version: str | None = None  # the handler code's hash (None: stored before 0007)
+    code_reload_failure: str | None = None  # the last refused code reload, while it stands
 
 
 @dataclass(frozen=True, slots=True)
