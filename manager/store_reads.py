@@ -220,7 +220,7 @@ class StoreReads:
 
     def live_slots(self) -> dict[str, LiveReading]:
         """The manager's live slot counts per queue; none from a manager older than migration
-        0007 (no such table: the samples' counts stand)."""
+        0008 (no such table: the samples' counts stand)."""
         if not inspect(self.session.connection()).has_table(LiveSlots.__tablename__):
             return {}
         return {row.queue: to_record(row, LiveReading) for row in self.session.scalars(select(LiveSlots))}
