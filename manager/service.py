@@ -104,6 +104,7 @@ class Manager:
         # Job times past the window: a burst into a queue idle for minutes is planned on
         # them, not on "one slot to learn from" (issue 28).
         self.job_times = JobTimeMemory()
+        self.job_times.seed(self.history.last_job_times())  # what the last manager measured
         # What runs now, for the dashboard, between the plans' samples (issue 28).
         self.live = LiveWriter(store.replace_live, wall_clock=wall_clock)
         self.server = ServerFigures(stats_reader)

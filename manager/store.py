@@ -364,6 +364,20 @@ class Store:
                 select(HostSample.host).where(HostSample.at_unix == latest, HostSample.alive)
             ))
 
+    def last_job_times(self) -> dict[str, float]:
+        """Per queue, the mean job time of its newest sample that measured one (a new
+        manager's memory of cold queues, manager/job_times.py)."""
+        measured = (QueueSample.jobs_done > 0) & (QueueSample.mean_job_s > 0)
+        newest = (select(QueueSample.queue, func.max(QueueSample.at_unix).label("at"))
+                  .where(measured).group_by(QueueSample.queue).subquery())
+        with Session(self.engine) as session:
+            rows = session.execute(
+                select(QueueSample.queue, QueueSample.mean_job_s)
+                .join(newest, (QueueSample.queue == newest.c.queue) & (QueueSample.at_unix == newest.c.at))
+                .where(measured)
+            )
+            return {queue: float(job_s) for queue, job_s in rows}
+
     def prune(self, *, now_unix: float, retention_days: float) -> int:
         """Delete history older than retention_days; the number of rows deleted."""
         cutoff = now_unix - retention_days * SECONDS_PER_DAY

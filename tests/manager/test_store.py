@@ -175,3 +175,17 @@ def test_processes_opening_a_new_sqlite_database_at_once_all_get_it(tmp_path: Pa
         for thread in threads:
             thread.join()
     assert failures == []
+
+
+def test_each_queue_s_newest_measured_job_time_is_what_a_new_manager_remembers(store: Store) -> None:
+    def sample(queue: str, at: float, jobs_done: int, mean_job_s: float) -> QueueSample:
+        return QueueSample(at_unix=at, queue=queue, priority=0, min_slots=0, max_slots=1,
+                           slots_current=1, slots_avg=1.0, slots_desired=1, load=0.0, waiting=0,
+                           running=0, delayed=0, jobs_done=jobs_done, jobs_per_s=0.0,
+                           mean_job_s=mean_job_s, errors=0)
+
+    assert store.last_job_times() == {}
+    # A later idle interval (no job done) does not hide the last measured time.
+    store.write([sample("q", 1.0, 10, 0.5), sample("q", 2.0, 4, 0.25), sample("q", 3.0, 0, 0.0),
+                 sample("never", 2.0, 0, 0.0)])
+    assert store.last_job_times() == {"q": 0.25}
