@@ -3,9 +3,10 @@
 A queue idle through the whole window has no job time in it, and a burst into it read as
 "one slot to learn from" until a slot had finished a batch and a master had reported it
 (issue 28: 4,000 jobs of 20 ms at 1 slot for 6.3 s). The last job time measured is kept
-per queue (seeded at start from the history's newest measured sample) and handed to the planner as
-`QueueStats.known_job_s` while the window shows no finished job; a queue never measured
-gets manager/planner.py's ASSUMED_JOB_S, and the first batch measured corrects either.
+per queue (seeded at start from the history's newest measured sample) and handed to the
+planner as `QueueStats.known_job_s` while the window shows no finished job; a burst plan
+sizes a queue never measured on manager/planner.py's ASSUMED_JOB_S, and the first batch
+measured corrects either.
 """
 from __future__ import annotations
 
