@@ -43,7 +43,7 @@ def client_of(request: Request) -> str | None:
 def health(reads: ReadsDep, settings: SettingsDep, store: Annotated[Store, Depends(get_store)]) -> Health:
     newest = views.queues_view(reads, now=settings.clock(), forget_after_s=settings.forget_after_s)
     return Health(ok=True, database=store.database,
-                  latest_sample_unix=newest.at_unix, read_only=settings.token is None)
+                  latest_sample_unix=newest.at_unix, read_only=settings.token is None and not settings.role_tokens)
 
 
 @router.get("/api/queues", tags=["queues"])

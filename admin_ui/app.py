@@ -33,7 +33,7 @@ from admin_ui.auth import (
     LoginThrottle,
     access_of,
     check_settings,
-    token_matches,
+    request_role,
 )
 from admin_ui.deps import cross_site
 from admin_ui.errors import AdminError, NotAuthenticated
@@ -141,7 +141,7 @@ def handle_admin_error(request: Request, exc: Exception) -> Response:
     return response
 
 
-def _token_tried(request: Request, token: str) -> tuple[str, bool] | None:
+def _token_tried(request: Request, settings: AdminSettings) -> tuple[str, bool] | None:
     """The credential a request presents and whether it is right (None: none to check).
 
     A wrong Bearer, basic password or session cookie counts even on a page anyone may
@@ -151,10 +151,11 @@ def _token_tried(request: Request, token: str) -> tuple[str, bool] | None:
     """
     if "authorization" in request.headers:
         scheme = request.headers["authorization"].partition(" ")[0].lower()
-        return (scheme if scheme in ("bearer", "basic") else "authorization"), token_matches(request, token)
+        return ((scheme if scheme in ("bearer", "basic") else "authorization"),
+                request_role(request, settings) is not None)
     # A login form decides for itself, even sent with a stale cookie (see `_guarded`).
     if SESSION_COOKIE in request.cookies and not _is_login(request):
-        return "session cookie", token_matches(request, token)
+        return "session cookie", request_role(request, settings) is not None
     return None
 
 
@@ -178,9 +179,10 @@ async def _guarded(request: Request, call_next: Callable[[Request], Awaitable[Re
             log.warning("refused %s %s from %s: %s", request.method, request.url.path,
                         _client(request), reason)
             return handle_admin_error(request, NotAuthenticated(reason))
-    token = request.app.state.settings.token
-    tried = _token_tried(request, token) if token is not None else None
-    if token is None or (tried is None and not _is_login(request)):
+    settings = request.app.state.settings
+    configured = settings.token is not None or bool(settings.role_tokens)
+    tried = _token_tried(request, settings) if configured else None
+    if not configured or (tried is None and not _is_login(request)):
         return await call_next(request)
     throttle: LoginThrottle = request.app.state.login_throttle
     client = _client(request)

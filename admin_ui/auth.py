@@ -1,4 +1,10 @@
-"""Who may read and who may act: one admin token (sent as Bearer, as the HTTP basic password or by cookie), where it comes from, and how often a client may guess it."""
+"""Who may read and who may act: the admin token, and optionally an operator and a viewer
+token (issue 29; each sent as Bearer, as the HTTP basic password or by cookie), where they
+come from, and how often a client may guess one.
+
+- admin and operator: every action (retry, delete, cancel, schedules, limiter resume) and
+  job data; viewer: reads, and job data and errors only with `[admin] viewer_job_data`.
+- Without any token the dashboard is read-only for everyone (as before)."""
 from __future__ import annotations
 
 import base64
@@ -22,13 +28,23 @@ SESSION_COOKIE = "slotmap_admin"
 REALM = "slotmap admin"
 
 
+ADMIN, OPERATOR, VIEWER = "admin", "operator", "viewer"
+ACTING_ROLES = frozenset((ADMIN, OPERATOR))
+
+
 @dataclass(frozen=True, slots=True)
 class Access:
-    """What the current request may do; pages show action forms only when `can_act`."""
+    """What the current request may do; pages show action forms only when `can_act`, and
+    say why they are missing (`why_no_act`)."""
 
     token_configured: bool
-    authenticated: bool
+    role: str | None  # the token presented: admin, operator, viewer (None: none or wrong)
     protect_reads: bool
+    viewer_job_data: bool = False
+
+    @property
+    def authenticated(self) -> bool:
+        return self.role is not None
 
     @property
     def can_read(self) -> bool:
@@ -36,7 +52,25 @@ class Access:
 
     @property
     def can_act(self) -> bool:
-        return self.token_configured and self.authenticated
+        return self.token_configured and self.role in ACTING_ROLES
+
+    @property
+    def can_read_jobs(self) -> bool:
+        """Jobs' data and errors: with a token configured, the acting roles' (and the
+        viewer's when configured); without one, a local read-only dashboard shows them."""
+        return (not self.token_configured or self.role in ACTING_ROLES
+                or (self.role == VIEWER and self.viewer_job_data))
+
+    @property
+    def why_no_act(self) -> str:
+        """Why the action forms are missing (empty when they are shown)."""
+        if self.can_act:
+            return ""
+        if not self.token_configured:
+            return "read-only: no [admin] token is configured, so no changes are allowed"
+        if self.role == VIEWER:
+            return "signed in as viewer: changes need the operator or admin token"
+        return "changes need the operator or admin token: log in"
 
 
 def session_value(token: str) -> str:
@@ -57,6 +91,30 @@ def _basic_password(credentials: str) -> str | None:
     return password if sep else None
 
 
+def dashboard_tokens(settings: AdminSettings) -> list[tuple[str, str]]:
+    """(role, token) of every configured token, the admin's first."""
+    admin = [(ADMIN, settings.token)] if settings.token is not None else []
+    return admin + list(settings.role_tokens)
+
+
+def role_of_token(given: str, settings: AdminSettings) -> tuple[str, str] | None:
+    """The (role, token) a login form's token is; every token compared in constant time."""
+    found = None
+    for role, token in dashboard_tokens(settings):
+        if _same(given, token) and found is None:
+            found = (role, token)
+    return found
+
+
+def request_role(request: Request, settings: AdminSettings) -> str | None:
+    """The role of the credential the request presents (None: none, or a wrong one)."""
+    found = None
+    for role, token in dashboard_tokens(settings):
+        if token_matches(request, token) and found is None:
+            found = role
+    return found
+
+
 def token_matches(request: Request, token: str) -> bool:
     scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() == "bearer":
@@ -69,24 +127,27 @@ def token_matches(request: Request, token: str) -> bool:
 
 
 def access_of(request: Request, settings: AdminSettings) -> Access:
-    token = settings.token
+    configured = settings.token is not None or bool(settings.role_tokens)
     return Access(
-        token_configured=token is not None,
-        authenticated=token is not None and token_matches(request, token),
-        protect_reads=settings.protect_reads and token is not None,
+        token_configured=configured,
+        role=request_role(request, settings) if configured else None,
+        protect_reads=settings.protect_reads and configured,
+        viewer_job_data=settings.viewer_job_data,
     )
 
 
 def require_read(access: Access) -> None:
     if not access.can_read:
-        raise NotAuthenticated("this dashboard needs the admin token to read")
+        raise NotAuthenticated("this dashboard needs a token to read (viewer, operator or admin)")
 
 
 def require_act(access: Access) -> None:
     if not access.token_configured:
         raise ActionsDisabled("read-only: no [admin] token is configured, so no changes are allowed")
     if not access.authenticated:
-        raise NotAuthenticated("changing a queue needs the admin token")
+        raise NotAuthenticated("changing a queue needs the operator or admin token")
+    if not access.can_act:
+        raise ActionsDisabled(f"signed in as {access.role}: changing a queue needs the operator or admin token")
 
 
 # Where the token comes from: never a command line (`ps` shows it to every user).

@@ -75,9 +75,15 @@ def fmt_age(seconds: float) -> str:
     return f"{math.floor(seconds / 3600)} h ago"
 
 
+def fmt_age_fine(seconds: float) -> str:
+    """Tenths under 10 s: the live slot counts' age is a fraction of a second."""
+    return f"{seconds:.1f} s ago" if seconds < 10 else fmt_age(seconds)
+
+
 FORMATTERS: dict[str, Callable[[float], str]] = {
     "int": fmt_int, "pct": fmt_pct, "f1": fmt_f1, "f2": fmt_f2, "secs": fmt_secs,
     "bytes": fmt_bytes, "cell": fmt_cell, "time": fmt_time, "age": fmt_age,
+    "age_fine": fmt_age_fine,
 }
 
 

@@ -12,10 +12,13 @@ from admin_ui.errors import NotAuthenticated
 
 
 def jobs_reader(access: Annotated[Access, Depends(get_access)]) -> Access:
-    """With an admin token configured, listing or showing jobs needs it even when reads are
-    open (no token: a local, read-only dashboard shows them like everything else)."""
-    if access.token_configured and not access.authenticated:
-        raise NotAuthenticated("job data and errors need the admin token")
+    """With a token configured, listing or showing jobs needs the operator's or the admin's
+    (the viewer's with viewer_job_data) even when reads are open (no token: a local,
+    read-only dashboard shows them like everything else)."""
+    if not access.can_read_jobs:
+        raise NotAuthenticated("job data and errors need the operator or admin token"
+                               + (" (signed in as viewer; [admin] viewer_job_data allows it)"
+                                  if access.role == "viewer" else ""))
     return access
 
 

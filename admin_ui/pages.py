@@ -1,7 +1,6 @@
 """Server-rendered pages (they work without JavaScript) and the HTML forms of the admin actions."""
 from __future__ import annotations
 
-import hmac
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Literal
@@ -11,7 +10,7 @@ from fastapi import APIRouter, Depends, Path, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from admin_ui import actions, jobs, jobs_pages, views
-from admin_ui.auth import SESSION_COOKIE, Access, session_value
+from admin_ui.auth import SESSION_COOKIE, Access, role_of_token, session_value
 from admin_ui.charts import QUEUE_CHARTS, queue_chart
 from admin_ui.deps import ActorDep, FormDep, ReadsDep, SettingsDep, StoreDep, get_access, readable
 from admin_ui.errors import AdminError, InvalidLimits, UnknownQueue
@@ -28,11 +27,17 @@ RangeName = Literal["15m", "1h", "6h", "24h", "7d"]
 RANGES_S: dict[str, float] = {"15m": 900, "1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400}
 
 
+# The Queues page refreshes at least this often: its slot counts are the manager's live
+# ones (rewritten every 0.5 s), and an admin watching a burst sees them within a second.
+LIVE_REFRESH_S = 0.5
+
+
 def render(request: Request, template: str, access: Access, settings: AdminSettings,
-           **context: object) -> HTMLResponse:
+           *, refresh_s: float | None = None, **context: object) -> HTMLResponse:
+    every_s = settings.refresh_s if refresh_s is None else refresh_s
     return request.app.state.templates.TemplateResponse(  # type: ignore[no-any-return]
         request, template,
-        {"access": access, "refresh_ms": int(settings.refresh_s * 1000), "now": settings.clock(),
+        {"access": access, "refresh_ms": int(every_s * 1000), "now": settings.clock(),
          **context},
     )
 
@@ -50,7 +55,9 @@ def queues_page(
     view = views.queues_view(reads, now=settings.clock(), forget_after_s=settings.forget_after_s,
                              configured=settings.queues, sort=sort, order=order,
                              limiters=queue_limiters(settings))
-    return render(request, "queues.html", access, settings, view=view, nav="queues",
+    # Never faster for an admin who turned refreshing off (refresh_s 0).
+    live_s = min(settings.refresh_s, LIVE_REFRESH_S) if settings.refresh_s > 0 else 0.0
+    return render(request, "queues.html", access, settings, refresh_s=live_s, view=view, nav="queues",
                   default_order=views.default_order)
 
 
@@ -186,14 +193,14 @@ def login_page(request: Request, settings: SettingsDep, access: Annotated[Access
 def login(request: Request, settings: SettingsDep, access: Annotated[Access, Depends(get_access)],
           fields: FormDep) -> Response:
     target = _local_path(fields.get("next"))
-    token = settings.token
-    if token is None or not hmac.compare_digest(fields.get("token", "").encode(), token.encode()):
+    found = role_of_token(fields.get("token", ""), settings)
+    if found is None:
         response = render(request, "login.html", access, settings, nav="login", next=target,
-                          error="wrong token" if token else "no admin token is configured")
+                          error="wrong token" if access.token_configured else "no admin token is configured")
         response.status_code = 401
         return response
     redirect = RedirectResponse(target, status_code=303)
-    redirect.set_cookie(SESSION_COOKIE, session_value(token), httponly=True, samesite="strict",
+    redirect.set_cookie(SESSION_COOKIE, session_value(found[1]), httponly=True, samesite="strict",
                         secure=request.url.scheme == "https", path="/")
     return redirect
 

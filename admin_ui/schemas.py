@@ -66,6 +66,12 @@ class QueueRow(_View):
     batch_size_source: Literal["config", "handler"] | None = Field(
         default=None, description="config: written in [queues.<q>]; handler: the handler class's batch_size")
     limiter: LimiterStatus | None = Field(default=None, description="None: the queue has no rate_limit")
+    slots_live: bool = Field(
+        default=False, description="True: slots_current is what the masters report running now (the "
+                                    "manager's live counts); False: the count of the last plan's sample")
+    slots_age_s: float | None = Field(
+        default=None, description="how old slots_current is: since the masters' reports behind the live "
+                                  "count, or since the sample")
 
 
 class QueueTotals(_View):
@@ -83,6 +89,9 @@ class QueueTotals(_View):
 class QueuesView(_View):
     at_unix: float | None = Field(description="time of the newest sample; None before any")
     age_s: float | None
+    slots_age_s: float | None = Field(
+        default=None, description="how old the oldest row's slots_current is (live counts: well under a "
+                                  "second plus the masters' heartbeat; samples: since the plan)")
     sort: QueueSortKey
     order: SortOrder
     queues: list[QueueRow]
@@ -195,6 +204,12 @@ class HostRow(_View):
     killed_hung: int
     load_cap: str | None = Field(default=None, description="\"capped by load: ...\" while the "
                                  "load average, not memory, sets the host's capacity")
+    code_version: str | None = Field(default=None, description="hash of the master's handler "
+                                     "code (hosts differ during a rolling deploy)")
+    code_reload_failure: str | None = Field(default=None, description="the master's last refused "
+                                            "code reload, until one succeeds")
+    other_code: bool = Field(default=False, description="this host's code version differs from "
+                             "the one most live hosts run")
     by_queue: dict[str, int] = Field(description="slots per queue in the current slot map")
     mapped: int = Field(description="slots the slot map gives this host")
 

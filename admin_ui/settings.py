@@ -11,13 +11,16 @@ from config.curve import client_curve
 from config.errors import ConfigError
 from config.models import ClusterConfig, QueueConfig, parse_host_port
 from config.schedules import ScheduleConfig
-from config.tokens import resolve_token
+from config.tokens import read_token_file, role_token
 
 
 @dataclass(frozen=True, slots=True)
 class AdminSettings:
     # None: nobody can change anything (read-only dashboard).
     token: str | None = field(default=None, repr=False)  # a repr may reach a log line
+    # (role, token) of the operator's and the viewer's tokens (admin_ui/auth.py), if set.
+    role_tokens: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    viewer_job_data: bool = False  # the viewer token may read jobs' data and errors
     # True: reading pages, the API and /metrics needs the token too.
     protect_reads: bool = False
     refresh_s: float = 5.0
@@ -49,6 +52,8 @@ class AdminSettings:
             listen_host = parse_host_port(config.admin.listen)[0]
         return cls(
             token=token if token is not None else config.admin.token,
+            role_tokens=dashboard_role_tokens(config),
+            viewer_job_data=config.admin.viewer_job_data,
             protect_reads=protect_reads,
             refresh_s=refresh_s,
             plan_interval_s=config.manager.plan_interval_s,
@@ -63,9 +68,23 @@ class AdminSettings:
 
 
 def queue_token(config: ClusterConfig) -> str | None:
-    """The queue server's AUTH token as the other clients find it ($SLOTMAP_QUEUE_TOKEN(_FILE),
-    then [queue_server] token_file or token); ConfigError when it cannot be read."""
+    """The operator role's token (retry, delete, JOBS; docs/SECURITY.md "Roles"):
+    $SLOTMAP_QUEUE_TOKEN(_FILE), then [queue_server] operator_token_file, then the one admin
+    token (token_file or token); ConfigError when it cannot be read."""
     try:
-        return resolve_token(config_token=config.queue_server.token, config_file=config.queue_server.token_file)
+        return role_token(config.queue_server, "operator")
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def dashboard_role_tokens(config: ClusterConfig) -> tuple[tuple[str, str], ...]:
+    """The operator's and the viewer's tokens from [admin] operator_token_file and
+    viewer_token_file (private files; ConfigError otherwise, or for a token given twice)."""
+    files = (("operator", config.admin.operator_token_file), ("viewer", config.admin.viewer_token_file))
+    try:
+        tokens = tuple((role, read_token_file(path)) for role, path in files if path is not None)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if len({token for _, token in tokens}) != len(tokens):
+        raise ConfigError("[admin] operator_token_file and viewer_token_file hold the same token")
+    return tokens

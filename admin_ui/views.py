@@ -26,8 +26,16 @@ from admin_ui.schemas import (
     Trend,
 )
 from config.models import QueueConfig
+from manager.code_versions import other_code
 from manager.store import EventKind, Override
-from manager.store_reads import EventQuery, HostReading, QueueReading, StoredEvent, StoreReads
+from manager.store_reads import (
+    EventQuery,
+    HostReading,
+    LiveReading,
+    QueueReading,
+    StoredEvent,
+    StoreReads,
+)
 
 MAX_CHART_POINTS = 240
 # Event kinds that come in storms (manager/failures.py): the events page folds runs of them.
@@ -37,6 +45,9 @@ GROUPED_KINDS = frozenset({EventKind.JOBS_FAILED, EventKind.JOBS_DEAD, EventKind
 JOBS_STATE_OF_KIND = {EventKind.JOBS_FAILED: "failed", EventKind.JOBS_DEAD: "dead",
                       EventKind.DEAD_JOBS_DROPPED: "dead"}
 QUEUE_EVENTS_SHOWN = 20
+# Live counts older than this are the last words of a manager that stopped writing them (it
+# rewrites them every 0.5 s): the samples' counts stand, with their own age.
+LIVE_STALE_S = 10.0
 
 
 def trend_of(slots_current: int, slots_desired: int) -> Trend:
@@ -83,6 +94,19 @@ def _queue_row(sample: QueueReading, override: OverrideView | None,
     )
 
 
+def with_live(row: QueueRow, live: LiveReading | None, *, now: float) -> QueueRow:
+    """The row with the manager's live slot count when it is fresh (issue 28: the samples'
+    count trailed a burst by a plan interval), and the count's age either way."""
+    if live is None or now - live.at_unix > LIVE_STALE_S:
+        return row.model_copy(update={"slots_age_s": max(0.0, now - row.at_unix)})
+    return row.model_copy(update={
+        "slots_current": live.running, "slots_live": True,
+        "slots_age_s": max(0.0, now - live.at_unix) + live.reports_age_s,
+        # Up while the map gives the queue more than runs (slots starting), down while fewer.
+        "trend": trend_of(live.running, live.assigned),
+    })
+
+
 def _source(stored: str | None) -> Literal["config", "handler"] | None:
     """A stored batch_size_source; anything else (a newer manager's word) reads as unknown."""
     if stored == "config":
@@ -109,13 +133,16 @@ def queues_view(
     pending = {queue: override_view(override) for queue, override in reads.overrides().items()}
     samples = reads.latest_queue_samples(forget_after_s=forget_after_s)
     limiters = limiters or {}
-    rows = [queue_row(sample, pending.get(sample.queue), limiters.get(sample.queue)) for sample in samples]
+    live = reads.live_slots()
+    rows = [with_live(queue_row(sample, pending.get(sample.queue), limiters.get(sample.queue)),
+                      live.get(sample.queue), now=now) for sample in samples]
     order = order or default_order(sort)
     newest = max((row.at_unix for row in rows), default=None)
     reported = {row.queue for row in rows}
     return QueuesView(
         at_unix=newest,
         age_s=None if newest is None else max(0.0, now - newest),
+        slots_age_s=max((row.slots_age_s for row in rows if row.slots_age_s is not None), default=None),
         sort=sort, order=order,
         queues=sort_queue_rows(rows, sort, order),
         totals=QueueTotals(
@@ -203,15 +230,22 @@ def slot_map_view(
             queue_totals[queue] = queue_totals.get(queue, 0) + slots
     rank = {name: index for index, name in enumerate(queue_order)}
     queues = sorted(queue_totals, key=lambda name: (rank.get(name, len(rank)), name))
-    hosts = [
+    hosts = mark_other_code([
         _host_row(name, samples.get(name), by_host.get(name, {}))
         for name in sorted(set(samples) | set(by_host))
-    ]
+    ])
     at = mapped[0].at_unix if mapped else None
     return SlotMapView(
         at_unix=at, age_s=None if at is None else max(0.0, now - at), queues=queues, hosts=hosts,
         queue_totals=queue_totals, total=sum(queue_totals.values()),
     )
+
+
+def mark_other_code(rows: list[HostRow]) -> list[HostRow]:
+    """Mark the live hosts whose code version differs from the one most live hosts run (a
+    rolling deploy under way, or a host left behind); the older wins a tie, by name order."""
+    other = other_code((row.host, row.alive, row.code_version) for row in rows)
+    return [row.model_copy(update={"other_code": True}) if row.host in other else row for row in rows]
 
 
 def _host_row(host: str, sample: HostReading | None, cells: Mapping[str, int]) -> HostRow:
@@ -229,7 +263,8 @@ def _host_row(host: str, sample: HostReading | None, cells: Mapping[str, int]) -
         slots_pss_bytes=sample.slots_pss_bytes, avg_slot_bytes=sample.avg_slot_bytes,
         load_avg_1m=sample.load_avg_1m, recycled_for_memory=sample.recycled_for_memory,
         killed_hung=sample.killed_hung, load_cap=sample.load_cap, by_queue=dict(cells),
-        mapped=sum(cells.values()),
+        mapped=sum(cells.values()), code_version=sample.code_version,
+        code_reload_failure=sample.code_reload_failure,
     )
 
 

@@ -3,13 +3,16 @@
 One queue server, one manager and one master of 10 slots (or two masters of 5, one killed -9
 at t = 2 s: --host-lost). `burst` (priority 5, 1..8 slots) has 1 slot while `low`
 (priority 0) holds the rest with a backlog of its own; then 4,000 jobs of 20 ms go into
-`burst`. Printed: when `burst` runs 2x, 4x and its maximum of slots (from the masters'
+`burst`. Warm: 20 burst jobs ran a second before (the manager knows the job time). Cold
+(issue 28): `burst` never ran a job and idles at its minimum for --cold-idle-s (30 s, three
+stats windows) before the burst: no job time, no busy slot in the window. Printed: when `burst` runs 2x, 4x and its maximum of slots (from the masters'
 report files), and its drain time against the ideal (4,000 x 20 ms over 8 slots = 10 s;
 host lost: 8 slots until the kill, then the slots the survivor can give it: its 5 less
-`low`'s minimum of 1, so 2 s + 3,200 x 20 ms / 4 = 18 s). Each run is made with the burst check
-on (burst_check_s 0.25) and off (0: bursts wait for the next 5 s plan), in the same run.
+`low`'s minimum of 1, so 2 s + 3,200 x 20 ms / 4 = 18 s). --modes picks the runs: warm or
+cold with the burst check on (burst_check_s 0.25) or off (`-off`: bursts wait for the next 5 s
+plan), in the same run.
 
-    .venv/bin/python bench/planner_burst.py [--jobs 4000] [--host-lost]
+    .venv/bin/python bench/planner_burst.py [--jobs 4000] [--host-lost] [--modes warm,cold,cold-off]
 """
 from __future__ import annotations
 
@@ -121,7 +124,8 @@ def wait_until(predicate: object, what: str, timeout_s: float = START_DEADLINE_S
         time.sleep(0.05)
 
 
-def one_run(work: Path, *, jobs: int, burst_check_s: float, host_lost: bool, low_backlog: int) -> Run:
+def one_run(work: Path, *, jobs: int, burst_check_s: float, host_lost: bool, low_backlog: int,
+            cold_idle_s: float = 0.0) -> Run:
     work.mkdir(parents=True)
     (work / "sm_bench_burst.py").write_text(HANDLERS)
     queue_port, manager_port = free_port(), free_port()
@@ -203,14 +207,20 @@ burst_check_s = {burst_check_s}
             # batches (retargets), not free capacity (forks), as in the first plan.
             wait_until(lambda: sum(running(reports[h], "low") for h in hosts) >= 9 - len(hosts) + 1,
                        "low's slots")
-        # A few burst jobs first: the manager learns the queue's job time, as in a queue in use.
         with QueueClient(address) as client:
-            client.put_many("burst", [b"x"] * 20)
-            wait_until(lambda: client.stats("burst")["burst"].done >= 20, "the warm-up")
-            time.sleep(1.0)  # the next plan interval settles; the burst comes between plans
+            if cold_idle_s > 0:
+                # Cold: no burst job ever ran; the queue idles at its minimum for longer than the
+                # stats window (10 s), so the manager knows no job time and sees no busy slot.
+                time.sleep(cold_idle_s)
+            else:
+                # A few burst jobs first: the manager learns the queue's job time, as in a queue in use.
+                client.put_many("burst", [b"x"] * 20)
+                wait_until(lambda: client.stats("burst")["burst"].done >= 20, "the warm-up")
+                time.sleep(1.0)  # the next plan interval settles; the burst comes between plans
             start = time.monotonic()
             client.put_many("burst", [b"x"] * jobs)
-            run = Run(f"burst_check_s {burst_check_s:g}" + (", host lost" if host_lost else ""))
+            run = Run(("cold " if cold_idle_s > 0 else "warm ") + f"burst_check_s {burst_check_s:g}"
+                      + (", host lost" if host_lost else ""))
             base = 1
             killed = False
             # The most the burst queue can have: after a host loss, the survivor's slots
@@ -305,11 +315,18 @@ def main() -> int:
     parser.add_argument("--host-lost", action="store_true")
     parser.add_argument("--low-backlog", type=int, default=20000,
                         help="jobs waiting in the low queue (0: its slots are idle when the burst comes)")
+    parser.add_argument("--cold-idle-s", type=float, default=30.0,
+                        help="the cold runs: seconds `burst` idles at its minimum, never used, before the burst")
+    parser.add_argument("--modes", default="warm,cold,cold-off",
+                        help="runs, in order: warm / cold (burst check 0.25 s), warm-off / cold-off (check off)")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="planner-burst-"))
-    runs = [one_run(root / f"run{n}", jobs=args.jobs, burst_check_s=check, host_lost=args.host_lost,
-                    low_backlog=args.low_backlog)
-            for n, check in enumerate((0.25, 0.0))]
+    runs = []
+    for n, mode in enumerate(args.modes.split(",")):
+        check = 0.0 if mode.endswith("-off") else 0.25
+        cold = args.cold_idle_s if mode.startswith("cold") else 0.0
+        runs.append(one_run(root / f"run{n}", jobs=args.jobs, burst_check_s=check, host_lost=args.host_lost,
+                            low_backlog=args.low_backlog, cold_idle_s=cold))
     print("| run | 2x slots s | 4x slots s | max slots s | drained s | ideal s | drain / ideal "
           "| lost -> replanned s |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")

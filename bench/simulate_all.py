@@ -107,6 +107,7 @@ def main() -> int:
     parser.add_argument("--detail", action="store_true", help="per-queue tables too")
     parser.add_argument("--extra-seeds", default="", help="comma-separated seeds to recheck")
     parser.add_argument("--base", help="a commit whose planner's moves to show beside today's")
+    parser.add_argument("--only", default="", help="comma-separated scenario names (default: all)")
     checks = parser.add_mutually_exclusive_group()
     checks.add_argument("--burst-check", type=float, default=MANAGER_BURST_CHECK_S, metavar="S",
                         help="the manager's burst check every S seconds of virtual time (default: "
@@ -115,7 +116,8 @@ def main() -> int:
                         help="full plans alone, no burst plans between them")
     args = parser.parse_args()
     extra_seeds = [int(s) for s in args.extra_seeds.split(",") if s.strip()]
-    paths = sorted(SCENARIOS.glob("*.toml"))
+    only = {name.strip() for name in args.only.split(",") if name.strip()}
+    paths = sorted(p for p in SCENARIOS.glob("*.toml") if not only or p.stem in only)
     rows, details, checks = [], [], []
     started = time.perf_counter()
     for path in paths:

@@ -62,6 +62,14 @@ class QueueServerConfig(_Strict):
     sync_timeout_s: float = Field(default=2.0, gt=0, le=3600, description="replicate = \"sync\": with no confirmation for this long, the primary refuses queue commands (500 Offline Mode) or, with sync_fallback = \"async\", goes on alone.")
     sync_fallback: Literal["refuse", "async"] = Field(default="refuse", description="replicate = \"sync\" and no replica confirms: refuse (acknowledge nothing more until one does) or async (go on alone, logged and shown in ROLE and /metrics; with managed_failover only once the manager recorded that no replica is in sync, after which it promotes none).")
     token_file: str | None = Field(default=None, description="A file whose first line is the token (instead of token; chmod 600). $SLOTMAP_QUEUE_TOKEN or --token-file override both.")
+    # Least privilege (docs/SECURITY.md "Roles"): each role's token in its own file (chmod 600).
+    producer_token_file: str | None = Field(default=None, description="A file whose first line is the producer role's token: PUT (keyed, WAIT), JOB, TOTAL, STATS (docs/SECURITY.md \"Roles\").")
+    worker_token_file: str | None = Field(default=None, description="The worker role's token file: GET, GETB, GETBE, DONE, FAIL, LATER, TOUCH, PUT (replies, follow-ups) and the producer's reads.")
+    operator_token_file: str | None = Field(default=None, description="The operator role's token file: RETRY, DELETE, JOBS, RUNLIST and the reads.")
+    cluster_token_file: str | None = Field(default=None, description="The cluster's own credential: LEASE, PROMOTE, FOLLOW, REPLACK, SNAPSHOT/INTERCONNECT <n> <ip> <port> and SYNC records need it (then token_file's admin token no longer does); replicas, --join and the manager's sentinel send it.")
+    producer_queues: list[str] | None = Field(default=None, description="The queues the producer token may touch (names or globs: [\"mail*\", \"thumbs\"]); unset: every queue.")
+    worker_queues: list[str] | None = Field(default=None, description="The queues the worker token may touch (names or globs); unset: every queue.")
+    operator_queues: list[str] | None = Field(default=None, description="The queues the operator token may touch (names or globs); unset: every queue.")
     max_clients: int = Field(default=10000, ge=1, description="Connections served at once (replication links included); one more gets `503 Too Many Clients` and is closed. The open-file limit is raised to fit when allowed.")
     idle_timeout_s: float = Field(default=0.0, ge=0, description="Close a connection that sent nothing for this long (0: never). Clients blocked in GETB/GETBE/WAIT and replication links are never closed for idling.")
     output_soft_limit_bytes: int = Field(default=1024 * 1024, ge=1, description="A client whose replies not yet sent pass this is not read any further until they drain (a pipelining client that does not read stops being served; others are not affected).")
@@ -81,6 +89,14 @@ class QueueServerConfig(_Strict):
         for queue, seconds in value.items():
             if not (math.isfinite(seconds) and 0 < seconds <= MAX_SECONDS):
                 raise ValueError(f"lock_timeouts_s.{queue} must be > 0 and <= {MAX_SECONDS}, got {seconds}")
+        return value
+
+    @field_validator("producer_queues", "worker_queues", "operator_queues")
+    @classmethod
+    def _queue_globs(cls, value: list[str] | None) -> list[str] | None:
+        for glob in value or ():
+            if not glob or len(glob) > 128 or not all(c.isascii() and (c.isalnum() or c in "_*?[]!-") for c in glob):
+                raise ValueError(f"a role's queue {glob!r} is not a queue name or glob ([A-Za-z0-9_] and * ? [ ])")
         return value
 
     @field_validator("listen", "replica_of")
@@ -200,6 +216,20 @@ class MasterConfig(_Strict):
     hung_after_beacons: int = Field(default=3, ge=1, description="A slot silent for this many beacon intervals is hung and killed.")
     hard_memory_limit_bytes: int = Field(default=1024 * 1024 * 1024, ge=1, description="A slot over this memory is killed at once (no waiting for its batch).")
     stop_deadline_s: float = Field(default=10.0, gt=0, description="A stopping slot gets SIGTERM (finish the batch), then SIGKILL after this long.")
+    stop_timeout_s: float = Field(
+        default=30.0, gt=0, le=86400,
+        description="The master's graceful stop (SIGTERM): its slots stop fetching, finish the job "
+                    "they run and give the unstarted jobs of their batch back to the head of their "
+                    "queue uncharged; a job still running after this long is killed (SIGKILL) and "
+                    "given back uncharged, to run again from its start. Keep systemd's "
+                    "TimeoutStopSec above it.",
+    )
+    drain_timeout_s: float = Field(
+        default=60.0, gt=0, le=86400,
+        description="A code reload (SIGHUP): an old slot finishes the job it runs within this "
+                    "long, else it is killed and its job given back uncharged; the same bound "
+                    "applies to the new code's setup() trial.",
+    )
     ipc_dir: str = Field(default="./var/ipc", description="Folder of the ipc:// sockets between the master and its slots (paths stay under 108 bytes).")
     # Static slot map used until a manager assigns one: queue -> slots.
     static_slots: dict[str, int] = Field(default_factory=dict, description="Queue -> slots run until a manager assigns a slot map (or for good without a manager).")
@@ -254,6 +284,9 @@ class AdminConfig(_Strict):
     )
     # With a token: reading pages, the API and /metrics needs it too.
     protect_reads: bool = Field(default=False, description="With a token: reading pages, the API and /metrics needs it too (otherwise reads are open, actions need the token).")
+    viewer_token_file: str | None = Field(default=None, description="A file holding the viewer token (first line, chmod 600): signs in to read, never to act; job data and errors only with viewer_job_data.")
+    operator_token_file: str | None = Field(default=None, description="A file holding the operator token (first line, chmod 600): retry, delete, cancel, schedules, limiter resume, and job data.")
+    viewer_job_data: bool = Field(default=False, description="The viewer token may also read jobs' data and errors (they hold whatever producers and handlers put there).")
     refresh_s: float = Field(default=5.0, ge=0, description="How often dashboard pages refresh themselves (0: never).")
     allowed_hosts: list[str] = Field(
         default_factory=list, max_length=100,

@@ -36,7 +36,8 @@ class ScheduleConfig(BaseModel):
     every_s: float | None = Field(
         default=None, ge=MIN_EVERY_S, le=MAX_EVERY_S, allow_inf_nan=False,
         description="When to fire: every this many seconds, at whole multiples of it since "
-                    "1970-01-01 UTC (so every manager agrees on the ticks). Give cron or every_s.")
+                    "1970-01-01 UTC (so every manager agrees on the ticks), in whole milliseconds. "
+                    "Give cron or every_s.")
     timezone: str = Field(
         default="UTC",
         description="The zone a cron expression is read in (an IANA name such as "
@@ -53,7 +54,8 @@ class ScheduleConfig(BaseModel):
                     "fires none of them, latest fires the most recent one, all fires each "
                     "(the newest catch_up_max). Every miss is an event.")
     catch_up_max: int = Field(default=100, ge=1, le=MAX_CATCH_UP,
-                              description="With catch_up = \"all\": the most missed ticks fired at once.")
+                              description="With catch_up = \"all\": the most missed ticks fired after one outage "
+                                          "(oldest first, 20 a pass, so other schedules' ticks stay on time).")
     enabled: bool = Field(default=True, description="false: the schedule is listed but never fires.")
 
     @field_validator("cron")
@@ -77,6 +79,15 @@ class ScheduleConfig(BaseModel):
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError(f"unknown time zone {value!r} (an IANA name such as UTC or Europe/Berlin)") from None
+        return value
+
+    @field_validator("every_s")
+    @classmethod
+    def _every_s_is_whole_ms(cls, value: float | None) -> float | None:
+        # Ticks are whole multiples of the step in integer milliseconds (manager/schedules/ticks.py):
+        # a step finer than that would be rounded, and two managers must agree on every tick.
+        if value is not None and abs(value * 1000 - round(value * 1000)) > 1e-6:
+            raise ValueError(f"every_s {value!r} must be a whole number of milliseconds")
         return value
 
     @field_validator("data")

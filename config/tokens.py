@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol
 
 from config.endpoints import check_token
 from config.secret_files import read_private_text
@@ -44,3 +45,29 @@ def resolve_token(
     if config_token is not None:
         return check_token(config_token, what="[queue_server] token")
     return None
+
+
+class TokenSources(Protocol):
+    """[queue_server]'s token settings (config/models.py QueueServerConfig)."""
+    token: str | None
+    token_file: str | None
+    producer_token_file: str | None
+    worker_token_file: str | None
+    operator_token_file: str | None
+    cluster_token_file: str | None
+
+
+ROLE_FILES = {"producer": "producer_token_file", "worker": "worker_token_file",
+              "operator": "operator_token_file", "cluster": "cluster_token_file"}
+
+
+def role_token(config: TokenSources, role: str, *, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The token a component acting as `role` (docs/SECURITY.md "Roles") sends: one handed to
+    this process ($SLOTMAP_QUEUE_TOKEN(_FILE)) first, then the role's own file, then the
+    admin token of a setup with one token for all. ValueError as resolve_token."""
+    if TOKEN_ENV in environ or environ.get(TOKEN_FILE_ENV):
+        return resolve_token(environ=environ)
+    path = getattr(config, ROLE_FILES[role])
+    if path is not None:
+        return read_token_file(path)
+    return resolve_token(config_token=config.token, config_file=config.token_file, environ=environ)

@@ -93,7 +93,8 @@ def child_specs(
         ChildSpec("master", ("master", *cfg, "--report-file", str(MASTER_REPORT.absolute()),
                              "--manager", config.manager.listen),
                   f"slots on ipc:// under {config.master.ipc_dir}",
-                  stop_deadline_s=config.master.stop_deadline_s + STOP_DEADLINE_S),
+                  stop_deadline_s=max(config.master.stop_deadline_s, config.master.stop_timeout_s)
+                  + STOP_DEADLINE_S),
     ]
     if with_admin:
         specs.append(ChildSpec("admin", ("admin", *cfg), f"http://{config.admin.listen}/"))
@@ -181,15 +182,19 @@ class Launcher:
         self.stopping = False
         self.failed: Child | None = None
         self.up = False  # every child started: from then on a queue server may fail over
+        # SIGHUP (`systemctl reload`): the masters reload their handler code; nothing stops.
+        self.reload_asked = False
         self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
 
     def handle_signal(self, signum: int, frame: FrameType | None) -> None:
-        if signum != signal.SIGCHLD:
+        if signum == signal.SIGHUP:
+            self.reload_asked = True
+        elif signum != signal.SIGCHLD:
             self.stopping = True
 
     def run(self) -> int:
         signal.set_wakeup_fd(self._wake_write, warn_on_full_buffer=False)
-        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGHUP):
             signal.signal(signum, self.handle_signal)
         try:
             if self.start_all():
@@ -274,9 +279,19 @@ class Launcher:
             self.wait(POLL_S)
             if self.check_children():
                 return
+            if self.reload_asked:
+                self.reload_masters()
             if time.monotonic() >= status_at:
                 status_at = time.monotonic() + STATUS_EVERY_S
                 self.print_status()
+
+    def reload_masters(self) -> None:
+        self.reload_asked = False
+        for child in self.children:
+            if child.spec.name == "master":
+                child.process.send_signal(signal.SIGHUP)
+                print(f"slotmap run: SIGHUP to the master (pid {child.pid}): it reloads its handler "
+                      "code (docs/GUIDE.md, Deploying new handler code)", file=self.out, flush=True)
 
     def wait(self, timeout_s: float) -> None:
         """Sleep until a signal arrives (a child's death included) or timeout_s passes."""
@@ -362,17 +377,22 @@ def _describe_exit(code: int) -> str:
 def run(args: argparse.Namespace) -> int:
     from config.errors import ConfigError
     from config.load import load_config
-    from config.tokens import resolve_token
+    from config.tokens import role_token
     from deploy.replicas import with_replicas, write_config
+    from deploy.role_tokens import with_role_tokens
 
     config_path = Path(args.config) if args.config else DEFAULT_CONFIG
     config = load_config(config_path)
+    derived = config
     if args.replicas:
-        config = with_replicas(config, args.replicas)
-        config_path = write_config(config, LOG_DIR / "cluster-with-replicas.toml")
+        derived = with_replicas(derived, args.replicas)
+    derived = with_role_tokens(derived, RUN_DIR / "tokens")
+    if derived is not config:
+        config = derived
+        config_path = write_config(config, LOG_DIR / "cluster-derived.toml")
     try:
-        token = resolve_token(config_token=config.queue_server.token,
-                              config_file=config.queue_server.token_file)
+        # The demo producer's and the status line's (STATS): the producer role's token.
+        token = role_token(config.queue_server, "producer")
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     specs = child_specs(

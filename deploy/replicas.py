@@ -25,8 +25,10 @@ def replica_addresses(config: ClusterConfig, count: int) -> list[str]:
 def with_replicas(config: ClusterConfig, count: int) -> ClusterConfig:
     qs = config.queue_server
     servers = [qs.listen, *replica_addresses(config, count)]
+    # Sync unless the config asks for async itself (to see what a failover costs there).
+    replicate = qs.replicate if "replicate" in qs.model_fields_set else "sync"
     return config.model_copy(update={"queue_server": qs.model_copy(update={
-        "servers": servers, "replicate": "sync", "managed_failover": True})})
+        "servers": servers, "replicate": replicate, "managed_failover": True})})
 
 
 def replica_args(config: ClusterConfig, config_path: Path, count: int) -> list[tuple[str, ...]]:

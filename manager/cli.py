@@ -106,6 +106,9 @@ def run(args: argparse.Namespace) -> int:
     flag = _StopFlag()
     signal.signal(signal.SIGTERM, flag.handle_stop)
     signal.signal(signal.SIGINT, flag.handle_stop)
+    # SIGHUP's default ended the manager, and `slotmap run` with it the whole cluster; a
+    # reload of the manager's config is not there yet (issue 27, point 4): it says so.
+    signal.signal(signal.SIGHUP, _no_config_reload)
     url = config.manager.database_url
     lease = wait_for_lease(url, stopping=lambda: flag.stopping)
     if lease is None:
@@ -116,6 +119,11 @@ def run(args: argparse.Namespace) -> int:
         return _run_active(config, flag, lease)
     finally:
         lease.release()
+
+
+def _no_config_reload(signum: int, frame: FrameType | None) -> None:
+    log.warning("SIGHUP: the manager cannot reload its config yet; restart it to apply a "
+                "changed config (it keeps running)")
 
 
 def _run_active(config: ClusterConfig, flag: _StopFlag, lease: Lease) -> int:
@@ -132,7 +140,7 @@ def _run_active(config: ClusterConfig, flag: _StopFlag, lease: Lease) -> int:
         return 1
     servers = config.queue_server.servers or config.queue_server.listen
     client = QueueClient(
-        servers, token=queue_token(config), timeout_s=QUEUE_SERVER_TIMEOUT_S,
+        servers, token=queue_token(config, "producer"), timeout_s=QUEUE_SERVER_TIMEOUT_S,
         connect_timeout_s=1.0, reconnect_attempts=0,
     )
     manager = Manager(
@@ -164,7 +172,7 @@ def start_schedules(config: ClusterConfig, store: Store) -> FiringThread | None:
     if not any(rule.enabled for rule in config.schedules.values()):
         return None
     client = QueueClient(
-        config.queue_server.servers or config.queue_server.listen, token=queue_token(config),
+        config.queue_server.servers or config.queue_server.listen, token=queue_token(config, "producer"),
         timeout_s=QUEUE_SERVER_TIMEOUT_S, connect_timeout_s=1.0, reconnect_attempts=0,
     )
 
@@ -188,7 +196,7 @@ def _start_sentinel(config: ClusterConfig, store: Store, manager: Manager) -> No
     servers = qs.servers or [qs.listen]
     manager.lease_check_s = sentinel.LOCK_CHECK_S
     sentinel.start(sentinel.Sentinel(
-        store.engine, servers, token=queue_token(config), lease_s=qs.lease_s,
+        store.engine, servers, token=queue_token(config, "cluster"), lease_s=qs.lease_s,
         promote_after_s=qs.promote_after_s, sync_mode=qs.replicate == "sync",
         note=lambda event: store.add_event(time.time(), event),
         stopping=lambda: manager.stopping))
@@ -216,14 +224,15 @@ def check_election(url: str, *, standby: bool) -> None:
                 "manager (no standby can take over, and a second one would be active too)")
 
 
-def queue_token(config: ClusterConfig) -> str | None:
-    """The queue server token as the queue server itself resolves it (env, token file, config)."""
+def queue_token(config: ClusterConfig, role: str = "producer") -> str | None:
+    """The token of the least role the manager needs for a task (docs/SECURITY.md "Roles"):
+    producer for its STATS reads and the schedules' PUTs, the cluster credential for the
+    sentinel's LEASE, PROMOTE and FOLLOW; the one admin token where roles are not set."""
     from config.errors import ConfigError
-    from config.tokens import resolve_token
+    from config.tokens import role_token
 
     try:
-        return resolve_token(config_token=config.queue_server.token,
-                             config_file=config.queue_server.token_file)
+        return role_token(config.queue_server, role)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
 

@@ -76,6 +76,10 @@ class HostSample(Base):
     killed_hung: Mapped[int] = mapped_column(Integer)
     # "capped by load: ..." while the master's load bound sets its capacity (manager/load_caps.py).
     load_cap: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    # The handler code's version (master/code_reload.py) and the last refused code reload
+    # (master/reloading.py); None before 0007 and from masters of the release before.
+    code_version: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    code_reload_failure: Mapped[str | None] = mapped_column(String(500), nullable=True)
 
     __table_args__ = (Index("ix_host_samples_host_at", "host", "at_unix"),)
 
@@ -89,6 +93,21 @@ class SlotMapRow(Base):
     host: Mapped[str] = mapped_column(String(255))
     queue: Mapped[str] = mapped_column(String(128))
     slots: Mapped[int] = mapped_column(Integer)
+
+
+class LiveSlots(Base):
+    """What runs now, per queue (issue 28): rewritten by the active manager every half second
+    from the masters' last reports, so the dashboard shows the slot map seconds before the
+    next plan's samples. One row per queue with a slot or a plan; rows of one write share
+    `at_unix`."""
+
+    __tablename__ = "live_slots"
+    queue: Mapped[str] = mapped_column(String(128), primary_key=True)
+    running: Mapped[int] = mapped_column(Integer)  # slots the masters report running it
+    assigned: Mapped[int] = mapped_column(Integer)  # slots the manager's map gives it
+    at_unix: Mapped[float] = mapped_column(Float)  # when the manager wrote the row
+    # How old the oldest live master's report was then: the count is this much older.
+    reports_age_s: Mapped[float] = mapped_column(Float)
 
 
 class Event(Base):

@@ -75,6 +75,14 @@ class History:
             log.warning("cannot read the last known hosts (%s); planning after the grace period", exc)
             return set()
 
+    def last_job_times(self) -> dict[str, float]:
+        try:
+            return self.store.last_job_times()
+        except SQLAlchemyError as exc:
+            log.warning("cannot read the queues' last job times (%s); cold queues start on the "
+                        "assumed one", exc)
+            return {}
+
     def prune(self, *, retention_days: float, retry_in_s: float) -> None:
         try:
             deleted = self.store.prune(now_unix=self.wall_clock(), retention_days=retention_days)

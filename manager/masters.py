@@ -11,6 +11,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from manager.code_versions import CodeVersions
 from manager.crash_events import CrashEvents
 from manager.heartbeat import ADOPT, GONE, MasterState, PeerChange, Peers
 from manager.host_events import change_event
@@ -76,6 +77,8 @@ class Masters:
         self.report_events: list[NewEvent] = []
         # Load caps starting and ending: events from the reports, like the crashes.
         self.load_caps = LoadCaps()
+        # Code reloads done and refused (a rolling deploy), the same way.
+        self.code_versions = CodeVersions()
 
     # Reports in
 
@@ -98,6 +101,7 @@ class Masters:
         self.report_events += self.crashes.on_report(report, now)
         if (capped := self.load_caps.on_report(report)) is not None:
             self.report_events.append(capped)
+        self.report_events += self.code_versions.on_report(report)
         if frame.leaving:
             # Kept only for a host the manager knows: goodbyes naming made-up hosts cost nothing.
             if self.peers.get(report.host) is not None:

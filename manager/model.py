@@ -53,6 +53,9 @@ class QueueStats:
     busy_s: float = 0.0
     slot_lifetime_s: float = 0.0
     window_s: float = 60.0
+    # The queue's job time measured before the window (manager/cold.py remembers it), for a
+    # queue idle through the window: 0 when never measured.
+    known_job_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

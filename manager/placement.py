@@ -42,8 +42,12 @@ class _Layout:
         max_slots: Mapping[str, int],
         *,
         spares_first: bool = False,
+        keep: Mapping[str, int] | None = None,
     ) -> None:
         self.priorities = priorities
+        # Counts the spare cut keeps (manager/stabilise.py): slots up to them are not taken
+        # by an equal or higher priority before a spawn.
+        self.keep = keep or {}
         # With the spare cut on, a growing queue retargets a spare of any queue before it
         # spawns: a spare left in place is stopped by the cut once the spares pass their
         # limit, and stop + spawn is two moves where a retarget is one (diurnal, whose batch
@@ -144,12 +148,23 @@ class _Layout:
         self.source_index[host] = index
         self.source_priority[host] = candidates[index][0] if index < len(candidates) else NO_SOURCE
 
+    def beyond_keep(self, queue: str) -> bool:
+        """Whether the queue holds slots above what the spare cut keeps it: those are spares
+        a queue of its priority may take before a spawn. Slots within its keep stay for its
+        own return while free capacity lasts (issue 28, rotating_bursts: three equal
+        priorities bursting in turn took each other's kept slots at every burst, 273-327
+        moves against HPA's 220-245). A higher priority's kept spares are still taken first:
+        left in place, hosts_lost seed 5 made 120 moves instead of 88 and its lowest queue
+        waited 4.0 s at p99 against a 3.4 s limit."""
+        return self.count.get(queue, 0) > self.keep.get(queue, 0)
+
     def source(self, host: int) -> str:
         return self.sources[host][self.source_index[host]][1]
 
     def unit_cost(self, host: int, priority: int) -> int | None:
         if self.source_priority[host] < priority or (
             self.spares_first and self.source_priority[host] != NO_SOURCE
+            and (self.source_priority[host] != priority or self.beyond_keep(self.source(host)))
         ):
             return RETARGET_DOWN
         if self.free[host] > 0:
@@ -334,7 +349,7 @@ def place(
     so when `spare_slots` is given).
     """
     layout = _Layout(current, capacities, planned, priorities, max_slots,
-                     spares_first=spares_first or spare_slots is not None)
+                     spares_first=spares_first or spare_slots is not None, keep=keep)
     layout.trim_overfull_hosts()
     layout.find_sources()
     growing = sorted(

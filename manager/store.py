@@ -18,11 +18,19 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from config.models import QueueConfig
-from manager.db import Event, HostSample, QueueOverride, QueueSample, SlotMapRow, make_engine
+from manager.db import (
+    Event,
+    HostSample,
+    LiveSlots,
+    QueueOverride,
+    QueueSample,
+    SlotMapRow,
+    make_engine,
+)
 from manager.model import Plan, SlotMap
 from manager.stats import Totals
 from master.lifecycle import Counter
-from master.report import HostReport, QueueSettingsReport
+from master.report import HostReport, QueueSettingsReport, cut
 from queue_server.protocol.replies import QueueStats as ServerQueueStats
 
 log = logging.getLogger(__name__)
@@ -66,6 +74,9 @@ class EventKind(StrEnum):
     # A master's load bound started or stopped setting its capacity (manager/load_caps.py).
     HOST_CAPPED_BY_LOAD = "host_capped_by_load"
     HOST_LOAD_CAP_LIFTED = "host_load_cap_lifted"
+    # A master rolled its slots to new handler code, or refused it (manager/code_versions.py).
+    HOST_CODE_RELOADED = "host_code_reloaded"
+    HOST_CODE_RELOAD_REFUSED = "host_code_reload_refused"
     # An admin's actions on the dashboard (actor admin); the overrides wait in queue_overrides.
     PAUSE_REQUESTED = "pause_requested"
     RESUME_REQUESTED = "resume_requested"
@@ -80,6 +91,7 @@ class EventKind(StrEnum):
     SCHEDULE_PAUSED = "schedule_paused"
     SCHEDULE_RESUMED = "schedule_resumed"
     SCHEDULE_RUN_REQUESTED = "schedule_run_requested"
+    SCHEDULE_CLOCK_STEPPED_BACK = "schedule_clock_stepped_back"
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +222,10 @@ def holds_jobs(stats: ServerQueueStats) -> bool:
     return stats.ready + stats.delayed + stats.running + stats.dead > 0
 
 
+# db.HostSample.code_reload_failure's column.
+CODE_FAILURE_CHARS = 500
+
+
 def host_samples(*, at_unix: float, reports: Sequence[tuple[HostReport, bool]]) -> list[HostSample]:
     """One row per host: its last report and whether it is alive."""
     return [
@@ -228,6 +244,9 @@ def host_samples(*, at_unix: float, reports: Sequence[tuple[HostReport, bool]]) 
             recycled_for_memory=report.counters.get(Counter.RECYCLED_FOR_MEMORY, 0),
             killed_hung=report.counters.get(Counter.KILLED_HUNG, 0),
             load_cap=report.load_cap() if alive else None,
+            code_version=report.code_version or None,
+            code_reload_failure=cut(report.code_reload_failure, CODE_FAILURE_CHARS)
+            if alive and report.code_reload_failure else None,
         )
         for report, alive in reports
     ]
@@ -294,6 +313,13 @@ class Store:
         with Session(self.engine) as session, session.begin():
             session.add_all(rows)
 
+    def replace_live(self, rows: Sequence[LiveSlots]) -> None:
+        """The live slot counts (manager/live.py): the old rows go, the new come, in one
+        transaction, so a reader sees one write or the other."""
+        with Session(self.engine) as session, session.begin():
+            session.execute(delete(LiveSlots))
+            session.add_all(rows)
+
     def add_events(self, at_unix: float, events: Iterable[NewEvent]) -> None:
         rows = [event_row(at_unix, event) for event in events]
         if rows:
@@ -337,6 +363,20 @@ class Store:
             return set(session.scalars(
                 select(HostSample.host).where(HostSample.at_unix == latest, HostSample.alive)
             ))
+
+    def last_job_times(self) -> dict[str, float]:
+        """Per queue, the mean job time of its newest sample that measured one (a new
+        manager's memory of cold queues, manager/job_times.py)."""
+        measured = (QueueSample.jobs_done > 0) & (QueueSample.mean_job_s > 0)
+        newest = (select(QueueSample.queue, func.max(QueueSample.at_unix).label("at"))
+                  .where(measured).group_by(QueueSample.queue).subquery())
+        with Session(self.engine) as session:
+            rows = session.execute(
+                select(QueueSample.queue, QueueSample.mean_job_s)
+                .join(newest, (QueueSample.queue == newest.c.queue) & (QueueSample.at_unix == newest.c.at))
+                .where(measured)
+            )
+            return {queue: float(job_s) for queue, job_s in rows}
 
     def prune(self, *, now_unix: float, retention_days: float) -> int:
         """Delete history older than retention_days; the number of rows deleted."""

@@ -15,7 +15,7 @@ from sqlalchemy import Integer, and_, cast, func, inspect, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
-from manager.db import Event, HostSample, QueueOverride, QueueSample, SlotMapRow
+from manager.db import Event, HostSample, LiveSlots, QueueOverride, QueueSample, SlotMapRow
 from manager.store import EventKind, Override, Store
 
 # What the dashboard needs before it shows anything (the manager's first migration makes them).
@@ -24,6 +24,18 @@ TABLES = ("queue_samples", "host_samples", "slot_map", "events", "queue_override
 
 class DatabaseUnreadable(Exception):
     """The database cannot be opened at all (not there, no access); the text is the driver's."""
+
+
+@dataclass(frozen=True, slots=True)
+class LiveReading:
+    """A queue's slots now (manager/live.py), written at `at_unix` from reports up to
+    `reports_age_s` older."""
+
+    queue: str
+    running: int
+    assigned: int
+    at_unix: float
+    reports_age_s: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +85,8 @@ class HostReading:
     recycled_for_memory: int
     killed_hung: int
     load_cap: str | None  # "capped by load: ..." (None: not capped, or stored before 0006)
+    code_version: str | None = None  # the handler code's hash (None: stored before 0007)
+    code_reload_failure: str | None = None  # the last refused code reload, while it stands
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +164,7 @@ class EventQuery:
 
 # The sample tables: one row per queue (host) per report, newest wanted per queue (host).
 Sampled = TypeVar("Sampled", QueueSample, HostSample)
-Record = TypeVar("Record", QueueReading, HostReading, StoredEvent, Override)
+Record = TypeVar("Record", QueueReading, HostReading, StoredEvent, Override, LiveReading)
 _BUCKET_FIGURES = tuple(field.name for field in fields(QueueBucket))[1:]
 
 
@@ -203,6 +217,13 @@ class StoreReads:
     def latest_queue_samples(self, *, forget_after_s: float) -> list[QueueReading]:
         """Each queue's newest sample, for queues reported within `forget_after_s` of the newest one."""
         return [to_record(row, QueueReading) for row in self._latest_per(QueueSample, "queue", forget_after_s=forget_after_s)]
+
+    def live_slots(self) -> dict[str, LiveReading]:
+        """The manager's live slot counts per queue; none from a manager older than migration
+        0008 (no such table: the samples' counts stand)."""
+        if not inspect(self.session.connection()).has_table(LiveSlots.__tablename__):
+            return {}
+        return {row.queue: to_record(row, LiveReading) for row in self.session.scalars(select(LiveSlots))}
 
     def latest_queue_sample(self, queue: str) -> QueueReading | None:
         row = self.session.scalars(

@@ -19,6 +19,7 @@ import logging
 import os
 import random
 import signal
+import sys
 import time
 from collections import Counter as Tally
 from collections.abc import Iterable
@@ -28,12 +29,12 @@ import zmq
 
 from config.curve import client_curve
 from config.errors import ConfigError
-from config.load import load_config
 from config.models import ClusterConfig
 from config.periodic import TurnBoundary
-from config.tokens import resolve_token
+from config.tokens import role_token
 from master import host
 from master.assignments import assignment_for, queue_settings
+from master.code_reload import Code, import_code
 from master.deaths import Deaths
 from master.lease_keeper import LeaseKeeper
 from master.leases import LeasePipes, Note, renewals
@@ -58,7 +59,9 @@ from master.lifecycle import (
 )
 from master.link import MasterLink
 from master.reconciler import Reconciler, Retarget, SlotAssignment, SlotCounts, Spawn, Stop, changes
+from master.reloading import CodeReloader, on_sighup
 from master.report import HostReport, build_report
+from master.report_file import ReportFile
 from master.settle import ReplyTo, Settlement, settle
 from master.signal_queue import SignalQueue
 from master.sizing import Sizing
@@ -66,7 +69,7 @@ from master.supervisor import Reaped, open_sockets, reap, send_signal, spawn
 from master.zmq_router import rewatch
 from queue_server.client import QueueClient
 from slot.beacon import Assignment
-from slot.discovery import LoadedHandlers, load_handlers
+from slot.discovery import LoadedHandlers
 from slot.outcomes import handler_policy
 from slot.permits import limiters_of
 from slot.process import SlotSpec, run_slot
@@ -90,8 +93,6 @@ class Master:
         self.config = config
         self.config_path = config_path
         self.master_config = config.master
-        self.report_path = report_path
-        self.report_interval_s = report_interval_s
         self.host = host.host_name(config.master.host_name)
         self.limits = Limits(
             beacon_interval_s=config.master.beacon_interval_ms / 1000,
@@ -103,18 +104,21 @@ class Master:
         self.deaths = Deaths()
         self.stopping = False
         self.loaded = LoadedHandlers(handlers={}, failures={})
-        self.reconciler = Reconciler(handled_queues=frozenset())
+        self.reloader = CodeReloader(Code(self.loaded, {}, ""), config.master.handler_modules)
+        self.reconciler = Reconciler(
+            handled_queues=frozenset(),
+            priorities={name: q.priority for name, q in config.queues.items()},
+        )
         self.sizing = Sizing(config.master)
         self.signals = SignalQueue()
-        self._report_at = float("-inf")
         self.tick_turns = TurnBoundary("the master's tick", next_turn=f"the next tick in {TICK_S:g} s", log=log)
-        self.report_turns = TurnBoundary(f"writing the report file {report_path}", log=log,
-                                         next_turn=f"the slots go on; tried again in {report_interval_s:g} s")
+        self.report_file = ReportFile(report_path, report_interval_s)
         self._warned_unhandled: set[str] = set()
-        # As the other clients find it: $SLOTMAP_QUEUE_TOKEN(_FILE), token_file, token.
+        # The worker role's (least privilege, docs/SECURITY.md "Roles"): its slots and lease
+        # keeper take, finish and put jobs; $SLOTMAP_QUEUE_TOKEN(_FILE), else the role's file,
+        # else the one admin token.
         try:
-            self.queue_token = resolve_token(config_token=config.queue_server.token,
-                                             config_file=config.queue_server.token_file)
+            self.queue_token = role_token(config.queue_server, "worker")
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         self.leases = LeasePipes()
@@ -127,22 +131,25 @@ class Master:
     def preload(self) -> LoadedHandlers:
         """Import every handler module, then freeze the GC so forks keep sharing those pages
         (a collection would write to every object header and copy the pages)."""
-        self.loaded = load_handlers(self.master_config.handler_modules)
-        self.reconciler = Reconciler(
-            handled_queues=frozenset(self.loaded.handlers),
-            priorities={name: q.priority for name, q in self.config.queues.items()},
-            desired=self.reconciler.desired,
-        )
+        code = import_code(self.master_config.handler_modules, before=set(sys.modules))
+        self.reloader = CodeReloader(code, self.master_config.handler_modules)
+        self.use_handlers(code.loaded)
         gc.collect()
         gc.freeze()
-        # Sockets opened from now on are the master's own: no slot keeps them (drop_sockets).
-        self.slot_sockets = open_sockets()
         log.info(
-            "preloaded handlers for %s%s",
+            "preloaded handlers for %s%s; code version %s",
             ", ".join(sorted(self.loaded.handlers)) or "no queue",
             f"; failed: {', '.join(self.loaded.failures)}" if self.loaded.failures else "",
+            code.version or "(no app module)",
         )
         return self.loaded
+
+    def use_handlers(self, loaded: LoadedHandlers) -> None:
+        """The handlers new slots are forked with (at the preload, and a code reload's)."""
+        self.loaded = loaded
+        self.reconciler.handled_queues = frozenset(loaded.handlers)
+        # Sockets opened from now on are the master's own: no slot keeps them (drop_sockets).
+        self.slot_sockets = open_sockets()
 
     def apply_slot_map(self, desired: SlotCounts | SlotAssignment) -> None:
         """The static map now; the manager's assignments later (slot id -> queue)."""
@@ -190,6 +197,7 @@ class Master:
         self.keeper.renew(renewals(self.slots.values(), now))
         self.sizing.refresh(now, self.slots.values())
         if not self.stopping:
+            self.reloader.tick(self, now)
             self.reconcile(now)
         self.maybe_report(now)
 
@@ -203,38 +211,28 @@ class Master:
         # SIGCHLD only wakes the loop: reap() runs every tick anyway.
 
     def handle_stop(self, now: float) -> None:
+        """SIGTERM: every slot finishes the job it runs and gives back the rest of its batch
+        (at the head of the queue, uncharged), then exits; a job still running after
+        stop_timeout_s is killed with its slot and given back uncharged (master/settle.py:
+        a missed stop deadline blames nobody), to run again from its start."""
         if self.stopping:
             return
-        log.info("stopping: SIGTERM to %d slots, SIGKILL after %.1f s",
-                 len(self.slots), self.master_config.stop_deadline_s)
+        timeout_s = self.master_config.stop_timeout_s
+        log.info("stopping: SIGTERM to %d slots (each finishes its running job and gives back "
+                 "the rest of its batch), SIGKILL after stop_timeout_s %g s", len(self.slots), timeout_s)
         self.stopping = True
+        self.reloader.stop()
         for slot in list(self.slots.values()):
-            self._apply(slot, StopRequested(self.master_config.stop_deadline_s), now)
+            self._apply(slot, StopRequested(timeout_s), now)
 
     def handle_reload(self) -> None:
-        """SIGHUP: re-read the config; the queues' settings and the static map change in place
-        (slots are retargeted, not re-forked). New handler modules need a master restart."""
-        if self.config_path is None:
-            log.warning("SIGHUP ignored: the master runs on the embedded default config")
-            return
-        try:
-            config = load_config(self.config_path)
-        except ConfigError as exc:
-            log.error("SIGHUP: %s; keeping the running config", exc)
-            return
-        if config.master.handler_modules != self.master_config.handler_modules:
-            log.warning("SIGHUP: handler_modules changed; restart the master to load them")
-        self.config.queues = config.queues
-        self.config.master.static_slots = config.master.static_slots
-        self.reconciler.priorities = {name: q.priority for name, q in config.queues.items()}
-        self.apply_slot_map(config.master.static_slots)
-        for slot in self.slots.values():
-            queue = slot.assignment.queue
-            if slot.state in SERVING and queue in self.loaded.handlers:
-                fresh = self.assignment_for(queue)
-                if fresh != slot.assignment:
-                    self._retarget(slot, fresh, time.monotonic())
-        log.info("SIGHUP: config reloaded; static map %s", dict(config.master.static_slots))
+        """SIGHUP: the config re-read, then the handler code reloaded (master/reloading.py)."""
+        on_sighup(self, time.monotonic())
+
+    @property
+    def managed(self) -> bool:
+        """True when a manager sends the slot map (the config's static map is not used)."""
+        return False
 
     # Children
 
@@ -248,6 +246,9 @@ class Master:
 
     def reap(self, now: float) -> None:
         for child in reap():
+            if self.reloader.owns(child.pid):
+                self.reloader.trial_exited(self, child.code, child.signal)
+                continue
             slot = next((s for s in self.slots.values() if s.pid == child.pid), None)
             if slot is None:
                 log.debug("reaped pid %d, not a slot of ours", child.pid)
@@ -286,7 +287,7 @@ class Master:
                 case Stop(slot_id):
                     self._apply(self.slots[slot_id], StopRequested(self.master_config.stop_deadline_s), now)
                 case Retarget(slot_id, queue):
-                    self._retarget(self.slots[slot_id], self.assignment_for(queue), now)
+                    self.retarget(self.slots[slot_id], self.assignment_for(queue), now)
                 case Spawn(slot_id, queue):
                     if slot_id not in self.slots and self.deaths.may_fork(queue, now):
                         self.spawn_slot(slot_id, queue, now)
@@ -322,10 +323,11 @@ class Master:
             return
         finally:
             os.close(lease_fd)
-        self.slots[slot_id] = Slot(slot_id=slot_id, pid=pid, assignment=spec.assignment, started_at=now)
+        self.slots[slot_id] = Slot(slot_id=slot_id, pid=pid, assignment=spec.assignment, started_at=now,
+                                   generation=self.reloader.generation)
         log.info("forked slot %d (pid %d) for %s", slot_id, pid, queue)
 
-    def _retarget(self, slot: Slot, assignment: Assignment, now: float) -> None:
+    def retarget(self, slot: Slot, assignment: Assignment, now: float) -> None:
         log.info("retargeting slot %d (pid %d): %s -> %s",
                  slot.slot_id, slot.pid, slot.assignment.queue, assignment.queue)
         slot.assignment = assignment
@@ -368,25 +370,19 @@ class Master:
             unhandled_queues=self.reconciler.unhandled_queues(),
             queue_settings=queue_settings(self.config, self.loaded.handlers),
             crash_log=self.deaths.crashes,
+            code=self.reloader.state(),
         )
 
     def maybe_report(self, now: float) -> None:
-        if self.report_path is None or now - self._report_at < self.report_interval_s:
-            return
-        self._report_at = now
-        temporary = self.report_path.with_suffix(".tmp")
-        # Its own boundary: a report that cannot be written (a full disk) must not keep the
-        # rest of the tick (a managed master's heartbeats) from running.
-        with self.report_turns:
-            temporary.write_bytes(self.report(now).encode())
-            # Readers never see half a report.
-            temporary.replace(self.report_path)
+        self.report_file.maybe_write(now, lambda: self.report(now).encode())
 
     # Events -> actions
 
     def _apply(self, slot: Slot, event: SlotEvent, now: float) -> None:
         for action in on_event(slot, event, now):
             self._perform(action)
+
+    apply_event = _apply
 
     def _perform(self, action: Action) -> None:
         match action:

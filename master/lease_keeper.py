@@ -35,6 +35,13 @@ MAX_PENDING_FAILURES = 100_000
 # How long a request is tried again while the queue server cannot be reached.
 FAIL_RETRY_FOR_S = 60.0
 RETRY_PAUSE_S = 0.5
+# How long one round follows the primary through a failover (a refusal by a server that is
+# not the primary, a lost connection: sent again to the primary found anew, issue 25); the
+# renewals of a round that gave up go back and are tried again. A new primary answers
+# 1.5-2 s after a kill and holds the replicated locks, renewed when a third of their time
+# has passed (master/leases.py): a lock survives any failover shorter than two thirds of
+# it (40 s with the default 60 s lock).
+FOLLOW_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,56 +122,64 @@ class LeaseKeeper:
         self._drop()
 
     def _send(self, touch: list[int], failures: list[_Pending]) -> list[_Pending]:
-        """TOUCH then FAIL; returns the failures to try again."""
+        """TOUCH then FAIL, each following the primary for FOLLOW_S; returns the failures to
+        try again (the renewals not sent go back too: a failover must not expire a lock)."""
         sent = 0
+        renewed = False
+        until = time.monotonic() + FOLLOW_S
         try:
             client = self._ready()
             if touch:
-                self.renewed += sum(client.touch(*touch))
+                self.renewed += sum(client.touch(*touch, until=until))
+            renewed = True
             for pending in failures:
-                self._send_one(client, pending.request)
+                self._send_one(client, pending.request, until)
                 sent += 1
         except (QueueServerError, OSError) as exc:
             self._drop()
             self.failed += sent
+            if not renewed and touch:
+                self.renew(touch)
+                if not failures:
+                    time.sleep(RETRY_PAUSE_S)  # else _run pauses before the next round
             now = time.monotonic()
             left = [p for p in failures[sent:] if now - p.queued_at < FAIL_RETRY_FOR_S]
-            log.warning("lease keeper: queue server unavailable (%s); renewals wait for the next "
-                        "period, %d failures are tried again, %d left to lock expiry", exc,
+            log.warning("lease keeper: queue server unavailable (%s); %d renewals and %d failures "
+                        "are tried again, %d left to lock expiry", exc, 0 if renewed else len(touch),
                         len(left), len(failures) - sent - len(left))
             return left
         self.failed += sent
         return []
 
     @classmethod
-    def _send_one(cls, client: QueueClient, request: Request) -> None:
+    def _send_one(cls, client: QueueClient, request: Request, until: float) -> None:
         """One request. Connection trouble raises (it is tried again); a refusal is final."""
         if isinstance(request, Fail):
-            cls._fail_all(client, list(request.failures))
+            cls._fail_all(client, list(request.failures), until)
             return
         try:
             match request:
                 case Replies(queue, ttl_s, replies):
                     for item, data in replies:
-                        client.put(queue, data, item=item, ttl_s=ttl_s)
+                        client.put(queue, data, item=item, ttl_s=ttl_s, until=until)
                 case Done(ids):
-                    results = client.done(*ids)
+                    results = client.done(*ids, until=until)
                     gone = [i for i, result in zip(ids, results, strict=True) if not result.found]
                     if gone:
                         log.info("DONE %s: no longer running (acknowledged before the slot died?)", gone)
                 case Later(ids, delay_s, solo, front):
-                    client.later(*ids, delay_s=delay_s, solo=solo, front=front)
+                    client.later(*ids, delay_s=delay_s, solo=solo, front=front, until=until)
         except (ConnectionLost, OfflineError):
             raise
         except QueueServerError as exc:
             log.warning("%s refused (%s); those jobs come back when their lock expires", request, exc)
 
     @staticmethod
-    def _fail_all(client: QueueClient, failures: list[Failure]) -> None:
+    def _fail_all(client: QueueClient, failures: list[Failure], until: float) -> None:
         """The FAILs pipelined. Connection trouble raises (they are tried again); a refusal
         is final: the queue server's lock expiry is left to fail those jobs."""
         try:
-            results = client.fail_many(failures)
+            results = client.fail_many(failures, until=until)
         except (ConnectionLost, OfflineError):
             raise
         except QueueServerError as exc:

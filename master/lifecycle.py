@@ -108,6 +108,9 @@ class Slot:
     loop_started: bool = False
     # The outcome notes of its current batch (raw lines, parsed only if it dies holding it).
     outcomes: list[bytes] = field(default_factory=list)
+    # The code generation it was forked from (master/generations.py): a reload replaces
+    # the slots of older ones.
+    generation: int = 0
 
     def __post_init__(self) -> None:
         # A fresh slot has until its first beacon is due (plus grace) before it counts as hung.

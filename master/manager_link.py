@@ -239,6 +239,10 @@ class ManagedMaster(Master):
     def outside_socket(self) -> zmq.Socket[bytes] | None:
         return self.manager_link.socket
 
+    @property
+    def managed(self) -> bool:
+        return True
+
     def handle_stop(self, now: float) -> None:
         if not self.stopping:
             self.manager_link.say_goodbye(self.report(now))

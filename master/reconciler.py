@@ -99,14 +99,15 @@ class Reconciler:
     def apply_slot_map(self, desired: SlotCounts | SlotAssignment) -> None:
         self.desired = desired
 
+    def wanted_queues(self) -> set[str]:
+        """Queues the desired map gives at least one slot."""
+        if isinstance(self.desired, SlotAssignment):
+            return set(self.desired.slots.values())
+        return {q for q, n in self.desired.items() if n > 0}
+
     def unhandled_queues(self) -> list[str]:
         """Queues the desired map names that no loaded handler serves (they get no slots)."""
-        queues = (
-            self.desired.slots.values()
-            if isinstance(self.desired, SlotAssignment)
-            else [q for q, n in self.desired.items() if n > 0]
-        )
-        return sorted(set(queues) - self.handled_queues)
+        return sorted(self.wanted_queues() - self.handled_queues)
 
     def target(
         self, current: Mapping[int, str], *, capacity: int, held_ids: Collection[int],

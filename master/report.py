@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import Field
@@ -75,7 +76,9 @@ class HostReport(_Model):
     """Every field bounded (config/bounded.py): the manager takes these from any peer."""
 
     # Sent only when not empty: a manager of the release before reads the rest.
-    LATER_FIELDS = frozenset({"crashes", "crash_counts", "load_limit"})
+    LATER_FIELDS = frozenset({"crashes", "crash_counts", "load_limit", "code_version",
+                              "code_generation", "code_reloading", "code_reload_failure",
+                              "code_reloads_answered"})
 
     host: HostName
     master_pid: Pid
@@ -106,6 +109,14 @@ class HostReport(_Model):
     # The latest slot crashes (master/crashes.py), and all of them by queue and cause.
     crashes: list[SlotCrash] = Field(default_factory=list, max_length=MAX_RECENT)
     crash_counts: dict[QueueName, CrashCounts] = Field(default_factory=dict, max_length=MAX_QUEUES)
+    # The handler code's version (master/code_reload.py: a hash of the app's modules; "" with
+    # none), how many code reloads took, whether one rolls now, and the last one refused.
+    code_version: Name = ""
+    code_generation: Count = 0
+    code_reloading: bool = False
+    code_reload_failure: Text | None = None
+    # Reloads asked and finished (rolled, refused or code unchanged): `slotmap reload` waits for it.
+    code_reloads_answered: Count = 0
 
     def load_cap(self) -> str | None:
         """The notice while the load bound, not memory or max_slots, sets the capacity (the
@@ -117,6 +128,17 @@ class HostReport(_Model):
             return None
         return (f"capped by load: {self.capacity} of {min(self.capacity_by_memory, self.max_slots)} "
                 f"slots (load {self.load_avg_1m:.2f} on {self.cpus} CPUs, limit {self.load_limit:g})")
+
+
+@dataclass(frozen=True, slots=True)
+class CodeState:
+    """The handler code's part of a report (master/reloading.py)."""
+
+    version: str
+    generation: int
+    reloading: bool
+    failure: str | None
+    answered: int = 0
 
 
 def cut(text: str, limit: int) -> str:
@@ -162,6 +184,7 @@ def build_report(
     unhandled_queues: Iterable[str],
     queue_settings: Mapping[str, QueueSettingsReport] | None = None,
     crash_log: CrashLog | None = None,
+    code: CodeState | None = None,
 ) -> HostReport:
     reports = [slot_report(slot, now) for slot in sorted(slots, key=lambda s: s.slot_id)]
     return HostReport(
@@ -190,4 +213,9 @@ def build_report(
         queue_settings=dict(queue_settings or {}),
         crashes=list(crash_log.recent) if crash_log else [],
         crash_counts={q: dict(c) for q, c in crash_log.counts.items()} if crash_log else {},
+        code_version=code.version if code else "",
+        code_generation=code.generation if code else 0,
+        code_reloading=code.reloading if code else False,
+        code_reload_failure=cut(code.failure, MAX_TEXT_CHARS) if code and code.failure else None,
+        code_reloads_answered=code.answered if code else 0,
     )

@@ -305,6 +305,13 @@ def handler(queue: str) -> Callable[[H], H]:
     return register
 
 
+def replace_registry(handlers: Mapping[str, type[Handler]]) -> None:
+    """For a code reload (master/code_reload.py): the registry as `handlers` says, so the new
+    code's classes register afresh and a refused reload puts the old ones back."""
+    _REGISTRY.clear()
+    _REGISTRY.update(handlers)
+
+
 def registered_handlers() -> Mapping[str, type[Handler]]:
     """Queue name -> handler class, for every class registered so far in this process."""
     return dict(_REGISTRY)

@@ -223,8 +223,8 @@ class SlotLoop:
                 self.assignment.queue, len(jobs), failed, len(jobs) - failed, exc_info=True,
             )
         if giving_back is not None and giving_back.given_back:
-            log.info("retarget during a batch of %s: %d of its %d jobs not started, given back to "
-                     "the head of the queue (LATER ... FRONT, no attempt charged)",
+            log.info("retarget or stop during a batch of %s: %d of its %d jobs not started, given "
+                     "back to the head of the queue (LATER ... FRONT, no attempt charged)",
                      self.assignment.queue, giving_back.given_back, len(jobs))
         try:
             self._acknowledge(handler, jobs)

@@ -27,6 +27,9 @@ from slot.source import ClientSource
 from slot.wake import Waker
 
 log = logging.getLogger(__name__)
+# A new primary answers 1.5-2 s after a kill (docs/DESIGN.md, "Failover time"): room for that
+# on a loaded machine, short enough that a slot told to stop is not held long.
+SLOT_OFFLINE_WAIT_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +59,7 @@ class SlotSpec:
 
 def run_slot(spec: SlotSpec) -> int:
     """Run the slot until it stops; return its exit code (a SlotExit)."""
-    _forget_parent_signals()
+    forget_parent_signals()
     for fd in spec.close_fds:
         with contextlib.suppress(OSError):  # closed already: nothing of the master's to drop
             os.close(fd)
@@ -67,7 +70,9 @@ def run_slot(spec: SlotSpec) -> int:
     waker = Waker()
     waker.install()
     inbox = AssignmentInbox(spec.assignment.queue)
-    client = QueueClient(spec.servers, token=spec.token)
+    # offline_wait_s: a handler's put (slot/producer.py) refused while a failover is under
+    # way waits for the new primary instead of failing its job (issue 25).
+    client = QueueClient(spec.servers, token=spec.token, offline_wait_s=SLOT_OFFLINE_WAIT_S)
     producer.install(client)  # the handler's follow-up jobs (Handler.put) go through it
     memory_watch = MemoryWatch(every_jobs=spec.memory_watch_jobs, every_s=spec.memory_watch_s)
     permits = PermitClient(spec.pulsar_endpoint, curve=spec.pulsar_curve) if spec.rate_limited else None
@@ -80,7 +85,11 @@ def run_slot(spec: SlotSpec) -> int:
         read_memory=read_memory,
         memory_watch=memory_watch,
         take_assignments=inbox.take,
-        moving=lambda: inbox.moving,
+        # A retarget or a stop (SIGTERM: the master's graceful stop or a code reload) gives
+        # back the jobs of the batch not started yet: the running job finishes, the others go
+        # to the head of their queue uncharged (slot/retarget.py), and the slot exits after one
+        # job's time, not after its whole batch.
+        moving=lambda: inbox.moving or waker.stop_requested,
         before_batch=hooks,
         leases=leases,
     )
@@ -177,7 +186,7 @@ class BeaconFactory:
         )
 
 
-def _forget_parent_signals() -> None:
+def forget_parent_signals() -> None:
     """The master's wakeup pipe and handlers came with the fork: a slot's signals must not
     reach the master's loop."""
     signal.set_wakeup_fd(-1)

@@ -26,6 +26,7 @@
     time: (v) => new Date(Math.floor(v) * 1000).toISOString().slice(0, 19).replace("T", " "),
     age: (s) => (s < 60 ? `${Math.floor(s)} s ago`
       : s < 3600 ? `${Math.floor(s / 60)} min ago` : `${Math.floor(s / 3600)} h ago`),
+    age_fine: (s) => (s < 10 ? `${s.toFixed(1)} s ago` : FORMATS.age(s)),
   };
   const format = (v, kind) => (v === null || v === undefined ? DASH : FORMATS[kind](v));
   window.slotmapFormat = format; // the browser tests compare it with admin_ui/format.py

@@ -1,5 +1,12 @@
 """Each schedule's row in the cluster database: read by whoever shows it, written by the active
-manager as it fires, and by an admin (pause, resume, run now) from the dashboard or the CLI."""
+manager as it fires, and by an admin (pause, resume, run now) from the dashboard or the CLI.
+
+The cursor and the tick in flight are whole milliseconds here (manager/schedules/ticks.py);
+the table keeps them as unix seconds (columns `last_tick_unix`, `in_flight_unix`, unchanged
+since 0003, so cursors stored before read as they were). A whole millisecond count divided by
+1000 and multiplied back rounds to itself exactly (a double holds these to a microsecond), and
+a cursor an older manager stored with float drift (1764000000.1999998) reads as its tick.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,8 +21,8 @@ from manager.db import ScheduleRow
 @dataclass(frozen=True, slots=True)
 class ScheduleState:
     name: str
-    last_tick_unix: float | None = None
-    in_flight_unix: float | None = None
+    last_tick_ms: int | None = None
+    in_flight_ms: int | None = None
     last_job_key: str | None = None
     last_fired_at_unix: float | None = None
     paused: bool = False
@@ -36,26 +43,27 @@ class ScheduleStates:
             row = session.get(ScheduleRow, name)
             return ScheduleState(name) if row is None else _state(row)
 
-    def start(self, name: str, *, cursor: float, now_unix: float) -> None:
+    def start(self, name: str, *, cursor: int, now_unix: float) -> None:
         """A schedule seen for the first time starts from `cursor` (nothing before it fires)."""
-        self._update(name, now_unix, last_tick_unix=cursor)
+        self._update(name, now_unix, last_tick_unix=_unix(cursor))
 
-    def begin_fire(self, name: str, tick_unix: float, *, now_unix: float) -> None:
-        self._update(name, now_unix, in_flight_unix=tick_unix)
+    def begin_fire(self, name: str, tick_ms: int, *, now_unix: float) -> None:
+        self._update(name, now_unix, in_flight_unix=_unix(tick_ms))
 
-    def fired(self, name: str, *, tick_unix: float | None, key: str, now_unix: float,
+    def fired(self, name: str, *, tick_ms: int | None, key: str, now_unix: float,
               manual: bool = False) -> None:
         """The PUT of `key` was acknowledged: the tick is handled (or the "run now" done)."""
         changes: dict[str, object] = {"last_job_key": key, "last_fired_at_unix": now_unix}
         if manual:
             changes["run_requested_at_unix"] = None
         else:
-            changes.update(in_flight_unix=None, last_tick_unix=tick_unix)
+            changes.update(in_flight_unix=None, last_tick_unix=_unix(tick_ms))
         self._update(name, now_unix, **changes)
 
-    def passed_over(self, name: str, *, cursor: float, now_unix: float) -> None:
-        """Ticks up to `cursor` were missed (the catch-up policy fired none of them)."""
-        self._update(name, now_unix, last_tick_unix=cursor)
+    def passed_over(self, name: str, *, cursor: int, now_unix: float) -> None:
+        """Ticks up to `cursor` were missed (the catch-up policy fired none of them), or the
+        clock was stepped back and the cursor re-anchored at now."""
+        self._update(name, now_unix, last_tick_unix=_unix(cursor))
 
     def set_paused(self, name: str, paused: bool, *, now_unix: float) -> bool:
         """Pause or resume; whether it was paused before."""
@@ -79,7 +87,15 @@ class ScheduleStates:
 
 def _state(row: ScheduleRow) -> ScheduleState:
     return ScheduleState(
-        name=row.name, last_tick_unix=row.last_tick_unix, in_flight_unix=row.in_flight_unix,
+        name=row.name, last_tick_ms=_ms(row.last_tick_unix), in_flight_ms=_ms(row.in_flight_unix),
         last_job_key=row.last_job_key, last_fired_at_unix=row.last_fired_at_unix,
         paused=bool(row.paused), run_requested_at_unix=row.run_requested_at_unix,
     )
+
+
+def _unix(ms: int | None) -> float | None:
+    return None if ms is None else ms / 1000
+
+
+def _ms(unix: float | None) -> int | None:
+    return None if unix is None else round(unix * 1000)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from config.schedules import ScheduleConfig
 from manager.schedules.state import ScheduleState
-from manager.schedules.ticks import next_tick
+from manager.schedules.ticks import next_tick, unix_to_ms
 
 # The fired job's state as the queue server tells it; "done" when no job holds the key any
 # more (a fired job is deleted when it is done), "unknown" when the server did not answer.
@@ -46,7 +46,7 @@ def schedule_rows(rules: Mapping[str, ScheduleConfig], states: Mapping[str, Sche
         rows.append(ScheduleRow(
             name=name, queue=rule.queue, rule=describe(rule), catch_up=rule.catch_up,
             enabled=rule.enabled, paused=state.paused,
-            next_fire_unix=next_tick(rule, now_unix) if active else None,
+            next_fire_unix=next_tick(rule, unix_to_ms(now_unix)) / 1000 if active else None,
             last_job_key=state.last_job_key, last_fired_at_unix=state.last_fired_at_unix,
             last_job_state=last_state, run_requested=state.run_requested_at_unix is not None,
         ))

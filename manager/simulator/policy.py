@@ -5,7 +5,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from config.models import ManagerConfig
-from manager.burst import bursting, plan_burst
+from manager.burst import bursting, plan_burst, settled_waiting
+from manager.job_times import JobTimeMemory
 from manager.model import HostCapacity, Move, QueueStats, SlotMap
 from manager.planner import plan, window_seen
 from manager.simulator.scenario import Scenario
@@ -39,6 +40,7 @@ class PlannerPolicy:
         self.burst_check_s = burst_check_s
         self.waiting_at_plan: dict[str, int] = {}
         self.last_planned: dict[str, int] = {}
+        self.job_times = JobTimeMemory()  # as the manager's (manager/service.py)
 
     def decide(
         self,
@@ -47,13 +49,15 @@ class PlannerPolicy:
         stats: Mapping[str, QueueStats],
         hosts: Sequence[HostCapacity],
     ) -> Sequence[Move]:
+        stats = self.job_times.fill(stats)
         result = plan(
             current, self.scenario.queues, stats, hosts, target_load=self.scenario.target_load,
             full_window_s=self.scenario.window_s, keep=self.recent.keep(now_s),
         )
         if window_seen(stats, self.scenario.window_s):  # as manager/service.py does
             self.recent.record(now_s, result)
-        self.waiting_at_plan = {q: s.waiting_jobs for q, s in stats.items()}
+        self.waiting_at_plan = settled_waiting(
+            self.waiting_at_plan, {q: s.waiting_jobs for q, s in stats.items()}, stats)
         self.last_planned = result.planned_counts()
         return result.moves
 
@@ -69,10 +73,10 @@ class PlannerPolicy:
         found = bursting(self.waiting_at_plan, waiting, self.scenario.queues, current.counts())
         if not found:
             return ()
-        result = plan_burst(current, self.scenario.queues, stats(), hosts, found,
+        result = plan_burst(current, self.scenario.queues, self.job_times.fill(stats()), hosts, found,
                             target_load=self.scenario.target_load, last_planned=self.last_planned)
         if result.moves:
-            self.waiting_at_plan = dict(waiting)
+            self.waiting_at_plan = dict(waiting)  # as manager/service.py's plan_burst
             self.last_planned.update(result.planned_counts())
         return result.moves
 

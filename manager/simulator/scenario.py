@@ -115,6 +115,10 @@ class Scenario(_Strict):
     retarget_delay_s: float = Field(default=0.2, ge=0)
     # Three missed 1 s heartbeats before the manager sees a host die.
     detect_delay_s: float = Field(default=3.0, ge=0)
+    # As real slots report (slot/loop.py): a batch's busy time reaches the manager when the
+    # batch ends, not while it runs. A cold queue's first long batch then shows no work
+    # (issue 28); off by default, so the older scenarios' figures stay comparable.
+    busy_at_batch_end: bool = False
     hosts: list[HostGroup] = Field(min_length=1)
     failures: list[HostFailure] = Field(default_factory=list)
     queues: dict[str, SimQueue] = Field(min_length=1)

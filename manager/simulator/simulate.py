@@ -246,16 +246,26 @@ class Simulation:
             self.snapshots.popleft()
         start_s, start = self.snapshots[0]
         end = self.snapshots[-1][1]
+        unreported = self.running_batches_s() if self.scenario.busy_at_batch_end else {}
         return {
             q: QueueStats(
                 waiting_jobs=len(self.books[q].waiting),
                 jobs_done=end[q][2] - start[q][2],
-                busy_s=end[q][0] - start[q][0],
+                busy_s=max(0.0, end[q][0] - start[q][0] - unreported.get(q, 0.0)),
                 slot_lifetime_s=end[q][1] - start[q][1],
                 window_s=self.now_s - start_s,
             )
             for q in self.books
         }
+
+    def running_batches_s(self) -> dict[str, float]:
+        """Per queue, the time its running batches have run so far: busy time a real slot
+        reports only when the batch ends."""
+        running: dict[str, float] = {}
+        for slot in self.slots.values():
+            if slot.phase is Phase.BUSY:
+                running[slot.queue] = running.get(slot.queue, 0.0) + self.now_s - slot.batch_start_s
+        return running
 
     def on_plan(self, _a: object, _b: object) -> None:
         stats = self.window_stats()

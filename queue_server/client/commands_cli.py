@@ -18,6 +18,8 @@ EXIT_FAILED = 1  # the server could not be reached or refused the request
 EXIT_USAGE = 2
 # The door the queue server counts this CLI's RETRY and DELETE under (the manager's events).
 DOOR = "cli"
+# A failover takes 1.5-2 s (docs/DESIGN.md, "Failover time"): a command waits that out.
+CLI_OFFLINE_WAIT_S = 10.0
 
 # failed: waiting for a retry (also in delayed); dead: out of attempts (put = done + deleted +
 # ready + delayed + running + dead + ..., so a job that failed for good is accounted for).
@@ -86,8 +88,11 @@ def _command(action: Action) -> Callable[[argparse.Namespace], int]:
         name = f"slotmap {args.command}"
         try:
             token = resolve_token(flag=args.token, flag_file=args.token_file)
+            # offline_wait_s: a command refused by a server that is not the primary (a
+            # failover under way) asks the server list again until one answers (issue 25).
             client = QueueClient(args.server or DEFAULT_SERVER, token=token,
-                                 timeout_s=args.timeout, name=DOOR)
+                                 timeout_s=args.timeout, name=DOOR,
+                                 offline_wait_s=min(args.timeout, CLI_OFFLINE_WAIT_S))
         except ValueError as exc:
             print(f"{name}: {exc}", file=sys.stderr)
             return EXIT_USAGE

@@ -29,6 +29,11 @@ Reconnect rule (both clients):
 - With `offline_wait_s` > 0, a request refused with `500 Offline Mode` (not carried
   out) is tried again, the server list asked afresh each time, for up to that long:
   a replica that is not promoted yet, or a primary in maintenance, is waited out.
+- A request refused with `500 Offline Mode` always drops its connection, waited out or
+  not: the next request asks the server list again, never the same refusing server
+  (a restarted old primary that answered first, issue 25).
+- Outcomes given `until` (DONE, LATER, FAIL, TOUCH, a reply's PUT: a running job's lock)
+  follow the primary through a failover: queue_server/client/follow.py.
 """
 from __future__ import annotations
 
@@ -37,6 +42,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Final, Generic, NoReturn, Protocol, TypeVar
 
 from queue_server.client.effects import Op, Open, Request, Sleep
+from queue_server.client.follow import follow_pause
 from queue_server.protocol import requests as req
 from queue_server.protocol.client_errors import (
     BadReply,
@@ -179,11 +185,16 @@ class ClientCore(Generic[C]):
         read_only: bool = False,
         idempotent: bool = False,
         wake_fd: int | None = None,
+        until: float | None = None,
     ) -> Op[T]:
-        """Send `request` and read its reply, on the primary, by the reconnect rule."""
-        conn = self._conn
-        if conn is None or conn.unusable():
-            conn = yield from self._ready()
+        """Send `request` and read its reply, on the primary, by the reconnect rule; with
+        `until` (time.monotonic()), sent again to the primary found anew after a refusal
+        or a lost connection until then (queue_server/client/follow.py)."""
+        conn = None if until is None else (yield from self._following(until, wake_fd))
+        if conn is None:
+            conn = self._conn
+            if conn is None or conn.unusable():
+                conn = yield from self._ready()
         retries = self.reconnect_attempts if read_only or idempotent else 0
         offline_since: float | None = None
         while True:
@@ -193,13 +204,31 @@ class ClientCore(Generic[C]):
                 self._drop()  # the server drops the waiter with the connection
                 raise
             except BaseException as exc:  # interrupted: a late reply would answer the next request
-                pause, offline_since = self._offline_pause(exc, offline_since, time.monotonic())
+                pause = follow_pause(exc, until, time.monotonic())
+                if pause is None:
+                    pause, offline_since = self._offline_pause(exc, offline_since, time.monotonic())
                 if pause is None:
                     self._retry_or_raise(conn, req.verb_of(request), exc, retries_left=retries)
                     retries -= 1
                 else:
-                    yield Sleep(pause)
-            conn = yield from self._ready()
+                    self._drop()
+                    yield Sleep(pause, wake_fd)
+            conn = None if until is None else (yield from self._following(until, wake_fd))
+            if conn is None:
+                conn = yield from self._ready()
+
+    def _following(self, until: float, wake_fd: int | None) -> Op[C | None]:
+        """The connection to use while following the primary until `until`: no server
+        reachable is waited out like a refusal; None once past `until` (then the
+        reconnect rule's own errors are raised)."""
+        while True:
+            try:
+                return (yield from self._ready())
+            except ServerUnreachable as exc:
+                pause = follow_pause(exc, until, time.monotonic())
+                if pause is None:
+                    return None
+                yield Sleep(pause, wake_fd)
 
     def _ready(self) -> Op[C]:
         """The connection to use now: the current one if the server has not closed it."""
@@ -283,7 +312,8 @@ class ClientCore(Generic[C]):
     def _raise_failed(self, conn: C, what: str, exc: BaseException) -> NoReturn:
         """Raise what a failed request means; the connection is dropped unless still in step."""
         if isinstance(exc, QueueServerError) and not isinstance(exc, BadReply):
-            if closes_connection(exc):
+            # Offline: not the primary (now); the next request asks the server list again.
+            if closes_connection(exc) or isinstance(exc, OfflineError):
                 self._drop()
             raise exc
         self._drop()

@@ -55,7 +55,11 @@ class Request:
 
 @dataclass(slots=True)
 class Sleep:
+    """A pause; with `wake_fd` (blocking client only) it ends with WaitWoken when that fd
+    is readable first (a slot told to stop while it follows a failover)."""
+
     seconds: float
+    wake_fd: int | None = None
 
 
 @dataclass(slots=True)

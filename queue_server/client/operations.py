@@ -8,13 +8,15 @@ see queue_server/client/core.py for the reconnect rule they all follow.
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import update_wrapper
 from typing import Any, Final, TypeAlias, TypeVar
 
 from queue_server.client import calls
 from queue_server.client.core import CLIENT_TIMEOUT, ClientCore, PutMany
-from queue_server.client.effects import Op, Read, Request, Send
+from queue_server.client.effects import Op, Read, Request, Send, Sleep
+from queue_server.client.follow import follow_pause
 from queue_server.protocol import job_requests as jreq
 from queue_server.protocol import requests as req
 from queue_server.protocol.client_errors import BadReply, QueueServerError
@@ -73,13 +75,14 @@ def put(
     delay_s: float | None = None,
     key: str | None = None,
     ttl_s: float | None = None,
+    until: float | None = None,
 ) -> Op[str]:
     """Add a job; returns its key (the server's `_<n>`, or `key`). A `key` that a waiting
     or running job holds adds nothing (unique jobs): put_job() says so. For a new
     item's name (new_item=True) use put_job(...).item. With `ttl_s` the server deletes
     the job if it is not handed out within ttl_s of becoming ready (TTL)."""
     result = yield from put_job(client, queue, data, priority=priority, item=item, delay_s=delay_s,
-                                key=key, ttl_s=ttl_s)
+                                key=key, ttl_s=ttl_s, until=until)
     return result.key
 
 
@@ -94,13 +97,17 @@ def put_job(
     delay_s: float | None = None,
     key: str | None = None,
     ttl_s: float | None = None,
+    until: float | None = None,
 ) -> Op[PutResult]:
     """PUT ... KEY: the job's key (the server's with key=None), its item with
-    `new_item=True`, and `existing_state` when `key` was taken (unique job: nothing added)."""
+    `new_item=True`, and `existing_state` when `key` was taken (unique job: nothing added).
+    `until` (time.monotonic()): sent again to the primary found anew after a refusal or a
+    lost connection until then (a slot's reply: without a key, a PUT whose connection was
+    lost after it was sent may then be stored twice)."""
     request = req.put_request(queue, data, priority_=priority, item=item, new_item=new_item,
                               delay_s=delay_s, keyed=True, key_=key, ttl_s=ttl_s)
     # The producer's own key makes the PUT idempotent: retried after a lost connection.
-    return client._request(request, parse_put_keyed, idempotent=key is not None)
+    return client._request(request, parse_put_keyed, idempotent=key is not None, until=until)
 
 
 def put_many(client: Client, queue: str, datas: Iterable[bytes | str], *, priority: int = 0) -> Op[int]:
@@ -135,30 +142,36 @@ def get(
     block: Block = False,
     keys: bool = False,
     wake_fd: int | None = None,
+    until: float | None = None,
 ) -> Op[list[Job]]:
     """GET (GETB with block=True, GETBE with "until_empty"); [] on `404 Queue Empty`.
 
     A blocking get waits as long as it takes (no timeout_s), or until `wake_fd` is
-    readable: then it raises WaitWoken with the connection closed (no job lost).
+    readable: then it raises WaitWoken with the connection closed (no job lost). `until`
+    (time.monotonic()): a refusal or a lost connection sends it again to the primary found
+    anew until then (a slot's fetch through a failover).
     """
     request = req.get_request(queues, count=count, expire_s=expire_s, then=then, block=block,
                               keys=keys)
     timeout_s = None if block else CLIENT_TIMEOUT
-    return client._request(request, parse_get, timeout_s, wake_fd=wake_fd)
+    return client._request(request, parse_get, timeout_s, wake_fd=wake_fd, until=until)
 
 
-def done(client: Client, *ids: int) -> Op[list[DoneResult]]:
-    """DONE for each id in one request; one DoneResult per id, in order."""
-    return client._request(req.done_request(ids), done_parser(len(ids)))
+def done(client: Client, *ids: int, until: float | None = None) -> Op[list[DoneResult]]:
+    """DONE for each id in one request; one DoneResult per id, in order. `until`
+    (time.monotonic(), the jobs' lock): sent again to the primary found anew after a
+    refusal or a lost connection until then; an id then not found may have been done by
+    the first send (queue_server/client/follow.py)."""
+    return client._request(req.done_request(ids), done_parser(len(ids)), until=until)
 
 
 def later(client: Client, *ids: int, delay_s: float | None = None, solo: bool = False,
-          front: bool = False) -> Op[list[bool]]:
+          front: bool = False, until: float | None = None) -> Op[list[bool]]:
     """LATER for each id in one request; per id, whether it was running. `solo`: each is
     handed out alone next time (Part B); `front`: back at the head of their priority, in
-    this order (no delay)."""
+    this order (no delay). `until`: as done()'s."""
     request = req.later_request(ids, delay_s=delay_s, solo=solo, front=front)
-    return client._request(request, later_parser(len(ids)))
+    return client._request(request, later_parser(len(ids)), until=until)
 
 
 def call(
@@ -218,30 +231,46 @@ def _why_no_reply(client: Client, queue: str, output_queue: str, key: str | None
 
 def fail(
     client: Client, job_id: int, error: str | bytes, *, delay_s: float | None = None,
-    dead: bool = False, solo: bool = False,
+    dead: bool = False, solo: bool = False, until: float | None = None,
 ) -> Op[FailResult]:
     """FAIL a running job with its error: retried after its backoff (or `delay_s`), or
-    dead (`dead=True`, or its queue's max_attempts used up). `solo`: hand it out alone."""
+    dead (`dead=True`, or its queue's max_attempts used up). `solo`: hand it out alone.
+    `until`: as done()'s."""
     request = jreq.fail_request(job_id, error, delay_s=delay_s, dead=dead, solo=solo)
-    return client._request(request, parse_fail)
+    return client._request(request, parse_fail, until=until)
 
 
-def fail_many(client: Client, failures: Sequence[jreq.FailRequest]) -> Op[list[FailResult | None]]:
+def fail_many(client: Client, failures: Sequence[jreq.FailRequest], *,
+              until: float | None = None) -> Op[list[FailResult | None]]:
     """FAIL several running jobs in one round trip (the requests pipelined); per job its
     FailResult, or None when it was not running (`404 Job Not Found`). Every reply is read
-    before another error reply is raised, so the connection stays in step."""
+    before another error reply is raised, so the connection stays in step. `until`: as
+    done()'s, for all of them."""
     if not failures:
         return []
     data = b"".join(
         jreq.fail_request(f.id, f.error, delay_s=f.delay_s, dead=f.dead, solo=f.solo)
         for f in failures
     )
+    while True:
+        try:
+            return (yield from _fail_pipelined(client, data, len(failures)))
+        except QueueServerError as exc:
+            pause = follow_pause(exc, until, time.monotonic())
+            if pause is None:
+                raise
+            client._drop()
+            yield Sleep(pause)
+
+
+def _fail_pipelined(client: Client, data: bytes, count: int) -> Op[list[FailResult | None]]:
+    """One try of fail_many: the `count` FAILs of `data` on the connection in use."""
     conn = yield from client._ready()
     results: list[FailResult | None] = []
     refused: QueueServerError | None = None
     try:
         yield Send(conn, data)
-        for _ in failures:
+        for _ in range(count):
             try:
                 results.append((yield Read(conn, parse_fail, CLIENT_TIMEOUT)))
             except QueueServerError as exc:
@@ -257,16 +286,20 @@ def fail_many(client: Client, failures: Sequence[jreq.FailRequest]) -> Op[list[F
     return results
 
 
-def touch(client: Client, *ids: int, expire_s: float | None = None) -> Op[list[bool]]:
-    """TOUCH: renew the locks of running jobs; per id, whether it was running."""
+def touch(client: Client, *ids: int, expire_s: float | None = None,
+          until: float | None = None) -> Op[list[bool]]:
+    """TOUCH: renew the locks of running jobs; per id, whether it was running. `until`:
+    as done()'s (a master's lease keeper following a failover)."""
     request = jreq.touch_request(ids, expire_s=expire_s)
-    return client._request(request, found_parser(len(ids)))
+    return client._request(request, found_parser(len(ids)), until=until)
 
 
-def job(client: Client, key: str, *, errors: bool = False) -> Op[JobInfo | None]:
+def job(client: Client, key: str, *, errors: bool = False,
+        until: float | None = None) -> Op[JobInfo | None]:
     """JOB: where the job with `key` is; None when no job has it. `errors`: with the errors
-    of its last failed attempts (JobInfo.errors; JOB ... ERRORS)."""
-    return client._request(jreq.job_request(key, errors=errors), parse_job_info, read_only=True)
+    of its last failed attempts (JobInfo.errors; JOB ... ERRORS). `until`: as done()'s."""
+    return client._request(jreq.job_request(key, errors=errors), parse_job_info, read_only=True,
+                           until=until)
 
 
 def jobs(client: Client, queue: str, state: str, *, limit: int = 100,

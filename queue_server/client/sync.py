@@ -125,6 +125,17 @@ class _Connection:
         self.sock.close()
 
 
+def _sleep(seconds: float, wake_fd: int | None) -> None:
+    """time.sleep, or a poll that raises WaitWoken when `wake_fd` is readable first."""
+    if wake_fd is None:
+        time.sleep(seconds)
+        return
+    poll = select.poll()
+    poll.register(wake_fd, select.POLLIN)
+    if poll.poll(max(0, int(seconds * 1000))):
+        raise WaitWoken()
+
+
 def _blocking(op: Callable[Concatenate[ops.Client, P], Op[T]]) -> Callable[Concatenate[QueueClient, P], T]:
     """The method that runs `op` to its end, blocking."""
 
@@ -171,7 +182,7 @@ class QueueClient(ClientCore[_Connection]):
         if isinstance(effect, Send):
             return effect.conn.sock.sendall(effect.data)
         if isinstance(effect, Sleep):
-            return time.sleep(effect.seconds)
+            return _sleep(effect.seconds, effect.wake_fd)
         return self._open_socket(effect)
 
     def _open_socket(self, effect: Open) -> _Connection:

@@ -3,14 +3,15 @@ is held back (guard.py decides how long) with the connection's reading on hold."
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 
-from queue_server.protocol.commands import MAX_LINE_BYTES, Auth, Parsed, parse_line
+from queue_server.protocol.commands import MAX_LINE_BYTES, Auth, Command, Parsed, parse_line
 from queue_server.protocol.errors import ProtocolError
 from queue_server.server import guard, responses
 from queue_server.server.faces import Conn
+from queue_server.server.grants import CLONE, Grant
 
+MAX_LOGGED_REASONS = 32  # distinct refusals logged per connection (queue globs vary)
 HOLD_AUTH = "auth"  # a wrong AUTH: reading waits until its delayed 401 is sent
 
 log = logging.getLogger("slotmap.queue_server")
@@ -47,10 +48,10 @@ def before_auth(conn: Conn, line: bytes) -> bool:
 
 
 def _authenticate(conn: Conn, command: Auth) -> bool:
-    token = conn.server.token
-    assert token is not None  # without a token every connection starts authenticated
-    if hmac.compare_digest(command.token, token):
-        conn.authenticated = conn.may_send_states = True
+    matched, grant = conn.server.grants.match(command.token)
+    if matched:
+        take_grant(conn, grant)
+        conn.authenticated = True
         conn.reader.max_line_bytes = MAX_LINE_BYTES
         conn.server.door.authenticated(conn)
         conn.write(responses.OK)
@@ -64,6 +65,48 @@ def _authenticate(conn: Conn, command: Auth) -> bool:
     conn.hold_reading(HOLD_AUTH)
     asyncio.get_running_loop().call_later(delay_s, _penalty_served, conn, last)
     return True
+
+
+def take_grant(conn: Conn, grant: Grant | None) -> None:
+    """The connection acts under `grant` from now on (None: unlimited). A whole state
+    (CLONE) bigger than a job is let in only from the admin or the cluster."""
+    conn.grant = grant
+    conn.fast_put = grant is None or grant.may_put_anywhere
+    conn.may_send_states = grant is None or CLONE in grant.rights
+
+
+def reauthenticate(conn: Conn, command: Auth) -> None:
+    """AUTH on an authenticated connection: a configured token switches its role; a wrong
+    one is refused and changes nothing."""
+    server = conn.server
+    if not server.grants.required:
+        conn.write(responses.OK)
+        return
+    matched, grant = server.grants.match(command.token)
+    if matched:
+        take_grant(conn, grant)
+        conn.write(responses.OK)
+    else:
+        conn.write(responses.UNAUTHORIZED)
+
+
+def refuse(conn: Conn, why: str, command: Command) -> None:
+    """A command the connection's role may not send: one line naming the role it needs,
+    counted, and logged once per connection and reason (a client retrying in a loop must
+    not flood the log)."""
+    grant = conn.grant
+    assert grant is not None
+    conn.write(b"403 Forbidden: %s\r\n" % why.encode("ascii", "replace"))
+    grants = conn.server.grants
+    grants.refused[grant.role.value] += 1
+    logged = conn.refusals_logged
+    if logged is None:
+        logged = conn.refusals_logged = set()
+    if why not in logged and len(logged) < MAX_LOGGED_REASONS:
+        logged.add(why)
+        log.warning("refused from %s%s (%s role): %s (logged once per connection and reason; "
+                    "%d refusal(s) so far)", conn.peer, f" ({conn.door})" if conn.door else "",
+                    grant.role.value, why, sum(grants.refused.values()))
 
 
 def _penalty_served(conn: Conn, close: bool) -> None:

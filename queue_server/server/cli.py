@@ -10,10 +10,11 @@ import sys
 
 from config.errors import ConfigError
 from config.load import load_config
-from config.models import parse_host_port
-from config.tokens import TOKEN_ENV, TOKEN_FILE_ENV, resolve_token
+from config.models import QueueServerConfig, parse_host_port
+from config.tokens import TOKEN_ENV, TOKEN_FILE_ENV, read_token_file, resolve_token
 from queue_server.protocol.retry import queue_policy
 from queue_server.server.errors import DataCorrupt, DataDirLocked
+from queue_server.server.grants import Role, RoleToken
 from queue_server.server.join import join
 from queue_server.server.listen import ListenError, bind_listeners, fit_open_files
 from queue_server.server.replication import SyncSettings
@@ -71,14 +72,16 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
     host, port = parse_host_port(args.listen or config.listen)
     replica_of = args.replica_of or config.replica_of
     peers = args.join.split(",") if args.join else config.join
+    admin_token = resolve_token(flag=args.token, flag_file=args.token_file,
+                                config_token=config.token, config_file=config.token_file)
     return ServerSettings(
         host=host,
         port=port,
         data_dir=args.data_dir or config.data_dir,
         fsync=args.fsync or config.fsync,
         expire_done_default=args.expire_done or config.expire_action == "done",
-        token=resolve_token(flag=args.token, flag_file=args.token_file,
-                            config_token=config.token, config_file=config.token_file),
+        token=admin_token,
+        role_tokens=role_tokens(config, admin_token),
         max_job_bytes=config.max_job_bytes,
         snapshot_log_bytes=config.snapshot_log_bytes,
         lock_timeouts_s=tuple(sorted(lock_timeouts_s.items())),
@@ -106,6 +109,21 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         unauthenticated_input_bytes=config.unauthenticated_input_bytes,
         forget_drained_queues_s=config.forget_drained_queues_s,
     )
+
+
+def role_tokens(config: QueueServerConfig, admin_token: str | None) -> tuple[RoleToken, ...]:
+    """The roles' tokens from their files (docs/SECURITY.md "Roles"). ValueError for an
+    unreadable or open file, or one token given to two roles (it would be both)."""
+    files = ((Role.PRODUCER, config.producer_token_file, config.producer_queues),
+             (Role.WORKER, config.worker_token_file, config.worker_queues),
+             (Role.OPERATOR, config.operator_token_file, config.operator_queues),
+             (Role.CLUSTER, config.cluster_token_file, None))
+    tokens = tuple(RoleToken(role, read_token_file(path), None if queues is None else tuple(queues))
+                   for role, path, queues in files if path is not None)
+    seen = [token.token for token in tokens] + ([admin_token] if admin_token else [])
+    if len(set(seen)) != len(seen):
+        raise ValueError("queue_server: two roles have the same token; give each its own")
+    return tokens
 
 
 def run(args: argparse.Namespace) -> int:

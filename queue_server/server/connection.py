@@ -20,6 +20,7 @@ from queue_server.server import auth, door, guard, peer, responses
 from queue_server.server.conn_output import Output
 from queue_server.server.conn_state import ConnState, check_move
 from queue_server.server.faces import Server
+from queue_server.server.grants import Grant
 from queue_server.server.waiters import Waiter
 
 # Unread input kept while a client is blocked or its replies are not being read.
@@ -44,6 +45,11 @@ class Connection(Output, asyncio.Protocol):
         self.out: list[bytes] = []
         self.dirty = False  # has replies waiting for the turn's flush
         self.authenticated = server.token is None
+        # The role's grant (grants.py; auth.take_grant): None is unlimited (no token
+        # configured, or the admin's). `fast_put`: the plain PUT needs no question of it.
+        self.grant: Grant | None = None
+        self.fast_put = self.authenticated
+        self.refusals_logged: set[str] | None = None  # auth.refuse
         # A CLONE block may be larger than max_job_bytes only from a client that proved the
         # token, or from this machine when no token is set (README "Limits").
         self.may_send_states = False
@@ -102,12 +108,13 @@ class Connection(Output, asyncio.Protocol):
         """QUIT, SHUTDOWN: read nothing more; close once the replies written are sent."""
         self.move(ConnState.QUITTING)
 
-    def start_replication(self, peer: bytes) -> None:
+    def start_replication(self, peer: bytes, *, may_confirm: bool = True) -> None:
         """This connection is a replica's link now (SNAPSHOT, INTERCONNECT from a peer at
         `peer`, HOST:PORT): the journal streams the records to it, and its output is never
-        cut at the limit."""
+        cut at the limit. `may_confirm`: its REPLACKs may count as a replica in sync (it
+        was sent a snapshot, from the address it claims: control.py)."""
         self.is_replication_link = True
-        self.server.link_replica(self, peer)
+        self.server.link_replica(self, peer, may_confirm=may_confirm)
 
     def close(self) -> None:
         """Close now; replies already handed to the transport still go out."""
@@ -196,7 +203,7 @@ class Connection(Output, asyncio.Protocol):
                 line = take_line()
                 if line is None:
                     break
-                if line[:4] == b"PUT " and self.authenticated:
+                if line[:4] == b"PUT " and self.fast_put:
                     # Fast path for the plain `PUT q p len` whose block is already here.
                     match = SIMPLE_PUT(line)
                     if match is not None:

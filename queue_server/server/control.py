@@ -3,17 +3,19 @@ client sends (SNAPSHOT, INTERCONNECT, CLONE). The queue commands are in queue_co
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 import time
 
 from queue_server.protocol import commands as p
-from queue_server.server import latency, responses, snapshot, stats
+from queue_server.server import auth, guard, latency, responses, snapshot, stats
 from queue_server.server.errors import SnapshotError
 from queue_server.server.faces import Conn, Server
 
 log = logging.getLogger("slotmap.queue_server")
+
+NOT_MANAGED = (b"403 Forbidden: this server is not configured for managed failover "
+               b"(managed_failover = true, --managed)\r\n")
 
 
 def execute(server: Server, conn: Conn, command: p.Command) -> None:
@@ -33,11 +35,7 @@ def execute(server: Server, conn: Conn, command: p.Command) -> None:
     elif isinstance(command, p.Authority):
         conn.write_status(_authority(server, command))  # never held behind sync replies
     elif isinstance(command, p.Auth):
-        expected = server.token
-        if expected is None or hmac.compare_digest(command.token, expected):
-            conn.write(responses.OK)  # only an authenticated connection gets here
-        else:
-            conn.write(responses.UNAUTHORIZED)
+        auth.reauthenticate(conn, command)  # only an authenticated connection gets here
     else:
         raise AssertionError(f"unhandled command {command!r}")
 
@@ -62,12 +60,12 @@ def _simple(server: Server, conn: Conn, command: p.Simple) -> None:
     elif name == b"INFO":  # ours (PROTOCOL.md Part B): the server, not its queues
         body = json.dumps({"server_id": server.settings.server_id, "following": server.following,
                            "offline": server.offline, **server.replication.as_json(),
-                           "replicas": server.replicas.lags_json(time.monotonic())}).encode()
+                           "replicas": server.replicas.lags_json(time.monotonic()),
+                           "refused": dict(server.grants.refused)}).encode()
         conn.write(b"200 OK %d\r\n" % len(body) + body)
     elif name == b"OFFLINE":
         server.offline = True
-        for waiter in server.waiters.all():
-            server.answer(waiter, responses.OFFLINE)
+        server.refuse_waiters()
         conn.write(responses.SWITCHED_OFFLINE)
     elif name == b"ONLINE":
         server.offline = False
@@ -103,12 +101,38 @@ def _link(server: Server, conn: Conn, command: p.Link) -> None:
     else:
         conn.write(b"200 OK %d\r\n" % server.settings.server_id)
     if command.peer is not None:
-        conn.start_replication(b"%s:%d" % (command.peer[1].encode(), command.peer[2]))
-        log.info("replication link to server %d at %s:%d", *command.peer)
+        _start_link(conn, command)
+
+
+def _start_link(conn: Conn, command: p.Link) -> None:
+    """`SNAPSHOT|INTERCONNECT <n> <ip> <port>`: the connection becomes a replication link.
+    The claimed ip is believed only when it is the connection's own (the port cannot be
+    checked: it is where the peer listens); another is not trusted: the link is named by
+    the address it comes from and never counts as a replica in sync, nor does a link that
+    was sent no snapshot (INTERCONNECT). ROLE's in-sync list is what the manager promotes
+    from (issue 25 point 6)."""
+    assert command.peer is not None
+    server_id, claimed, port = command.peer
+    own = guard.peer_host(conn.peer)
+    trusted = own is not None and guard.same_host(claimed, own)
+    address = claimed if trusted or own is None else own
+    conn.start_replication(b"%s:%d" % (address.encode("ascii", "replace"), port),
+                           may_confirm=trusted and command.name == b"SNAPSHOT")
+    if trusted:
+        log.info("replication link to server %d at %s:%d%s", server_id, claimed, port,
+                 "" if command.name == b"SNAPSHOT" else
+                 " (INTERCONNECT: sent no snapshot, so never counted as a replica in sync)")
+    else:
+        log.warning("replication link from %s claims to be server %d at %s:%d: not its "
+                    "address, so it is listed as %s:%d and never counts as a replica in sync",
+                    own, server_id, claimed, port, address, port)
 
 
 def _authority(server: Server, command: p.Authority) -> bytes:
-    """LEASE, PROMOTE, FOLLOW: the manager's word (roles.py)."""
+    """LEASE, PROMOTE, FOLLOW: the manager's word (roles.py), heard only by a server
+    configured for managed failover (one LEASE fenced a standalone server until restart)."""
+    if not server.settings.managed:
+        return NOT_MANAGED
     if command.verb == b"LEASE":
         return server.lease(command.epoch, command.lease_ms, command.echo_ms, command.alone)
     if command.verb == b"PROMOTE":

@@ -14,6 +14,7 @@ from queue_server.protocol.framing import FrameReader
 from queue_server.server.authority import Term
 from queue_server.server.cohort import Member
 from queue_server.server.door import Door, Guest
+from queue_server.server.grants import Grant, Grants
 from queue_server.server.journal import Journal, Link
 from queue_server.server.liveness import Upstream
 from queue_server.server.persistence import DataDir
@@ -33,6 +34,9 @@ class Conn(Guest, Member, TurnConn, Asker, Link, Protocol):
     reader: FrameReader
     pending: Parsed | None  # a request waiting for its data block
     may_send_states: bool
+    grant: Grant | None  # its role (grants.py); None: unlimited
+    fast_put: bool  # the plain PUT's fast path needs no question of its role
+    refusals_logged: set[str] | None
     unauthenticated_left: int
     auth_failures: int
     hold: str | None  # why its requests are not read for now
@@ -61,14 +65,15 @@ class Conn(Guest, Member, TurnConn, Asker, Link, Protocol):
 
     def close(self) -> None: ...
 
-    def start_replication(self, peer: bytes) -> None: ...
+    def start_replication(self, peer: bytes, *, may_confirm: bool = True) -> None: ...
 
 
 class Server(Protocol):
     """The queue server (server.py, with roles.py's Roles): its state and what its
     connections, commands, housekeeping and follower call."""
     settings: ServerSettings
-    token: bytes | None
+    token: bytes | None  # None: no token configured (a placeholder else: grants compares)
+    grants: Grants
     store: Store
     waiters: Waiters
     connections: set[Conn]
@@ -101,6 +106,8 @@ class Server(Protocol):
 
     def answer(self, waiter: Waiter, reply: list[bytes] | bytes) -> None: ...
 
+    def refuse_waiters(self) -> None: ...
+
     # lifecycle and the log
     def shutdown(self) -> None: ...
 
@@ -111,7 +118,7 @@ class Server(Protocol):
     def start_snapshot(self) -> None: ...
 
     # replication (server.py) and the manager's word (roles.py)
-    def link_replica(self, conn: Conn, peer: bytes) -> None: ...
+    def link_replica(self, conn: Conn, peer: bytes, *, may_confirm: bool = True) -> None: ...
 
     def position(self) -> int: ...
 

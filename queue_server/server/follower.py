@@ -75,8 +75,9 @@ class FollowLink(asyncio.Protocol):
         own_ip = transport.get_extra_info("sockname")[0]
         request = b"ROLE\r\nSNAPSHOT %d %s %d\r\n" % (settings.server_id, own_ip.encode(),
                                                        settings.port)
-        if settings.token is not None:
-            request = b"AUTH " + settings.token.encode() + b"\r\n" + request
+        token = settings.cluster_token
+        if token is not None:
+            request = b"AUTH " + token.encode() + b"\r\n" + request
         else:
             self.state = LinkState.CHECKING_EPOCH
         self.transport.write(request)

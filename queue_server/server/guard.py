@@ -42,6 +42,29 @@ def auth_delay_s(failures: int) -> float:
     return min(AUTH_DELAY_S * 2 ** max(failures - 1, 0), AUTH_DELAY_MAX_S)
 
 
+def peer_host(peer: object) -> str | None:
+    """The host part of a peer address (from getpeername), None when there is none."""
+    if not isinstance(peer, tuple) or not peer:
+        return None
+    return str(peer[0])
+
+
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        address = ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+    except ValueError:
+        return None
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:10.0.0.2 on a dual-stack socket
+    return mapped or address
+
+
+def same_host(claimed: str, actual: str) -> bool:
+    """Whether a claimed ip is the one a connection comes from (a host name never is:
+    resolving it would be trusting what it claims)."""
+    left, right = _address(claimed), _address(actual)
+    return left is not None and left == right
+
+
 def is_loopback(peer: object) -> bool:
     """True for a peer address (from getpeername) on this machine."""
     if not isinstance(peer, tuple) or not peer:

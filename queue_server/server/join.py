@@ -40,7 +40,7 @@ def join(settings: ServerSettings) -> ServerSettings:
     """The settings to serve with after asking settings.join (this server's own address skipped)."""
     own = (settings.host, settings.port)
     live = {peer: server_id for peer in settings.join if peer != own
-            if (server_id := ask_id(peer, settings.token)) is not None}
+            if (server_id := ask_id(peer, settings.cluster_token)) is not None}
     if not live:
         log.info("join: no peer answers: starting as server %d", settings.server_id)
         return settings

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from queue_server.server import snapshot
+from queue_server.server import lease_ids, snapshot
 from queue_server.server.errors import DataDirLocked
 from queue_server.server.recovery import Recovery, RecoveryReport, data_files, fsync_dir
 from queue_server.server.store import Store
@@ -113,10 +113,13 @@ class DataDir:
         report = recovery.report
         store.drain_changes()  # rebuilt, not changed: nothing to log
         report.released_running = store.release_all_running(now)
+        self.seq = max([*self._files("snapshot"), *self._files("log"), 0])
+        if self.seq:  # a restart: ids a crash kept out of the log are never given again
+            store.skip_ids(lease_ids.after_restart(store.next_id))
+            report.next_id = store.next_id  # in the start-up snapshot (synced) before serving
         store.drain_changes()  # rebuilt, not changed: nothing to log
         store.woken.clear()
         store.idled.clear()
-        self.seq = max([*self._files("snapshot"), *self._files("log"), 0])
         return store, report
 
     def start(self, store: Store) -> None:

@@ -103,8 +103,8 @@ def settle(server: Server) -> None:
     store = server.store
     woken, store.woken = store.woken, []
     idled, store.idled = store.idled, []
-    if not server.waiters.count:
-        return
+    if not server.waiters.count or server.offline:
+        return  # a replica applying the primary's records, or offline: no hand-out here
     now = time.time()
     for state in woken:
         while state.ready:

@@ -35,6 +35,7 @@ class RecoveryReport:
     logs: list[str] = field(default_factory=list)
     records: int = 0
     released_running: int = 0
+    next_id: int | None = None  # a restart's first lease id, in a new era (lease_ids.py)
     problems: list[str] = field(default_factory=list)  # handled automatically (torn tails)
     repairs: list[str] = field(default_factory=list)  # what --repair changed
 
@@ -46,6 +47,9 @@ class RecoveryReport:
         logger.info("recovered from %s + %d log(s): %d records, %d jobs waiting, %d handed-out "
                     "jobs ready again", self.snapshot or "nothing", len(self.logs), self.records,
                     jobs, self.released_running)
+        if self.next_id is not None:
+            logger.info("lease ids go on from %d (a new era: none given before the restart "
+                        "is given again)", self.next_id)
 
 
 @dataclass(frozen=True)

@@ -48,8 +48,15 @@ class ReplicaWatch(Generic[L]):
         # link -> its position (records of our history) at that REPLACK, when it says
         self.confirmed_records: dict[L, int] = {}
         self._sent_at_tick: dict[L, int] = {}
+        # Links whose confirmations count (a replica in sync, ROLE's list): those sent a
+        # snapshot, from the address they claim. An INTERCONNECT link was sent no snapshot,
+        # so its REPLACK 0 proves nothing about what it holds (issue 25 point 6).
+        self.may_confirm: set[L] = set()
 
-    def linked(self, link: L) -> None:
+    def linked(self, link: L, *, may_confirm: bool = True) -> None:
+        if not may_confirm:
+            return
+        self.may_confirm.add(link)
         if self.sync is not None:
             self.sync.link_added(link)
 
@@ -74,7 +81,7 @@ class ReplicaWatch(Generic[L]):
             self.heard[link] = Heard(now)
         else:
             heard.at = now
-        if self.sync is None or link not in self.stream.sent:
+        if self.sync is None or link not in self.stream.sent or link not in self.may_confirm:
             return []
         return self.sync.ack(link, confirmed_bytes)
 
@@ -83,6 +90,8 @@ class ReplicaWatch(Generic[L]):
         sent = self.stream.sent
         for link in [link for link in self.heard if link not in sent]:
             self._forget(link)
+        for link in [link for link in self.may_confirm if link not in sent]:
+            self.may_confirm.discard(link)
         idle = []
         for link, heard in list(self.heard.items()):
             if heard.dead(now):
@@ -97,6 +106,7 @@ class ReplicaWatch(Generic[L]):
         return [] if self.sync is None else self.sync.tick(now)
 
     def _forget(self, link: L) -> None:
+        self.may_confirm.discard(link)
         self.heard.pop(link, None)
         self.confirmed.pop(link, None)
         self.confirmed_records.pop(link, None)
@@ -107,7 +117,7 @@ class ReplicaWatch(Generic[L]):
         """Links that confirmed within the liveness limit and are not cut (ROLE): a link cut
         between two ticks (a REPLACK that does not parse) is forgotten only at the next."""
         sent = self.stream.sent
-        return [link for link in self.heard if link in sent]
+        return [link for link in self.heard if link in sent and link in self.may_confirm]
 
     def in_sync_links(self) -> int:
         return len(self.heard_links())

@@ -46,14 +46,14 @@ class Replicated(abc.ABC):
             return self.upstream.position() if self.upstream is not None else 0
         return self.journal.records + len(self.journal.pending) + len(self.store.changes)
 
-    def link_replica(self, conn: Conn, peer: bytes) -> None:
+    def link_replica(self, conn: Conn, peer: bytes, *, may_confirm: bool = True) -> None:
         """Stream the records to `conn` from now on. Records still waiting in the store (no
         replica was linked when they were made) are in the snapshot just sent, or came
         before the link: they go to the log only, never down the new link; the journal
         starts the link's stream after this turn's records so far (journal.py `link`)."""
         self._record_unreplicated()
         self.journal.link(conn)
-        self.replicas.linked(conn, peer)
+        self.replicas.linked(conn, peer, may_confirm=may_confirm)
 
     def _record_unreplicated(self) -> None:
         """The store's records so far go to the log only: a SYNC record (from a primary or

@@ -69,11 +69,11 @@ class Replication(Generic[L]):
         # The turn's changes passed the lease check in the server's flush already.
         self._send(self.sync.hold(needs, position, replies, now), leased=True)
 
-    def linked(self, link: L, peer: bytes) -> None:
+    def linked(self, link: L, peer: bytes, *, may_confirm: bool = True) -> None:
         for gone in [known for known in self.peers if known not in self.stream.sent]:
             del self.peers[gone]
         self.peers[link] = peer
-        self.watch.linked(link)
+        self.watch.linked(link, may_confirm=may_confirm)
 
     def acked(self, link: L, confirmed_bytes: int, now: float, confirmed_records: int | None = None) -> None:
         self._send(self.watch.acked(link, confirmed_bytes, now, confirmed_records))

@@ -13,9 +13,10 @@ import time
 from collections.abc import Hashable, Sequence
 from typing import Protocol
 
-from queue_server.server import authority
+from queue_server.server import authority, lease_ids
 from queue_server.server.authority import Term
 from queue_server.server.replication import Replication
+from queue_server.server.store import Store
 
 log = logging.getLogger("slotmap.queue_server")
 
@@ -28,6 +29,7 @@ class Cuttable(Protocol):
 
 class Roles(abc.ABC):
     term: Term
+    store: Store
     following: bool
     offline: bool
     replicas: Replication  # type: ignore[type-arg]  # the links and sync mode (replication.py)
@@ -43,6 +45,9 @@ class Roles(abc.ABC):
     @abc.abstractmethod
     def start_following(self, primary: tuple[str, int], promote_after_s: float) -> None: ...
 
+    @abc.abstractmethod
+    def refuse_waiters(self) -> None: ...
+
     # ------------------------------------------------------------ the manager's commands
 
     def lease(self, epoch: int, lease_ms: int, echo_ms: int, alone: bool = False) -> bytes:
@@ -51,6 +56,8 @@ class Roles(abc.ABC):
         if self.following:
             return NOT_PRIMARY
         reply = self.term.grant(epoch, lease_ms, echo_ms, time.monotonic())
+        if reply.startswith(b"200"):  # granted
+            self.take_ids(lease_ids.for_epoch(self.store.next_id, epoch), f"epoch {epoch}")
         self._replicating = self._replicating or self.term.managed
         if self.replicas.sync is not None:
             self.replicas.sync.consent_needed = self.term.managed
@@ -63,6 +70,7 @@ class Roles(abc.ABC):
         if not self.term.adopt(epoch):
             return authority.stale_epoch(self.term.epoch)
         self._replicating = True
+        self.take_ids(lease_ids.for_epoch(self.store.next_id, epoch), f"epoch {epoch}")
         if self.following:
             self._stop_following()
             log.warning("promoted by the manager in epoch %d", epoch)
@@ -85,6 +93,7 @@ class Roles(abc.ABC):
         self.following = True
         self.offline = True
         self._auto_offline = False
+        self.refuse_waiters()  # only the primary hands out: nobody waits here for a job
         self.start_following(primary, math.inf)  # the manager alone promotes now
         return authority.OK
 
@@ -98,6 +107,13 @@ class Roles(abc.ABC):
             log.warning("deposed in epoch %d: following %s:%d; rewinding to its history drops "
                         "%d record(s) (%d bytes) no replica confirmed (never acknowledged)",
                         epoch, *primary, dropped[0], dropped[1])
+
+    def take_ids(self, next_id: int, why: str) -> None:
+        """Lease ids go on from `next_id` (a new era, lease_ids.py). No record: each id
+        given reaches the log and the replicas in its SYNC GET, and a reply to LEASE or
+        PROMOTE that made no record is not held for the replicas (sync_commit.py)."""
+        if self.store.skip_ids(next_id):
+            log.info("lease ids go on from %d (%s)", next_id, why)
 
     def _stop_following(self) -> None:
         task, self._follow_task = self._follow_task, None
@@ -130,6 +146,8 @@ class Roles(abc.ABC):
         if want != self._auto_offline:
             self._auto_offline = want
             self.offline = want
+            if want:
+                self.refuse_waiters()
             log.warning("queue commands %s (lease %s, sync %s)",
                         "refused" if want else "served again",
                         self.term.lease_word(now).decode(), self.replicas.sync_word())

@@ -13,12 +13,13 @@ from config.periodic import TurnBoundary
 from queue_server.protocol import commands as p
 from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
-from queue_server.server import queue_commands, replica_health, responses
+from queue_server.server import auth, lease_ids, queue_commands, replica_health, responses
 from queue_server.server.authority import Term
 from queue_server.server.connection import Connection
 from queue_server.server.door import Door
 from queue_server.server.faces import Conn
 from queue_server.server.follower import Follower
+from queue_server.server.grants import Grants
 from queue_server.server.housekeeping import Housekeeping
 from queue_server.server.journal import Journal
 from queue_server.server.liveness import Upstream
@@ -44,7 +45,11 @@ TIMER_RETRY_S = 1.0  # an expiry timer that failed fires again after this
 class QueueServer(Roles, Replicated):
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
-        self.token = settings.token.encode() if settings.token else None
+        # Every accepted token and what it allows (grants.py). `token` only says whether any
+        # is configured (None: every connection starts authenticated) and bounds the door's
+        # AUTH line by the longest; it is never compared.
+        self.grants = Grants(settings.token, settings.role_tokens)
+        self.token = b"*" * self.grants.longest if self.grants.required else None
         self.data_dir = DataDir(settings.data_dir, fsync=settings.fsync,
                                 snapshot_log_bytes=settings.snapshot_log_bytes)
         self.journal: Journal[Conn] = Journal(self.data_dir, fsync=settings.fsync,
@@ -159,6 +164,9 @@ class QueueServer(Roles, Replicated):
         self.offline = False
         self.following = False
         log.warning("server %d is the primary now (online)", self.settings.server_id)
+        if not self.term.managed:  # no epoch says whose turn it is: eras of its own
+            self.take_ids(lease_ids.for_self_promotion(self.store.next_id), "self-promoted")
+        self.store.inherit_running()
         # Every deadline the primary left (running jobs' locks, delayed jobs) is ours now.
         self.fire_timers_if_due()
         self._arm_timer()
@@ -324,7 +332,13 @@ class QueueServer(Roles, Replicated):
         now = time.time()
         deadline = self.store.next_deadline()
         if (deadline is not None and deadline <= now) or (dead_ages and self.store.dead_queues_due(now)):
+            given_back = self.store.inherited_given_back
             self.store.fire_due(now)
+            if self.store.inherited_given_back != given_back:
+                log.warning("%d jobs leased before the failover were not renewed within their lock "
+                            "time (their hand-out's reply died with the old primary, or their holder "
+                            "did): given back at the head of their queue, uncharged",
+                            self.store.inherited_given_back - given_back)
             self._after_change()
             self._request_flush()
 
@@ -345,6 +359,12 @@ class QueueServer(Roles, Replicated):
     def execute(self, conn: Conn, command: p.Command) -> None:
         """Run one command through the command table (queue_commands.py COMMANDS)."""
         kind = type(command)
+        grant = conn.grant  # None: unlimited (no token configured, or the admin's)
+        if grant is not None and kind not in grant.free:
+            why = grant.refusal(command)
+            if why is not None:
+                auth.refuse(conn, why, command)
+                return
         if kind is p.Done and not self.offline:  # the hot one without the table's extra call
             conn.write(responses.done_reply(self.store.done(command.ids)))  # type: ignore[union-attr]
         else:
@@ -372,6 +392,12 @@ class QueueServer(Roles, Replicated):
         else:
             conn.write_parts(reply)
         conn.unblock()
+
+    def refuse_waiters(self) -> None:
+        """Offline or following: every blocked GETB, GETBE and PUT ... WAIT gets
+        `500 Offline Mode` now (only the primary hands out jobs)."""
+        for waiter in self.waiters.all():
+            self.answer(waiter, responses.OFFLINE)
 
     def flush_records(self) -> bool:
         """Write and sync every pending record; False if the log failed (the server stops)."""

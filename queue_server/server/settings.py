@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from queue_server.protocol.retry import QueuePolicy
+from queue_server.server.grants import Role, RoleToken
 from queue_server.server.persistence import FsyncPolicy
 from queue_server.server.replication import SyncSettings
 
@@ -17,6 +18,8 @@ class ServerSettings:
     fsync: FsyncPolicy = "always"
     expire_done_default: bool = False
     token: str | None = field(default=None, repr=False)  # a repr may reach a log line
+    # The roles' tokens (grants.py; docs/SECURITY.md "Roles"); `token` is the admin's.
+    role_tokens: tuple[RoleToken, ...] = field(default=(), repr=False)
     max_job_bytes: int = 1024 * 1024
     snapshot_log_bytes: int = 256 * 1024 * 1024
     lock_timeouts_s: tuple[tuple[str, float], ...] = ()
@@ -42,3 +45,12 @@ class ServerSettings:
     unauthenticated_input_bytes: int = 4096  # all a client may send before AUTH
     # A queue with no job, dead job or waiter is forgotten after this long (0: never).
     forget_drained_queues_s: float = 600.0
+
+    @property
+    def cluster_token(self) -> str | None:
+        """What this server sends to its peers (a replica's link, --join): the cluster's
+        credential when one is configured, else the admin token (as before roles)."""
+        for role_token in self.role_tokens:
+            if role_token.role is Role.CLUSTER:
+                return role_token.token
+        return self.token

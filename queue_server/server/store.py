@@ -45,7 +45,11 @@ class Store(CoreStore):
             if expired is None or expired.expire_at != expire_at:
                 continue  # finished or re-locked since: a stale entry
             expired.queue.expired += 1
-            if expired.managed:  # a managed lease: its expiry is a failed attempt
+            if job_id in self.inherited:  # nobody renewed it since the failover: not its fault
+                self.inherited.discard(job_id)
+                self.later((job_id,), now, front=True)
+                self.inherited_given_back += 1
+            elif expired.managed:  # a managed lease: its expiry is a failed attempt
                 lock = expired.lock_s if expired.lock_s is not None else 0.0
                 # Rounded: a promoted replica knows the lock as a deadline less its record's
                 # time, so a 1 s lock read "0.999557 s".
@@ -217,11 +221,18 @@ class Store(CoreStore):
         if dropped:
             self.changes.append(records.keyed(b"DROP", name, dropped))
 
+    def inherit_running(self) -> None:
+        """Promoted: the managed leases running now were handed out by the old primary."""
+        self.inherited = {job_id for job_id, job in self.running.items() if job.managed}
+
     def touch(self, ids: Iterable[int], now: float, expire_s: float | None = None) -> list[bool]:
         """Renew the locks of running jobs: now + `expire_s`, or the lock they were handed
         out with (their queue's lock time when they had none)."""
         results = []
+        inherited = self.inherited
         for job_id in ids:
+            if inherited:
+                inherited.discard(job_id)  # its holder is alive and found this primary
             job = self.running.get(job_id)
             if job is None:
                 results.append(False)

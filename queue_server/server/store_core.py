@@ -350,6 +350,14 @@ class CoreStore(StoreIndex):
         self.next_key = max(self.next_key, next_key)
         self.changes.append(records.ids(self.next_id, self.next_item, self.next_key))
 
+    def skip_ids(self, next_id: int) -> bool:
+        """The next hand-out's id is at least `next_id` (a new era: lease_ids.py); False if
+        it was already. Unrecorded: the ids given carry it to the log and the replicas."""
+        if next_id <= self.next_id:
+            return False
+        self.next_id = next_id
+        return True
+
     def release_all_running(self, now: float) -> int:
         """After a crash: every job that was handed out is ready again (at least once)."""
         ids = list(self.running)

@@ -49,6 +49,11 @@ class StoreIndex:
         self._delayed: list[Delayed] = []
         self._delayed_seq = 0
         self._expiries: list[tuple[float, int]] = []
+        # Managed leases running when this server was promoted and not renewed since: their
+        # holder may never have had the hand-out's reply (it died with the old primary) or
+        # lost sight of any primary meanwhile. Their expiry gives the job back uncharged.
+        self.inherited: set[int] = set()
+        self.inherited_given_back = 0  # the server logs each one
         # PUT ... TTL: (deadline, sequence, key, mark) and key -> its live mark (TtlMark).
         self._ttl: list[tuple[float, int, Key, TtlMark]] = []
         self._ttl_seq = 0

@@ -122,6 +122,10 @@ def host_rows(*, now: float, mapped: list[dict[str, object]]) -> list[dict[str, 
             "load_avg_1m": 1.5 + index * 0.75, "recycled_for_memory": 3 * index,
             "killed_hung": index % 3,
             "load_cap": "capped by load: 40 of 64 slots (load 3.00 on 2 CPUs, limit 2)" if index == 2 else None,
+            # node02 runs other handler code (a rolling deploy), node05 refused a reload.
+            "code_version": "0f9e8d7c6b5a" if index == 1 else "a1b2c3d4e5f6",
+            "code_reload_failure": ("code reload refused: the new code failed to import: module app: "
+                                    "SyntaxError; version a1b2c3d4e5f6 keeps serving") if index == 4 else None,
         })
     return rows
 

@@ -39,16 +39,29 @@ def test_sort_links_sort_on_the_server_and_the_current_one_flips(client: TestCli
 def test_slot_map_page_shows_host_memory_and_the_lost_host(client: TestClient) -> None:
     html = client.get("/slotmap").text
     assert "32.0 GiB" in html and "52.0 MiB" in html
-    assert re.search(r'<tr data-key="node06" data-sig="010" class="lost">', html)
+    assert re.search(r'<tr data-key="node06" data-sig="01000" class="lost">', html)
 
 
 def test_slot_map_page_marks_a_host_capped_by_load(client: TestClient) -> None:
     html = client.get("/slotmap").text
-    row = re.search(r'<tr data-key="node03" data-sig="111">.*?</tr>', html, re.S)
+    row = re.search(r'<tr data-key="node03" data-sig="11100">.*?</tr>', html, re.S)
     assert row is not None
     assert ('<span class="badge" title="capped by load: 40 of 64 slots (load 3.00 on 2 CPUs, '
             'limit 2)">capped by load</span>') in row.group(0)
     assert "capped by load" not in html.split('data-key="node02"')[1].split("</tr>")[0]
+
+
+def test_slot_map_page_shows_each_hosts_code_version_and_marks_other_code_and_refused_reloads(
+    client: TestClient,
+) -> None:
+    html = client.get("/slotmap").text
+    rows = {m.group(1): m.group(0) for m in re.finditer(r'<tr data-key="(node0\d)".*?</tr>', html, re.S)}
+    assert "<code>a1b2c3d4e5f6</code>" in rows["node01"] and "badge" not in rows["node01"]
+    assert "<code>0f9e8d7c6b5a</code>" in rows["node02"] and ">other code</span>" in rows["node02"]
+    assert ">reload refused</span>" in rows["node05"] and "SyntaxError" in rows["node05"]
+    hosts = {h["host"]: h for h in client.get("/api/slotmap").json()["hosts"]}
+    assert hosts["node02"]["code_version"] == "0f9e8d7c6b5a" and hosts["node02"]["other_code"]
+    assert not hosts["node01"]["other_code"]
 
 
 def test_events_page_filters_from_the_form_fields(client: TestClient) -> None:

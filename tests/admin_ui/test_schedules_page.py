@@ -35,8 +35,8 @@ def test_the_api_lists_each_schedule_with_its_last_job_and_that_jobs_state(
     states = ScheduleStates(engine)
     with QueueClient(queue_server.address) as producer:
         producer.put("reports", "x", key="nightly@2026-11-25T02:30:00Z")
-    states.fired("nightly", tick_unix=1.0, key="nightly@2026-11-25T02:30:00Z", now_unix=CLOCK)
-    states.fired("pulse", tick_unix=1.0, key="pulse@2026-11-25T02:30:10Z", now_unix=CLOCK)
+    states.fired("nightly", tick_ms=1000, key="nightly@2026-11-25T02:30:00Z", now_unix=CLOCK)
+    states.fired("pulse", tick_ms=1000, key="pulse@2026-11-25T02:30:10Z", now_unix=CLOCK)
     client = make_client(schedules=SCHEDULES, queue_servers=(queue_server.address,))
     rows = {row["name"]: row for row in client.get("/api/schedules").json()}
     assert rows["nightly"]["last_job_state"] == "ready"
@@ -78,7 +78,7 @@ def test_a_queue_server_away_shows_unknown_states_and_says_why_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Before the audit branch: "unknown" on the page, and nothing anywhere saying why."""
-    ScheduleStates(engine).fired("pulse", tick_unix=1.0, key="pulse@2026-11-25T02:30:10Z", now_unix=CLOCK)
+    ScheduleStates(engine).fired("pulse", tick_ms=1000, key="pulse@2026-11-25T02:30:10Z", now_unix=CLOCK)
     client = make_client(schedules=SCHEDULES, queue_servers=(queue_server.address,))
     assert client.get("/api/schedules").status_code == 200  # read while it is there
     queue_server.kill()

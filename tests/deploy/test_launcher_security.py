@@ -6,6 +6,7 @@ import contextlib
 import os
 import re
 import signal
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -95,14 +96,51 @@ def test_the_queue_token_is_in_the_producers_environment_not_its_command_line(
     pids = {name: int(pid) for name, pid in re.findall(r"started (\S+) \(pid (\d+)\)", log())}
     for name, pid in pids.items():
         assert TOKEN.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes(), name
+    # Least privilege (issue 29): each role's token generated once, private to its owner; the
+    # producer is handed the producer's, never the admin's.
+    tokens = {role: tmp_path / "var" / "run" / "tokens" / f"{role}.token"
+              for role in ("producer", "worker", "operator", "cluster")}
+    for path in tokens.values():
+        assert path.stat().st_mode & 0o777 == 0o600, path
+    producer_token = tokens["producer"].read_text().strip()
     environ = Path(f"/proc/{pids['demo-producer']}/environ").read_bytes().split(b"\0")
-    assert f"SLOTMAP_QUEUE_TOKEN={TOKEN}".encode() in environ
-    # And the producer really authenticates with it: its jobs arrive.
-    with QueueClient(queue_address, token=TOKEN, timeout_s=5.0) as client:
-        poll_until(lambda: client.stats().get("demo_noop") and client.stats()["demo_noop"].put > 0,
-                   timeout_s=30.0, what=lambda: f"demo jobs put\n{log()}")
+    assert f"SLOTMAP_QUEUE_TOKEN={producer_token}".encode() in environ
+    assert not any(TOKEN.encode() in entry for entry in environ)
+    # And the producer really authenticates with it: its jobs arrive, and the slots (the
+    # worker's token, from the master) run them.
+    with QueueClient(queue_address, token=producer_token, timeout_s=5.0) as client:
+        poll_until(lambda: client.stats().get("demo_noop") and client.stats()["demo_noop"].done > 0,
+                   timeout_s=30.0, what=lambda: f"demo jobs put and done\n{log()}")
+    assert _replies(queue_address, f"AUTH {producer_token}\r\nOFFLINE\r\n") == [
+        b"200 OK", b"403 Forbidden: OFFLINE needs the admin role"]
     # The manager read the same file: it planned on the queue server's figures.
     manager_log = tmp_path / "var" / "log" / "manager.log"
     poll_until(lambda: "demo_noop: +" in manager_log.read_text(), timeout_s=30.0,
                what=lambda: f"a plan\n{manager_log.read_text()}")
     assert "stats unavailable" not in manager_log.read_text(), manager_log.read_text()
+
+    # With the cluster up (issue 27): SIGHUP to `slotmap run` (`systemctl reload`) reloads the
+    # master's code and stops nothing (it ended the launcher, and the cluster with it), and
+    # `slotmap reload` finds the master through the launcher's report file.
+    run[0].send_signal(signal.SIGHUP)
+    master_log = tmp_path / "var" / "log" / "master.log"
+    poll_until(lambda: "handler code unchanged" in master_log.read_text(), timeout_s=30.0,
+               what=lambda: f"the master's reload\n{log()}\n{master_log.read_text()}")
+    assert "SIGHUP to the master" in log() and run[0].poll() is None
+    answer = subprocess.run([*slotmap_command(), "reload", "--timeout-s", "30"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60)
+    assert answer.returncode == 0 and "handler code unchanged" in answer.stdout, answer
+    assert run[0].poll() is None, log()
+
+
+def _replies(address: str, requests: str, count: int = 2) -> list[bytes]:
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10.0) as sock:
+        sock.sendall(requests.encode())
+        data = b""
+        while data.count(b"\r\n") < count:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    return data.split(b"\r\n")[:count]

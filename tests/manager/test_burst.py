@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from config.models import QueueConfig
 from manager.burst import BURST_DRAIN_S, backlog_drain_s, bursting, outlasts_noise, plan_burst
+from manager.job_times import JobTimeMemory
 from manager.model import HostCapacity, QueueStats, SlotMap
+from manager.planner import ASSUMED_JOB_S, job_time_s
 
 TARGET = 0.8
 QUEUES = {
@@ -84,10 +86,12 @@ def test_a_backlog_the_slots_start_within_the_drain_time_is_no_burst_however_it_
     assert outlasts_noise(quick, 1) and not outlasts_noise(quick, 3)
 
 
-def test_drain_time_is_unbounded_without_a_slot_or_a_known_job_time() -> None:
+def test_drain_time_is_unbounded_without_a_slot_or_a_measured_or_remembered_job_time() -> None:
     waiting = QueueStats(waiting_jobs=3)
     assert backlog_drain_s(waiting, 0) == float("inf")
-    assert backlog_drain_s(waiting, 5) == float("inf")  # nothing done in the window yet
+    # Nothing done in the window: the job time remembered from before it, else unknown.
+    assert backlog_drain_s(waiting, 5) == float("inf")
+    assert backlog_drain_s(QueueStats(waiting_jobs=3, known_job_s=2.0), 5) == 3 * 2.0 / 5
     assert backlog_drain_s(QueueStats(), 5) == 0.0
     done = QueueStats(waiting_jobs=30, jobs_done=10, busy_s=20.0, slot_lifetime_s=60.0)
     assert backlog_drain_s(done, 3) == 30 * 2.0 / 3
@@ -116,3 +120,36 @@ def test_a_burst_takes_lower_priorities_spares_before_free_capacity_and_never_a_
                       target_load=TARGET, last_planned={"vip": 2, "burst": 5})
     assert kept.slot_map.counts() == {"burst": 7, "vip": 5}
     assert {m.kind for m in kept.moves} == {"spawn"}
+
+
+def cold(waiting: int, known_job_s: float = 0.0) -> QueueStats:
+    """A queue whose one slot idled through the whole window: no job done, no busy time."""
+    return QueueStats(waiting_jobs=waiting, slot_lifetime_s=60.0, window_s=60.0, known_job_s=known_job_s)
+
+
+def test_a_burst_into_a_cold_queue_takes_its_maximum_at_once() -> None:
+    # Issue 28: no job time in the window read as one slot to learn from, and the burst
+    # waited for a batch measured and reported (6.3 s with 20 ms jobs).
+    current = one_host({"h:0": "burst", **{f"h:{n}": "bulk" for n in range(1, 10)}})
+    for stats in (cold(4000), cold(4000, known_job_s=0.02)):
+        assert bursting({}, {"burst": 4000}, QUEUES, current.counts()) == ["burst"]
+        result = plan_burst(current, QUEUES, {"burst": stats}, [HostCapacity("h", 10)], ["burst"],
+                            target_load=TARGET)
+        assert result.slot_map.counts()["burst"] == 8
+    # A few jobs are a burst of unknown length, sized on the assumption: no slot more.
+    assert outlasts_noise(cold(10), 1)
+    few = plan_burst(current, QUEUES, {"burst": cold(10)}, [HostCapacity("h", 10)], ["burst"],
+                     target_load=TARGET)
+    assert few.moves == ()
+    assert job_time_s(cold(10)) == ASSUMED_JOB_S and job_time_s(cold(10), assume=False) is None
+
+
+def test_job_times_are_remembered_past_the_window_and_a_measurement_wins() -> None:
+    memory = JobTimeMemory()
+    memory.seed({"a": 0.5, "b": float("nan")})
+    seen = QueueStats(jobs_done=10, busy_s=2.0)
+    filled = memory.fill({"q": seen, "a": cold(5), "b": cold(5)})
+    assert filled["q"] == seen and filled["a"].known_job_s == 0.5 and filled["b"].known_job_s == 0.0
+    assert memory.fill({"q": cold(7)})["q"].known_job_s == 0.2  # the window moved on
+    memory.seed({"q": 9.0})  # the history's older figure does not replace this process's
+    assert memory.fill({"q": cold(7)})["q"].known_job_s == 0.2

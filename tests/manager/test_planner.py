@@ -5,6 +5,7 @@ from collections import Counter
 
 from config.models import QueueConfig
 from manager.model import HostCapacity, MoveKind, QueueStats, SlotMap
+from manager.placement import place
 from manager.planner import MAX_HELD_LOAD, band_fraction, plan, queue_demand, up_band
 from manager.settle import relieve_hot, settle
 
@@ -430,3 +431,16 @@ def test_two_hot_queues_do_not_trade_slots_over_a_small_load_gap() -> None:
     assert settled == current
     relieve_hot(settled, fair, cool, queues)
     assert settled == {"archive": 47, "analytics": 35}
+
+
+def test_an_equal_priority_s_kept_slots_stay_while_free_capacity_lasts() -> None:
+    # Issue 28, rotating_bursts: b bursts while a's burst slots are idle but kept (its plan
+    # was 8 within the last 5 minutes). b spawns into free capacity; a keeps its 8 for its
+    # next burst. Slots beyond a's keep are spares b takes before it spawns.
+    current = SlotMap(hosts={"h": {f"h:{n}": "a" for n in range(8)}})
+    args = {"priorities": {"a": 5, "b": 5}, "max_slots": {"a": 10, "b": 10}, "spare_slots": (0, 99)}
+    kept, moves = place(current, {"h": 20}, {"a": 1, "b": 4}, keep={"a": 8}, **args)
+    assert kept.counts() == {"a": 8, "b": 4}
+    assert Counter(m.kind for m in moves) == {MoveKind.SPAWN: 4}
+    _, moves = place(current, {"h": 20}, {"a": 1, "b": 4}, keep={"a": 4}, **args)
+    assert Counter(m.kind for m in moves) == {MoveKind.RETARGET: 4}

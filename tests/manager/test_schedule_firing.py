@@ -52,10 +52,10 @@ def test_a_new_schedule_fires_its_next_tick_and_a_tick_in_flight_is_the_same_job
     assert keys(client) == ["tick@1970-01-01T00:16:50Z"]
     states = ScheduleStates(store.engine)
     # A manager died between the PUT and its record: the successor puts the same key again.
-    states.begin_fire("tick", 1010.0, now_unix=1010.3)
+    states.begin_fire("tick", 1_010_000, now_unix=1010.3)
     firing.step(1010.4)
     assert keys(client) == ["tick@1970-01-01T00:16:50Z"]
-    assert states.get("tick").in_flight_unix is None
+    assert states.get("tick").in_flight_ms is None
 
 
 def test_run_now_puts_one_manual_job_and_a_pause_skips_ticks_for_good(

@@ -22,12 +22,12 @@ from manager.schedules.ticks import (
 NEW_YORK = ZoneInfo("America/New_York")
 
 
-def local(*parts: int) -> float:
-    return datetime(*parts, tzinfo=NEW_YORK).timestamp()  # type: ignore[misc]
+def local(*parts: int) -> int:
+    return round(datetime(*parts, tzinfo=NEW_YORK).timestamp()) * 1000  # type: ignore[misc,arg-type]
 
 
-def shown(ticks: list[float]) -> list[str]:
-    return sorted(datetime.fromtimestamp(t, NEW_YORK).isoformat() for t in ticks)
+def shown(ticks: list[int]) -> list[str]:
+    return sorted(datetime.fromtimestamp(t / 1000, NEW_YORK).isoformat() for t in ticks)
 
 
 def test_a_0230_job_fires_once_on_the_spring_forward_day_right_after_the_change() -> None:
@@ -46,46 +46,60 @@ def test_a_0130_job_fires_once_on_the_fall_back_day() -> None:
 
 def test_every_s_ticks_are_whole_multiples_since_the_epoch_so_every_manager_agrees() -> None:
     rule = ScheduleConfig(every_s=10, queue="q")
-    assert ticks_back(rule, after=1000.0, until=1035.5, most=10) == [1030.0, 1020.0, 1010.0]
-    assert next_tick(rule, 1035.5) == 1040.0
+    assert ticks_back(rule, after=1_000_000, until=1_035_500, most=10) == [1_030_000, 1_020_000, 1_010_000]
+    assert next_tick(rule, 1_035_500) == 1_040_000
 
 
 def test_a_ticks_key_is_the_schedule_and_its_utc_time() -> None:
-    assert tick_key("nightly", 1764115200.0) == "nightly@2025-11-26T00:00:00Z"
+    assert tick_key("nightly", 1764115200_000) == "nightly@2025-11-26T00:00:00Z"
+    assert tick_key("often", 1764115201_200) == "often@2025-11-26T00:00:01.200Z"
     assert manual_key("nightly", 1764115200.25) == "nightly@manual-2025-11-26T00:00:00.250Z"
 
 
 @pytest.mark.parametrize(("catch_up", "fired"), [
-    ("skip", [float(t) for t in range(111, 116)]),
-    ("latest", [float(t) for t in range(111, 116)]),
-    ("all", [float(t) for t in range(101, 116)]),
+    ("skip", [t * 1000 for t in range(111, 116)]),
+    ("latest", [t * 1000 for t in range(111, 116)]),
+    ("all", [t * 1000 for t in range(101, 116)]),
 ])
-def test_after_a_ten_second_outage_each_policy_fires_its_ticks(catch_up: str, fired: list[float]) -> None:
+def test_after_a_ten_second_outage_each_policy_fires_its_ticks(catch_up: str, fired: list[int]) -> None:
     rule = ScheduleConfig(every_s=1, queue="q", catch_up=catch_up)  # type: ignore[arg-type]
-    plan = due(rule, last_tick=100.0, now=115.2)
+    plan = due(rule, cursor=100_000, now=115_200, most=100)
     assert list(plan.fire) == fired
-    assert plan.cursor == 115.0
+    assert plan.newest == 115_000
     assert plan.missed == 15 - len(fired)
     assert MISFIRE_GRACE_S == 5.0  # the on-time ticks above are the last five seconds
 
 
 def test_latest_fires_the_newest_missed_tick_when_none_is_on_time() -> None:
     rule = ScheduleConfig(cron="0 2 * * *", timezone="America/New_York", queue="q")
-    plan = due(rule, last_tick=local(2026, 1, 1, 2), now=local(2026, 1, 4, 9))
+    plan = due(rule, cursor=local(2026, 1, 1, 2), now=local(2026, 1, 4, 9), most=100)
     assert shown(list(plan.fire)) == ["2026-01-04T02:00:00-05:00"]
-    assert (plan.missed, plan.caught_up) == (2, 1)
+    assert (plan.missed, plan.late) == (2, 1)
 
 
 def test_all_fires_at_most_catch_up_max_of_the_newest_missed_ticks() -> None:
     rule = ScheduleConfig(every_s=60, queue="q", catch_up="all", catch_up_max=3)
-    plan = due(rule, last_tick=0.0, now=6000.0)
-    assert list(plan.fire) == [5820.0, 5880.0, 5940.0, 6000.0]
-    assert plan.missed == 100 - 4
+    plan = due(rule, cursor=0, now=6_000_000, most=100)
+    assert list(plan.fire) == [5_820_000, 5_880_000, 5_940_000, 6_000_000]
+    assert plan.missed == 100 - 4 and plan.skip_to == 5_760_000
 
 
-def test_a_new_schedule_starts_from_now_and_fires_nothing_before() -> None:
-    plan = due(ScheduleConfig(every_s=1, queue="q"), last_tick=None, now=50.5)
-    assert plan.fire == () and plan.cursor == 50.5
+def test_a_catch_up_goes_out_in_shares_of_most_oldest_first() -> None:
+    rule = ScheduleConfig(every_s=1, queue="q", catch_up="all", catch_up_max=50)
+    plan = due(rule, cursor=0, now=100_000, most=20)
+    # Late: ticks 1-95 (older than the grace), the newest 50 of them kept; on time: 96-100.
+    assert list(plan.fire) == [t * 1000 for t in range(46, 66)] and plan.more
+    assert (plan.missed, plan.skip_to, plan.late) == (45, 45_000, 50)
+    rest = due(rule, cursor=65_000, now=100_000, most=20)
+    assert rest.missed == 0 and rest.skip_to is None and rest.fire[0] == 66_000
+
+
+def test_a_clock_stepped_back_re_anchors_at_now_and_a_small_skew_only_waits() -> None:
+    rule = ScheduleConfig(every_s=1, queue="q")
+    back = due(rule, cursor=3_600_000 + 10_000, now=10_000, most=20)
+    assert back.stepped_back_ms == 3_600_000 and back.skip_to == 10_000 and back.fire == ()
+    skewed = due(rule, cursor=12_000, now=10_000, most=20)
+    assert skewed.stepped_back_ms == 0 and skewed.fire == () and skewed.skip_to is None
 
 
 @pytest.mark.parametrize(("table", "says"), [
@@ -96,6 +110,7 @@ def test_a_new_schedule_starts_from_now_and_fires_nothing_before() -> None:
     ({"cron": "* * * * *", "timezone": "Mars/Olympus", "queue": "q"}, "unknown time zone"),
     ({"every_s": 0.5, "queue": "q"}, "greater than or equal to 1"),
     ({"every_s": float("nan"), "queue": "q"}, "finite number"),
+    ({"every_s": 1.0005, "queue": "q"}, "whole number of milliseconds"),
     ({"every_s": 5, "queue": "q", "catch_up": "some"}, "'skip', 'latest' or 'all'"),
 ])
 def test_a_bad_schedule_is_refused_at_load_saying_what_is_wrong(table: dict[str, object], says: str) -> None:

@@ -25,7 +25,7 @@ def test_an_unknown_job_state_comes_with_the_reason_on_stderr(tmp_path: Path) ->
     }))
     store = Store.open(database)
     try:
-        ScheduleStates(store.engine).fired("pulse", tick_unix=1.0, key="pulse@1970-01-01T00:00:01Z", now_unix=2.0)
+        ScheduleStates(store.engine).fired("pulse", tick_ms=1000, key="pulse@1970-01-01T00:00:01Z", now_unix=2.0)
     finally:
         store.close()
     result = subprocess.run(

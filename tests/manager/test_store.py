@@ -60,7 +60,7 @@ def test_migrations_build_exactly_the_tables_of_the_models_on_an_empty_database(
     with store.engine.connect() as connection:
         context = MigrationContext.configure(connection, opts={"compare_type": True})
         assert compare_metadata(context, Base.metadata) == []
-        assert context.get_current_revision() == "0006"
+        assert context.get_current_revision() == "0008"
     assert set(inspect(store.engine).get_table_names()) >= {
         "queue_samples", "host_samples", "slot_map", "events", "queue_overrides", "alembic_version",
         "schedules", "queue_authority",
@@ -71,7 +71,7 @@ def test_a_second_upgrade_of_a_migrated_database_changes_nothing(database_url: s
     Store.open(database_url).close()
     again = Store.open(database_url)
     with again.engine.connect() as connection:
-        assert MigrationContext.configure(connection).get_current_revision() == "0006"
+        assert MigrationContext.configure(connection).get_current_revision() == "0008"
     again.close()
 
 
@@ -175,3 +175,17 @@ def test_processes_opening_a_new_sqlite_database_at_once_all_get_it(tmp_path: Pa
         for thread in threads:
             thread.join()
     assert failures == []
+
+
+def test_each_queue_s_newest_measured_job_time_is_what_a_new_manager_remembers(store: Store) -> None:
+    def sample(queue: str, at: float, jobs_done: int, mean_job_s: float) -> QueueSample:
+        return QueueSample(at_unix=at, queue=queue, priority=0, min_slots=0, max_slots=1,
+                           slots_current=1, slots_avg=1.0, slots_desired=1, load=0.0, waiting=0,
+                           running=0, delayed=0, jobs_done=jobs_done, jobs_per_s=0.0,
+                           mean_job_s=mean_job_s, errors=0)
+
+    assert store.last_job_times() == {}
+    # A later idle interval (no job done) does not hide the last measured time.
+    store.write([sample("q", 1.0, 10, 0.5), sample("q", 2.0, 4, 0.25), sample("q", 3.0, 0, 0.0),
+                 sample("never", 2.0, 0, 0.0)])
+    assert store.last_job_times() == {"q": 0.25}

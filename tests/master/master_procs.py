@@ -153,6 +153,7 @@ def start_master(tmp_path: Path, queue_server: Any) -> Iterator[StartMaster]:
             "hung_after_beacons": 20,
             "max_load_per_cpu": 1000.0,
             "stop_deadline_s": 5.0,
+            "stop_timeout_s": 5.0,
             "static_slots": dict(static_slots),
             **settings,
         }

@@ -54,7 +54,7 @@ def test_a_slot_that_ignores_sigterm_is_killed_at_the_stop_deadline(
     start_master: StartMaster, tmp_path: Path
 ) -> None:
     master = start_master(modules=["sm_test_behaviours"], static_slots={"sleepy": 1},
-                          queues={"sleepy": {"lock_timeout_s": 60.0}}, stop_deadline_s=1.0)
+                          queues={"sleepy": {"lock_timeout_s": 60.0}}, stop_timeout_s=1.0)
     master.wait_running("sleepy", 1)
     log = tmp_path / "sleepy.log"
     master.client().put("sleepy", json.dumps({"log": str(log), "marker": str(tmp_path / "m"), "n": 0}))

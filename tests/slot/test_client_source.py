@@ -128,10 +128,10 @@ class OlderServerClient(QueueClient):
     """The real client to a real server, refusing FRONT as a server older than it does (400)."""
 
     def later(self, *ids: int, delay_s: float | None = None, solo: bool = False,  # type: ignore[override]
-              front: bool = False) -> list[bool]:
+              front: bool = False, until: float | None = None) -> list[bool]:
         if front:
             raise QueueServerError(400, "Bad Request")
-        return super().later(*ids, delay_s=delay_s, solo=solo)
+        return super().later(*ids, delay_s=delay_s, solo=solo, until=until)
 
 
 def test_a_server_that_refuses_front_gets_a_plain_later_so_the_jobs_are_not_charged(tmp_path: Path) -> None:

@@ -216,3 +216,54 @@ def test_hpa_scales_down_only_to_the_highest_recommendation_of_five_minutes() ->
     # The map did not grow (the test keeps it at 10): a low load now must wait five minutes.
     assert hpa.decide(10, current, stats(0.2), hosts) == []
     assert len(hpa.decide(400, current, stats(0.2), hosts)) == 10 - 3
+
+
+COLD = """
+name = "cold"
+duration_s = 202.5
+seed = 3
+busy_at_batch_end = true
+
+[[hosts]]
+prefix = "h"
+count = 2
+capacity_slots = 6
+
+[queues.reports]
+priority = 6
+min_slots = 1
+max_slots = 8
+batch_size = 10
+job = { distribution = "constant", mean_s = 10.0 }
+arrivals = { pattern = "bursty", rate_per_s = 0, burst_rate_per_s = 400, burst_every_s = 900, burst_length_s = 1, burst_offset_s = 201 }
+
+[queues.bulk]
+priority = 0
+min_slots = 1
+batch_size = 5
+job = { distribution = "exponential", mean_s = 1.0 }
+arrivals = { pattern = "steady", rate_per_s = 6 }
+"""
+
+
+def test_a_cold_queue_shows_no_work_until_its_first_batch_ends_and_still_gets_its_slots_at_once(
+    tmp_path: Path,
+) -> None:
+    # Issue 28: idle for minutes, then 400 jobs of 10 s in one second, between two full plans
+    # (200 and 205 s). The first batch runs until 211 s: no job time before then.
+    path = tmp_path / "cold.toml"
+    path.write_text(COLD)
+    scenario = load_scenario(path)
+    sim = Simulation(scenario, PlannerPolicy(scenario), generate_jobs(scenario))
+    sim.run()
+    stats = sim.window_stats()["reports"]
+    assert stats.waiting_jobs > 300 and stats.jobs_done == 0 and stats.busy_s == 0.0
+    # Grown by burst plans on the assumed job time, within the 1.5 s since the burst began
+    # (on a measured one it would stay at 1 slot until 211 s).
+    assert sim.current_map().counts()["reports"] >= 6
+    assert sim.burst_moves >= 5
+    # Without the scenario's flag the running batch's time shows, as before.
+    warm = scenario.model_copy(update={"busy_at_batch_end": False})
+    sim = Simulation(warm, PlannerPolicy(warm), generate_jobs(warm))
+    sim.run()
+    assert sim.window_stats()["reports"].busy_s > 0

@@ -72,7 +72,7 @@ def test_lease_parses_the_consent_and_refuses_any_other_fourth_word() -> None:
 
 
 def test_a_deposed_primary_that_was_alone_starts_in_sync_when_promoted_again() -> None:
-    sync, conn = _asking()
+    sync, _conn = _asking()
     sync.consent(decided_after=10.1)
     assert sync.state is SyncState.ALONE
     sync.drop_all()  # FOLLOW: deposed

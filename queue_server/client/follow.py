@@ -1,0 +1,44 @@
+"""Following the primary through a failover (pure): when a request is tried again on the
+primary found anew, and how long to pause first.
+
+Two rules, both the client's (queue_server/client/core.py):
+- A server that refuses with `500 Offline Mode` (a replica, a deposed primary, one
+  restarted and not yet told whom to follow, a primary refusing in sync mode) is never
+  asked again on the same connection: the connection is dropped, so the next request asks
+  the whole server list (ROLE) for the primary. Before, the connection was kept and a slot
+  asked the same restarted old primary every 5 s for minutes while the new one held its
+  jobs (issue 25).
+- A request given `until` (a time.monotonic() deadline: a running job's lock, for DONE,
+  LATER, FAIL, TOUCH and a reply) is sent again to the primary found anew after a refusal
+  *and* after a lost connection or a missing reply, until then. Sending an outcome again is
+  safe: it names a lease id, which the new primary holds in sync mode (the hand-out was
+  replicated before it was answered) and a stale one meets `404`, never another job once
+  ids carry the epoch; a `404` on a resent outcome may mean the first one was applied
+  before the old primary died, which the caller tells apart by the job's key (slot/source.py).
+"""
+from __future__ import annotations
+
+from typing import Final
+
+from queue_server.protocol.client_errors import ConnectionLost, OfflineError
+
+# Between two tries while following: the sentinel promotes 1.25-1.5 s after a kill, so a
+# client polls the server list about eight times before the new primary answers.
+FOLLOW_RETRY_S: Final = 0.2
+
+
+def follows(exc: BaseException) -> bool:
+    """Whether a failed request may go again to the primary found anew (within `until`):
+    a refusal by a server that is not the primary, a lost connection, no reply in time,
+    or no server reachable right now (one restarting)."""
+    # ConnectionLost: as raised (ServerUnreachable, ReplyTimeout included); OSError and
+    # EOFError: as the faces meet them, before they are raised as ConnectionLost.
+    return isinstance(exc, OfflineError | ConnectionLost | OSError | EOFError)
+
+
+def follow_pause(exc: BaseException, until: float | None, now: float) -> float | None:
+    """Seconds to pause before the request goes again to the primary found anew; None
+    to raise (no deadline given, past it, or a failure no other server can mend)."""
+    if until is None or now >= until or not follows(exc):
+        return None
+    return min(FOLLOW_RETRY_S, until - now)
