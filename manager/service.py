@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from config.models import ClusterConfig
 from config.periodic import TurnBoundary
 from manager import burst, planner
+from manager.config_reload import ConfigReloader
 from manager.event_builders import moves_events
 from manager.history import History
 from manager.job_times import JobTimeMemory
@@ -85,6 +86,10 @@ class Manager:
         self.clock = clock
         self.wall_clock = wall_clock
         self.stopping = False
+        # Set by manager/cli.py: SIGHUP's flag and the file; the schedules' new rules go to
+        # on_reload (the schedule thread), the queues' to the next plan.
+        self.reloader: ConfigReloader | None = None
+        self.on_reload: Callable[[ClusterConfig], None] | None = None
         self.lease_check_s = LEASE_CHECK_S  # shorter while the sentinel runs (manager/cli.py)
         self.pid = os.getpid()
         now = clock()
@@ -141,6 +146,8 @@ class Manager:
         return 0
 
     def turn(self) -> None:
+        if self.reloader is not None and self.reloader.requested:
+            self.reload_config(self.clock())
         frames = self.socket.receive(self.wait_s(self.clock()))
         self.masters.listened(self.clock())
         for received in frames:
@@ -158,6 +165,31 @@ class Manager:
         self.maybe_prune(now)
         if self.history.events:
             self.history.flush()
+
+    def reload_config(self, now: float) -> None:
+        """SIGHUP: the file read and validated first; a bad one changes nothing and says why."""
+        assert self.reloader is not None
+        reloaded = self.reloader.reload(self.config)
+        if reloaded.config is None:
+            log.error("config reload refused, nothing changed: %s", reloaded.error)
+            self.note(NewEvent(kind=EventKind.CONFIG_RELOAD_REFUSED,
+                               message=f"config reload refused, nothing changed: {reloaded.error}",
+                               detail={"error": reloaded.error}))
+            return
+        diff = reloaded.diff
+        self.config = reloaded.config
+        if self.on_reload is not None:
+            self.on_reload(reloaded.config)
+        self.request_plan(now)  # the masters get the new queue settings with the next map
+        changes = "; ".join(diff.applied) or "no queue or schedule changed"
+        restart = f"; needs a restart to apply: {', '.join(diff.restart)}" if diff.restart else ""
+        log.info("config reloaded: %s%s", changes, restart)
+        for line in diff.applied:
+            log.info("config reload: %s", line)
+        if diff.restart:
+            log.warning("config reload: changed but not applied until a restart: %s", ", ".join(diff.restart))
+        self.note(NewEvent(kind=EventKind.CONFIG_RELOADED, message=f"config reloaded: {changes}{restart}",
+                           detail={"applied": diff.applied, "needs_restart": diff.restart}))
 
     def wait_s(self, now: float) -> float:
         due = min(
