@@ -149,6 +149,9 @@ class ScheduleRow(Base):
     paused: Mapped[bool] = mapped_column(Boolean, default=False)
     run_requested_at_unix: Mapped[float | None] = mapped_column(Float, nullable=True)
     updated_at_unix: Mapped[float] = mapped_column(Float)
+    # The rule the active manager fires (ScheduleConfig as JSON), NULL when it fires none by
+    # this name: readers of the file see where it differs from what runs (0009).
+    running_rule: Mapped[str | None] = mapped_column(String(2048), nullable=True)
 
 
 class QueueAuthority(Base):

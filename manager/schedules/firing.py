@@ -66,6 +66,7 @@ class Firing:
         self._more: dict[str, int] = {}
         self._catching: set[str] = set()    # schedules firing missed ticks (their event is out)
         # A database outage fails every pass, 4 a second: one traceback, then a count a minute.
+        self._published = False  # the rules written to the schedules table (set_running)
         # New rules from a config reload (another thread), taken between passes.
         self._pending: dict[str, ScheduleConfig] | None = None
         self._pending_lock = threading.Lock()
@@ -74,6 +75,9 @@ class Firing:
     def step(self, now: float) -> None:
         """One pass over every schedule; a schedule whose PUT fails is tried again next pass."""
         now_ms = unix_to_ms(now)
+        if not self._published:
+            self.states.set_running(self.rules, now_unix=now)
+            self._published = True
         known = self.states.all()
         for name, rule in self.rules.items():
             state = known.get(name) or ScheduleState(name)
@@ -113,6 +117,7 @@ class Firing:
             if name in new:
                 self.states.start(name, cursor=now_ms, now_unix=now)
         self.rules = new
+        self._published = False
 
     def wait_s(self, now: float) -> float:
         """Until the next tick of any schedule, or the next look at admin requests; none while

@@ -4,13 +4,16 @@ removed take effect with no tick fired twice or lost; the new slot counts reach 
 with the next map. On 29606e0 the manager died of the SIGHUP."""
 from __future__ import annotations
 
+import json
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from test_schedules_procs import job_keys, tick_of
+from procs import server_proc
 from test_service_procs import Cluster, Proc, poll_until, wait_running
 
 from manager.store import EventKind
@@ -40,6 +43,13 @@ def reload(cluster: Cluster, manager: Proc, kind: str) -> float:
     at = poll_until(seen, timeout_s=DEADLINE_S, what=lambda: f"a {kind} event\n{cluster.logs()}")
     assert at is not None
     return at
+
+
+def marks(cluster: Cluster, config: Path) -> dict[str, str]:
+    """`slotmap schedules --config FILE --json`: each schedule's mark where the manager differs."""
+    done = subprocess.run([*server_proc.slotmap_command(), "schedules", "--config", str(config), "--json"],
+                          capture_output=True, text=True, timeout=DEADLINE_S, cwd=cluster.root, check=True)
+    return {row["name"]: row["manager_differs"] for row in json.loads(done.stdout)}
 
 
 def ticks(cluster: Cluster, queue: str) -> list[float]:
@@ -77,6 +87,8 @@ def test_sighup_reloads_schedules_and_refuses_a_bad_file(cluster: Cluster) -> No
         "schedules.fresh": {"every_s": 1.0, "queue": "fresh"},
     }
     cluster.config("manager")
+    assert marks(cluster, path) == {"beat": "manager runs: every 1 s, queue beats",
+                                    "fresh": "not running", "gone": "not in the file"}
     sent = time.time()
     changed_at = reload(cluster, manager, EventKind.CONFIG_RELOADED)
     reloaded = cluster.events(EventKind.CONFIG_RELOADED)[-1]
@@ -97,6 +109,7 @@ def test_sighup_reloads_schedules_and_refuses_a_bad_file(cluster: Cluster) -> No
     assert set(gaps) <= {1.0, 2.0}, f"a tick lost across the change: {beats}"
     assert not [t for t in ticks(cluster, "gone") if t > taken], "a removed schedule fired"
     assert min(ticks(cluster, "fresh")) > sent - 1, "an added schedule fired ticks from before it"
+    assert marks(cluster, path) == {"beat": "", "fresh": ""}  # gone: its row says nothing runs
     assert manager.alive()
 
 
