@@ -41,6 +41,14 @@ class _StopFlag:
         self.stopping = True
 
 
+def _no_reload(signum: int, frame: FrameType | None) -> None:
+    # SIGHUP's default ended the pulsar, and every rate-limited queue waited on it. Its limits
+    # are read at start: a limiter's waiting line (the turns it promised) cannot be carried to
+    # a new rate without a burst, so a changed rate_limit takes a restart (docs/CONFIG.md).
+    log.warning("SIGHUP: the pulsar reloads no limits (restart it to apply a changed rate_limit: "
+                "docs/CONFIG.md, Reloading); it keeps serving")
+
+
 def run(args: argparse.Namespace) -> int:
     # Heavy imports wait until the pulsar really runs (every `slotmap` command builds the parser).
     import zmq
@@ -59,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     flag = _StopFlag()
     signal.signal(signal.SIGTERM, flag.handle_stop)
     signal.signal(signal.SIGINT, flag.handle_stop)
+    signal.signal(signal.SIGHUP, _no_reload)
     try:
         service = PulsarService.from_config(
             config.pulsar, limits, endpoint=args.listen, curve=curve,

@@ -17,6 +17,7 @@ from procs import server_proc
 from test_service_procs import Cluster, Proc, poll_until, wait_running
 
 from manager.store import EventKind
+from queue_server.client import QueueClient
 
 DEADLINE_S = 30.0
 
@@ -122,3 +123,11 @@ def test_sighup_new_slot_counts_reach_the_master_with_the_next_map(cluster: Clus
     reload(cluster, manager, EventKind.CONFIG_RELOADED)
     wait_running(master, cluster, {"demo_noop": 2}, timeout_s=DEADLINE_S)
     assert "queues.demo_noop.min_slots: 1 -> 2" in manager.log_text()
+    # The queue server reloads nothing, and says so; it used to die of the SIGHUP (point 5).
+    server = cluster.queue_server
+    server.process.send_signal(signal.SIGHUP)
+    poll_until(lambda: "SIGHUP: the queue server reloads no settings" in server.log_text(),
+               timeout_s=DEADLINE_S, what=lambda: f"the queue server's word\n{server.log_text()}")
+    with QueueClient(server.address) as client:
+        client.put("demo_noop", "{}")
+        assert server.process.poll() is None and "demo_noop" in client.stats("demo_noop")
