@@ -9,14 +9,16 @@ import re
 import signal
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from procs import REPO_ROOT, import_by_path, poll_until, to_toml
 
 from config.load import load_config
-from deploy.launcher import DEFAULT_CONFIG
+from deploy.launcher import DEFAULT_CONFIG, RESTART_MIN_UPTIME_S
 from queue_server.client import QueueClient
 from tests.queue_server import server_proc
 
@@ -93,6 +95,11 @@ def test_the_primarys_kill_promotes_the_replica_which_acknowledges_a_put(
     poll_until(lambda: (r := _role(primary))[:1] == ["primary"] and r[5] == "held" and r[2] == "1",
                timeout_s=STEP_S, what=lambda: f"the primary leased with its replica: {_role(primary)}")
     pid = int(re.findall(r"started queue-server \(pid (\d+)\)", log())[0])
+    # A queue server dead sooner after its start is a crash loop to the launcher (it stops
+    # everything); leased with its replica in sync can come sooner than that.
+    started = psutil.Process(pid).create_time()
+    poll_until(lambda: time.time() - started > RESTART_MIN_UPTIME_S + 0.5, timeout_s=STEP_S,
+               what="the queue server up longer than a crash loop")
     os.kill(pid, signal.SIGKILL)
 
     poll_until(lambda: (r := _role(replica))[:1] == ["primary"] and int(r[4]) >= 2 and r[5] == "held",

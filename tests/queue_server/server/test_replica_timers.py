@@ -86,7 +86,8 @@ def test_a_replica_mirrors_the_primarys_expiries_and_fires_its_own_once_promoted
                                timeout_s=DEADLINE_S, what="a round of renewals never 1.8 s apart")
 
         # 3. The primary dies with the lock held: nothing expires while the replica follows,
-        # and once promoted it fires the expiry itself.
+        # and once promoted it fires the expiry itself. Nobody could renew the lease while no
+        # primary served (issue 25): it is given back uncharged, not failed.
         assert client.touch(kept.id, expire_s=1) == [True]
         lock_end = time.time() + 1
         poll_until(lambda: follower.job(key) is not None
@@ -98,8 +99,7 @@ def test_a_replica_mirrors_the_primarys_expiries_and_fires_its_own_once_promoted
         assert not promoted_already, "promoted within about 2 s of an 8 s promote_after: test inconclusive"
         assert still is not None and still.state == "running"  # a follower expires nothing
         poll_until(lambda: _online(follower), timeout_s=DEADLINE_S, what="promotion")
-        fired = poll_until(lambda: (i := follower.job(key)) is not None and i.state == "failed" and i,
+        fired = poll_until(lambda: (i := follower.job(key)) is not None and i.state != "running" and i,
                            timeout_s=DEADLINE_S, what="the promoted replica expiring the lease")
-        # (the replica knows the lock's end, not its length: the text says about 1 s)
-        assert fired.attempts == 1 and fired.error.startswith("lock expired after")  # type: ignore[union-attr]
+        assert fired.state == "ready" and fired.attempts == 0 and fired.error is None, fired
         assert follower.job("short") == expired  # the inherited retry time is kept
