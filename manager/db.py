@@ -154,6 +154,18 @@ class ScheduleRow(Base):
     running_rule: Mapped[str | None] = mapped_column(String(2048), nullable=True)
 
 
+class ManagerRequest(Base):
+    """An admin's request to the active manager (a config reload) from the API or the CLI,
+    which may run on another host than the manager: it takes unhandled rows every second."""
+
+    __tablename__ = "manager_requests"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    door: Mapped[str] = mapped_column(String(16))
+    requested_at_unix: Mapped[float] = mapped_column(Float)
+    handled_at_unix: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
 class QueueAuthority(Base):
     """Who is the queue servers' primary, in which epoch: one row, changed only by the
     active manager with compare-and-set on the epoch (manager/sentinel.py)."""

@@ -33,6 +33,7 @@ from manager.minimum_room import host_capacities
 from manager.model import HostCapacity, Plan, QueueStats
 from manager.plan_guard import Checked, check_inputs
 from manager.plan_inputs import OverrideReader, QueueStatsReader, ServerFigures
+from manager.reload_requests import take_reload_requests
 from manager.stabilise import RecentPlans
 from manager.stats import settings_in_force, with_batch_sizes
 from manager.store import EventKind, NewEvent, Store, apply_overrides
@@ -42,6 +43,8 @@ from queue_server.protocol.client_errors import QueueServerError
 log = logging.getLogger(__name__)
 
 LEASE_CHECK_S = 1.0
+# How often the database is asked for reload requests (the API's, the CLI's).
+REQUESTS_EVERY_S = 1.0
 PRUNE_EVERY_S = 600.0
 EXIT_LEASE_LOST = 3
 # After a turn that raised: a socket that keeps failing must not spin the loop, and heartbeats
@@ -90,6 +93,8 @@ class Manager:
         # on_reload (the schedule thread), the queues' to the next plan.
         self.reloader: ConfigReloader | None = None
         self.on_reload: Callable[[ClusterConfig], None] | None = None
+        self.engine = store.engine  # reload requests from the API and the CLI (manager_requests)
+        self.requests_at = float("-inf")
         self.lease_check_s = LEASE_CHECK_S  # shorter while the sentinel runs (manager/cli.py)
         self.pid = os.getpid()
         now = clock()
@@ -146,6 +151,7 @@ class Manager:
         return 0
 
     def turn(self) -> None:
+        self.maybe_take_requests(self.clock())
         if self.reloader is not None and self.reloader.requested:
             self.reload_config(self.clock())
         frames = self.socket.receive(self.wait_s(self.clock()))
@@ -165,6 +171,16 @@ class Manager:
         self.maybe_prune(now)
         if self.history.events:
             self.history.flush()
+
+    def maybe_take_requests(self, now: float) -> None:
+        """A reload asked through the database (another host's CLI or dashboard): as SIGHUP."""
+        if self.reloader is None or now < self.requests_at:
+            return
+        self.requests_at = now + REQUESTS_EVERY_S
+        doors = take_reload_requests(self.engine, now_unix=self.wall_clock())
+        if doors:
+            log.info("config reload asked (%s)", ", ".join(sorted(set(doors))))
+            self.reloader.requested = True
 
     def reload_config(self, now: float) -> None:
         """SIGHUP: the file read and validated first; a bad one changes nothing and says why."""
