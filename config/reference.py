@@ -129,12 +129,17 @@ one applies at once:
 
 Changed but not applied until a restart (the log and the event list them as "needs a
 restart"): `[manager]` (its socket, database, lock and intervals are bound at start),
-`[queue_server]`, `[master]`, `[admin]`, `[pulsar]`, the CURVE keys, and each queue's
-`rate_limit`: the pulsar reads its limits at start, and a limiter's waiting line (the turns it
-has promised) cannot move to a new rate without a burst, so restart `slotmap pulsar` to
-change a rate. The queue server and the pulsar answer SIGHUP with a log line and keep serving
-(before, SIGHUP ended them): the queue server's settings (listen address, data folder, fsync,
-tokens, bounds) are bound to its socket, files and clients at start. Under `slotmap run`, a
+`[queue_server]`, `[master]`, `[admin]`, `[pulsar]` and the CURVE keys.
+
+Each queue's `rate_limit` belongs to the pulsar: `kill -HUP <pulsar pid>` makes it read the
+file again (a bad file changes nothing, its log says why). Limiters added start full, removed
+ones answer "no limiter NAME", and a changed one takes the new rate at once while keeping its
+pause, its counts, the turns it already gave out and a cut in force (as the same fraction of
+the new rate). The pulsar's own `[pulsar]` settings (listen, max_pause_s, message bound) need
+a restart. The queue server answers SIGHUP with a log line and keeps serving (before, SIGHUP
+ended it and the pulsar): its settings (listen address, data folder, fsync, tokens, bounds)
+are bound to its socket, files and clients at start, so each needs a restart (with a replica,
+docs/GUIDE.md's failover section restarts one server at a time without losing a job). Under `slotmap run`, a
 SIGHUP goes to the masters (a code reload) and nothing stops; its manager runs on a file
 `slotmap run` derived from yours at start, so a changed config there takes a restart of
 `slotmap run`.

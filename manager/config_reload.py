@@ -52,7 +52,7 @@ def config_diff(old: ClusterConfig, new: ClusterConfig) -> ConfigDiff:
     restart = [name for name in type(old).model_fields
                if name not in RELOADED_SECTIONS and getattr(old, name) != getattr(new, name)]
     if any(_limit(old, q) != _limit(new, q) for q in set(old.queues) | set(new.queues)):
-        restart.append("queues.*.rate_limit (the pulsar's limiters: restart `slotmap pulsar`)")
+        restart.append("queues.*.rate_limit (the pulsar's limiters: send SIGHUP to `slotmap pulsar`)")
     return ConfigDiff(applied=_cut(applied), restart=restart)
 
 
