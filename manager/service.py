@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from config.models import ClusterConfig
 from config.periodic import TurnBoundary
 from manager import burst, planner
@@ -95,6 +97,7 @@ class Manager:
         self.on_reload: Callable[[ClusterConfig], None] | None = None
         self.engine = store.engine  # reload requests from the API and the CLI (manager_requests)
         self.requests_at = float("-inf")
+        self.requests_failing = False
         self.lease_check_s = LEASE_CHECK_S  # shorter while the sentinel runs (manager/cli.py)
         self.pid = os.getpid()
         now = clock()
@@ -177,7 +180,14 @@ class Manager:
         if self.reloader is None or now < self.requests_at:
             return
         self.requests_at = now + REQUESTS_EVERY_S
-        doors = take_reload_requests(self.engine, now_unix=self.wall_clock())
+        try:
+            doors = take_reload_requests(self.engine, now_unix=self.wall_clock())
+        except SQLAlchemyError as exc:  # the database away: the turn (heartbeats) goes on
+            if not self.requests_failing:
+                log.warning("cannot read reload requests (%s); trying every %.0f s", exc, REQUESTS_EVERY_S)
+            self.requests_failing = True
+            return
+        self.requests_failing = False
         if doors:
             log.info("config reload asked (%s)", ", ".join(sorted(set(doors))))
             self.reloader.requested = True
