@@ -26,7 +26,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from admin_ui import api, pages, schedules, views
+from admin_ui import api, config_reload, pages, schedules, views
 from admin_ui.auth import (
     REALM,
     SESSION_COOKIE,
@@ -244,6 +244,7 @@ def create_app(store: Store, settings: AdminSettings) -> FastAPI:
     app.include_router(pages.public)
     app.include_router(pages.router)
     app.include_router(schedules.api)
+    app.include_router(config_reload.api)
     app.include_router(schedules.pages)
     app.add_exception_handler(AdminError, handle_admin_error)
     app.add_api_route("/docs", api_docs, methods=["GET"], include_in_schema=False)

@@ -358,6 +358,13 @@ class ScheduleView(_View):
     last_fired_at_unix: float | None
     last_job_state: str | None
     run_requested: bool
+    # Where the config file the dashboard read differs from what the active manager fires.
+    manager_differs: str = ""
+
+
+class ConfigReloadAsked(_View):
+    request_id: int
+    message: str
 
 
 class ScheduleAction(_View):

@@ -108,6 +108,44 @@ def keys() -> Iterator[Key]:
             yield Key(section, name, field)
 
 
+RELOADING = """## Reloading
+
+`kill -HUP` (or `systemctl reload slotmap-manager`) makes the active manager read its
+`--config` file again. The file is read and validated first: a bad one changes nothing, and
+the manager's log, a `config_reload_refused` event and the dashboard's Events say why. A good
+one applies at once:
+
+- `[queues.<name>]`: priority, min_slots, max_slots (and every other queue key the planner
+  reads) count from the next plan; the masters get the new slot counts with the next map.
+  The settings a master gives its slots (batch_size, retries, timeouts, memory bounds) come
+  from the master's own config file, which it re-reads on its own SIGHUP (docs/GUIDE.md,
+  Deploying new handler code).
+- `[schedules.<name>]`: added, changed and removed schedules take effect within a pass of the
+  schedule thread (0.25 s). The old rule fires every tick up to the change; an added or
+  changed schedule goes on from the change by its new rule (no tick of the time before it);
+  a removed one stops. `slotmap schedules --config FILE` marks where FILE differs from what
+  the active manager fires (`not running`, `not in the file`, `manager runs: ...`).
+- The difference is logged line by line and recorded as a `config_reloaded` event.
+
+Changed but not applied until a restart (the log and the event list them as "needs a
+restart"): `[manager]` (its socket, database, lock and intervals are bound at start),
+`[queue_server]`, `[master]`, `[admin]`, `[pulsar]` and the CURVE keys.
+
+Each queue's `rate_limit` belongs to the pulsar: `kill -HUP <pulsar pid>` makes it read the
+file again (a bad file changes nothing, its log says why). Limiters added start full, removed
+ones answer "no limiter NAME", and a changed one takes the new rate at once while keeping its
+pause, its counts, the turns it already gave out and a cut in force (as the same fraction of
+the new rate). The pulsar's own `[pulsar]` settings (listen, max_pause_s, message bound) need
+a restart. The queue server answers SIGHUP with a log line and keeps serving (before, SIGHUP
+ended it and the pulsar): its settings (listen address, data folder, fsync, tokens, bounds)
+are bound to its socket, files and clients at start, so each needs a restart (with a replica,
+docs/GUIDE.md's failover section restarts one server at a time without losing a job). Under `slotmap run`, a
+SIGHUP goes to the masters (a code reload) and nothing stops; its manager runs on a file
+`slotmap run` derived from yours at start, so a changed config there takes a restart of
+`slotmap run`.
+"""
+
+
 def render() -> str:
     parts = [HEADER]
     for section, _model, description in sections():
@@ -120,6 +158,7 @@ def render() -> str:
             if key.section == section:
                 parts.append(_row(key))
         parts.append("")
+    parts.append(RELOADING)
     parts.append("## Complete example\n\nEvery key with its default value (optional keys without "
                  "a default are commented out),\nthe description above each one. "
                  f"`[queues.{EXAMPLE_QUEUE}]` shows one queue with a rate limit, "

@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "master.reload_cli",
     "manager.cli",
     "manager.schedules.cli",
+    "manager.config_reload_cli",
     "manager.hosts_cli",
     "slot.pulsar.cli",
     "slot.pulsar.limiters_cli",

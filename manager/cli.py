@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 # ZeroMQ) wait until the manager really runs.
 if TYPE_CHECKING:
     from config.models import ClusterConfig
+    from manager.config_reload import ConfigReloader
     from manager.leader import Lease
     from manager.link import ManagerSocket
     from manager.schedules.firing import FiringThread
@@ -89,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from config.curve import server_keys
     from config.load import load_config
     from config.preflight import check_bindable
+    from manager.config_reload import ConfigReloader
     from manager.leader import wait_for_lease
 
     if args.new_curve_secret:
@@ -106,9 +108,10 @@ def run(args: argparse.Namespace) -> int:
     flag = _StopFlag()
     signal.signal(signal.SIGTERM, flag.handle_stop)
     signal.signal(signal.SIGINT, flag.handle_stop)
-    # SIGHUP's default ended the manager, and `slotmap run` with it the whole cluster; a
-    # reload of the manager's config is not there yet (issue 27, point 4): it says so.
-    signal.signal(signal.SIGHUP, _no_config_reload)
+    # SIGHUP's default ended the manager, and `slotmap run` with it the whole cluster: it
+    # reloads the config now (manager/config_reload.py); the flag is looked at each turn.
+    reloader = ConfigReloader(args.config)
+    signal.signal(signal.SIGHUP, reloader.handle_sighup)
     url = config.manager.database_url
     lease = wait_for_lease(url, stopping=lambda: flag.stopping)
     if lease is None:
@@ -116,17 +119,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     log.info("active manager: holding the %s", lease.description)
     try:
-        return _run_active(config, flag, lease)
+        return _run_active(config, flag, lease, reloader)
     finally:
         lease.release()
 
 
-def _no_config_reload(signum: int, frame: FrameType | None) -> None:
-    log.warning("SIGHUP: the manager cannot reload its config yet; restart it to apply a "
-                "changed config (it keeps running)")
-
-
-def _run_active(config: ClusterConfig, flag: _StopFlag, lease: Lease) -> int:
+def _run_active(config: ClusterConfig, flag: _StopFlag, lease: Lease, reloader: ConfigReloader) -> int:
     from config.load import without_password
     from manager.plan_inputs import QueueStatsReader
     from manager.service import Manager
@@ -153,6 +151,18 @@ def _run_active(config: ClusterConfig, flag: _StopFlag, lease: Lease) -> int:
     log.info("manager listening on %s for masters; queue server %s; database %s",
              socket.endpoint, servers, without_password(config.manager.database_url))
     schedules = start_schedules(config, store)
+
+    def reload_schedules(reloaded: ClusterConfig) -> None:
+        nonlocal schedules
+        if schedules is None:
+            schedules = start_schedules(reloaded, store)  # the file's first schedule
+        else:
+            schedules.firing.replace_rules(reloaded.schedules)
+            log.info("schedules after the reload: %s",
+                     ", ".join(sorted(n for n, r in reloaded.schedules.items() if r.enabled)) or "none")
+
+    manager.reloader = reloader
+    manager.on_reload = reload_schedules
     try:
         return manager.run()
     finally:

@@ -149,6 +149,21 @@ class ScheduleRow(Base):
     paused: Mapped[bool] = mapped_column(Boolean, default=False)
     run_requested_at_unix: Mapped[float | None] = mapped_column(Float, nullable=True)
     updated_at_unix: Mapped[float] = mapped_column(Float)
+    # The rule the active manager fires (ScheduleConfig as JSON), NULL when it fires none by
+    # this name: readers of the file see where it differs from what runs (0009).
+    running_rule: Mapped[str | None] = mapped_column(String(2048), nullable=True)
+
+
+class ManagerRequest(Base):
+    """An admin's request to the active manager (a config reload) from the API or the CLI,
+    which may run on another host than the manager: it takes unhandled rows every second."""
+
+    __tablename__ = "manager_requests"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    door: Mapped[str] = mapped_column(String(16))
+    requested_at_unix: Mapped[float] = mapped_column(Float)
+    handled_at_unix: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 class QueueAuthority(Base):

@@ -18,9 +18,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from config.models import ClusterConfig
 from config.periodic import TurnBoundary
 from manager import burst, planner
+from manager.config_reload import ConfigReloader
 from manager.event_builders import moves_events
 from manager.history import History
 from manager.job_times import JobTimeMemory
@@ -32,6 +35,7 @@ from manager.minimum_room import host_capacities
 from manager.model import HostCapacity, Plan, QueueStats
 from manager.plan_guard import Checked, check_inputs
 from manager.plan_inputs import OverrideReader, QueueStatsReader, ServerFigures
+from manager.reload_requests import take_reload_requests
 from manager.stabilise import RecentPlans
 from manager.stats import settings_in_force, with_batch_sizes
 from manager.store import EventKind, NewEvent, Store, apply_overrides
@@ -41,6 +45,8 @@ from queue_server.protocol.client_errors import QueueServerError
 log = logging.getLogger(__name__)
 
 LEASE_CHECK_S = 1.0
+# How often the database is asked for reload requests (the API's, the CLI's).
+REQUESTS_EVERY_S = 1.0
 PRUNE_EVERY_S = 600.0
 EXIT_LEASE_LOST = 3
 # After a turn that raised: a socket that keeps failing must not spin the loop, and heartbeats
@@ -85,6 +91,13 @@ class Manager:
         self.clock = clock
         self.wall_clock = wall_clock
         self.stopping = False
+        # Set by manager/cli.py: SIGHUP's flag and the file; the schedules' new rules go to
+        # on_reload (the schedule thread), the queues' to the next plan.
+        self.reloader: ConfigReloader | None = None
+        self.on_reload: Callable[[ClusterConfig], None] | None = None
+        self.engine = store.engine  # reload requests from the API and the CLI (manager_requests)
+        self.requests_at = float("-inf")
+        self.requests_failing = False
         self.lease_check_s = LEASE_CHECK_S  # shorter while the sentinel runs (manager/cli.py)
         self.pid = os.getpid()
         now = clock()
@@ -141,6 +154,9 @@ class Manager:
         return 0
 
     def turn(self) -> None:
+        self.maybe_take_requests(self.clock())
+        if self.reloader is not None and self.reloader.requested:
+            self.reload_config(self.clock())
         frames = self.socket.receive(self.wait_s(self.clock()))
         self.masters.listened(self.clock())
         for received in frames:
@@ -158,6 +174,48 @@ class Manager:
         self.maybe_prune(now)
         if self.history.events:
             self.history.flush()
+
+    def maybe_take_requests(self, now: float) -> None:
+        """A reload asked through the database (another host's CLI or dashboard): as SIGHUP."""
+        if self.reloader is None or now < self.requests_at:
+            return
+        self.requests_at = now + REQUESTS_EVERY_S
+        try:
+            doors = take_reload_requests(self.engine, now_unix=self.wall_clock())
+        except SQLAlchemyError as exc:  # the database away: the turn (heartbeats) goes on
+            if not self.requests_failing:
+                log.warning("cannot read reload requests (%s); trying every %.0f s", exc, REQUESTS_EVERY_S)
+            self.requests_failing = True
+            return
+        self.requests_failing = False
+        if doors:
+            log.info("config reload asked (%s)", ", ".join(sorted(set(doors))))
+            self.reloader.requested = True
+
+    def reload_config(self, now: float) -> None:
+        """SIGHUP: the file read and validated first; a bad one changes nothing and says why."""
+        assert self.reloader is not None
+        reloaded = self.reloader.reload(self.config)
+        if reloaded.config is None:
+            log.error("config reload refused, nothing changed: %s", reloaded.error)
+            self.note(NewEvent(kind=EventKind.CONFIG_RELOAD_REFUSED,
+                               message=f"config reload refused, nothing changed: {reloaded.error}",
+                               detail={"error": reloaded.error}))
+            return
+        diff = reloaded.diff
+        self.config = reloaded.config
+        if self.on_reload is not None:
+            self.on_reload(reloaded.config)
+        self.request_plan(now)  # the masters get the new queue settings with the next map
+        changes = "; ".join(diff.applied) or "no queue or schedule changed"
+        restart = f"; needs a restart to apply: {', '.join(diff.restart)}" if diff.restart else ""
+        log.info("config reloaded: %s%s", changes, restart)
+        for line in diff.applied:
+            log.info("config reload: %s", line)
+        if diff.restart:
+            log.warning("config reload: changed but not applied until a restart: %s", ", ".join(diff.restart))
+        self.note(NewEvent(kind=EventKind.CONFIG_RELOADED, message=f"config reloaded: {changes}{restart}",
+                           detail={"applied": diff.applied, "needs_restart": diff.restart}))
 
     def wait_s(self, now: float) -> float:
         due = min(

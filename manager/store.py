@@ -77,6 +77,9 @@ class EventKind(StrEnum):
     # A master rolled its slots to new handler code, or refused it (manager/code_versions.py).
     HOST_CODE_RELOADED = "host_code_reloaded"
     HOST_CODE_RELOAD_REFUSED = "host_code_reload_refused"
+    # The manager's config reload (SIGHUP, manager/config_reload.py): what changed, or why not.
+    CONFIG_RELOADED = "config_reloaded"
+    CONFIG_RELOAD_REFUSED = "config_reload_refused"
     # An admin's actions on the dashboard (actor admin); the overrides wait in queue_overrides.
     PAUSE_REQUESTED = "pause_requested"
     RESUME_REQUESTED = "resume_requested"

@@ -85,7 +85,11 @@ def _show(config: ClusterConfig, store: Store, *, as_json: bool) -> int:
     for row in rows:
         next_fire = _utc(row.next_fire_unix) if row.next_fire_unix else ("paused" if row.paused else "disabled")
         print(f"{row.name:<20} {row.queue:<16} {row.rule:<28} {next_fire:<20} "
-              f"{row.last_job_key or '-':<40} {row.last_job_state or '-'}")
+              f"{row.last_job_key or '-':<40} {row.last_job_state or '-'}"
+              + (f"  [{row.manager_differs}]" if row.manager_differs else ""))
+    if any(row.manager_differs for row in rows):
+        print("[...]: the active manager runs otherwise than this file; `slotmap manager` reloads "
+              "its config on SIGHUP (docs/CONFIG.md, Reloading)")
     return 0
 
 

@@ -66,11 +66,18 @@ class Firing:
         self._more: dict[str, int] = {}
         self._catching: set[str] = set()    # schedules firing missed ticks (their event is out)
         # A database outage fails every pass, 4 a second: one traceback, then a count a minute.
+        self._published = False  # the rules written to the schedules table (set_running)
+        # New rules from a config reload (another thread), taken between passes.
+        self._pending: dict[str, ScheduleConfig] | None = None
+        self._pending_lock = threading.Lock()
         self.turns = TurnBoundary("the schedule pass", log=log, next_turn=f"the next pass in {POLL_S:.2f} s")
 
     def step(self, now: float) -> None:
         """One pass over every schedule; a schedule whose PUT fails is tried again next pass."""
         now_ms = unix_to_ms(now)
+        if not self._published:
+            self.states.set_running(self.rules, now_unix=now)
+            self._published = True
         known = self.states.all()
         for name, rule in self.rules.items():
             state = known.get(name) or ScheduleState(name)
@@ -85,6 +92,32 @@ class Firing:
                 if name in self._failing:
                     log.info("schedule %s: the queue server takes its jobs again", name)
                 self._failing.discard(name)
+        self._take_pending(now, now_ms)
+
+    def replace_rules(self, rules: Mapping[str, ScheduleConfig]) -> None:
+        """A config reload's schedules, taken at the end of the next pass (within POLL_S)."""
+        with self._pending_lock:
+            self._pending = dict(rules)
+
+    def _take_pending(self, now: float, now_ms: int) -> None:
+        """After a pass has fired every tick of the old rules up to now: an added or changed
+        schedule goes on from now by its new rule (no tick of the old rule lost, none of the
+        new one fired for the time before the change), a removed one stops."""
+        with self._pending_lock:
+            pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        new = {name: rule for name, rule in pending.items() if rule.enabled}
+        for name in set(self.rules) | set(new):
+            if self.rules.get(name) == new.get(name):
+                continue
+            self._more.pop(name, None)
+            self._catching.discard(name)
+            self._failing.discard(name)
+            if name in new:
+                self.states.start(name, cursor=now_ms, now_unix=now)
+        self.rules = new
+        self._published = False
 
     def wait_s(self, now: float) -> float:
         """Until the next tick of any schedule, or the next look at admin requests; none while
@@ -176,6 +209,7 @@ class FiringThread:
     """`Firing.run_until` on a daemon thread, stopped with the manager."""
 
     def __init__(self, firing: Firing, *, on_stop: Callable[[], None] | None = None) -> None:
+        self.firing = firing
         self._stop = threading.Event()
         self._on_stop = on_stop
         self._thread = threading.Thread(target=firing.run_until, args=(self._stop.is_set,),

@@ -9,12 +9,14 @@ a cursor an older manager stored with float drift (1764000000.1999998) reads as 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from config.schedules import ScheduleConfig
 from manager.db import ScheduleRow
 
 
@@ -27,6 +29,7 @@ class ScheduleState:
     last_fired_at_unix: float | None = None
     paused: bool = False
     run_requested_at_unix: float | None = None
+    running_rule: ScheduleConfig | None = None  # what the active manager fires by this name
 
 
 class ScheduleStates:
@@ -74,6 +77,18 @@ class ScheduleStates:
     def request_run(self, name: str, *, now_unix: float) -> None:
         self._update(name, now_unix, run_requested_at_unix=now_unix)
 
+    def set_running(self, rules: Mapping[str, ScheduleConfig], *, now_unix: float) -> None:
+        """The rules the active manager fires from now on (at its start and each reload)."""
+        with Session(self.engine) as session, session.begin():
+            rows = {row.name: row for row in session.scalars(select(ScheduleRow).with_for_update())}
+            for name in set(rows) | set(rules):
+                row = rows.get(name)
+                if row is None:
+                    row = ScheduleRow(name=name, paused=False, updated_at_unix=now_unix)
+                    session.add(row)
+                rule = rules.get(name)
+                row.running_rule = None if rule is None else rule.model_dump_json()
+
     def _update(self, name: str, now_unix: float, **changes: object) -> None:
         with Session(self.engine) as session, session.begin():
             row = session.get(ScheduleRow, name, with_for_update=True)
@@ -90,7 +105,18 @@ def _state(row: ScheduleRow) -> ScheduleState:
         name=row.name, last_tick_ms=_ms(row.last_tick_unix), in_flight_ms=_ms(row.in_flight_unix),
         last_job_key=row.last_job_key, last_fired_at_unix=row.last_fired_at_unix,
         paused=bool(row.paused), run_requested_at_unix=row.run_requested_at_unix,
+        running_rule=_rule(row.running_rule),
     )
+
+
+def _rule(text: str | None) -> ScheduleConfig | None:
+    """The stored rule; one this code cannot read (written by another version) shows as none."""
+    if text is None:
+        return None
+    try:
+        return ScheduleConfig.model_validate_json(text)
+    except ValueError:
+        return None
 
 
 def _unix(ms: int | None) -> float | None:

@@ -26,6 +26,10 @@ class ScheduleRow:
     last_fired_at_unix: float | None
     last_job_state: str | None
     run_requested: bool
+    # Where the file read here and the active manager differ ("" where they agree):
+    # "not running" (in the file, the manager fires no such schedule: reload it), "not in the
+    # file" (the manager fires one the file lacks), "manager runs: <rule>" (a different rule).
+    manager_differs: str = ""
 
 
 def describe(rule: ScheduleConfig) -> str:
@@ -37,7 +41,8 @@ def describe(rule: ScheduleConfig) -> str:
 def schedule_rows(rules: Mapping[str, ScheduleConfig], states: Mapping[str, ScheduleState], *,
                   now_unix: float, job_state: JobStateOf | None = None) -> list[ScheduleRow]:
     rows = []
-    for name, rule in sorted(rules.items()):
+    running = {name: state.running_rule for name, state in states.items() if state.running_rule is not None}
+    for name, rule in sorted({**running, **rules}.items()):
         state = states.get(name) or ScheduleState(name)
         active = rule.enabled and not state.paused
         last_state = None
@@ -49,5 +54,16 @@ def schedule_rows(rules: Mapping[str, ScheduleConfig], states: Mapping[str, Sche
             next_fire_unix=next_tick(rule, unix_to_ms(now_unix)) / 1000 if active else None,
             last_job_key=state.last_job_key, last_fired_at_unix=state.last_fired_at_unix,
             last_job_state=last_state, run_requested=state.run_requested_at_unix is not None,
+            manager_differs=differs(rules.get(name), state.running_rule),
         ))
     return rows
+
+
+def differs(in_file: ScheduleConfig | None, running: ScheduleConfig | None) -> str:
+    if in_file is None:
+        return "not in the file"
+    if running is None:
+        return "not running" if in_file.enabled else ""
+    if in_file == running:
+        return ""
+    return f"manager runs: {describe(running)}, queue {running.queue}"

@@ -124,6 +124,11 @@ class QueueServer(Roles, Replicated):
             )]
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.shutdown)
+        # SIGHUP's default ended the server (a `systemctl reload` was an outage): every
+        # setting is bound at start (docs/CONFIG.md "Reloading"), so it only says so.
+        loop.add_signal_handler(signal.SIGHUP, log.warning, "SIGHUP: the queue server reloads no "
+                                "settings (each takes effect at a restart: docs/CONFIG.md, Reloading); "
+                                "it keeps serving")
         self.housekeeping.schedule()
         log.info("queue server %d listening on %s:%d (fsync %s)", self.settings.server_id,
                  self.settings.host, self.settings.port, self.settings.fsync)

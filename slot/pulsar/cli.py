@@ -7,8 +7,12 @@ import signal
 import sys
 from collections.abc import Sequence
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from slot.pulsar.protocol import DEFAULT_ENDPOINT
+
+if TYPE_CHECKING:  # the service (ZeroMQ) loads only when the pulsar runs
+    from slot.pulsar.service import PulsarService
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +40,31 @@ class _StopFlag:
 
     def __init__(self) -> None:
         self.stopping = False
+        self.reload_asked = False
 
     def handle_stop(self, signum: int, frame: FrameType | None) -> None:
         self.stopping = True
+
+
+    def handle_reload(self, signum: int, frame: FrameType | None) -> None:
+        # SIGHUP's default ended the pulsar, and every rate-limited queue waited on it: now
+        # it re-reads the queues' rate limits (between polls, not in the signal frame).
+        self.reload_asked = True
+
+
+def reload_limits(service: PulsarService, path: str | None) -> None:
+    """The config file read again; a bad one changes nothing and the log says why."""
+    from config.errors import ConfigError
+    from config.load import load_config
+    from slot.pulsar.service import limits_of
+
+    try:
+        config = load_config(path)
+    except ConfigError as exc:
+        log.error("SIGHUP: config reload refused, the limiters are unchanged: %s", exc)
+        return
+    changes = service.apply_limits(limits_of(config.queues))
+    log.info("SIGHUP: limits reloaded: %s", "; ".join(changes) or "no rate_limit changed")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
     flag = _StopFlag()
     signal.signal(signal.SIGTERM, flag.handle_stop)
     signal.signal(signal.SIGINT, flag.handle_stop)
+    signal.signal(signal.SIGHUP, flag.handle_reload)
     try:
         service = PulsarService.from_config(
             config.pulsar, limits, endpoint=args.listen, curve=curve,
@@ -69,7 +96,11 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CANNOT_BIND
     log.info("pulsar listening on %s%s: %s", args.listen, " with CURVE" if curve else "", describe(limits))
     try:
-        service.run_until(lambda: flag.stopping)
+        while not flag.stopping:
+            service.run_until(lambda: flag.stopping or flag.reload_asked)
+            if flag.reload_asked:
+                flag.reload_asked = False
+                reload_limits(service, args.config)
     finally:
         service.close()
     log.info("pulsar stopped")

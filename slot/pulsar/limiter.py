@@ -221,6 +221,18 @@ class Limiter:
             capped_pauses=self.capped_pauses,
         )
 
+    def retune(self, permits: int, period_s: float, *, margin: float, now: float) -> None:
+        """A config reload's new rate: permits accrued so far count at the old rate, a cut in
+        force stays the same fraction of the new rate, and the turns already given out in the
+        waiting line are kept (they were promised; new ones follow at the new rate)."""
+        fresh = Limiter(permits, period_s, margin=margin, tuning=self.tuning)  # validates
+        self._refill(now)
+        fraction = self.rate_per_s / self.configured_per_s
+        self.configured_per_s = fresh.configured_per_s
+        self.min_rate_per_s = fresh.min_rate_per_s
+        self.rate_per_s = max(self.min_rate_per_s, self.configured_per_s * fraction)
+        self.tokens = min(self.tokens, self.capacity)
+
     def _refill(self, now: float) -> None:
         if self._refilled_at is None:
             self._refilled_at = now

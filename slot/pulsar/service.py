@@ -120,7 +120,9 @@ class PulsarService:
         self.endpoint = endpoint
         self.clock = clock
         self.max_pause_s = max_pause_s
-        self.limiters = build_limiters(limits or {}, tuning=tuning)
+        self.limits = dict(limits or {})
+        self.tuning = tuning
+        self.limiters = build_limiters(self.limits, tuning=tuning)
         self._server = RouterServer(endpoint, max_message_bytes=max_message_bytes,
                                     queued_messages=QUEUED_REQUESTS, curve=curve,
                                     authorized_keys_dir=authorized_keys_dir)
@@ -172,6 +174,28 @@ class PulsarService:
             reply = answer(self.limiters, request, self.clock(), max_pause_s=self.max_pause_s, client=client)
             return reply
         return ErrorReply(id=request.id, message="the pulsar failed to answer this request (its log says why)")
+
+    def apply_limits(self, limits: Mapping[str, RateLimitConfig]) -> list[str]:
+        """A config reload (SIGHUP): limiters added, retuned or removed; what changed, a line each.
+        A retuned limiter keeps its pause, its waiting line and its counts."""
+        changes: list[str] = []
+        now = self.clock()
+        for name in sorted(set(self.limits) | set(limits)):
+            old, new = self.limits.get(name), limits.get(name)
+            if old == new:
+                continue
+            if new is None:
+                del self.limiters[name]
+                changes.append(f"{name}: removed")
+            elif old is None:
+                self.limiters[name] = build_limiters({name: new}, tuning=self.tuning)[name]
+                changes.append(f"{name}: added, {new.permits} per {new.period_s:g} s")
+            else:
+                self.limiters[name].retune(new.permits, new.period_s, margin=new.margin, now=now)
+                changes.append(f"{name}: {old.permits} per {old.period_s:g} s -> {new.permits} per {new.period_s:g} s"
+                               f" (margin {new.margin:g})")
+        self.limits = dict(limits)
+        return changes
 
     def run_until(self, stopping: Callable[[], bool], *, tick_ms: int = TICK_MS) -> None:
         """Answer requests until `stopping()` (checked every `tick_ms`); for a thread or a CLI."""

@@ -38,7 +38,7 @@ def test_sighup_keeps_the_managers_map_and_reloads_changed_code(cluster: Cluster
 
     # The manager used to exit on SIGHUP, and `slotmap run` then stopped the cluster.
     manager.process.send_signal(signal.SIGHUP)
-    poll_until(lambda: "cannot reload its config yet" in manager.log_text(), what="the manager's word")
+    poll_until(lambda: "config reloaded" in manager.log_text(), what="the manager's word")
     assert manager.alive()
 
     # Same code: the master used to apply the config's empty static map and stop every slot.
