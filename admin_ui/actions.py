@@ -8,8 +8,8 @@ from admin_ui.limiters import LimiterReader
 from admin_ui.schemas import ActionResult, LimitsChange
 from admin_ui.views import override_view
 from config.models import QueueConfig
-from manager.store import EventKind, NewEvent, Override, Store
-from manager.store_reads import QueueReading, StoreReads
+from manager.storage.store import EventKind, NewEvent, Override, Store
+from manager.storage.store_reads import QueueReading, StoreReads
 
 ACTOR = "admin"
 

@@ -27,7 +27,7 @@ from admin_ui.schemas import (
     SortOrder,
 )
 from config.models import QUEUE_NAME_PATTERN
-from manager.store import Store
+from manager.storage.store import Store
 
 router = APIRouter(dependencies=[Depends(readable)])
 router.include_router(jobs_api.router)

@@ -41,7 +41,7 @@ from admin_ui.format import fmt, json_text, path_segment
 from admin_ui.host_check import HostCheck
 from admin_ui.metrics import make_registry
 from admin_ui.settings import AdminSettings
-from manager.store import Store
+from manager.storage.store import Store
 
 log = logging.getLogger("slotmap.admin")
 

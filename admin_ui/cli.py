@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from config.load import has_password, load_config, without_password
     from config.models import parse_host_port
     from config.preflight import check_host_bindable
-    from manager.store import Store
+    from manager.storage.store import Store
 
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
     config = load_config(args.config)

@@ -1,5 +1,5 @@
 """POST /api/config/reload: the admin token asks the active manager to reload its config file
-(manager/reload_requests.py: a row it takes within a second, as SIGHUP). The answer, applied
+(manager/reloading/reload_requests.py: a row it takes within a second, as SIGHUP). The answer, applied
 or refused and why, is the manager's `config_reloaded` / `config_reload_refused` event."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from admin_ui.auth import ADMIN, Access
 from admin_ui.deps import ActorDep, SettingsDep, readable, ready_store
 from admin_ui.errors import ActionsDisabled
 from admin_ui.schemas import ConfigReloadAsked
-from manager.reload_requests import request_reload
-from manager.store import Store
+from manager.reloading.reload_requests import request_reload
+from manager.storage.store import Store
 
 api = APIRouter(dependencies=[Depends(readable)])
 

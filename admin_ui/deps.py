@@ -10,8 +10,8 @@ from fastapi import Depends, Request
 from admin_ui.auth import Access, access_of, require_act, require_read
 from admin_ui.errors import DatabaseNotReady, NotAuthenticated
 from admin_ui.settings import AdminSettings
-from manager.store import Store
-from manager.store_reads import DatabaseUnreadable, StoreReads, reading
+from manager.storage.store import Store
+from manager.storage.store_reads import DatabaseUnreadable, StoreReads, reading
 
 MAX_FORM_BYTES = 16 * 1024
 

@@ -3,7 +3,7 @@
 The queue server answers (through queue_link); every retry or delete also writes an event
 with actor `admin` that says its door (the dashboard's forms or the JSON API), like the
 dashboard's other actions. The queue server counts them under that door too (CLIENT NAME),
-and the manager writes events for the other doors' (manager/job_actions.py).
+and the manager writes events for the other doors' (manager/events/job_actions.py).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from admin_ui.schemas import (
     JobView,
 )
 from admin_ui.settings import AdminSettings
-from manager.store import EventKind, NewEvent, Store
+from manager.storage.store import EventKind, NewEvent, Store
 from queue_server.client import QueueClient
 from queue_server.protocol.job_info import JobInfo, error_summary
 

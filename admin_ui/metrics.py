@@ -10,8 +10,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from admin_ui.format import LOAD_INFINITE
-from manager.store import EventKind, Store
-from manager.store_reads import StoreReads, reading
+from manager.storage.store import EventKind, Store
+from manager.storage.store_reads import StoreReads, reading
 
 # (metric suffix, QueueReading attribute, help)
 QUEUE_GAUGES = (

@@ -11,8 +11,8 @@ from prometheus_client.registry import Collector
 from pydantic import BaseModel
 
 from admin_ui.settings import AdminSettings
-from manager.sentinel import View
-from manager.server_link import ServerLink
+from manager.failover.sentinel import View
+from manager.failover.server_link import ServerLink
 
 SYNC_STATES = ("async", "sync", "waiting", "refusing", "asking", "alone")
 

@@ -18,7 +18,7 @@ from config.schedules import SCHEDULE_NAME_PATTERN
 from manager.schedules.admin import Door, UnknownSchedule, act
 from manager.schedules.state import ScheduleStates
 from manager.schedules.view import schedule_rows
-from manager.store import Store
+from manager.storage.store import Store
 from queue_server.protocol.client_errors import QueueServerError
 
 api = APIRouter(dependencies=[Depends(readable)])

@@ -1,4 +1,4 @@
-"""The manager's stored history (manager/store_reads.py) turned into view models; no clock, no config I/O."""
+"""The manager's stored history (manager/storage/store_reads.py) turned into view models; no clock, no config I/O."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,9 +26,9 @@ from admin_ui.schemas import (
     Trend,
 )
 from config.models import QueueConfig
-from manager.code_versions import other_code
-from manager.store import EventKind, Override
-from manager.store_reads import (
+from manager.events.code_versions import other_code
+from manager.storage.store import EventKind, Override
+from manager.storage.store_reads import (
     EventQuery,
     HostReading,
     LiveReading,
@@ -38,7 +38,7 @@ from manager.store_reads import (
 )
 
 MAX_CHART_POINTS = 240
-# Event kinds that come in storms (manager/failures.py): the events page folds runs of them.
+# Event kinds that come in storms (manager/events/failures.py): the events page folds runs of them.
 GROUPED_KINDS = frozenset({EventKind.JOBS_FAILED, EventKind.JOBS_DEAD, EventKind.DEAD_JOBS_DROPPED,
                            EventKind.QUEUE_SERVER_UNREACHABLE, EventKind.PEER_REFUSED})
 # The failure events whose row links to the queue's jobs in that state.

@@ -20,8 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from config.models import QueueConfig
-from manager.model import HostCapacity, Plan, QueueStats, SlotMap
-from manager.planner import plan
+from manager.planning.planner import plan
+from manager.storage.model import HostCapacity, Plan, QueueStats, SlotMap
 
 TARGET_LOAD = 0.8
 WINDOW_S = 60.0

@@ -3,7 +3,7 @@ another schedule catches up 10,000 missed ticks (issue 25: within 1 s; --catch-u
 
 The firing thread (manager/schedules/firing.py) against a real queue server and a real SQLite
 database, in one process with a thread that plans a 10,000-queue, 100-host cluster back to
-back (manager/planner.py: pure Python, holding the GIL as a real plan does). Printed: the
+back (manager/planning/planner.py: pure Python, holding the GIL as a real plan does). Printed: the
 lag of each tick's PUT after its time, p50 / p99 / max, with and without the planning thread.
 
     .venv/bin/python bench/schedule_lag.py [--seconds 20] [--catch-up]
@@ -33,11 +33,11 @@ from sqlalchemy import text  # noqa: E402
 
 from config.models import QueueConfig  # noqa: E402
 from config.schedules import ScheduleConfig  # noqa: E402
-from manager.model import HostCapacity, QueueStats, SlotMap  # noqa: E402
-from manager.planner import plan  # noqa: E402
+from manager.planning.planner import plan  # noqa: E402
 from manager.schedules.firing import Firing, Job  # noqa: E402
 from manager.schedules.state import ScheduleStates  # noqa: E402
-from manager.store import Store  # noqa: E402
+from manager.storage.model import HostCapacity, QueueStats, SlotMap  # noqa: E402
+from manager.storage.store import Store  # noqa: E402
 from queue_server.client import QueueClient  # noqa: E402
 
 

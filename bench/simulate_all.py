@@ -11,7 +11,7 @@ worst other queue's p99 within 1.5x the better baseline's, utilisation no more t
 points below HPA's. --base runs the planner of that commit (its `git archive`) on the
 same scenarios and seeds, for its move counts beside today's (with the same burst check
 where that commit's simulator models one). The planner runs as the manager does: with
-its burst plans between full plans (manager/burst.py) every `burst_check_s` of the
+its burst plans between full plans (manager/planning/burst.py) every `burst_check_s` of the
 manager's config (its default, read from config/models.py), and the moves column counts
 them too. --burst-check S models another interval; --no-burst-check (or S = 0) runs full
 plans alone.

@@ -71,3 +71,15 @@ def role_token(config: TokenSources, role: str, *, environ: Mapping[str, str] = 
     if path is not None:
         return read_token_file(path)
     return resolve_token(config_token=config.token, config_file=config.token_file, environ=environ)
+
+
+def component_token(config: TokenSources, role: str = "producer") -> str | None:
+    """role_token for a component reading its config (the manager: producer for its STATS
+    reads and the schedules' PUTs, the cluster credential for the sentinel): ConfigError,
+    the config's own error, for a token it cannot use."""
+    from config.errors import ConfigError
+
+    try:
+        return role_token(config, role)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc

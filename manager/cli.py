@@ -8,16 +8,18 @@ import time
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from config.tokens import component_token
+
 # Every `slotmap` command builds the whole parser: the heavy imports (SQLAlchemy, alembic,
 # ZeroMQ) wait until the manager really runs.
 if TYPE_CHECKING:
     from config.models import ClusterConfig
-    from manager.config_reload import ConfigReloader
-    from manager.leader import Lease
-    from manager.link import ManagerSocket
+    from manager.failover.leader import Lease
+    from manager.hosts.link import ManagerSocket
+    from manager.reloading.config_reload import ConfigReloader
     from manager.schedules.firing import FiringThread
     from manager.service import Manager
-    from manager.store import Store
+    from manager.storage.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +92,8 @@ def run(args: argparse.Namespace) -> int:
     from config.curve import server_keys
     from config.load import load_config
     from config.preflight import check_bindable
-    from manager.config_reload import ConfigReloader
-    from manager.leader import wait_for_lease
+    from manager.failover.leader import wait_for_lease
+    from manager.reloading.config_reload import ConfigReloader
 
     if args.new_curve_secret:
         return write_curve_secret(args.new_curve_secret)
@@ -103,13 +105,13 @@ def run(args: argparse.Namespace) -> int:
     # standby with a bad address or key would otherwise fail only once it becomes active.
     check_bindable(config.manager.listen, what="manager.listen")
     server_keys(config)
-    queue_token(config)
+    component_token(config.queue_server)
     check_election(config.manager.database_url, standby=args.standby)
     flag = _StopFlag()
     signal.signal(signal.SIGTERM, flag.handle_stop)
     signal.signal(signal.SIGINT, flag.handle_stop)
     # SIGHUP's default ended the manager, and `slotmap run` with it the whole cluster: it
-    # reloads the config now (manager/config_reload.py); the flag is looked at each turn.
+    # reloads the config now (manager/reloading/config_reload.py); the flag is looked at each turn.
     reloader = ConfigReloader(args.config)
     signal.signal(signal.SIGHUP, reloader.handle_sighup)
     url = config.manager.database_url
@@ -126,9 +128,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_active(config: ClusterConfig, flag: _StopFlag, lease: Lease, reloader: ConfigReloader) -> int:
     from config.load import without_password
-    from manager.plan_inputs import QueueStatsReader
+    from manager.planning.plan_inputs import QueueStatsReader
     from manager.service import Manager
-    from manager.store import Store
+    from manager.storage.store import Store
     from queue_server.client import QueueClient
 
     store = Store.open(config.manager.database_url)
@@ -138,7 +140,7 @@ def _run_active(config: ClusterConfig, flag: _StopFlag, lease: Lease, reloader: 
         return 1
     servers = config.queue_server.servers or config.queue_server.listen
     client = QueueClient(
-        servers, token=queue_token(config, "producer"), timeout_s=QUEUE_SERVER_TIMEOUT_S,
+        servers, token=component_token(config.queue_server, "producer"), timeout_s=QUEUE_SERVER_TIMEOUT_S,
         connect_timeout_s=1.0, reconnect_attempts=0,
     )
     manager = Manager(
@@ -182,7 +184,7 @@ def start_schedules(config: ClusterConfig, store: Store) -> FiringThread | None:
     if not any(rule.enabled for rule in config.schedules.values()):
         return None
     client = QueueClient(
-        config.queue_server.servers or config.queue_server.listen, token=queue_token(config, "producer"),
+        config.queue_server.servers or config.queue_server.listen, token=component_token(config.queue_server, "producer"),
         timeout_s=QUEUE_SERVER_TIMEOUT_S, connect_timeout_s=1.0, reconnect_attempts=0,
     )
 
@@ -197,16 +199,16 @@ def start_schedules(config: ClusterConfig, store: Store) -> FiringThread | None:
 
 
 def _start_sentinel(config: ClusterConfig, store: Store, manager: Manager) -> None:
-    """The queue servers' failover (manager/sentinel.py), in a thread of the active manager;
+    """The queue servers' failover (manager/failover/sentinel.py), in a thread of the active manager;
     its lock is checked every LOCK_CHECK_S meanwhile, so that a manager that lost it stops
     renewing leases within the sentinel's margin."""
-    from manager import sentinel
+    from manager.failover import sentinel
 
     qs = config.queue_server
     servers = qs.servers or [qs.listen]
     manager.lease_check_s = sentinel.LOCK_CHECK_S
     sentinel.start(sentinel.Sentinel(
-        store.engine, servers, token=queue_token(config, "cluster"), lease_s=qs.lease_s,
+        store.engine, servers, token=component_token(config.queue_server, "cluster"), lease_s=qs.lease_s,
         promote_after_s=qs.promote_after_s, sync_mode=qs.replicate == "sync",
         note=lambda event: store.add_event(time.time(), event),
         stopping=lambda: manager.stopping))
@@ -217,7 +219,7 @@ def check_election(url: str, *, standby: bool) -> None:
     lock to share, so a manager on one is alone by construction: refused with --standby,
     said loudly without it."""
     from config.errors import ConfigError
-    from manager.database_identity import identify
+    from manager.storage.database_identity import identify
 
     try:
         database = identify(url)
@@ -234,24 +236,11 @@ def check_election(url: str, *, standby: bool) -> None:
                 "manager (no standby can take over, and a second one would be active too)")
 
 
-def queue_token(config: ClusterConfig, role: str = "producer") -> str | None:
-    """The token of the least role the manager needs for a task (docs/SECURITY.md "Roles"):
-    producer for its STATS reads and the schedules' PUTs, the cluster credential for the
-    sentinel's LEASE, PROMOTE and FOLLOW; the one admin token where roles are not set."""
-    from config.errors import ConfigError
-    from config.tokens import role_token
-
-    try:
-        return role_token(config.queue_server, role)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from exc
-
-
 def _bind(config: ClusterConfig) -> ManagerSocket | None:
     import zmq
 
     from config.curve import server_keys
-    from manager.link import ManagerSocket
+    from manager.hosts.link import ManagerSocket
 
     curve = server_keys(config)
     deadline = time.monotonic() + BIND_DEADLINE_S

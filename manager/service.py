@@ -7,8 +7,8 @@
         maybe_plan(now)                  # queue stats + reports -> planner -> maps, rows
         maybe_prune(now); check the lease
 
-The masters' side is manager/masters.py, the plan's other inputs manager/plan_inputs.py,
-the history writes manager/history.py; this module only schedules them.
+The masters' side is manager/hosts/masters.py, the plan's other inputs manager/planning/plan_inputs.py,
+the history writes manager/storage/history.py; this module only schedules them.
 """
 from __future__ import annotations
 
@@ -22,23 +22,23 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from config.models import ClusterConfig
 from config.periodic import TurnBoundary
-from manager import burst, planner
-from manager.config_reload import ConfigReloader
-from manager.event_builders import moves_events
-from manager.history import History
-from manager.job_times import JobTimeMemory
-from manager.leader import Lease
-from manager.link import ManagerSocket
-from manager.live import LiveWriter, live_counts
-from manager.masters import Masters
-from manager.minimum_room import host_capacities
-from manager.model import HostCapacity, Plan, QueueStats
-from manager.plan_guard import Checked, check_inputs
-from manager.plan_inputs import OverrideReader, QueueStatsReader, ServerFigures
-from manager.reload_requests import take_reload_requests
-from manager.stabilise import RecentPlans
-from manager.stats import settings_in_force, with_batch_sizes
-from manager.store import EventKind, NewEvent, Store, apply_overrides
+from manager.events.event_builders import moves_events
+from manager.failover.leader import Lease
+from manager.hosts.link import ManagerSocket
+from manager.hosts.live import LiveWriter, live_counts
+from manager.hosts.masters import Masters
+from manager.planning import burst, planner
+from manager.planning.job_times import JobTimeMemory
+from manager.planning.minimum_room import host_capacities
+from manager.planning.plan_guard import Checked, check_inputs
+from manager.planning.plan_inputs import OverrideReader, QueueStatsReader, ServerFigures
+from manager.planning.stabilise import RecentPlans
+from manager.reloading.config_reload import ConfigReloader
+from manager.reloading.reload_requests import take_reload_requests
+from manager.storage.history import History
+from manager.storage.model import HostCapacity, Plan, QueueStats
+from manager.storage.stats import settings_in_force, with_batch_sizes
+from manager.storage.store import EventKind, NewEvent, Store, apply_overrides
 from master.manager_frames import BACKOFF_MAX_INTERVALS
 from queue_server.protocol.client_errors import QueueServerError
 
@@ -310,7 +310,7 @@ class Manager:
         return result
 
     def checked_inputs(self, stats: dict[str, QueueStats], hosts: list[HostCapacity]) -> Checked:
-        """The plan's inputs through manager/plan_guard.py: a bad figure is logged (when
+        """The plan's inputs through manager/planning/plan_guard.py: a bad figure is logged (when
         the set of bad figures changes, not every plan) and costs only its queue or host."""
         checked = check_inputs(stats, hosts)
         if checked.rejected and set(checked.rejected) != self.rejected_inputs:

@@ -116,7 +116,7 @@ class Reconciler:
         """`capacity` bounds this host by memory, max_slots and load; `ceiling` (memory and
         max_slots alone, default `capacity`) bounds the manager's assignment: the manager
         plans within the load bound this host reports and goes over it only for the queues'
-        configured minimums (manager/minimum_room.py), which the load must not starve."""
+        configured minimums (manager/planning/minimum_room.py), which the load must not starve."""
         if isinstance(self.desired, SlotAssignment):
             bound = capacity if ceiling is None else max(capacity, ceiling)
             ids = sorted(i for i, q in self.desired.slots.items() if q in self.handled_queues)

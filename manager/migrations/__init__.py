@@ -1,1 +1,1 @@
-"""Alembic migrations of the manager history tables (run by manager.store.upgrade)."""
+"""Alembic migrations of the manager history tables (run by manager.storage.store.upgrade)."""

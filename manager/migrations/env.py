@@ -1,10 +1,10 @@
-"""Alembic environment of the manager's history tables (manager/db.py); run by store.upgrade()."""
+"""Alembic environment of the manager's history tables (manager/storage/db.py); run by store.upgrade()."""
 from __future__ import annotations
 
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from manager.db import Base, make_engine
+from manager.storage.db import Base, make_engine
 
 config = context.config
 target_metadata = Base.metadata

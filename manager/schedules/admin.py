@@ -8,7 +8,7 @@ from typing import Literal
 
 from config.schedules import ScheduleConfig
 from manager.schedules.state import ScheduleStates
-from manager.store import EventKind, NewEvent, Store
+from manager.storage.store import EventKind, NewEvent, Store
 
 Door = Literal["cli", "api", "dashboard"]
 Action = Literal["pause", "resume", "run"]

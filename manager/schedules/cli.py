@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 # `slotmap` builds every parser: SQLAlchemy and the client load only when this command runs.
 if TYPE_CHECKING:
     from config.models import ClusterConfig
-    from manager.store import Store
+    from manager.storage.store import Store
 
 EXIT_UNKNOWN = 1
 
@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     from config.load import load_config
     from manager.schedules.admin import UnknownSchedule, act
-    from manager.store import Store
+    from manager.storage.store import Store
 
     config = load_config(args.config)
     if args.action is not None and not args.name:
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _show(config: ClusterConfig, store: Store, *, as_json: bool) -> int:
-    from manager.cli import queue_token
+    from config.tokens import component_token
     from manager.schedules.state import ScheduleStates
     from manager.schedules.view import schedule_rows
     from queue_server.client import QueueClient
@@ -60,7 +60,7 @@ def _show(config: ClusterConfig, store: Store, *, as_json: bool) -> int:
 
     servers = config.queue_server.servers or config.queue_server.listen
     unknown: list[str] = []
-    with QueueClient(servers, token=queue_token(config), timeout_s=2.0, connect_timeout_s=1.0,
+    with QueueClient(servers, token=component_token(config.queue_server), timeout_s=2.0, connect_timeout_s=1.0,
                      reconnect_attempts=0) as client:
         def job_state(key: str) -> str:
             try:

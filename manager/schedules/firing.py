@@ -28,7 +28,7 @@ from config.periodic import TurnBoundary
 from config.schedules import ScheduleConfig
 from manager.schedules.state import ScheduleState, ScheduleStates
 from manager.schedules.ticks import Due, due, manual_key, next_tick, tick_key, unix_to_ms
-from manager.store import EventKind, NewEvent
+from manager.storage.store import EventKind, NewEvent
 from queue_server.protocol.client_errors import QueueServerError
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from config.schedules import ScheduleConfig
-from manager.db import ScheduleRow
+from manager.storage.db import ScheduleRow
 
 
 @dataclass(frozen=True, slots=True)

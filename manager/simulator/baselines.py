@@ -11,10 +11,10 @@ import math
 from collections import deque
 from collections.abc import Mapping, Sequence
 
-from manager.model import HostCapacity, Move, MoveKind, QueueStats, SlotMap
-from manager.placement import slot_number
-from manager.planner import NO_STATS, queue_demand
+from manager.planning.placement import slot_number
+from manager.planning.planner import NO_STATS, queue_demand
 from manager.simulator.scenario import Scenario
+from manager.storage.model import HostCapacity, Move, MoveKind, QueueStats, SlotMap
 
 HPA_TOLERANCE = 0.1
 HPA_SCALE_DOWN_WINDOW_S = 300.0

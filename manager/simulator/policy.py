@@ -5,12 +5,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from config.models import ManagerConfig
-from manager.burst import bursting, plan_burst, settled_waiting
-from manager.job_times import JobTimeMemory
-from manager.model import HostCapacity, Move, QueueStats, SlotMap
-from manager.planner import plan, window_seen
+from manager.planning.burst import bursting, plan_burst, settled_waiting
+from manager.planning.job_times import JobTimeMemory
+from manager.planning.planner import plan, window_seen
+from manager.planning.stabilise import RecentPlans
 from manager.simulator.scenario import Scenario
-from manager.stabilise import RecentPlans
+from manager.storage.model import HostCapacity, Move, QueueStats, SlotMap
 
 
 class Policy(Protocol):

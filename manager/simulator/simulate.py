@@ -13,12 +13,12 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 
-from manager.model import HostCapacity, Move, MoveKind, QueueStats, SlotMap
 from manager.simulator.baselines import fill, static_counts
 from manager.simulator.policy import PlannerPolicy, Policy
 from manager.simulator.report import QueueResult, SimResult, percentile
 from manager.simulator.scenario import Scenario
 from manager.simulator.world import Job, Phase, QueueBooks, SimSlot, generate_jobs
+from manager.storage.model import HostCapacity, Move, MoveKind, QueueStats, SlotMap
 
 ARRIVAL, READY, DONE, PLAN, HOST_DOWN, HOST_UP, HOST_SEEN, EXPIRE, BURST = range(9)
 

@@ -1,4 +1,4 @@
-"""A realistic hour of manager history written through manager.db's models (for tests and screenshots)."""
+"""A realistic hour of manager history written through manager.storage.db's models (for tests and screenshots)."""
 from __future__ import annotations
 
 import math
@@ -9,7 +9,7 @@ from sqlalchemy import insert
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from manager.db import Base, Event, HostSample, QueueSample, SlotMapRow, make_engine
+from manager.storage.db import Base, Event, HostSample, QueueSample, SlotMapRow, make_engine
 
 PLAN_INTERVAL_S = 5.0
 HISTORY_S = 3600.0

@@ -1,4 +1,4 @@
-"""Fixtures: a real SQLite file filled through manager.db's models, the dashboard app over it, and
+"""Fixtures: a real SQLite file filled through manager.storage.db's models, the dashboard app over it, and
 the browser tests' headless Chromium."""
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from browser_chromium import launched_browser
 from sqlalchemy.engine import Engine
 
 from admin_ui.app import create_app
-from manager.db import make_engine
-from manager.store import Store
+from manager.storage.db import make_engine
+from manager.storage.store import Store
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser

@@ -12,7 +12,7 @@ from pathlib import Path
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from manager.db import (
+from manager.storage.db import (
     Event,
     HostSample,
     QueueOverride,
@@ -21,7 +21,7 @@ from manager.db import (
     SlotMapRow,
     make_engine,
 )
-from manager.store import Store
+from manager.storage.store import Store
 
 PAYLOADS = (
     # Out of a double-quoted attribute into new attributes and an element.

@@ -10,7 +10,7 @@ from pathlib import Path
 from admin_proc import AdminProc, start_admin
 from procs import server_proc
 
-from manager.store import Store
+from manager.storage.store import Store
 from queue_server.client import QueueClient
 
 TRACEBACK = (

@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session
 
 from admin_ui.app import create_app
 from admin_ui.settings import AdminSettings
-from manager.db import Base, Event, HostSample, QueueSample, SlotMapRow, make_engine
-from manager.store import Store
+from manager.storage.db import Base, Event, HostSample, QueueSample, SlotMapRow, make_engine
+from manager.storage.store import Store
 
 SPECS = {spec.name: spec for spec in QUEUES}
 

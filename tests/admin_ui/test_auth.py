@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from admin_ui.auth import SESSION_COOKIE
 from config.errors import ConfigError
-from manager.db import Event, QueueOverride
+from manager.storage.db import Event, QueueOverride
 
 TOKEN = "s3cret-token"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}

@@ -19,7 +19,7 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from admin_ui.format import fmt
-from manager.db import QueueSample, make_engine
+from manager.storage.db import QueueSample, make_engine
 
 TOKEN = "browser-token"
 REFRESH_S = 0.5

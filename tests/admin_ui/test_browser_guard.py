@@ -13,7 +13,7 @@ from browser_chromium import CHROMIUM, needs_chromium
 from polling import DEADLINE_S
 from sqlalchemy.orm import Session
 
-from manager.db import QueueOverride, make_engine
+from manager.storage.db import QueueOverride, make_engine
 
 TOKEN = "browser-guard-token"
 

@@ -28,7 +28,7 @@ from procs import free_port, server_proc
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from manager.db import Event, make_engine
+from manager.storage.db import Event, make_engine
 from queue_server.client import QueueClient
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"

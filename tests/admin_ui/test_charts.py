@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from admin_ui.charts import QUEUE_CHARTS, Series, line_chart, y_axis
 from admin_ui.format import LOAD_INFINITE
-from manager.db import QueueSample
+from manager.storage.db import QueueSample
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -7,8 +7,8 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from manager.db import ManagerRequest
-from manager.reload_requests import take_reload_requests
+from manager.reloading.reload_requests import take_reload_requests
+from manager.storage.db import ManagerRequest
 
 ADMIN, OPERATOR, VIEWER = "admin-token-1", "operator-token-2", "viewer-token-3"
 ROLES = (("operator", OPERATOR), ("viewer", VIEWER))

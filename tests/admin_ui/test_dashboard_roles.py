@@ -15,7 +15,7 @@ from admin_ui.auth import SESSION_COOKIE
 from admin_ui.settings import dashboard_role_tokens
 from config.errors import ConfigError
 from config.models import ClusterConfig
-from manager.db import Event
+from manager.storage.db import Event
 
 ADMIN, OPERATOR, VIEWER = "admin-token-1", "operator-token-2", "viewer-token-3"
 ROLES = (("operator", OPERATOR), ("viewer", VIEWER))

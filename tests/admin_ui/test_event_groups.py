@@ -7,7 +7,7 @@ from sqlalchemy.orm import Session
 
 from admin_ui.schemas import EventView
 from admin_ui.views import group_failures
-from manager.db import Event
+from manager.storage.db import Event
 
 
 def event(event_id: int, kind: str, queue: str | None, count: int | None = None) -> EventView:

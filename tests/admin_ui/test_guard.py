@@ -14,7 +14,7 @@ from polling import DEADLINE_S, poll_until
 from sqlalchemy.orm import Session
 
 from admin_ui.auth import DELAY_S, FREE_FAILURES
-from manager.db import QueueOverride, make_engine
+from manager.storage.db import QueueOverride, make_engine
 
 TOKEN = "guard-test-token-0123"
 WRONG = "not-the-token-but-close"

@@ -15,7 +15,7 @@ from procs import import_by_path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from manager.db import QueueSample, make_engine
+from manager.storage.db import QueueSample, make_engine
 from queue_server.client import QueueClient
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +25,7 @@ TOKEN = "live-slots-token"
 # the burst's slots.
 PLAN_INTERVAL_S = 120.0
 DEADLINE_S = 30.0
-# The live rows are rewritten every 0.5 s (manager/live.py): older than this, they were not.
+# The live rows are rewritten every 0.5 s (manager/hosts/live.py): older than this, they were not.
 STALE_S = 10.0
 
 procs = import_by_path("test_service_procs", REPO_ROOT / "tests" / "manager" / "test_service_procs.py")

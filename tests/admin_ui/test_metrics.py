@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session
 
 from admin_ui.app import create_app
 from admin_ui.settings import AdminSettings
-from manager.db import Event, QueueSample, make_engine
-from manager.store import Store
+from manager.storage.db import Event, QueueSample, make_engine
+from manager.storage.store import Store
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 

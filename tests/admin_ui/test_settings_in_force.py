@@ -19,11 +19,11 @@ from admin_ui.limiters_shown import queue_limiters
 from admin_ui.settings import AdminSettings
 from config.load import parse_config
 from config.models import QueueConfig, RateLimitConfig
-from manager.db import make_engine
-from manager.model import Plan, QueuePlan, SlotMap
-from manager.stats import settings_in_force, with_batch_sizes
-from manager.store import MIGRATIONS_DIR, Store, queue_samples
-from manager.store_reads import reading
+from manager.storage.db import make_engine
+from manager.storage.model import Plan, QueuePlan, SlotMap
+from manager.storage.stats import settings_in_force, with_batch_sizes
+from manager.storage.store import MIGRATIONS_DIR, Store, queue_samples
+from manager.storage.store_reads import reading
 from master.report import HostReport, QueueSettingsReport
 from slot.pulsar.client import PermitClient
 from slot.pulsar.protocol import LimiterView

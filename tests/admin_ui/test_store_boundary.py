@@ -1,4 +1,4 @@
-"""The dashboard knows the manager's history only through manager/store.py and store_reads.py (issue 11).
+"""The dashboard knows the manager's history only through manager/storage/store.py and store_reads.py (issue 11).
 
 No admin_ui module imports SQLAlchemy or the manager's tables, and no event kind is spelled
 as text outside the one EventKind enum: a kind renamed there cannot leave the dashboard
@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 import admin_ui
-from manager.store import EventKind
+from manager.storage.store import EventKind
 
 ADMIN_UI = Path(admin_ui.__file__).resolve().parent
 REPO = ADMIN_UI.parent
 MANAGER = REPO / "manager"
-FORBIDDEN = ("sqlalchemy", "manager.db", "manager.model")
+FORBIDDEN = ("sqlalchemy", "manager.storage.db", "manager.storage.model")
 KINDS = frozenset(str(kind) for kind in EventKind)
 
 
@@ -53,15 +53,15 @@ def test_a_dashboard_module_imports_neither_sqlalchemy_nor_the_managers_tables(p
 
 
 def test_the_boundary_check_sees_an_import_of_the_tables() -> None:
-    tree = ast.parse("from manager.db import Event\nimport sqlalchemy.orm\nfrom manager import model\n")
+    tree = ast.parse("from manager.storage.db import Event\nimport sqlalchemy.orm\nfrom manager.storage import model\n")
     assert [name for name in imported(tree) if is_forbidden(name)] == [
-        "manager.db", "manager.db.Event", "sqlalchemy.orm", "manager.model"]
+        "manager.storage.db", "manager.storage.db.Event", "sqlalchemy.orm", "manager.storage.model"]
 
 
 @pytest.mark.parametrize("path", [*modules(ADMIN_UI), *modules(MANAGER), *modules(REPO / "master")],
                          ids=lambda path: str(path.relative_to(REPO)))
 def test_no_module_spells_an_event_kind_as_text(path: Path) -> None:
-    if path == MANAGER / "store.py":
+    if path == MANAGER / "storage" / "store.py":
         pytest.skip("the enum itself")
     assert kind_literals(path) == []
 

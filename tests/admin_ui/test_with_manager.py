@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from manager.db import QueueSample, make_engine
+from manager.storage.db import QueueSample, make_engine
 from queue_server.client import QueueClient
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -120,3 +120,30 @@ def later() -> None:
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+# The manager's rooms, lowest first: a room imports only rooms below it (issue 30, point 1).
+MANAGER_ROOMS = ("storage", "events", "planning", "hosts", "failover", "reloading", "schedules",
+                 "simulator", "service", "cli")
+
+
+def test_the_managers_rooms_import_one_way() -> None:
+    rank = {room: index for index, room in enumerate(MANAGER_ROOMS)}
+    upward = set()
+    for name, targets in graph().items():
+        if not name.startswith("manager.") or name.count(".") < 1:
+            continue
+        room = name.split(".")[1]
+        for target in targets:
+            if target.startswith("manager.") and target.split(".")[1] != room:
+                other = target.split(".")[1]
+                assert room in rank and other in rank, f"{name} -> {target}: a room not in MANAGER_ROOMS"
+                if rank[other] > rank[room]:
+                    upward.add(f"{name} -> {target}")
+    assert not upward, f"imports that run back up between the manager's rooms: {sorted(upward)}"
+
+
+def test_the_manager_keeps_only_its_entry_points_outside_the_rooms() -> None:
+    loose = sorted(path.stem for path in (REPO / "manager").glob("*.py")
+                   if path.stem not in ("__init__", "service", "cli"))
+    assert not loose, f"modules outside the manager's rooms: {loose}"

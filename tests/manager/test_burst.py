@@ -1,12 +1,18 @@
-"""Bursts between plans (manager/burst.py): which backlogs count as a burst, and a plan that grows
+"""Bursts between plans (manager/planning/burst.py): which backlogs count as a burst, and a plan that grows
 only the bursting queue, from free capacity and lower priorities, past its dead band."""
 from __future__ import annotations
 
 from config.models import QueueConfig
-from manager.burst import BURST_DRAIN_S, backlog_drain_s, bursting, outlasts_noise, plan_burst
-from manager.job_times import JobTimeMemory
-from manager.model import HostCapacity, QueueStats, SlotMap
-from manager.planner import ASSUMED_JOB_S, job_time_s
+from manager.planning.burst import (
+    BURST_DRAIN_S,
+    backlog_drain_s,
+    bursting,
+    outlasts_noise,
+    plan_burst,
+)
+from manager.planning.job_times import JobTimeMemory
+from manager.planning.planner import ASSUMED_JOB_S, job_time_s
+from manager.storage.model import HostCapacity, QueueStats, SlotMap
 
 TARGET = 0.8
 QUEUES = {

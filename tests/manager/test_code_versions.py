@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from manager.code_versions import CodeVersions, other_code
-from manager.store import EventKind
+from manager.events.code_versions import CodeVersions, other_code
+from manager.storage.store import EventKind
 from master.report import HostReport
 
 

@@ -17,7 +17,7 @@ from procs import server_proc
 from test_schedules_procs import job_keys, tick_of
 from test_service_procs import Cluster, Proc, poll_until, wait_running
 
-from manager.store import EventKind
+from manager.storage.store import EventKind
 from queue_server.client import QueueClient
 
 DEADLINE_S = 30.0

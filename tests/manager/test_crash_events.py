@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from manager.crash_events import FOLD_S, CrashEvents
-from manager.store import EventKind
+from manager.events.crash_events import FOLD_S, CrashEvents
+from manager.storage.store import EventKind
 from master.crashes import CrashLog
 from master.report import HostReport
 

@@ -19,8 +19,8 @@ from test_service_stats import report
 
 from config.curve import ClientCurve, CurveKeys, write_host_key, write_secret
 from config.errors import ConfigError
-from manager.link import ManagerSocket
-from manager.store import EventKind
+from manager.hosts.link import ManagerSocket
+from manager.storage.store import EventKind
 from master.manager_frames import MasterFrame
 from master.manager_link import Heartbeats, ManagerLink
 from slot.pulsar.client import PermitClient

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from config.endpoints import check_host, check_token, parse_zmq_endpoint
-from manager.heartbeat import Peers
+from manager.hosts.heartbeat import Peers
 from slot.pulsar.limiter import Limiter
 from slot.pulsar.protocol import AckReply, FeedbackKind, ReportRequest
 from slot.pulsar.service import answer

@@ -20,8 +20,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from test_service_procs import Cluster, Proc, poll_until
 
-from manager.db import HostSample, make_engine
-from manager.store import EventKind
+from manager.storage.db import HostSample, make_engine
+from manager.storage.store import EventKind
 
 # How often the two peers send: the test's heartbeat (0.25 s) and a bit faster.
 SEND_EVERY_S = 0.1

@@ -27,7 +27,7 @@ from test_service_procs import (
     to_toml,
 )
 
-from manager.store import EventKind
+from manager.storage.store import EventKind
 from master.manager_frames import MasterFrame
 from slot.pulsar.client import PermitClient
 from slot.pulsar.protocol import OK, pause

@@ -1,8 +1,8 @@
-"""Failure events from the queue server's counters (pure: manager.failures)."""
+"""Failure events from the queue server's counters (pure: manager.events.failures)."""
 from __future__ import annotations
 
-from manager.failures import failed_attempts, failure_events, growth
-from manager.store import EventKind
+from manager.events.failures import failed_attempts, failure_events, growth
+from manager.storage.store import EventKind
 from queue_server.protocol.replies import QueueStats
 
 

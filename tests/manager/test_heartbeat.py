@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from manager.heartbeat import Change, MasterState, Peers, TransitionError, _move
+from manager.hosts.heartbeat import Change, MasterState, Peers, TransitionError, _move
 from master.manager_frames import LinkFrameError, ManagerFrame, MasterFrame
 from master.manager_link import Heartbeats, LinkAction, LinkState, parse_endpoints
 

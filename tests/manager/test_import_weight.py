@@ -30,4 +30,4 @@ def test_a_manager_module_does_not_load_the_master_or_slot_machinery(module: str
 
 def test_the_list_covers_the_simulator_and_the_link_to_the_masters() -> None:
     names = manager_modules()
-    assert {"manager.simulator.simulate", "manager.planner", "manager.link", "manager.service"} <= set(names)
+    assert {"manager.simulator.simulate", "manager.planning.planner", "manager.hosts.link", "manager.service"} <= set(names)

@@ -1,9 +1,9 @@
-"""Retry and delete events from the queue server's counts per door (pure: manager.job_actions),
+"""Retry and delete events from the queue server's counts per door (pure: manager.events.job_actions),
 and the queue server's bound on the doors it counts (queue_server.server.store_types)."""
 from __future__ import annotations
 
-from manager.job_actions import job_action_events
-from manager.store import EventKind
+from manager.events.job_actions import job_action_events
+from manager.storage.store import EventKind
 from queue_server.protocol.replies import QueueStats
 from queue_server.server.store_types import MAX_DOORS, OTHER_DOOR, count_door
 

@@ -11,7 +11,7 @@ from procs import free_port
 from test_service_procs import Cluster, poll_until
 from test_store import PG_DSN, database_url  # noqa: F401  (the fixture)
 
-from manager.leader import (
+from manager.failover.leader import (
     AdvisoryLease,
     DatabaseUnreachable,
     FileLease,

@@ -12,7 +12,7 @@ from test_service_procs import poll_until, server_proc
 from test_service_stats import report, slot
 
 from config.curve import CurveKeys
-from manager.link import ManagerSocket, Received
+from manager.hosts.link import ManagerSocket, Received
 from master.manager_frames import ManagerFrame, MasterFrame
 from master.manager_link import Heartbeats, ManagerLink
 

@@ -1,8 +1,8 @@
 """host_capped_by_load events from the masters' reports: one when the cap starts, one when it ends."""
 from __future__ import annotations
 
-from manager.load_caps import LoadCaps
-from manager.store import EventKind, host_samples
+from manager.hosts.load_caps import LoadCaps
+from manager.storage.store import EventKind, host_samples
 from master.report import HostReport
 
 

@@ -12,11 +12,11 @@ import pytest
 from polling import DEADLINE_S, poll_until
 
 from config.models import ClusterConfig, ManagerConfig
-from manager.leader import NoLease
-from manager.link import ManagerSocket
-from manager.plan_inputs import QueueStatsReader
+from manager.failover.leader import NoLease
+from manager.hosts.link import ManagerSocket
+from manager.planning.plan_inputs import QueueStatsReader
 from manager.service import Manager
-from manager.store import Store
+from manager.storage.store import Store
 from queue_server.client import QueueClient
 from tests.conftest import free_port
 

@@ -1,4 +1,4 @@
-"""How many hosts the manager tracks: at most max_hosts, lost ones forgotten (manager/masters.py)."""
+"""How many hosts the manager tracks: at most max_hosts, lost ones forgotten (manager/hosts/masters.py)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -7,9 +7,9 @@ import pytest
 from test_service_procs import server_proc
 from test_service_stats import report, slot
 
-from manager.link import ManagerSocket, Received
-from manager.masters import FORGET_LOST_AFTER_S, Masters
-from manager.store import EventKind
+from manager.hosts.link import ManagerSocket, Received
+from manager.hosts.masters import FORGET_LOST_AFTER_S, Masters
+from manager.storage.store import EventKind
 from master.manager_frames import MasterFrame
 
 

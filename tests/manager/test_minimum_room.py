@@ -1,9 +1,9 @@
-"""Capped hosts get back the slots the configured minimums need (manager/minimum_room.py)."""
+"""Capped hosts get back the slots the configured minimums need (manager/planning/minimum_room.py)."""
 from __future__ import annotations
 
 from config.models import QueueConfig
-from manager.minimum_room import slots_owed, with_room_for_minimums
-from manager.model import HostCapacity
+from manager.planning.minimum_room import slots_owed, with_room_for_minimums
+from manager.storage.model import HostCapacity
 
 
 def test_owed_are_the_minimums_and_one_slot_per_waiting_queue_of_queues_some_master_serves() -> None:

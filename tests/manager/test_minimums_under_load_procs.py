@@ -1,5 +1,5 @@
 """A host capped by load to one slot still runs every queue's configured minimum when the
-manager plans it (manager/minimum_room.py): real queue server, manager, master and slots.
+manager plans it (manager/planning/minimum_room.py): real queue server, manager, master and slots.
 
 Seen under load before: docs/GUIDE.md's cluster held one slot for emails and did none of 110
 thumbnails jobs in 69 s."""

@@ -6,9 +6,9 @@ import math
 import pytest
 
 from config.models import QueueConfig
-from manager import planner
-from manager.model import HostCapacity, QueueStats, SlotMap
-from manager.plan_guard import check_inputs
+from manager.planning import planner
+from manager.planning.plan_guard import check_inputs
+from manager.storage.model import HostCapacity, QueueStats, SlotMap
 
 QUEUES = {"bad": QueueConfig(max_slots=4), "good": QueueConfig(max_slots=4)}
 HOSTS = [HostCapacity("a", 8)]

@@ -4,10 +4,10 @@ from __future__ import annotations
 from collections import Counter
 
 from config.models import QueueConfig
-from manager.model import HostCapacity, MoveKind, QueueStats, SlotMap
-from manager.placement import place
-from manager.planner import MAX_HELD_LOAD, band_fraction, plan, queue_demand, up_band
-from manager.settle import relieve_hot, settle
+from manager.planning.placement import place
+from manager.planning.planner import MAX_HELD_LOAD, band_fraction, plan, queue_demand, up_band
+from manager.planning.settle import relieve_hot, settle
+from manager.storage.model import HostCapacity, MoveKind, QueueStats, SlotMap
 
 TARGET = 0.8
 
@@ -263,7 +263,7 @@ def test_a_growing_queue_retargets_a_higher_priority_spare_before_it_spawns() ->
 
 
 def test_the_spare_cut_stops_no_slot_below_a_queues_kept_count() -> None:
-    """keep (manager/stabilise.py: the highest count planned over 5 minutes) holds slots
+    """keep (manager/planning/stabilise.py: the highest count planned over 5 minutes) holds slots
     that a dip in demand left idle; the cut takes only the spares above it."""
     queues = {"q": QueueConfig()}
     current = SlotMap(hosts={"h0": {f"h0:{i}": "q" for i in range(8)}})

@@ -7,8 +7,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from config.models import QueueConfig
-from manager.model import HostCapacity, MoveKind, Plan, QueueStats, SlotMap
-from manager.planner import plan, up_band
+from manager.planning.planner import plan, up_band
+from manager.storage.model import HostCapacity, MoveKind, Plan, QueueStats, SlotMap
 
 TARGET = 0.8
 

@@ -1,16 +1,16 @@
-"""Refused frames: every one counted, one log line per reason per interval (manager/refusals.py)."""
+"""Refused frames: every one counted, one log line per reason per interval (manager/events/refusals.py)."""
 from __future__ import annotations
 
 import logging
 
 import pytest
 
-from manager.refusals import MAX_DETAIL_CHARS, Refusals
+from manager.events.refusals import MAX_DETAIL_CHARS, Refusals
 
 
 def test_a_flood_is_counted_whole_and_logged_once_per_interval(caplog: pytest.LogCaptureFixture) -> None:
     refusals = Refusals(every_s=10.0)
-    with caplog.at_level(logging.WARNING, logger="manager.refusals"):
+    with caplog.at_level(logging.WARNING, logger="manager.events.refusals"):
         for i in range(1000):
             refusals.refused("bad frame", f"frame {i}", now=i / 100)  # 10 s of frames
         refusals.refused("bad frame", "the last", now=10.5)
@@ -27,6 +27,6 @@ def test_a_flood_is_counted_whole_and_logged_once_per_interval(caplog: pytest.Lo
 
 
 def test_a_peers_words_in_the_log_are_cut(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="manager.refusals"):
+    with caplog.at_level(logging.WARNING, logger="manager.events.refusals"):
         Refusals().refused("bad frame", "x" * 10_000, now=0.0)
     assert len(caplog.records[0].getMessage()) < MAX_DETAIL_CHARS + 300

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from test_service_procs import Cluster, poll_until, wait_running
 
-from manager.db import HostSample, make_engine
+from manager.storage.db import HostSample, make_engine
 from queue_server.client import QueueClient
 
 slotmap_command = server_proc.slotmap_command

@@ -15,7 +15,7 @@ from config.schedules import ScheduleConfig
 from manager.schedules.admin import act
 from manager.schedules.firing import Firing, FiringThread, Job
 from manager.schedules.state import ScheduleStates
-from manager.store import NewEvent, Store
+from manager.storage.store import NewEvent, Store
 from queue_server.client import QueueClient
 
 RULES = {"tick": ScheduleConfig(every_s=10, queue="ticks", data="hello", catch_up="all")}

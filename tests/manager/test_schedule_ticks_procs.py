@@ -16,7 +16,7 @@ from sqlalchemy import text
 from test_schedules_procs import job_keys, wait_active
 from test_service_procs import Cluster, poll_until
 
-from manager.db import make_engine
+from manager.storage.db import make_engine
 from queue_server.client import QueueClient
 
 KEY = re.compile(r"^(?P<name>[^@]+)@(?P<at>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?)Z$")

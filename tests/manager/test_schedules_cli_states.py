@@ -11,7 +11,7 @@ from polling import DEADLINE_S
 from procs import REPO_ROOT, free_port, slotmap_command, to_toml
 
 from manager.schedules.state import ScheduleStates
-from manager.store import Store
+from manager.storage.store import Store
 
 
 def test_an_unknown_job_state_comes_with_the_reason_on_stderr(tmp_path: Path) -> None:

@@ -10,13 +10,13 @@ import pytest
 from polling import poll_until
 from sqlalchemy import text
 
-from manager.sentinel import Sentinel
-from manager.store import NewEvent, Store
+from manager.failover.sentinel import Sentinel
+from manager.storage.store import NewEvent, Store
 from tests.conftest import free_port
 
 
 def test_a_database_outage_is_said_once_and_its_end_too(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="manager.sentinel")
+    caplog.set_level(logging.INFO, logger="manager.failover.sentinel")
     store = Store.open(f"sqlite:///{tmp_path / 'slotmap.db'}")
     events: list[NewEvent] = []
     stop = threading.Event()

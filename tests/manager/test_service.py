@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 from test_service_procs import HEARTBEAT_S, LIVENESS, Cluster, Proc, poll_until, wait_running
 
-from manager.db import QueueOverride, QueueSample, SlotMapRow, make_engine
+from manager.storage.db import QueueOverride, QueueSample, SlotMapRow, make_engine
 from queue_server.client import QueueClient
 
 QUEUES = {

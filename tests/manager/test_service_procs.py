@@ -30,7 +30,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from manager.db import Event, make_engine
+from manager.storage.db import Event, make_engine
 from master.report import HostReport
 
 # Fast heartbeats keep the tests short: lost after 8 x 0.25 s. Not 4 (1 s): on a busy shared

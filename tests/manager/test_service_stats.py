@@ -6,11 +6,11 @@ from collections.abc import Sequence
 import pytest
 
 from config.models import QueueConfig
-from manager.event_builders import moves_events, override_events
-from manager.masters import adopt, host_part
-from manager.model import Move, MoveKind, Plan, QueueStats, SlotMap
-from manager.stats import Totals, WorkWindow
-from manager.store import Override, apply_overrides
+from manager.events.event_builders import moves_events, override_events
+from manager.hosts.masters import adopt, host_part
+from manager.storage.model import Move, MoveKind, Plan, QueueStats, SlotMap
+from manager.storage.stats import Totals, WorkWindow
+from manager.storage.store import Override, apply_overrides
 from master.lifecycle import SlotState
 from master.report import HostReport, SlotReport
 

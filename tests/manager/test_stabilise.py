@@ -1,5 +1,5 @@
-from manager.model import Plan, QueuePlan, SlotMap
-from manager.stabilise import RecentPlans
+from manager.planning.stabilise import RecentPlans
+from manager.storage.model import Plan, QueuePlan, SlotMap
 
 
 def plan_of(**planned: int) -> Plan:

@@ -5,7 +5,7 @@ STATS (and the client had no `stats_of`)."""
 from __future__ import annotations
 
 from config.models import QueueConfig
-from manager.plan_inputs import NAMES_PER_REQUEST, QueueStatsReader
+from manager.planning.plan_inputs import NAMES_PER_REQUEST, QueueStatsReader
 from queue_server.client import QueueClient
 
 OTHERS = 20_000

@@ -19,10 +19,18 @@ from sqlalchemy.orm import Session
 from test_service_stats import report, slot
 
 from config.models import QueueConfig
-from manager.db import Base, Event, HostSample, QueueOverride, QueueSample, SlotMapRow, make_engine
-from manager.model import Plan, QueuePlan, SlotMap
-from manager.stats import Totals
-from manager.store import (
+from manager.storage.db import (
+    Base,
+    Event,
+    HostSample,
+    QueueOverride,
+    QueueSample,
+    SlotMapRow,
+    make_engine,
+)
+from manager.storage.model import Plan, QueuePlan, SlotMap
+from manager.storage.stats import Totals
+from manager.storage.store import (
     EventKind,
     NewEvent,
     Store,

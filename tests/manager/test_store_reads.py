@@ -8,9 +8,9 @@ import pytest
 from test_store import database_url  # noqa: F401  (fixture: SQLite, and PostgreSQL when configured)
 
 from config.models import QueueConfig
-from manager.model import Plan, QueuePlan, SlotMap
-from manager.store import EventKind, NewEvent, Override, Store, queue_samples, slot_map_rows
-from manager.store_reads import (
+from manager.storage.model import Plan, QueuePlan, SlotMap
+from manager.storage.store import EventKind, NewEvent, Override, Store, queue_samples, slot_map_rows
+from manager.storage.store_reads import (
     DatabaseUnreadable,
     EventQuery,
     QueueReading,

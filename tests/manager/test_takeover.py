@@ -1,4 +1,4 @@
-"""Where the sentinel's record starts (manager/takeover.py, issue 25, 5): above every epoch
+"""Where the sentinel's record starts (manager/failover/takeover.py, issue 25, 5): above every epoch
 the servers report, with the primary of the highest epoch and its own sync state; nobody
 named while no primary of that epoch answers. The plan is pure logic; its writes go to a
 real database (SQLite; PostgreSQL with SLOTMAP_TEST_PG). The real-process test is
@@ -14,11 +14,11 @@ import pytest
 from procs import pg_schema
 from sqlalchemy.engine import Engine
 
-from manager import authority
-from manager.authority import Record
-from manager.sentinel import View
-from manager.store import Store
-from manager.takeover import found, plan
+from manager.failover import authority
+from manager.failover.authority import Record
+from manager.failover.sentinel import View
+from manager.failover.takeover import found, plan
+from manager.storage.store import Store
 
 
 def _view(role: str, epoch: int, sync: str = "sync", in_sync: str = "-", position: int = 5) -> View:

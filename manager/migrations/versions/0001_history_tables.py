@@ -1,4 +1,4 @@
-"""History tables: queue and host samples, the slot map, events, queue overrides (manager/db.py).
+"""History tables: queue and host samples, the slot map, events, queue overrides (manager/storage/db.py).
 
 Revision ID: 0001
 Revises:

@@ -1,4 +1,4 @@
-"""queue_authority: the queue servers' primary and epoch (issue 17, manager/sentinel.py).
+"""queue_authority: the queue servers' primary and epoch (issue 17, manager/failover/sentinel.py).
 
 Revision ID: 0004
 Revises: 0003

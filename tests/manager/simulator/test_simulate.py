@@ -10,13 +10,13 @@ import pytest
 from config.errors import ConfigError
 from config.models import ManagerConfig
 from deploy.cli import main
-from manager.model import HostCapacity, MoveKind, QueueStats, SlotMap
 from manager.simulator.baselines import HpaPolicy, StaticPolicy, fill, static_counts
 from manager.simulator.policy import MANAGER_BURST_CHECK_S, PlannerPolicy
 from manager.simulator.report import SimResult
 from manager.simulator.scenario import Arrivals, Scenario, load_scenario
 from manager.simulator.simulate import EXPIRE, Simulation, simulate
 from manager.simulator.world import generate_jobs
+from manager.storage.model import HostCapacity, MoveKind, QueueStats, SlotMap
 
 TINY = """
 name = "tiny"
@@ -97,7 +97,7 @@ def test_the_same_seed_gives_the_same_results_and_another_seed_does_not(tiny: Pa
 
 
 def test_burst_checks_run_as_the_managers_default_unless_turned_off(tiny: Path) -> None:
-    """The manager's burst check (manager/burst.py), modelled by default at the interval of
+    """The manager's burst check (manager/planning/burst.py), modelled by default at the interval of
     the manager's config, so the simulator runs what a manager runs; 0 turns it off."""
     assert MANAGER_BURST_CHECK_S == ManagerConfig().burst_check_s > 0
     scenario = load_scenario(tiny)

@@ -15,7 +15,7 @@ from procs import spawn_slotmap, to_toml, wait_listening
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from manager.db import Event, make_engine
+from manager.storage.db import Event, make_engine
 from tests.queue_server import server_proc
 from tests.queue_server.server.ha import KeyedProducer, role
 from tests.queue_server.util import poll_until

@@ -129,7 +129,7 @@ def test_the_managers_sentinel_leases_with_the_cluster_credential(start_queue_se
                                  "token_file": str(paths["admin"]),
                                  "cluster_token_file": str(paths["cluster"])},
                 "manager": {"listen": f"tcp://127.0.0.1:{port}",
-                            "database_url": f"sqlite:///{tmp_path / 'manager.db'}"},
+                            "database_url": f"sqlite:///{tmp_path / 'manager.storage.db'}"},
             }))
             manager = spawn_slotmap(["manager", "--config", str(config)],
                                     log_path=tmp_path / "manager.log", cwd=tmp_path)

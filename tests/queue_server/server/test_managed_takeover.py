@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from manager import authority
-from manager.db import make_engine
+from manager.failover import authority
+from manager.storage.db import make_engine
 from tests.queue_server import server_proc
 from tests.queue_server.server.ha import cluster_database, drained, frozen, role
 from tests.queue_server.server.ha_cluster import (
