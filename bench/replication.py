@@ -73,10 +73,17 @@ def wait_linked(primary: ServerProc, deadline_s: float = 30.0) -> None:
     raise RuntimeError("the replica did not link")
 
 
-def run_load(host: str, port: int, producers: int, seconds: float) -> tuple[float, list[float]]:
-    """(acknowledged PUT/s, latencies in seconds) with `producers` sockets, one PUT each in flight."""
+def run_load(host: str, port: int, producers: int, seconds: float,
+             token: str | None = None) -> tuple[float, list[float]]:
+    """(acknowledged PUT/s, latencies in seconds) with `producers` sockets, one PUT each in
+    flight; each signed in with `token` first when one is given."""
     sel = selectors.DefaultSelector()
     socks = [socket.create_connection((host, port)) for _ in range(producers)]
+    for sock in socks if token is not None else ():
+        sock.sendall(b"AUTH %s\r\n" % token.encode())
+        reply = sock.makefile("rb").readline()
+        if not reply.startswith(b"200"):
+            raise RuntimeError(f"AUTH refused: {reply!r}")
     latencies: list[float] = []
     sent_at = [0.0] * producers
     partial = [b""] * producers
