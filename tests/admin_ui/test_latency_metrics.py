@@ -125,6 +125,11 @@ def test_every_grafana_query_names_a_metric_the_dashboard_exports(run: tuple[Job
     document = json.loads(DASHBOARD.read_text())
     queries = [target["expr"] for panel in document["panels"] for target in panel["targets"]]
     queries += [variable["definition"] for variable in document["templating"]["list"] if "definition" in variable]
+    # The GUIDE's PromQL examples too (tests/docs/test_guide.py leaves them to this test).
+    guide = (DASHBOARD.parents[2] / "docs" / "GUIDE.md").read_text()
+    examples = re.findall(r"```promql\n(.*?)```", guide, flags=re.S)
+    assert examples, "the GUIDE shows no PromQL example"
+    queries += examples
     panels = {panel["title"] for panel in document["panels"]}
     assert {"Wait p95 per queue (ready -> handed out)", "Run p95 per queue (handed out -> DONE)",
             "Oldest waiting job's age", "Failures per second by error type", "Slots per queue",
