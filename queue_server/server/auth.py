@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from queue_server.protocol.command_types import Auth, Command, Parsed
-from queue_server.protocol.commands import MAX_LINE_BYTES, parse_line
+from queue_server.protocol.commands import MAX_LINE_BYTES, Auth, Command, Parsed, parse_line
 from queue_server.protocol.errors import ProtocolError
 from queue_server.server import guard, responses
 from queue_server.server.faces import Conn

@@ -9,7 +9,7 @@ import abc
 import asyncio
 import logging
 
-from queue_server.protocol.command_types import Parsed
+from queue_server.protocol.commands import Parsed
 from queue_server.protocol.framing import FrameReader
 from queue_server.server.conn_state import ConnState
 from queue_server.server.faces import Server

@@ -7,11 +7,11 @@ import logging
 import re
 import time
 
-from queue_server.protocol.command_types import Parsed
 from queue_server.protocol.commands import (
     INT64_MAX,
     INT64_MIN,
     MAX_LINE_BYTES,
+    Parsed,
     parse_line,
 )
 from queue_server.protocol.errors import ProtocolError

@@ -7,7 +7,7 @@ import json
 import logging
 import time
 
-from queue_server.protocol import command_types as p
+from queue_server.protocol import commands as p
 from queue_server.server import auth, guard, latency, responses, snapshot, stats
 from queue_server.server.errors import SnapshotError
 from queue_server.server.faces import Conn, Server

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Protocol
 
-from queue_server.protocol.command_types import Command, Parsed
+from queue_server.protocol.commands import Command, Parsed
 from queue_server.protocol.framing import FrameReader
 from queue_server.server.authority import Term
 from queue_server.server.cohort import Member

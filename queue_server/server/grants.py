@@ -18,7 +18,7 @@ import hmac
 from collections import Counter
 from dataclasses import dataclass, field
 
-from queue_server.protocol import command_types as p
+from queue_server.protocol import commands as p
 from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
 

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from queue_server.protocol import command_types as p
+from queue_server.protocol import commands as p
 from queue_server.protocol import jobs as pj
 from queue_server.server import control, job_commands, replay, responses
 from queue_server.server.faces import Conn, Server

@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 
 from config.periodic import TurnBoundary
-from queue_server.protocol import command_types as p
+from queue_server.protocol import commands as p
 from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
 from queue_server.server import auth, lease_ids, queue_commands, replica_health, responses

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from queue_server.protocol.command_types import Get, GetMode
+from queue_server.protocol.commands import Get, GetMode
 
 
 @dataclass(eq=False, slots=True)

@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 from queue_server.protocol import job_requests as jreq
 from queue_server.protocol import jobs as pj
 from queue_server.protocol import requests as req
-from queue_server.protocol.command_types import Get, Put
-from queue_server.protocol.commands import parse_line
+from queue_server.protocol.commands import Get, Put, parse_line
 from queue_server.protocol.errors import ProtocolError
 from queue_server.protocol.keyed import DeadJob, JobMeta, decode_errors, encode_errors, parse_key
 from queue_server.protocol.numbers import ID_MAX

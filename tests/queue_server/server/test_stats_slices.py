@@ -9,8 +9,7 @@ import time
 
 import pytest
 
-from queue_server.protocol.command_types import Simple
-from queue_server.protocol.commands import parse_line
+from queue_server.protocol.commands import Simple, parse_line
 from queue_server.protocol.errors import ProtocolError
 from queue_server.server import stats as server_stats
 from queue_server.server.store import Store
