@@ -103,3 +103,22 @@ def test_with_curve_only_a_master_holding_the_cluster_secret_gets_through(
         stranger.close()
         member.close()
         manager.close()
+
+
+def test_a_slot_change_is_reported_at_once_but_reports_keep_their_gap() -> None:
+    """Issue 28: the dashboard's slot counts trail the masters by at most 1 s; a report only
+    at each 1 s heartbeat left a started slot unseen for up to a second before the manager's
+    own half-second write. A change asks for a report now, never closer than the gap."""
+    from master.manager_link import EARLY_REPORT_GAP_S, LinkAction
+
+    beats = Heartbeats.for_interval(1.0, 3)
+    assert LinkAction.SEND_REPORT in beats.tick(0.0)  # connects and reports
+    assert beats.tick(0.5) == []
+    beats.report_soon(0.5)
+    assert beats.tick(0.5) == [LinkAction.SEND_REPORT]
+    beats.report_soon(0.55)  # another change right after: waits out the gap
+    assert beats.tick(0.55) == []
+    assert beats.tick(0.5 + EARLY_REPORT_GAP_S) == [LinkAction.SEND_REPORT]
+    # Then the rhythm again: the next report a heartbeat later, not at the old time.
+    assert beats.tick(1.2) == []
+    assert beats.tick(0.5 + EARLY_REPORT_GAP_S + 1.0) == [LinkAction.SEND_REPORT]
