@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 DASH = "\u2013"
 # The manager stores an infinite load (work waiting, no slot time yet) as this
-# (manager.storage.store.MAX_STORED_LOAD); it shows as infinity.
+# (manager.storage.samples.MAX_STORED_LOAD); it shows as infinity.
 LOAD_INFINITE = 1e6
 KIB = 1024
 MIB = KIB * 1024

@@ -11,16 +11,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from config.models import QueueConfig
 from manager.storage.model import Plan
+from manager.storage.samples import host_samples, queue_samples, slot_map_rows
 from manager.storage.stats import WorkWindow
-from manager.storage.store import (
-    NewEvent,
-    Override,
-    Store,
-    event_row,
-    host_samples,
-    queue_samples,
-    slot_map_rows,
-)
+from manager.storage.store import NewEvent, Override, Store, event_row
 from master.report import HostReport, QueueSettingsReport
 from queue_server.protocol.replies import QueueStats as ServerQueueStats
 

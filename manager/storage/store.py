@@ -1,11 +1,10 @@
 """The manager's history in SQL (manager/storage/db.py tables): migrations, rows per plan, overrides, retention.
 
-Row builders are pure (plan and figures in, ORM objects out); Store does the I/O.
+Row builders live in manager/storage/samples.py; Store does the I/O.
 """
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -27,17 +26,10 @@ from manager.storage.db import (
     SlotMapRow,
     make_engine,
 )
-from manager.storage.model import Plan, SlotMap
-from manager.storage.stats import Totals
-from master.lifecycle import Counter
-from master.report import HostReport, QueueSettingsReport, cut
-from queue_server.protocol.replies import QueueStats as ServerQueueStats
 
 log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"  # manager/migrations
-# A load of inf (work waiting, no slot lived) is stored as this: SQL and JSON readers cope.
-MAX_STORED_LOAD = 1e6
 SECONDS_PER_DAY = 86400.0
 
 
@@ -148,126 +140,6 @@ def sqlite_path(url: str) -> Path | None:
         return None
 
 
-# Row builders (pure)
-
-
-def queue_samples(
-    *,
-    at_unix: float,
-    plan: Plan,
-    queues: Mapping[str, QueueConfig],
-    paused: Iterable[str],
-    window: Mapping[str, Totals],
-    window_s: float,
-    interval: Mapping[str, Totals],
-    interval_s: float,
-    server: Mapping[str, ServerQueueStats],
-    failed: Mapping[str, int] | None = None,
-    in_force: Mapping[str, QueueSettingsReport] | None = None,
-) -> list[QueueSample]:
-    """`failed`: failed attempts per queue since the last plan, from the queue server; they are
-    the samples' errors (slots resolve failures per job now, so the errors slots report, a
-    handler raising out of a whole batch, would read 0 while jobs fail). None: the slots'.
-    `in_force`: the settings the masters give each queue's slots (manager/storage/stats.py
-    settings_in_force); a queue no master handles gets no batch size, and `handled` False
-    (None when `in_force` is not given). A queue the queue server holds jobs of (dead ones
-    too) that no config names gets a row as well, `configured` False: nothing serves it."""
-    handled_known = in_force is not None
-    in_force = in_force or {}
-    paused = set(paused)
-    rows: list[QueueSample] = []
-    for name, figures in sorted(plan.queues.items()):
-        config = queues[name]
-        in_window = window.get(name, Totals())
-        in_interval = interval.get(name, Totals())
-        on_server = server.get(name)
-        rows.append(QueueSample(
-            at_unix=at_unix,
-            queue=name,
-            priority=config.priority,
-            min_slots=config.min_slots,
-            max_slots=config.max_slots,
-            slots_current=figures.slots,
-            slots_avg=in_window.slot_s / window_s if window_s > 0 else 0.0,
-            slots_desired=figures.desired_slots,
-            load=storable(figures.load),
-            waiting=on_server.ready if on_server else 0,
-            running=on_server.running if on_server else 0,
-            delayed=on_server.delayed if on_server else 0,
-            jobs_done=in_interval.jobs_done,
-            jobs_per_s=in_interval.jobs_done / interval_s if interval_s > 0 else 0.0,
-            mean_job_s=in_window.busy_s / in_window.jobs_done if in_window.jobs_done else 0.0,
-            errors=in_interval.errors if failed is None else failed.get(name, 0),
-            paused=name in paused,
-            batch_size=in_force[name].batch_size if name in in_force else None,
-            batch_size_source=in_force[name].batch_size_source if name in in_force else None,
-            failed=on_server.failed if on_server else 0,
-            dead=on_server.dead if on_server else 0,
-            configured=True,
-            handled=name in in_force if handled_known else None,
-        ))
-    for name, on_server in sorted(server.items()):
-        if name in plan.queues or not holds_jobs(on_server):
-            continue
-        rows.append(QueueSample(
-            at_unix=at_unix, queue=name, priority=0, min_slots=0, max_slots=0, slots_current=0,
-            slots_avg=0.0, slots_desired=0, load=0.0, waiting=on_server.ready,
-            running=on_server.running, delayed=on_server.delayed, jobs_done=0, jobs_per_s=0.0,
-            mean_job_s=0.0, errors=failed.get(name, 0) if failed is not None else 0, paused=False,
-            failed=on_server.failed, dead=on_server.dead, configured=False,
-            handled=name in in_force if handled_known else None,
-        ))
-    return rows
-
-
-def holds_jobs(stats: ServerQueueStats) -> bool:
-    """Waiting, running or dead jobs on the queue server (a queue with none is not shown)."""
-    return stats.ready + stats.delayed + stats.running + stats.dead > 0
-
-
-# db.HostSample.code_reload_failure's column.
-CODE_FAILURE_CHARS = 500
-
-
-def host_samples(*, at_unix: float, reports: Sequence[tuple[HostReport, bool]]) -> list[HostSample]:
-    """One row per host: its last report and whether it is alive."""
-    return [
-        HostSample(
-            at_unix=at_unix,
-            host=report.host,
-            alive=alive,
-            capacity=report.capacity if alive else 0,
-            slots=len(report.slots) if alive else 0,
-            mem_total_bytes=report.mem_total_bytes,
-            mem_available_bytes=report.mem_available_bytes,
-            master_pss_bytes=report.master_pss_bytes,
-            slots_pss_bytes=report.slots_pss_bytes,
-            avg_slot_bytes=report.avg_slot_bytes,
-            load_avg_1m=report.load_avg_1m,
-            recycled_for_memory=report.counters.get(Counter.RECYCLED_FOR_MEMORY, 0),
-            killed_hung=report.counters.get(Counter.KILLED_HUNG, 0),
-            load_cap=report.load_cap() if alive else None,
-            code_version=report.code_version or None,
-            code_reload_failure=cut(report.code_reload_failure, CODE_FAILURE_CHARS)
-            if alive and report.code_reload_failure else None,
-        )
-        for report, alive in reports
-    ]
-
-
-def slot_map_rows(*, at_unix: float, slot_map: SlotMap) -> list[SlotMapRow]:
-    rows: list[SlotMapRow] = []
-    for host in sorted(slot_map.hosts):
-        counts: dict[str, int] = {}
-        for queue in slot_map.hosts[host].values():
-            counts[queue] = counts.get(queue, 0) + 1
-        rows += [
-            SlotMapRow(at_unix=at_unix, host=host, queue=queue, slots=n)
-            for queue, n in sorted(counts.items())
-        ]
-    return rows
-
-
 def event_row(at_unix: float, event: NewEvent) -> Event:
     return Event(
         at_unix=at_unix,
@@ -278,12 +150,6 @@ def event_row(at_unix: float, event: NewEvent) -> Event:
         message=event.message,
         detail=dict(event.detail) if event.detail is not None else None,
     )
-
-
-def storable(load: float) -> float:
-    if math.isnan(load):
-        return 0.0
-    return min(load, MAX_STORED_LOAD)
 
 
 # I/O

@@ -7,7 +7,7 @@ import pytest
 from admin_testing import FORMAT_CASES
 
 from admin_ui.format import DASH, LOAD_INFINITE, fmt, json_text, path_segment
-from manager.storage.store import MAX_STORED_LOAD
+from manager.storage.samples import MAX_STORED_LOAD
 
 
 @pytest.mark.parametrize(("value", "kind", "shown"), FORMAT_CASES)

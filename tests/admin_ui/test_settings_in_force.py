@@ -21,8 +21,9 @@ from config.load import parse_config
 from config.models import QueueConfig, RateLimitConfig
 from manager.storage.db import make_engine
 from manager.storage.model import Plan, QueuePlan, SlotMap
+from manager.storage.samples import queue_samples
 from manager.storage.stats import settings_in_force, with_batch_sizes
-from manager.storage.store import MIGRATIONS_DIR, Store, queue_samples
+from manager.storage.store import MIGRATIONS_DIR, Store
 from manager.storage.store_reads import reading
 from master.report import HostReport, QueueSettingsReport
 from slot.pulsar.client import PermitClient

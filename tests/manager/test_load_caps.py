@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from manager.hosts.load_caps import LoadCaps
-from manager.storage.store import EventKind, host_samples
+from manager.storage.samples import host_samples
+from manager.storage.store import EventKind
 from master.report import HostReport
 
 

@@ -29,17 +29,9 @@ from manager.storage.db import (
     make_engine,
 )
 from manager.storage.model import Plan, QueuePlan, SlotMap
+from manager.storage.samples import host_samples, queue_samples, slot_map_rows
 from manager.storage.stats import Totals
-from manager.storage.store import (
-    EventKind,
-    NewEvent,
-    Store,
-    event_row,
-    host_samples,
-    queue_samples,
-    slot_map_rows,
-    sqlite_path,
-)
+from manager.storage.store import EventKind, NewEvent, Store, event_row, sqlite_path
 from queue_server.protocol.replies import QueueStats as ServerQueueStats
 
 PG_DSN = os.environ.get("SLOTMAP_TEST_PG")

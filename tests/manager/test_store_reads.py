@@ -9,7 +9,8 @@ from test_store import database_url  # noqa: F401  (fixture: SQLite, and Postgre
 
 from config.models import QueueConfig
 from manager.storage.model import Plan, QueuePlan, SlotMap
-from manager.storage.store import EventKind, NewEvent, Override, Store, queue_samples, slot_map_rows
+from manager.storage.samples import queue_samples, slot_map_rows
+from manager.storage.store import EventKind, NewEvent, Override, Store
 from manager.storage.store_reads import (
     DatabaseUnreadable,
     EventQuery,
