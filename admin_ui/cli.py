@@ -36,9 +36,9 @@ def run(args: argparse.Namespace) -> int:
     from admin_ui.app import create_app
     from admin_ui.auth import admin_token
     from admin_ui.settings import AdminSettings
+    from config.endpoints import parse_host_port
     from config.errors import ConfigError
     from config.load import has_password, load_config, without_password
-    from config.models import parse_host_port
     from config.preflight import check_host_bindable
     from manager.storage.store import Store
 

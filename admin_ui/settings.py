@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from admin_ui.host_check import ALWAYS_ALLOWED, allowed_names
 from admin_ui.limiters import LimiterReader
 from config.curve import client_curve
+from config.endpoints import parse_host_port
 from config.errors import ConfigError
-from config.models import ClusterConfig, QueueConfig, parse_host_port
+from config.models import ClusterConfig, QueueConfig
 from config.schedules import ScheduleConfig
 from config.tokens import read_token_file, role_token
 

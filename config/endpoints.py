@@ -62,3 +62,11 @@ def check_token(value: str, *, what: str) -> str:
             "HTTP header); generate one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
         )
     return value
+
+
+def parse_host_port(value: str) -> tuple[str, int]:
+    """Split 'host:port' (IPv6 in brackets allowed); raise ValueError with the reason."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"expected HOST:PORT, got {value!r}")
+    return check_host(host.strip("[]")), int(port)

@@ -1,28 +1,20 @@
 """Pydantic models of the cluster config (TOML): one section per part of the platform."""
 from __future__ import annotations
 
-import ipaddress
 import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from config.admin_config import AdminConfig
 from config.bounded import MAX_SECONDS
-from config.endpoints import check_host, check_token, parse_zmq_endpoint
+from config.endpoints import check_token, parse_host_port, parse_zmq_endpoint
 from config.names import HOST_NAME_PATTERN, QUEUE_NAME_PATTERN
 from config.schedules import SCHEDULE_NAME_PATTERN, ScheduleConfig
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-def parse_host_port(value: str) -> tuple[str, int]:
-    """Split 'host:port' (IPv6 in brackets allowed); raise ValueError with the reason."""
-    host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"expected HOST:PORT, got {value!r}")
-    return check_host(host.strip("[]")), int(port)
 
 
 def _zmq_endpoint(value: str) -> str:
@@ -269,65 +261,6 @@ class ManagerConfig(_Strict):
     )
 
     _listen_is_endpoint = field_validator("listen")(_zmq_endpoint)
-
-
-class AdminConfig(_Strict):
-    listen: str = Field(default="127.0.0.1:8400", description="HOST:PORT of the dashboard and its JSON API.")
-    token: str | None = Field(
-        default=None, repr=False,
-        description="The dashboard's admin token (actions, and reads with protect_reads). Prefer "
-                    "token_file or the SLOTMAP_ADMIN_TOKEN environment variable to keep it out of the config.",
-    )
-    token_file: str | None = Field(
-        default=None,
-        description="A file holding the admin token (first line); used when token is not set.",
-    )
-    # With a token: reading pages, the API and /metrics needs it too.
-    protect_reads: bool = Field(default=False, description="With a token: reading pages, the API and /metrics needs it too (otherwise reads are open, actions need the token).")
-    viewer_token_file: str | None = Field(default=None, description="A file holding the viewer token (first line, chmod 600): signs in to read, never to act; job data and errors only with viewer_job_data.")
-    operator_token_file: str | None = Field(default=None, description="A file holding the operator token (first line, chmod 600): retry, delete, cancel, schedules, limiter resume, and job data.")
-    viewer_job_data: bool = Field(default=False, description="The viewer token may also read jobs' data and errors (they hold whatever producers and handlers put there).")
-    refresh_s: float = Field(default=5.0, ge=0, description="How often dashboard pages refresh themselves (0: never).")
-    allowed_hosts: list[str] = Field(
-        default_factory=list, max_length=100,
-        description="Host names (or addresses) the dashboard answers to, as browsers send them in the "
-                    "Host header (the port does not count); any other gets 400, which stops DNS "
-                    "rebinding. Always allowed: the listen address, localhost, 127.0.0.1 and ::1. "
-                    "Add the names and addresses users, scrapers or a reverse proxy reach it by (with a "
-                    "wildcard listen such as 0.0.0.0, every one of them); \"*\" turns the check off.",
-    )
-    trusted_proxies: list[str] = Field(
-        default_factory=list, max_length=100,
-        description="Addresses or networks (10.0.0.5, 10.0.0.0/24) of reverse proxies whose "
-                    "X-Forwarded-For and X-Forwarded-Proto are believed; empty: none, so the wrong-token "
-                    "throttle counts each connection's own address and a client cannot pick another.",
-    )
-
-    @field_validator("listen")
-    @classmethod
-    def _listen_is_host_port(cls, value: str) -> str:
-        parse_host_port(value)
-        return value
-
-    @field_validator("allowed_hosts")
-    @classmethod
-    def _hosts_are_names(cls, value: list[str]) -> list[str]:
-        return [host if host == "*" else check_host(host.strip("[]")).rstrip(".").lower() for host in value]
-
-    @field_validator("trusted_proxies")
-    @classmethod
-    def _proxies_are_networks(cls, value: list[str]) -> list[str]:
-        for entry in value:
-            try:
-                ipaddress.ip_network(entry, strict=False)
-            except ValueError:
-                raise ValueError(f"{entry!r} is not an IP address or network (10.0.0.5, 10.0.0.0/24)") from None
-        return value
-
-    @field_validator("token")
-    @classmethod
-    def _token_is_sendable(cls, value: str | None) -> str | None:
-        return None if value is None else check_token(value, what="admin.token")
 
 
 class PulsarConfig(_Strict):

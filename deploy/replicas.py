@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from config.models import ClusterConfig, parse_host_port
+from config.endpoints import parse_host_port
+from config.models import ClusterConfig
 from config.secret_files import write_private_text
 
 

@@ -8,7 +8,7 @@ import socket
 import time
 from dataclasses import dataclass
 
-from config.models import parse_host_port
+from config.endpoints import parse_host_port
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Final, Literal
 
-from config.models import parse_host_port
+from config.endpoints import parse_host_port
 from queue_server.protocol.numbers import COUNT_MAX, ID_MAX, INT64_MAX, INT64_MIN, MAX_SECONDS
 
 Then = Literal["done", "later"]

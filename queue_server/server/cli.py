@@ -8,9 +8,10 @@ import logging
 import socket
 import sys
 
+from config.endpoints import parse_host_port
 from config.errors import ConfigError
 from config.load import load_config
-from config.models import QueueServerConfig, parse_host_port
+from config.models import QueueServerConfig
 from config.tokens import TOKEN_ENV, TOKEN_FILE_ENV, read_token_file, resolve_token
 from queue_server.protocol.retry import queue_policy
 from queue_server.server.errors import DataCorrupt, DataDirLocked
