@@ -43,6 +43,12 @@ STATUS_EVERY_S = 10.0
 # With replicas, a queue server that dies after this long is started again (it comes back
 # as a replica of the new primary); one that dies sooner is a crash loop: everything stops.
 RESTART_MIN_UPTIME_S = 2.0
+# The children a SIGHUP to `slotmap run` reaches, in this order, and what each then does.
+RELOADS = {
+    "pulsar": "it re-reads the queues' rate limits",
+    "manager": "it re-reads the config (queues, schedules; docs/CONFIG.md, Reloading)",
+    "master": "it reloads its handler code (docs/GUIDE.md, Deploying new handler code)",
+}
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -115,7 +121,7 @@ class Launcher:
         self.stopping = False
         self.failed: Child | None = None
         self.up = False  # every child started: from then on a queue server may fail over
-        # SIGHUP (`systemctl reload`): the masters reload their handler code; nothing stops.
+        # SIGHUP (`systemctl reload`): config and code reloaded (RELOADS); nothing stops.
         self.reload_asked = False
         self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
 
@@ -213,18 +219,21 @@ class Launcher:
             if self.check_children():
                 return
             if self.reload_asked:
-                self.reload_masters()
+                self.reload_children()
             if time.monotonic() >= status_at:
                 status_at = time.monotonic() + STATUS_EVERY_S
                 self.print_status()
 
-    def reload_masters(self) -> None:
+    def reload_children(self) -> None:
+        """SIGHUP (`systemctl reload`): each child that reloads re-reads the one config file.
+        The queue servers are not told: their settings are bound at start (docs/CONFIG.md)."""
         self.reload_asked = False
         for child in self.children:
-            if child.spec.name == "master":
+            what = RELOADS.get(child.spec.name)
+            if what is not None and child.exit_code() is None:
                 child.process.send_signal(signal.SIGHUP)
-                print(f"slotmap run: SIGHUP to the master (pid {child.pid}): it reloads its handler "
-                      "code (docs/GUIDE.md, Deploying new handler code)", file=self.out, flush=True)
+                print(f"slotmap run: SIGHUP to the {child.spec.name} (pid {child.pid}): {what}",
+                      file=self.out, flush=True)
 
     def wait(self, timeout_s: float) -> None:
         """Sleep until a signal arrives (a child's death included) or timeout_s passes."""
