@@ -11,13 +11,19 @@ from pydantic import ValidationError
 
 from config.errors import ConfigError
 from config.models import ClusterConfig
+from config.paths import with_paths_against
 from config.secret_files import open_file_error, too_open
 
 log = logging.getLogger(__name__)
 
+# The config file of the client commands (put, get, stats, jobs, job, retry, delete) when no
+# --config is given.
+CONFIG_ENV = "SLOTMAP_CONFIG"
 
-def load_config(path: str | Path | None) -> ClusterConfig:
-    """Read `path` (or return the embedded defaults when None)."""
+
+def load_config(path: str | Path | None, *, paths_against: Path | None = None) -> ClusterConfig:
+    """Read `path` (or return the embedded defaults when None). Its relative paths are made
+    absolute against its folder (config/paths.py), or against `paths_against` when given."""
     if path is None:
         return ClusterConfig()
     file = Path(path)
@@ -42,7 +48,7 @@ def load_config(path: str | Path | None) -> ClusterConfig:
     for name in config.schedules_without_queue_config():
         log.warning("%s: schedules.%s puts into queue %r, which no [queues.*] table names "
                     "(a typo? it fires there anyway)", file, name, config.schedules[name].queue)
-    return with_paths_from(config, file.resolve().parent)
+    return with_paths_against(config, paths_against or file.resolve().parent)
 
 
 def secrets_in(config: ClusterConfig) -> list[str]:
@@ -72,16 +78,6 @@ def without_password(url: str) -> str:
         return f"***@{host}"
     user, colon, _password = credentials.partition(":")
     return f"{scheme}://{user}{':***' if colon else ''}@{host}"
-
-
-def with_paths_from(config: ClusterConfig, folder: Path) -> ClusterConfig:
-    """`master.python_path` entries made absolute against the config file's folder, so handler
-    code is found whatever folder a process starts in."""
-    paths = [str((folder / entry).resolve()) for entry in config.master.python_path]
-    if paths == config.master.python_path:
-        return config
-    master = config.master.model_copy(update={"python_path": paths})
-    return config.model_copy(update={"master": master})
 
 
 def parse_config(raw: dict[str, object], *, source: str = "<config>") -> ClusterConfig:

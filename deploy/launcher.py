@@ -334,10 +334,13 @@ def derive_config(config_path: Path, replicas: int) -> tuple[ClusterConfig, Path
     from deploy.replicas import with_replicas, write_config
     from deploy.role_tokens import with_role_tokens
 
-    config = load_config(config_path)
+    # The embedded demo file's relative paths (./var/...) are the current folder's, as with no
+    # file at all; the children then read a derived file, whose paths are all absolute.
+    embedded = config_path.resolve() == DEFAULT_CONFIG
+    config = load_config(config_path, paths_against=Path.cwd() if embedded else None)
     derived = with_replicas(config, replicas) if replicas else config
-    derived = with_role_tokens(derived, RUN_DIR / "tokens")
-    if derived is config:
+    derived = with_role_tokens(derived, (RUN_DIR / "tokens").absolute())
+    if derived is config and not embedded:
         return config, config_path
     return derived, write_config(derived, LOG_DIR / "cluster-derived.toml")
 

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TextIO
 
+from config.errors import ConfigError
+from config.load import CONFIG_ENV, load_config
 from config.tokens import TOKEN_ENV, TOKEN_FILE_ENV, resolve_token
 from queue_server.client import QueueClient
 from queue_server.protocol.client_errors import ConnectionLost, QueueServerError
@@ -71,6 +74,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _add_server_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE",
+                        help=f"cluster config (TOML; default ${CONFIG_ENV}): the queue servers' "
+                             "addresses and token come from it; --server and --token win")
     parser.add_argument("--server", action="append", metavar="HOST:PORT",
                         help=f"queue server; repeat for a cluster (default {DEFAULT_SERVER})")
     parser.add_argument("--token", help=f"AUTH token, when the server requires one; prefer ${TOKEN_ENV} "
@@ -87,13 +93,13 @@ def _command(action: Action) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         name = f"slotmap {args.command}"
         try:
-            token = resolve_token(flag=args.token, flag_file=args.token_file)
+            servers, token = server_and_token(args)
             # offline_wait_s: a command refused by a server that is not the primary (a
             # failover under way) asks the server list again until one answers (issue 25).
-            client = QueueClient(args.server or DEFAULT_SERVER, token=token,
+            client = QueueClient(servers, token=token,
                                  timeout_s=args.timeout, name=DOOR,
                                  offline_wait_s=min(args.timeout, CLI_OFFLINE_WAIT_S))
-        except ValueError as exc:
+        except (ValueError, ConfigError) as exc:
             print(f"{name}: {exc}", file=sys.stderr)
             return EXIT_USAGE
         try:
@@ -110,6 +116,19 @@ def _command(action: Action) -> Callable[[argparse.Namespace], int]:
             return EXIT_FAILED
 
     return run
+
+
+def server_and_token(args: argparse.Namespace) -> tuple[str | list[str], str | None]:
+    """Where to connect and the AUTH token: the flags first, then $SLOTMAP_QUEUE_TOKEN(_FILE),
+    then the config (--config or $SLOTMAP_CONFIG: [queue_server] servers or listen, and its
+    token_file or token); nothing: the default address without a token."""
+    path = args.config or os.environ.get(CONFIG_ENV) or None
+    if path is None:
+        return args.server or DEFAULT_SERVER, resolve_token(flag=args.token, flag_file=args.token_file)
+    section = load_config(path).queue_server
+    token = resolve_token(flag=args.token, flag_file=args.token_file,
+                          config_token=section.token, config_file=section.token_file)
+    return args.server or section.servers or section.listen, token
 
 
 def _put(client: QueueClient, args: argparse.Namespace) -> int:

@@ -16,11 +16,12 @@ def test_the_derived_config_reads_back_the_same(tmp_path: Path) -> None:
 
 
 def test_a_replica_starts_beside_the_primary_and_follows_it(tmp_path: Path) -> None:
-    derived = with_replicas(load_config(DEFAULT_CONFIG), 1)
+    # As `slotmap run` reads its embedded file: ./var is the current folder's.
+    derived = with_replicas(load_config(DEFAULT_CONFIG, paths_against=tmp_path), 1)
     path = write_config(derived, tmp_path / "derived.toml")
     specs = child_specs(derived, path, with_admin=False, with_producer=False, replicas=1)
     assert [s.name for s in specs][:2] == ["queue-server", "queue-replica-1"]
     replica = specs[1].args
     assert replica[replica.index("--replica-of") + 1] == "127.0.0.1:7400"
     assert replica[replica.index("--listen") + 1] == "127.0.0.1:7401"
-    assert replica[replica.index("--data-dir") + 1] == "./var/queue-replica1"
+    assert replica[replica.index("--data-dir") + 1] == str(tmp_path / "var" / "queue-replica1")

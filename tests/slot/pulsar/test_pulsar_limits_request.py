@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 import zmq
-from served import Served, free_endpoint, serve  # noqa: F401 (fixture)
+from served import Served, free_endpoint
 
 from config.models import ClusterConfig, PulsarConfig, QueueConfig, RateLimitConfig
 from manager.reloading.pulsar_limits import limits_changed, send_limits
