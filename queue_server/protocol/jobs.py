@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from queue_server.protocol.errors import ProtocolError, bad_request
 from queue_server.protocol.fields import parse_name
-from queue_server.protocol.keyed import KEY_RE, Key, parse_key
+from queue_server.protocol.keyed import KEY_RE, TRACEPARENT_RE, Key, parse_key
 from queue_server.protocol.numbers import (
     parse_bounded,
     parse_id,
@@ -29,6 +29,14 @@ def parse_job_key(raw: bytes) -> Key:
     if KEY_RE.fullmatch(raw) is None:
         raise bad_request("bad job key")
     return parse_key(raw)
+
+
+def parse_trace(raw: bytes) -> bytes:
+    """PUT ... TRACE / SYNC PUT ... TRACE: a W3C traceparent, kept byte for byte."""
+    if TRACEPARENT_RE.fullmatch(raw) is None:
+        raise bad_request("TRACE must be a W3C traceparent 00-<32 hex>-<16 hex>-<2 hex> "
+                          "(lower case, ids not all zeros)")
+    return raw
 
 
 def parse_job_keys(raws: list[bytes]) -> tuple[Key, ...]:

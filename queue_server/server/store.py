@@ -149,7 +149,8 @@ class Store(CoreStore):
         self.changes.append(records.fail(job_id, now, until, solo, text))
         # A replay passes the record's own time as `now`, so `until > now` is the primary's
         # decision again (a FAIL with DELAY 0 made the job ready at once).
-        meta = JobMeta(job.attempts, errors, solo, retry_wait=until > now)
+        meta = JobMeta(job.attempts, errors, solo, retry_wait=until > now,
+                       trace=job.history.trace if job.history else None)
         self._requeue(job, now, until if until > now else None, meta)
         return until
 
