@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from queue_server.client import QueueClient
+from queue_server.client import QueueClient, tracing
 from queue_server.protocol.client_errors import (
     ConnectionLost,
     OfflineError,
@@ -19,7 +19,6 @@ from slot.loop import SourceUnavailable
 from slot.outcome_check import not_running
 from slot.outcomes import Failure
 from slot.wake import Waker
-from queue_server.client import tracing
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

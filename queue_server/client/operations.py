@@ -17,6 +17,7 @@ from queue_server.client import calls
 from queue_server.client.core import CLIENT_TIMEOUT, ClientCore, PutMany
 from queue_server.client.effects import Op, Read, Request, Send, Sleep
 from queue_server.client.follow import follow_pause
+from queue_server.client.tracing import INSTALLED as TRACING
 from queue_server.client.tracing import current_traceparent
 from queue_server.protocol import job_requests as jreq
 from queue_server.protocol import requests as req
@@ -107,7 +108,7 @@ def put_job(
     lost after it was sent may then be stored twice)."""
     request = req.put_request(queue, data, priority_=priority, item=item, new_item=new_item,
                               delay_s=delay_s, keyed=True, key_=key, ttl_s=ttl_s,
-                              trace=current_traceparent())  # the producer's span, if any
+                              trace=current_traceparent() if TRACING else None)  # the producer's span
     # The producer's own key makes the PUT idempotent: retried after a lost connection.
     return client._request(request, parse_put_keyed, idempotent=key is not None, until=until)
 
@@ -118,7 +119,8 @@ def put_many(client: Client, queue: str, datas: Iterable[bytes | str], *, priori
     All replies are read even when some are errors; the first error is then raised
     (the PUTs acknowledged before and after it are stored).
     """
-    batch = PutMany(queue, datas, priority=priority, trace=current_traceparent())
+    batch = PutMany(queue, datas, priority=priority,
+                    trace=current_traceparent() if TRACING else None)
     if not batch.total:
         return 0
     conn = yield from client._ready()

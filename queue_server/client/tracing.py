@@ -3,11 +3,13 @@
 A producer's PUT carries its current span as `TRACE <traceparent>` (PROTOCOL.md Part B);
 the slot runs the job in a span that continues it (`job_span`), and a handler's follow-up
 PUTs, made inside that span, carry it on. `opentelemetry-api` is the `otel` extra: nothing
-here imports it at module import time, and without it (or with no valid current span)
-`current_traceparent` is one global read and returns None, so the PUT is the plain one.
+here imports it at module import time (INSTALLED only asks the import system whether it
+is there); without it a PUT tests that one constant and is the plain PUT
+(bench/client_put_trace.py).
 """
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
@@ -16,8 +18,19 @@ from typing import Any
 from queue_server.protocol.keyed import TRACEPARENT_RE
 
 SPAN_PREFIX = "slotmap.job "
+
+
+def _installed() -> bool:
+    try:
+        return importlib.util.find_spec("opentelemetry") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+# Whether opentelemetry can be imported (found, not imported: imported at the first use).
+INSTALLED = _installed()
 _api: ModuleType | None = None
-_absent = False  # opentelemetry-api is not installed: decided once, at the first use
+_absent = not INSTALLED  # or its import failed at the first use
 
 
 def _otel() -> ModuleType | None:
