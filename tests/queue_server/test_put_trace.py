@@ -5,6 +5,9 @@ and a replica. Real server processes."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 from polling import DEADLINE_S
 from util import poll_until
@@ -110,3 +113,36 @@ def test_the_trace_survives_the_log_a_snapshot_and_replication(start_queue_serve
     for _ in range(2):
         assert raw.line().endswith(b" TRACE " + TRACE)
         raw.exact(1)
+
+
+_WITHOUT_OTEL = r"""
+import sys
+
+class Absent:
+    def find_spec(self, name, path=None, target=None):
+        if name == "opentelemetry" or name.startswith("opentelemetry."):
+            raise ImportError("not installed")
+        return None
+
+if sys.argv[1] == "absent":
+    sys.meta_path.insert(0, Absent())
+from queue_server.client import tracing
+from queue_server.protocol import requests as req
+from slot.handler import SlotJob
+assert "opentelemetry" not in sys.modules, "imported at module import time"
+assert tracing.INSTALLED is (sys.argv[1] == "installed")
+if sys.argv[1] == "absent":
+    assert tracing.current_traceparent() is None and not tracing.enabled()
+    with SlotJob("q", 1, 0, b"", None, "k", 1, trace="00-" + "1" * 32 + "-" + "2" * 16 + "-01").span() as span:
+        assert span is None
+    assert "opentelemetry" not in sys.modules
+print("ok")
+"""
+
+
+def test_opentelemetry_is_imported_only_when_used_and_never_when_absent() -> None:
+    repo = Path(__file__).resolve().parents[2]
+    for mode in ("absent", "installed"):
+        out = subprocess.run([sys.executable, "-c", _WITHOUT_OTEL, mode], cwd=repo,
+                             capture_output=True, text=True, timeout=60)
+        assert (out.returncode, out.stdout.strip()) == (0, "ok"), (mode, out.stderr[-2000:])
