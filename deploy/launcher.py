@@ -13,20 +13,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import importlib.util
 import os
 import select
 import signal
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, TextIO
+
+from deploy.children import STOP_DEADLINE_S, Child, ChildSpec
 
 if TYPE_CHECKING:
     from config.models import ClusterConfig
@@ -38,13 +38,11 @@ MASTER_REPORT = RUN_DIR / "master.report.json"
 # config/tokens.py reads the queue server token from here.
 QUEUE_TOKEN_ENV = "SLOTMAP_QUEUE_TOKEN"
 READY_DEADLINE_S = 20.0
-STOP_DEADLINE_S = 10.0
 POLL_S = 0.5
 STATUS_EVERY_S = 10.0
 # With replicas, a queue server that dies after this long is started again (it comes back
 # as a replica of the new primary); one that dies sooner is a crash loop: everything stops.
 RESTART_MIN_UPTIME_S = 2.0
-PR_SET_PDEATHSIG = 1
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,17 +56,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="N queue-server replicas (0-2) beside the primary, in sync mode with "
                              "the manager's failover (deploy/replicas.py)")
     parser.set_defaults(func=run)
-
-
-@dataclass(frozen=True, slots=True)
-class ChildSpec:
-    name: str
-    args: tuple[str, ...]
-    where: str
-    # Seconds to wait after SIGTERM before SIGKILL.
-    stop_deadline_s: float = STOP_DEADLINE_S
-    # Added to the child's environment (secrets go here, never in `args`).
-    env: tuple[tuple[str, str], ...] = ()
 
 
 def child_specs(
@@ -115,60 +102,6 @@ def admin_available() -> bool:
         return importlib.util.find_spec("admin_ui.cli") is not None
     except ModuleNotFoundError:
         return False
-
-
-class Child:
-    def __init__(self, spec: ChildSpec, log_dir: Path) -> None:
-        self.spec = spec
-        self.started_at = time.monotonic()
-        self.log_path = log_dir / f"{spec.name}.log"
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "deploy.cli", *spec.args],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                # Own session: a terminal's Ctrl-C reaches the launcher only, which stops
-                # the children in order.
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-                env=dict(os.environ, PYTHONUNBUFFERED="1", **dict(spec.env)),
-            )
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def exit_code(self) -> int | None:
-        return self.process.poll()
-
-    def log_tail(self, lines: int = 15) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError as exc:
-            return f"    (cannot read it: {exc.strerror})"
-        return "\n".join("    " + line for line in text.splitlines()[-lines:])
-
-    def stop(self) -> None:
-        """SIGTERM, wait up to the child's deadline, then SIGKILL its whole group."""
-        if self.exit_code() is None:
-            with contextlib.suppress(ProcessLookupError):  # it died since exit_code(): wait() reaps it
-                self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=self.spec.stop_deadline_s)
-            except subprocess.TimeoutExpired:
-                print(f"slotmap run: {self.spec.name} still running {self.spec.stop_deadline_s:.0f} s "
-                      "after SIGTERM: SIGKILL", file=sys.stderr)
-        # Whatever it left behind in its session (a master's slots) goes too.
-        # No such group: nothing was left. PermissionError: the group is gone and its id reused.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGKILL)
-        self.process.wait()
-
-
-def _die_with_parent() -> None:
-    """Linux: the child gets SIGTERM when the launcher dies, even by SIGKILL."""
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class Launcher:

@@ -16,7 +16,6 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -33,6 +32,7 @@ from manager.planning.minimum_room import host_capacities
 from manager.planning.plan_guard import Checked, check_inputs
 from manager.planning.plan_inputs import OverrideReader, QueueStatsReader, ServerFigures
 from manager.planning.stabilise import RecentPlans
+from manager.planning.timetable import Schedule
 from manager.reloading.config_reload import ConfigReloader
 from manager.reloading.reload_requests import take_reload_requests
 from manager.storage.history import History
@@ -53,23 +53,6 @@ EXIT_LEASE_LOST = 3
 # (every heartbeat_interval_s, 1 s by default) must not wait long.
 FAILED_TURN_PAUSE_S = 0.1
 MAX_BACKOFF_INTERVALS = BACKOFF_MAX_INTERVALS
-
-
-@dataclass(slots=True)
-class Schedule:
-    """When each periodic duty is due next (monotonic seconds)."""
-
-    first_plan_at: float
-    plan_at: float
-    # Until the first plan: hosts alive in the last stored history, and how long to wait
-    # for them (masters in reconnect backoff come back within liveness + 32 intervals).
-    expected_hosts: frozenset[str] = frozenset()
-    expected_until: float = float("-inf")
-    heartbeat_at: float = float("-inf")
-    burst_check_at: float = float("-inf")
-    lease_check_at: float = float("-inf")
-    prune_at: float = float("-inf")
-    last_plan_at: float | None = None
 
 
 class Manager:

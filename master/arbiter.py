@@ -35,6 +35,7 @@ from config.tokens import role_token
 from master import host
 from master.assignments import assignment_for, queue_settings
 from master.code_reload import Code, import_code
+from master.dead_batches import settle_dead_batch
 from master.deaths import Deaths
 from master.lease_keeper import LeaseKeeper
 from master.leases import LeasePipes, Note, renewals
@@ -62,7 +63,7 @@ from master.reconciler import Reconciler, Retarget, SlotAssignment, SlotCounts, 
 from master.reloading import CodeReloader, on_sighup
 from master.report import HostReport, build_report
 from master.report_file import ReportFile
-from master.settle import ReplyTo, Settlement, settle
+from master.settle import Settlement
 from master.signal_queue import SignalQueue
 from master.sizing import Sizing
 from master.supervisor import Reaped, open_sockets, reap, send_signal, spawn
@@ -113,7 +114,6 @@ class Master:
         self.signals = SignalQueue()
         self.tick_turns = TurnBoundary("the master's tick", next_turn=f"the next tick in {TICK_S:g} s", log=log)
         self.report_file = ReportFile(report_path, report_interval_s)
-        self._warned_unhandled: set[str] = set()
         # The worker role's (least privilege, docs/SECURITY.md "Roles"): its slots and lease
         # keeper take, finish and put jobs; $SLOTMAP_QUEUE_TOKEN(_FILE), else the role's file,
         # else the one admin token.
@@ -122,7 +122,8 @@ class Master:
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         self.leases = LeasePipes()
-        self.keeper = LeaseKeeper(self._queue_client)
+        servers = config.queue_server.servers or config.queue_server.listen
+        self.keeper = LeaseKeeper(lambda: QueueClient(servers, token=self.queue_token))
         self.rng = random.Random()
         self.slot_sockets = open_sockets()
 
@@ -190,7 +191,7 @@ class Master:
         for beacon in self.link.receive():
             slot = self.slots.get(beacon.slot_id)
             if slot is not None and slot.pid == beacon.pid:
-                self._apply(slot, Beaconed(beacon), now)
+                self.apply_event(slot, Beaconed(beacon), now)
         self.take_lease_notes(self.leases.read(), now)
         self.reap(now)
         self.kill_hung(now)
@@ -223,7 +224,7 @@ class Master:
         self.stopping = True
         self.reloader.stop()
         for slot in list(self.slots.values()):
-            self._apply(slot, StopRequested(timeout_s), now)
+            self.apply_event(slot, StopRequested(timeout_s), now)
 
     def handle_reload(self) -> None:
         """SIGHUP: the config re-read, then the handler code reloaded (master/reloading.py)."""
@@ -241,7 +242,7 @@ class Master:
             slot = self.slots.get(note.slot_id)
             if slot is not None and note.pid in (None, slot.pid):
                 self.deaths.before_note(slot, note.event, now)
-                self._apply(slot, note.event, now)
+                self.apply_event(slot, note.event, now)
                 self.deaths.after_note(slot)
 
     def reap(self, now: float) -> None:
@@ -272,7 +273,7 @@ class Master:
         for slot in list(self.slots.values()):
             event = check(slot, now, self.limits)
             if event is not None:
-                self._apply(slot, event, now)
+                self.apply_event(slot, event, now)
 
     # The slot map
 
@@ -285,7 +286,7 @@ class Master:
         for change in changes(serving, target):
             match change:
                 case Stop(slot_id):
-                    self._apply(self.slots[slot_id], StopRequested(self.master_config.stop_deadline_s), now)
+                    self.apply_event(self.slots[slot_id], StopRequested(self.master_config.stop_deadline_s), now)
                 case Retarget(slot_id, queue):
                     self.retarget(self.slots[slot_id], self.assignment_for(queue), now)
                 case Spawn(slot_id, queue):
@@ -347,16 +348,13 @@ class Master:
                 self.link.send(slot.slot_id, slot.pid, slot.assignment)
 
     def _warn_unhandled(self) -> None:
-        for queue in self.reconciler.unhandled_queues():
-            if queue not in self._warned_unhandled:
-                self._warned_unhandled.add(queue)
-                log.error("queue %s is in the slot map but no handler serves it%s; it gets no slots",
-                          queue, f" (failed: {', '.join(self.loaded.failures)})" if self.loaded.failures else "")
+        failed = f" (failed: {', '.join(self.loaded.failures)})" if self.loaded.failures else ""
+        for queue in self.reconciler.newly_unhandled():
+            log.error("queue %s is in the slot map but no handler serves it%s; it gets no slots", queue, failed)
 
     # The report
 
     def report(self, now: float) -> HostReport:
-        alive = [s for s in self.slots.values() if s.state in ALIVE]
         return build_report(
             host=self.host,
             master_pid=os.getpid(),
@@ -364,7 +362,7 @@ class Master:
             now=now,
             capacity=self.sizing.capacity,
             figures=self.sizing.figures,
-            slots=alive,
+            slots=[s for s in self.slots.values() if s.state in ALIVE],
             counters=self.counters,
             handler_failures=self.loaded.failures,
             unhandled_queues=self.reconciler.unhandled_queues(),
@@ -378,11 +376,9 @@ class Master:
 
     # Events -> actions
 
-    def _apply(self, slot: Slot, event: SlotEvent, now: float) -> None:
+    def apply_event(self, slot: Slot, event: SlotEvent, now: float) -> None:
         for action in on_event(slot, event, now):
             self._perform(action)
-
-    apply_event = _apply
 
     def _perform(self, action: Action) -> None:
         match action:
@@ -396,29 +392,8 @@ class Master:
                 self.settle_jobs(action)
 
     def settle_jobs(self, action: SettleJobs) -> Settlement:
-        """A dead slot's batch, settled now (master/settle.py): what its handler decided
-        stands, one job is charged only when the death names it, the others go back uncharged."""
-        queue = action.queue
-        cls = self.loaded.handlers.get(queue)
-        policy = None if cls is None else handler_policy(cls, self.assignment_for(queue).retry_policy())
-        reply_to = None if cls is None else ReplyTo(cls.output_queue(), cls.reply_ttl_s)
-        running, done_positions = self.leases.batch_page(action.slot_id, len(action.lease.jobs))
-        settled = settle(action.lease, action.outcomes, reason=action.reason, blame=action.blame,
-                         ordered=action.ordered, running=running, done_positions=done_positions,
-                         policy=policy, reply_to=reply_to, rng=self.rng)
-        for bad in settled.bad_notes:
-            log.warning("%s: %s", action.reason, bad)
-        self.keeper.send(settled.requests)
-        self.counters[Counter.JOBS_OF_DEAD_SLOTS_FAILED] += settled.charged
-        self.counters[Counter.JOBS_OF_DEAD_SLOTS_HONOURED] += settled.honoured
-        self.counters[Counter.JOBS_OF_DEAD_SLOTS_GIVEN_BACK] += settled.given_back
-        log.warning("%s holding %d jobs of %s: %d outcomes honoured, %d given back uncharged, "
-                    "%d charged%s", action.reason, len(action.lease.jobs),
-                    queue, settled.honoured, settled.given_back, settled.charged,
-                    f" (job {settled.blamed_key})" if settled.blamed_key else "")
-        return settled
-
-    def _queue_client(self) -> QueueClient:
-        servers = self.config.queue_server.servers or self.config.queue_server.listen
-        return QueueClient(servers, token=self.queue_token)
+        cls = self.loaded.handlers.get(action.queue)
+        policy = None if cls is None else handler_policy(cls, self.assignment_for(action.queue).retry_policy())
+        return settle_dead_batch(action, cls=cls, policy=policy, leases=self.leases, keeper=self.keeper,
+                                 counters=self.counters, rng=self.rng)
 

@@ -95,6 +95,8 @@ class Reconciler:
     handled_queues: frozenset[str]
     priorities: Mapping[str, int] = field(default_factory=dict)
     desired: SlotCounts | SlotAssignment = field(default_factory=dict)
+    # Unhandled queues already reported: each is logged once, not every tick.
+    reported_unhandled: set[str] = field(default_factory=set)
 
     def apply_slot_map(self, desired: SlotCounts | SlotAssignment) -> None:
         self.desired = desired
@@ -108,6 +110,12 @@ class Reconciler:
     def unhandled_queues(self) -> list[str]:
         """Queues the desired map names that no loaded handler serves (they get no slots)."""
         return sorted(self.wanted_queues() - self.handled_queues)
+
+    def newly_unhandled(self) -> list[str]:
+        """The unhandled queues not reported yet (each is reported once)."""
+        new = [queue for queue in self.unhandled_queues() if queue not in self.reported_unhandled]
+        self.reported_unhandled.update(new)
+        return new
 
     def target(
         self, current: Mapping[int, str], *, capacity: int, held_ids: Collection[int],

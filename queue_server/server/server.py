@@ -32,6 +32,7 @@ from queue_server.server.roles import Roles
 from queue_server.server.settings import ServerSettings
 from queue_server.server.stats import StatsBuilds
 from queue_server.server.store import Store
+from queue_server.server.timers import TIMER_RETRY_S, Timers
 from queue_server.server.waiters import Waiter, Waiters
 
 log = logging.getLogger("slotmap.queue_server")
@@ -39,10 +40,9 @@ log = logging.getLogger("slotmap.queue_server")
 # CLONE carries a whole state, not a job: its block is bounded separately.
 MAX_CLONE_BYTES = 64 * 1024 * 1024 * 1024
 EVERYSEC_S = 1.0
-TIMER_RETRY_S = 1.0  # an expiry timer that failed fires again after this
 
 
-class QueueServer(Roles, Replicated):
+class QueueServer(Roles, Replicated, Timers):
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
         # Every accepted token and what it allows (grants.py). `token` only says whether any
@@ -302,50 +302,6 @@ class QueueServer(Roles, Replicated):
         for queue, count, why in dropped:
             log.warning("queue %s: %d dead job(s) dropped, %s (STATS dead_dropped counts them)",
                         queue, count, why)
-
-    # ------------------------------------------------------------ timers: expiry and delays
-
-    def _arm_timer(self) -> None:
-        if self.following:
-            return
-        deadline = self.store.next_deadline()
-        if deadline is None or (self._timer_at is not None and self._timer_at <= deadline):
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-        loop = asyncio.get_running_loop()
-        self._timer_at = deadline
-        self._timer = loop.call_at(loop.time() + max(0.0, deadline - time.time()), self._on_timer)
-
-    def _on_timer(self) -> None:
-        self._timer = None
-        self._timer_at = None
-        with self.timer_turns:
-            self.fire_timers_if_due()
-        if self.timer_turns.failures:
-            # Expiry must not stop for good: fire again soon (not at once, which would spin).
-            loop = asyncio.get_running_loop()
-            self._timer_at = time.time() + TIMER_RETRY_S
-            self._timer = loop.call_later(TIMER_RETRY_S, self._on_timer)
-        self._request_flush()
-
-    def fire_timers_if_due(self, *, dead_ages: bool = False) -> None:
-        """Before every request, and from housekeeping with `dead_ages`: dead jobs past
-        dead_max_age_s are no deadline, and looking at every queue is no per-request cost."""
-        if self.following:
-            return
-        now = time.time()
-        deadline = self.store.next_deadline()
-        if (deadline is not None and deadline <= now) or (dead_ages and self.store.dead_queues_due(now)):
-            given_back = self.store.inherited_given_back
-            self.store.fire_due(now)
-            if self.store.inherited_given_back != given_back:
-                log.warning("%d jobs leased before the failover were not renewed within their lock "
-                            "time (their hand-out's reply died with the old primary, or their holder "
-                            "did): given back at the head of their queue, uncharged",
-                            self.store.inherited_given_back - given_back)
-            self._after_change()
-            self._request_flush()
 
     # ------------------------------------------------------------ dispatch
 
