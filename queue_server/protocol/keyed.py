@@ -97,10 +97,11 @@ def is_solo(meta: Meta) -> bool:
 class DeadJob(LastError):
     """A job that used up its attempts (or was failed with DEAD): kept, never handed out."""
 
-    __slots__ = ("attempts", "data", "died_at", "errors", "item", "key", "priority", "queue")
+    __slots__ = ("attempts", "data", "died_at", "errors", "item", "key", "priority", "queue",
+                 "trace")
 
     def __init__(self, key: Key, queue: str, priority: int, data: bytes, item: str | None,
-                 attempts: int, errors: Errors, died_at: float) -> None:
+                 attempts: int, errors: Errors, died_at: float, trace: bytes | None = None) -> None:
         self.key = key
         self.queue = queue
         self.priority = priority
@@ -109,6 +110,7 @@ class DeadJob(LastError):
         self.attempts = attempts
         self.errors = errors  # the last attempts' errors, oldest first
         self.died_at = died_at
+        self.trace = trace  # PUT ... TRACE, kept for a RETRY
 
 
 def key_text(key: Key) -> str:

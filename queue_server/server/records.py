@@ -105,7 +105,7 @@ def keyed(verb: bytes, queue: str, keys: Sequence[Key]) -> bytes:
 
 
 def dead(job: DeadJob) -> bytes:
-    """`SYNC DEAD <q> <p> <len> KEY <k> ATTEMPTS <n> DIED <t>[ IS <item>][ ERRORS <m>]`
+    """`SYNC DEAD <q> <p> <len> KEY <k> ATTEMPTS <n> DIED <t>[ IS <item>][ ERRORS <m>][ TRACE <tp>]`
     + data + its error history as JSON (snapshots)."""
     error = encode_errors(job.errors) if job.errors else b""
     head = b"SYNC DEAD %s %d %d KEY %s ATTEMPTS %d DIED %s" % (
@@ -115,6 +115,8 @@ def dead(job: DeadJob) -> bytes:
         head += b" IS " + job.item.encode()
     if job.errors:
         head += b" ERRORS %d" % len(error)
+    if job.trace is not None:
+        head += b" TRACE " + job.trace
     return head + b"\r\n" + job.data + error
 
 

@@ -176,7 +176,7 @@ def _dead(store: Store, command: pj.SyncDead, now: float) -> bytes:
     data, errors = _split_errors(command.data, command.error_len, command.errors_len,
                                  command.attempts, command.failed_at)
     store.bury_record(command.queue, command.priority, data, command.item, command.key,
-                      command.attempts, errors, command.died_at)
+                      command.attempts, errors, command.died_at, command.trace)
     return OK
 
 

@@ -146,3 +146,28 @@ def test_opentelemetry_is_imported_only_when_used_and_never_when_absent() -> Non
         out = subprocess.run([sys.executable, "-c", _WITHOUT_OTEL, mode], cwd=repo,
                              capture_output=True, text=True, timeout=60)
         assert (out.returncode, out.stdout.strip()) == (0, "ok"), (mode, out.stderr[-2000:])
+
+
+def test_a_dead_job_keeps_its_trace_through_a_restart_and_a_retry(start_queue_server, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    data_dir = tmp_path / "dead-trace"
+    server = start_queue_server("--fsync", "always", data_dir=data_dir)
+    raw = server.connect()
+    raw.send(b"PUT q 0 1 KEY d TRACE " + TRACE + b"\r\nx")
+    assert raw.line() == b"200 OK KEY d"
+    raw.send(b"GET q KEYS\r\n")
+    job_id = raw.line().split()[3]
+    raw.exact(1)
+    raw.send(b"FAIL " + job_id + b" DEAD 4\r\nboom")
+    assert raw.line() == b"200 OK DEAD"
+    server.kill()  # the log's SYNC FAIL ... DEAD replayed
+    server = start_queue_server("--fsync", "always", data_dir=data_dir)
+    raw = server.connect()
+    assert raw.request(b"SHUTDOWN") == b"221 Shutting Down"
+    server = start_queue_server("--fsync", "always", data_dir=data_dir)  # SYNC DEAD ... TRACE
+    raw = server.connect()
+    raw.send(b"SNAPSHOT\r\n")
+    blob = raw.exact(int(raw.line().split()[2]))
+    assert re.search(rb"SYNC DEAD q 0 \d+ KEY d [^\r\n]* TRACE " + TRACE + rb"\r\n", blob), blob
+    assert raw.request(b"RETRY q d") == b"200 OK"
+    raw.send(b"GET q KEYS TRACES\r\n")
+    assert raw.line().endswith(b" KEY d ATTEMPT 1 TRACE " + TRACE)
