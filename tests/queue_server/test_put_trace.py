@@ -171,3 +171,20 @@ def test_a_dead_job_keeps_its_trace_through_a_restart_and_a_retry(start_queue_se
     assert raw.request(b"RETRY q d") == b"200 OK"
     raw.send(b"GET q KEYS TRACES\r\n")
     assert raw.line().endswith(b" KEY d ATTEMPT 1 TRACE " + TRACE)
+
+
+def test_job_and_jobs_show_the_trace(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    server = start_queue_server("--fsync", "never")
+    raw = server.connect()
+    raw.send(b"PUT q 0 1 KEY t TRACE " + TRACE + b"\r\nx")
+    assert raw.line() == b"200 OK KEY t"
+    with QueueClient(f"127.0.0.1:{server.port}") as client:
+        client.put("q", b"y", key="plain")
+        assert [(job.key, job.trace) for job in client.jobs("q", "ready")] == [
+            ("t", TRACE.decode()), ("plain", None)]
+        [running] = client.get("q", keys=True)
+        info = client.job("t")
+        assert info is not None and (info.state, info.trace) == ("running", TRACE.decode())
+        client.fail(running.id, "boom", dead=True)
+        info = client.job("t")
+        assert info is not None and (info.state, info.trace) == ("dead", TRACE.decode())
