@@ -117,9 +117,15 @@ one applies at once:
 
 - `[queues.<name>]`: priority, min_slots, max_slots (and every other queue key the planner
   reads) count from the next plan; the masters get the new slot counts with the next map.
-  The settings a master gives its slots (batch_size, retries, timeouts, memory bounds) come
-  from the master's own config file, which it re-reads on its own SIGHUP (docs/GUIDE.md,
-  Deploying new handler code).
+  The settings a master gives its slots (batch_size, retries, lock and batch timeouts,
+  memory bounds) travel to every master with its next frames, with a version, until its
+  report says it runs them: new slots are forked with them and serving slots are told in
+  place (not re-forked). From then on a managed master takes its queues' settings from the
+  manager, not from its own file (until it restarts). A reload whose queues take more than
+  512 KiB as JSON is not sent (the log says so): the masters keep their own.
+- `rate_limit`: the changed limits are sent to the pulsar at once (it holds the limiters); the
+  event says what the pulsar changed, or that it did not answer and the limits stay as they
+  were until `kill -HUP <pulsar pid>`.
 - `[schedules.<name>]`: added, changed and removed schedules take effect within a pass of the
   schedule thread (0.25 s). The old rule fires every tick up to the change; an added or
   changed schedule goes on from the change by its new rule (no tick of the time before it);
@@ -131,8 +137,7 @@ Changed but not applied until a restart (the log and the event list them as "nee
 restart"): `[manager]` (its socket, database, lock and intervals are bound at start),
 `[queue_server]`, `[master]`, `[admin]`, `[pulsar]` and the CURVE keys.
 
-Each queue's `rate_limit` belongs to the pulsar: `kill -HUP <pulsar pid>` makes it read the
-file again (a bad file changes nothing, its log says why). Limiters added start full, removed
+The pulsar reads its own file again on `kill -HUP <pulsar pid>` (a bad file changes nothing, its log says why). Limiters added start full, removed
 ones answer "no limiter NAME", and a changed one takes the new rate at once while keeping its
 pause, its counts, the turns it already gave out and a cut in force (as the same fraction of
 the new rate). The pulsar's own `[pulsar]` settings (listen, max_pause_s, message bound) need
@@ -140,9 +145,9 @@ a restart. The queue server answers SIGHUP with a log line and keeps serving (be
 ended it and the pulsar): its settings (listen address, data folder, fsync, tokens, bounds)
 are bound to its socket, files and clients at start, so each needs a restart (with a replica,
 docs/GUIDE.md's failover section restarts one server at a time without losing a job). Under `slotmap run`, a
-SIGHUP goes to the masters (a code reload) and nothing stops; its manager runs on a file
-`slotmap run` derived from yours at start, so a changed config there takes a restart of
-`slotmap run`.
+SIGHUP reads your `--config` file again (a bad one: nothing reloads, and it says why), writes
+the file its children run on (`var/log/cluster-derived.toml`: yours with the role tokens and
+replicas added), and sends SIGHUP to the pulsar, the manager and the master; nothing stops.
 """
 
 

@@ -20,12 +20,13 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, TextIO
 
+from config.errors import ConfigError
 from deploy.children import STOP_DEADLINE_S, Child, ChildSpec
 
 if TYPE_CHECKING:
@@ -43,6 +44,12 @@ STATUS_EVERY_S = 10.0
 # With replicas, a queue server that dies after this long is started again (it comes back
 # as a replica of the new primary); one that dies sooner is a crash loop: everything stops.
 RESTART_MIN_UPTIME_S = 2.0
+# The children a SIGHUP to `slotmap run` reaches, in this order, and what each then does.
+RELOADS = {
+    "pulsar": "it re-reads the queues' rate limits",
+    "manager": "it re-reads the config (queues, schedules; docs/CONFIG.md, Reloading)",
+    "master": "it reloads its handler code (docs/GUIDE.md, Deploying new handler code)",
+}
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -115,8 +122,10 @@ class Launcher:
         self.stopping = False
         self.failed: Child | None = None
         self.up = False  # every child started: from then on a queue server may fail over
-        # SIGHUP (`systemctl reload`): the masters reload their handler code; nothing stops.
+        # SIGHUP (`systemctl reload`): config and code reloaded (RELOADS); nothing stops.
         self.reload_asked = False
+        # Writes again the file the children run on from the user's (run() sets it).
+        self.rederive: Callable[[], object] | None = None
         self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
 
     def handle_signal(self, signum: int, frame: FrameType | None) -> None:
@@ -213,18 +222,28 @@ class Launcher:
             if self.check_children():
                 return
             if self.reload_asked:
-                self.reload_masters()
+                self.reload_children()
             if time.monotonic() >= status_at:
                 status_at = time.monotonic() + STATUS_EVERY_S
                 self.print_status()
 
-    def reload_masters(self) -> None:
+    def reload_children(self) -> None:
+        """SIGHUP (`systemctl reload`): each child that reloads re-reads the one config file.
+        The queue servers are not told: their settings are bound at start (docs/CONFIG.md)."""
         self.reload_asked = False
+        if self.rederive is not None:
+            try:
+                self.rederive()
+            except ConfigError as exc:
+                print(f"slotmap run: SIGHUP: the config is refused, nothing reloaded: {exc}",
+                      file=sys.stderr, flush=True)
+                return
         for child in self.children:
-            if child.spec.name == "master":
+            what = RELOADS.get(child.spec.name)
+            if what is not None and child.exit_code() is None:
                 child.process.send_signal(signal.SIGHUP)
-                print(f"slotmap run: SIGHUP to the master (pid {child.pid}): it reloads its handler "
-                      "code (docs/GUIDE.md, Deploying new handler code)", file=self.out, flush=True)
+                print(f"slotmap run: SIGHUP to the {child.spec.name} (pid {child.pid}): {what}",
+                      file=self.out, flush=True)
 
     def wait(self, timeout_s: float) -> None:
         """Sleep until a signal arrives (a child's death included) or timeout_s passes."""
@@ -307,22 +326,27 @@ def _describe_exit(code: int) -> str:
     return f"code {code}"
 
 
-def run(args: argparse.Namespace) -> int:
-    from config.errors import ConfigError
+def derive_config(config_path: Path, replicas: int) -> tuple[ClusterConfig, Path]:
+    """The file read (ConfigError when it is bad) and what the children run on: with the
+    replicas and the role tokens (kept in var/run/tokens: the same on every call) added, a
+    file written beside the logs; else the file itself."""
     from config.load import load_config
-    from config.tokens import role_token
     from deploy.replicas import with_replicas, write_config
     from deploy.role_tokens import with_role_tokens
 
-    config_path = Path(args.config) if args.config else DEFAULT_CONFIG
     config = load_config(config_path)
-    derived = config
-    if args.replicas:
-        derived = with_replicas(derived, args.replicas)
+    derived = with_replicas(config, replicas) if replicas else config
     derived = with_role_tokens(derived, RUN_DIR / "tokens")
-    if derived is not config:
-        config = derived
-        config_path = write_config(config, LOG_DIR / "cluster-derived.toml")
+    if derived is config:
+        return config, config_path
+    return derived, write_config(derived, LOG_DIR / "cluster-derived.toml")
+
+
+def run(args: argparse.Namespace) -> int:
+    from config.tokens import role_token
+
+    source = Path(args.config) if args.config else DEFAULT_CONFIG
+    config, config_path = derive_config(source, args.replicas)
     try:
         # The demo producer's and the status line's (STATS): the producer role's token.
         token = role_token(config.queue_server, "producer")
@@ -333,4 +357,7 @@ def run(args: argparse.Namespace) -> int:
         with_producer=not args.no_producer, producer_scale=args.producer_scale, queue_token=token,
         replicas=args.replicas,
     )
-    return Launcher(specs, config, out=sys.stdout, queue_token=token).run()
+    launcher = Launcher(specs, config, out=sys.stdout, queue_token=token)
+    # SIGHUP: the children re-read the file they run on, so it is derived again from yours first.
+    launcher.rederive = lambda: derive_config(source, args.replicas)[1]
+    return launcher.run()

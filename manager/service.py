@@ -33,7 +33,8 @@ from manager.planning.plan_guard import Checked, check_inputs
 from manager.planning.plan_inputs import OverrideReader, QueueStatsReader, ServerFigures
 from manager.planning.stabilise import RecentPlans
 from manager.planning.timetable import Schedule
-from manager.reloading.config_reload import ConfigReloader
+from manager.reloading.config_reload import ConfigReloader, reload_events
+from manager.reloading.pulsar_limits import limits_changed, send_limits
 from manager.reloading.reload_requests import take_reload_requests
 from manager.storage.history import History
 from manager.storage.model import HostCapacity, Plan, QueueStats
@@ -179,26 +180,17 @@ class Manager:
         """SIGHUP: the file read and validated first; a bad one changes nothing and says why."""
         assert self.reloader is not None
         reloaded = self.reloader.reload(self.config)
-        if reloaded.config is None:
-            log.error("config reload refused, nothing changed: %s", reloaded.error)
-            self.note(NewEvent(kind=EventKind.CONFIG_RELOAD_REFUSED,
-                               message=f"config reload refused, nothing changed: {reloaded.error}",
-                               detail={"error": reloaded.error}))
-            return
-        diff = reloaded.diff
-        self.config = reloaded.config
-        if self.on_reload is not None:
-            self.on_reload(reloaded.config)
-        self.request_plan(now)  # the masters get the new queue settings with the next map
-        changes = "; ".join(diff.applied) or "no queue or schedule changed"
-        restart = f"; needs a restart to apply: {', '.join(diff.restart)}" if diff.restart else ""
-        log.info("config reloaded: %s%s", changes, restart)
-        for line in diff.applied:
-            log.info("config reload: %s", line)
-        if diff.restart:
-            log.warning("config reload: changed but not applied until a restart: %s", ", ".join(diff.restart))
-        self.note(NewEvent(kind=EventKind.CONFIG_RELOADED, message=f"config reloaded: {changes}{restart}",
-                           detail={"applied": diff.applied, "needs_restart": diff.restart}))
+        sent = None
+        if reloaded.config is not None:
+            if limits_changed(self.config, reloaded.config):
+                sent = send_limits(reloaded.config)
+            self.config = reloaded.config
+            self.masters.queue_settings(reloaded.config.queues)  # with every map from now on
+            if self.on_reload is not None:
+                self.on_reload(reloaded.config)
+            self.request_plan(now)
+        for event in reload_events(reloaded, sent):
+            self.note(event)
 
     def wait_s(self, now: float) -> float:
         due = min(

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from config.bounded import MAX_SLOTS, Pid, QueueName, SlotNumber
+from config.bounded import MAX_QUEUES, MAX_SLOTS, Name, Pid, QueueName, SlotNumber
 from config.frames import Frame
+from config.models import QueueConfig
 from master.report import HostReport
 
 # The master's reconnect backoff, in heartbeat intervals: the manager uses the maximum to
@@ -42,5 +43,13 @@ class ManagerFrame(_Frame):
     has rebuilt its view of the host from the host's reports.
     """
 
+    # Sent only when set: a master of the release before reads the rest.
+    LATER_FIELDS = frozenset({"queues", "queues_version"})
+
     manager_pid: Pid
     slots: dict[SlotNumber, QueueName] | None = Field(default=None, max_length=MAX_SLOTS)
+    # After a config reload on the manager: every queue's settings as the manager has them, and
+    # their version, until the host's report says it runs that version (the master then gives
+    # them to its slots, as a SIGHUP of an unmanaged master does). None: keep the master's own.
+    queues: dict[QueueName, QueueConfig] | None = Field(default=None, max_length=MAX_QUEUES)
+    queues_version: Name = ""

@@ -29,6 +29,7 @@ from master.manager_frames import (
     MasterFrame,
 )
 from master.reconciler import SlotAssignment
+from master.reloading import apply_queues
 from master.report import HostReport
 
 log = logging.getLogger(__name__)
@@ -235,6 +236,8 @@ class ManagedMaster(Master):
             max_message_bytes=config.manager.max_message_bytes,
         )
         self.manager_slots: dict[int, str] | None = None
+        # The version of the manager's queue settings in force ("": this host's own file's).
+        self.queues_version = ""
         self._slots_told: tuple[tuple[str, str], ...] = ()
 
     def tick(self, now: float) -> None:
@@ -246,6 +249,11 @@ class ManagedMaster(Master):
             self._slots_told = slots_now
             self.manager_link.heartbeats.report_soon(now)
         for frame in self.manager_link.poll(now, lambda: self.report(now)):
+            if frame.queues is not None and frame.queues_version != self.queues_version:
+                told = apply_queues(self, frame.queues, now)
+                self.queues_version = frame.queues_version
+                log.info("queue settings from the manager's config reload (version %s): %d serving "
+                         "slots told in place", frame.queues_version, told)
             if frame.slots is not None and frame.slots != self.manager_slots:
                 log.info("slot map from the manager: %s", _describe(frame.slots))
                 self.manager_slots = dict(frame.slots)
@@ -256,6 +264,10 @@ class ManagedMaster(Master):
 
     def outside_socket(self) -> zmq.Socket[bytes] | None:
         return self.manager_link.socket
+
+    def report(self, now: float) -> HostReport:
+        report = super().report(now)
+        return report.model_copy(update={"queues_version": self.queues_version}) if self.queues_version else report
 
     @property
     def managed(self) -> bool:

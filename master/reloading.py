@@ -20,7 +20,7 @@ from typing import Protocol
 
 from config.errors import ConfigError
 from config.load import load_config
-from config.models import ClusterConfig, MasterConfig
+from config.models import ClusterConfig, MasterConfig, QueueConfig
 from master.code_reload import Code, ImportRefused, Undo, describe, reimport
 from master.generations import ReloadPhase, Trial, rolled, to_retire
 from master.lifecycle import SERVING, Slot, SlotEvent, StopRequested
@@ -244,16 +244,26 @@ def reload_config(master: Master, *, managed: bool) -> list[str]:
     if managed:
         log.info("SIGHUP: the slot map comes from the manager; the config's static map is not applied")
         return list(config.master.handler_modules)
-    master.config.queues = config.queues
     master.config.master.static_slots = config.master.static_slots
-    master.reconciler.priorities = {name: q.priority for name, q in config.queues.items()}
+    apply_queues(master, config.queues, time.monotonic())
     master.apply_slot_map(config.master.static_slots)
-    now = time.monotonic()
+    log.info("SIGHUP: config reloaded; static map %s", dict(config.master.static_slots))
+    return list(config.master.handler_modules)
+
+
+def apply_queues(master: Master, queues: Mapping[str, QueueConfig], now: float) -> int:
+    """New queue settings (an unmanaged master's SIGHUP, a managed one's from the manager's
+    reload): slots forked from now on get them, and a serving slot whose batch size, retries,
+    timeouts or limits change is told in place (a retarget to its own queue), not re-forked.
+    How many slots were told."""
+    master.config.queues = dict(queues)
+    master.reconciler.priorities = {name: q.priority for name, q in queues.items()}
+    told = 0
     for slot in master.slots.values():
         queue = slot.assignment.queue
         if slot.state in SERVING and queue in master.loaded.handlers:
             fresh = master.assignment_for(queue)
             if fresh != slot.assignment:
                 master.retarget(slot, fresh, now)
-    log.info("SIGHUP: config reloaded; static map %s", dict(config.master.static_slots))
-    return list(config.master.handler_modules)
+                told += 1
+    return told

@@ -78,7 +78,7 @@ class HostReport(_Model):
     # Sent only when not empty: a manager of the release before reads the rest.
     LATER_FIELDS = frozenset({"crashes", "crash_counts", "load_limit", "code_version",
                               "code_generation", "code_reloading", "code_reload_failure",
-                              "code_reloads_answered"})
+                              "code_reloads_answered", "queues_version"})
 
     host: HostName
     master_pid: Pid
@@ -117,6 +117,8 @@ class HostReport(_Model):
     code_reload_failure: Text | None = None
     # Reloads asked and finished (rolled, refused or code unchanged): `slotmap reload` waits for it.
     code_reloads_answered: Count = 0
+    # The version of the queue settings the manager sent that this host runs ("": its own file's).
+    queues_version: Name = ""
 
     def load_cap(self) -> str | None:
         """The notice while the load bound, not memory or max_slots, sets the capacity (the

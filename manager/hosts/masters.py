@@ -6,11 +6,14 @@ to the caller as its event, which the caller records and answers with a plan.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from config.models import QueueConfig
 from manager.events.code_versions import CodeVersions
 from manager.events.crash_events import CrashEvents
 from manager.hosts.heartbeat import ADOPT, GONE, MasterState, PeerChange, Peers
@@ -22,7 +25,7 @@ from manager.storage.model import SlotMap
 from manager.storage.stats import WorkWindow
 from manager.storage.store import NewEvent
 from master.lifecycle import SERVING
-from master.manager_frames import ManagerFrame
+from master.manager_frames import DEFAULT_MAX_MESSAGE_BYTES, ManagerFrame
 from master.report import HostReport
 
 log = logging.getLogger(__name__)
@@ -31,6 +34,8 @@ log = logging.getLogger(__name__)
 FORGET_LOST_AFTER_S = 3600.0
 # [manager] max_hosts' default, for callers without a config.
 DEFAULT_MAX_HOSTS = 1024
+# Half the default frame bound: the slot map and the frame's own fields have the rest.
+MAX_QUEUES_PAYLOAD_BYTES = DEFAULT_MAX_MESSAGE_BYTES // 2
 
 
 @dataclass(slots=True)
@@ -79,6 +84,23 @@ class Masters:
         self.load_caps = LoadCaps()
         # Code reloads done and refused (a rolling deploy), the same way.
         self.code_versions = CodeVersions()
+        # After a config reload: the queues' settings, sent to each master until its report
+        # says it runs their version (None: the masters keep their own files').
+        self.queues: dict[str, QueueConfig] | None = None
+        self.queues_version = ""
+
+    def queue_settings(self, queues: Mapping[str, QueueConfig]) -> None:
+        """A config reload's queues, for the masters with the next frames: their slots get the
+        new batch sizes, retries, timeouts and limits (master/reloading.py apply_queues)."""
+        payload = json.dumps({name: q.model_dump(mode="json") for name, q in sorted(queues.items())},
+                             sort_keys=True).encode()
+        if len(payload) > MAX_QUEUES_PAYLOAD_BYTES:
+            log.error("the reloaded queue settings take %d bytes, over the %d a master frame may carry: "
+                      "the masters keep their own (SIGHUP each master after changing its file)",
+                      len(payload), MAX_QUEUES_PAYLOAD_BYTES)
+            return
+        self.queues = dict(queues)
+        self.queues_version = hashlib.sha256(payload).hexdigest()[:16]
 
     # Reports in
 
@@ -217,7 +239,11 @@ class Masters:
         peer = self.peers.get(host)
         if peer is None:
             return False
-        return self.socket.send(peer.routing_id, ManagerFrame(manager_pid=self.manager_pid, slots=slots))
+        report = self.view.reports.get(host)
+        behind = self.queues is not None and (report is None or report.queues_version != self.queues_version)
+        return self.socket.send(peer.routing_id, ManagerFrame(
+            manager_pid=self.manager_pid, slots=slots, queues=self.queues if behind else None,
+            queues_version=self.queues_version if behind else ""))
 
     # What the planner and the history read
 

@@ -10,7 +10,8 @@ Only `[queues.*]` and `[schedules.*]` take effect at a reload. Every other secti
 manager's listen address, database, intervals; the queue server's; the master's; the admin's;
 the pulsar's) is bound at start (sockets, the database lock, the threads' timings), so a
 change there is logged as "needs a restart" and not applied: half of an address change is worse
-than none. The pulsar reads the rate limits at its own start (docs/CONFIG.md "Reloading").
+than none. Changed rate limits are sent to the pulsar, which holds the limiters
+(manager/reloading/pulsar_limits.py).
 The signal handler only sets a flag: the reload runs in the manager's loop, never inside a
 signal frame.
 """
@@ -27,6 +28,8 @@ from pydantic import BaseModel
 from config.errors import ConfigError
 from config.load import load_config
 from config.models import ClusterConfig
+from manager.reloading.pulsar_limits import LimitsSent
+from manager.storage.store import EventKind, NewEvent
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +54,7 @@ def config_diff(old: ClusterConfig, new: ClusterConfig) -> ConfigDiff:
     applied = _tables_diff("queues", old.queues, new.queues) + _tables_diff("schedules", old.schedules, new.schedules)
     restart = [name for name in type(old).model_fields
                if name not in RELOADED_SECTIONS and getattr(old, name) != getattr(new, name)]
-    if any(_limit(old, q) != _limit(new, q) for q in set(old.queues) | set(new.queues)):
-        restart.append("queues.*.rate_limit (the pulsar's limiters: send SIGHUP to `slotmap pulsar`)")
     return ConfigDiff(applied=_cut(applied), restart=restart)
-
-
-def _limit(config: ClusterConfig, queue: str) -> object:
-    found = config.queues.get(queue)
-    return None if found is None else found.rate_limit
 
 
 def _tables_diff(section: str, old: Mapping[str, BaseModel], new: Mapping[str, BaseModel]) -> list[str]:
@@ -115,3 +111,32 @@ class ConfigReloader:
             return Reloaded(None, ConfigDiff(), str(exc))
         diff = config_diff(current, read)
         return Reloaded(with_reloaded(current, read), diff)
+
+
+def reload_events(reloaded: Reloaded, sent: LimitsSent | None) -> list[NewEvent]:
+    """Log what a reload did and return its event: refused (nothing changed), or applied with
+    its difference, what waits for a restart, and what the pulsar said of the rate limits."""
+    if reloaded.config is None:
+        log.error("config reload refused, nothing changed: %s", reloaded.error)
+        return [NewEvent(kind=EventKind.CONFIG_RELOAD_REFUSED,
+                         message=f"config reload refused, nothing changed: {reloaded.error}",
+                         detail={"error": reloaded.error})]
+    diff = reloaded.diff
+    changes = "; ".join(diff.applied) or "no queue or schedule changed"
+    restart = f"; needs a restart to apply: {', '.join(diff.restart)}" if diff.restart else ""
+    limits = ""
+    if sent is not None and sent.error is not None:
+        limits = f"; rate limits NOT applied: {sent.error}"
+        log.error("config reload: the pulsar did not take the new rate limits: %s", sent.error)
+    elif sent is not None:
+        limits = f"; the pulsar took the rate limits ({'; '.join(sent.changes) or 'none changed'})"
+    log.info("config reloaded: %s%s%s", changes, restart, limits)
+    for line in diff.applied:
+        log.info("config reload: %s", line)
+    if diff.restart:
+        log.warning("config reload: changed but not applied until a restart: %s", ", ".join(diff.restart))
+    detail: dict[str, object] = {"applied": diff.applied, "needs_restart": diff.restart}
+    if sent is not None:
+        detail["pulsar"] = {"changes": sent.changes, "error": sent.error}
+    return [NewEvent(kind=EventKind.CONFIG_RELOADED, message=f"config reloaded: {changes}{restart}{limits}",
+                     detail=detail)]

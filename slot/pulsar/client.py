@@ -13,13 +13,14 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import zmq
 
 from config.curve import ClientCurve
+from config.models import RateLimitConfig
 from slot.pulsar.errors import PermitError, PermitFrameError, PermitTimeout
 from slot.pulsar.protocol import (
     MAX_PERMITS_PER_REQUEST,
@@ -29,6 +30,7 @@ from slot.pulsar.protocol import (
     Feedback,
     GrantReply,
     LimiterView,
+    LimitsRequest,
     Reply,
     ReportRequest,
     Request,
@@ -155,6 +157,15 @@ class PermitClient:
         if reply is None:
             raise PermitError(f"no reply from the pulsar at {self.endpoint}")
         _expect(reply, AckReply, request)
+
+    def set_limits(self, limits: Mapping[str, RateLimitConfig]) -> list[str]:
+        """Every limiter as `limits` has it (the manager's config reload); what changed, a line
+        each. PermitError when the pulsar does not answer."""
+        request = LimitsRequest(id=next(self._ids), limits=dict(limits))
+        reply = self._ask(request, self.clock() + self.reply_timeout_s)
+        if reply is None:
+            raise PermitError(f"no reply from the pulsar at {self.endpoint}")
+        return _expect(reply, AckReply, request).changes
 
     def states(self) -> dict[str, LimiterView]:
         """Every limiter's state; PermitError when the pulsar does not answer."""

@@ -14,7 +14,9 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
+from config.bounded import MAX_QUEUES
 from config.frames import Frame
+from config.models import RateLimitConfig
 from slot.pulsar.errors import PermitFrameError
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:7510"
@@ -105,6 +107,15 @@ class ResumeRequest(_Frame):
     limiter: str = Field(pattern=LIMITER_NAME)
 
 
+class LimitsRequest(_Frame):
+    """The manager's config reload: every limiter as the reloaded file has it (queue name ->
+    its rate_limit); limiters not named are removed. Answered with the changes, a line each."""
+
+    op: Literal["limits"] = "limits"
+    id: int = Field(ge=0)
+    limits: dict[Annotated[str, Field(pattern=LIMITER_NAME)], RateLimitConfig] = Field(max_length=MAX_QUEUES)
+
+
 class StateRequest(_Frame):
     op: Literal["state"] = "state"
     id: int = Field(ge=0)
@@ -124,6 +135,9 @@ class GrantReply(_Frame):
 class AckReply(_Frame):
     op: Literal["ack"] = "ack"
     id: int = Field(ge=0)
+    # A LimitsRequest's: what changed, a line per limiter.
+    changes: list[str] = Field(default_factory=list, max_length=MAX_QUEUES)
+    LATER_FIELDS = frozenset({"changes"})
 
 
 class LimiterView(_Frame):
@@ -158,7 +172,8 @@ class ErrorReply(_Frame):
     message: str
 
 
-Request = Annotated[AcquireRequest | ReportRequest | ResumeRequest | StateRequest, Field(discriminator="op")]
+Request = Annotated[AcquireRequest | ReportRequest | ResumeRequest | StateRequest | LimitsRequest,
+                    Field(discriminator="op")]
 Reply = Annotated[GrantReply | AckReply | StateReply | ErrorReply, Field(discriminator="op")]
 _REQUEST: TypeAdapter[Request] = TypeAdapter(Request)
 _REPLY: TypeAdapter[Reply] = TypeAdapter(Reply)

@@ -25,6 +25,7 @@ from slot.pulsar.protocol import (
     ErrorReply,
     GrantReply,
     LimiterView,
+    LimitsRequest,
     Reply,
     Request,
     ResumeRequest,
@@ -64,6 +65,8 @@ def answer(
         return StateReply(
             id=request.id, limiters={name: lim.state(now) for name, lim in limiters.items()},
         )
+    if isinstance(request, LimitsRequest):
+        return ErrorReply(id=request.id, message="limits are set by the service (PulsarService), not answer()")
     limiter = limiters.get(request.limiter)
     if limiter is None:
         known = ", ".join(sorted(limiters)) or "none"
@@ -171,6 +174,10 @@ class PulsarService:
         # A bug on one request must neither end the pulsar (every rate-limited queue waits on
         # it) nor leave its client waiting out its timeout.
         with self.failing:
+            if isinstance(request, LimitsRequest):
+                changes = self.apply_limits(request.limits)
+                log.info("limits from the manager's config reload: %s", "; ".join(changes) or "no rate_limit changed")
+                return AckReply(id=request.id, changes=changes)
             reply = answer(self.limiters, request, self.clock(), max_pause_s=self.max_pause_s, client=client)
             return reply
         return ErrorReply(id=request.id, message="the pulsar failed to answer this request (its log says why)")

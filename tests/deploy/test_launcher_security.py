@@ -120,13 +120,21 @@ def test_the_queue_token_is_in_the_producers_environment_not_its_command_line(
     assert "stats unavailable" not in manager_log.read_text(), manager_log.read_text()
 
     # With the cluster up (issue 27): SIGHUP to `slotmap run` (`systemctl reload`) reloads the
-    # master's code and stops nothing (it ended the launcher, and the cluster with it), and
+    # master's code, the manager's config and the pulsar's limits, and stops nothing (it ended the launcher, and the cluster with it), and
     # `slotmap reload` finds the master through the launcher's report file.
+    # The file is edited first: the children run on the file `slotmap run` derives from it,
+    # derived again at the SIGHUP.
+    config.write_text(config.read_text().replace("max_slots = 2", "max_slots = 3"))
     run[0].send_signal(signal.SIGHUP)
     master_log = tmp_path / "var" / "log" / "master.log"
     poll_until(lambda: "handler code unchanged" in master_log.read_text(), timeout_s=30.0,
                what=lambda: f"the master's reload\n{log()}\n{master_log.read_text()}")
     assert "SIGHUP to the master" in log() and run[0].poll() is None
+    # The manager and the pulsar read the config again too (a config change needed a restart).
+    for name, reloaded in (("manager", "queues.demo_noop.max_slots: 2 -> 3"), ("pulsar", "limits reloaded")):
+        child_log = tmp_path / "var" / "log" / f"{name}.log"
+        poll_until(lambda: reloaded in child_log.read_text(), timeout_s=30.0,  # noqa: B023
+                   what=lambda: f"the {name}'s reload\n{log()}\n{child_log.read_text()}")  # noqa: B023
     answer = subprocess.run([*slotmap_command(), "reload", "--timeout-s", "30"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=60)
     assert answer.returncode == 0 and "handler code unchanged" in answer.stdout, answer

@@ -136,3 +136,33 @@ def test_sighup_new_slot_counts_reach_the_master_with_the_next_map(cluster: Clus
     with QueueClient(server.address) as client:
         client.put("demo_noop", "{}")
         assert server.process.poll() is None and "demo_noop" in client.stats("demo_noop")
+
+
+def test_sighup_new_queue_settings_reach_the_masters_slots(cluster: Cluster) -> None:
+    """Batch size, retries and limits are the slots' settings: a managed master takes them from
+    the manager's reload (its own file is not read again), and tells its serving slots in place."""
+    manager = cluster.start_manager("manager")
+    master = cluster.start_master("h1")
+    wait_running(master, cluster, {"demo_noop": 1}, timeout_s=DEADLINE_S)
+    report = master.report()
+    assert report is not None and report.queues_version == ""
+    before = report.queue_settings["demo_noop"].batch_size
+    cluster.queues["demo_noop"] = {"min_slots": 1, "max_slots": 1, "batch_size": before + 7,
+                                   "max_attempts": 9}
+    cluster.config("manager")  # the manager's file only: the master's own is unchanged
+    reload(cluster, manager, EventKind.CONFIG_RELOADED)
+
+    def in_force() -> str | None:
+        found = master.report()
+        settings = found.queue_settings.get("demo_noop") if found else None
+        return found.queues_version if found and settings and settings.batch_size == before + 7 else None
+
+    version = poll_until(in_force, timeout_s=DEADLINE_S, what=lambda: f"the new batch size\n{cluster.logs()}")
+    assert f"queue settings from the manager's config reload (version {version}): 1 serving slots told" \
+        in master.log_text()
+    # The same slot serves on (told in place, not re-forked), and jobs still get done.
+    assert master.log_text().count("forked slot") == 1, master.log_text()
+    with QueueClient(cluster.queue_server.address) as client:
+        client.put_many("demo_noop", [b"{}"] * 20)
+        poll_until(lambda: client.stats("demo_noop")["demo_noop"].done >= 20, timeout_s=DEADLINE_S,
+                   what=lambda: f"20 jobs done\n{cluster.logs()}")
