@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from types import ModuleType
 from typing import Any
 
@@ -71,16 +71,24 @@ def _parent(traceparent: str | None) -> Any:
     return trace.set_span_in_context(trace.NonRecordingSpan(parent))
 
 
-@contextmanager
+_NO_SPAN = nullcontext()  # reusable: enters to None, holds nothing
+
+
 def job_span(queue: str, key: str | None, attempt: int | None,
-             traceparent: str | None) -> Iterator[Any]:
+             traceparent: str | None) -> AbstractContextManager[Any]:
     """Run a job inside the span `slotmap.job <queue>` (a CONSUMER span continuing the
     producer's trace; attributes queue, key, attempt); an exception escaping it is
-    recorded on the span and goes on. Without OpenTelemetry: nothing."""
-    trace = _otel()
-    if trace is None:
-        yield None
-        return
+    recorded on the span and goes on. Without OpenTelemetry: a shared no-op context."""
+    if _absent or _otel() is None:
+        return _NO_SPAN
+    return _job_span(queue, key, attempt, traceparent)
+
+
+@contextmanager
+def _job_span(queue: str, key: str | None, attempt: int | None,
+              traceparent: str | None) -> Iterator[Any]:
+    trace = _api
+    assert trace is not None
     attributes: dict[str, Any] = {"slotmap.queue": queue}
     if key is not None:
         attributes["slotmap.key"] = key
