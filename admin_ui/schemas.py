@@ -298,6 +298,7 @@ class JobView(_View):
     died_at: float | None
     lease_id: int | None = Field(description="running jobs: the sockPQd job id of this hand-out")
     expires_at: float | None = Field(default=None, description="a job put with a TTL and not taken yet: when it is deleted")
+    trace: str | None = Field(default=None, description="the W3C traceparent its producer put it with (docs/GUIDE.md \"Tracing\")")
     item: str | None
     data_len: int
     data: str = Field(description="UTF-8 text, invalid bytes replaced; lists cut it at 1 KiB")

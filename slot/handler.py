@@ -6,6 +6,7 @@ import logging
 import re
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import StrEnum, auto
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
@@ -53,6 +54,8 @@ class QueueJob(Protocol):
     def key(self) -> str | None: ...
     @property
     def attempt(self) -> int | None: ...
+    @property
+    def trace(self) -> str | None: ...
 
 
 @dataclass(slots=True, eq=False)
@@ -78,11 +81,22 @@ class SlotJob:
     # Failed with batch-mates by one exception (or crash): handed out alone next time, so a
     # poison job cannot keep failing its neighbours.
     solo: bool = False
+    # The W3C traceparent its producer put it with (None: untraced, or no OpenTelemetry here).
+    trace: str | None = None
     _resolved: bool = field(default=False, repr=False)
 
     @classmethod
     def from_job(cls, job: QueueJob) -> SlotJob:
-        return cls(job.queue, job.id, job.priority, job.data, job.item, job.key, job.attempt)
+        return cls(job.queue, job.id, job.priority, job.data, job.item, job.key, job.attempt,
+                   trace=job.trace)
+
+    def span(self) -> AbstractContextManager[Any]:
+        """The span `slotmap.job <queue>` continuing the producer's trace (handle() runs each
+        handle_job() in it; a handler with its own handle() opens it per job); follow-up
+        jobs put inside it carry it on. Nothing without OpenTelemetry."""
+        from queue_server.client import tracing  # not loaded by the pulsar (as slot.producer)
+
+        return tracing.job_span(self.queue, self.key, self.attempt, self.trace)
 
     @property
     def resolved(self) -> bool:
@@ -231,7 +245,8 @@ class Handler:
             if running is not None:
                 running[0] = job.id  # one store into the page shared with the master
             try:
-                self.handle_job(job)
+                with job.span():
+                    self.handle_job(job)
             except Exception as exc:  # one job's failure, recorded with the job
                 if job.resolved:
                     log.warning("%s.handle_job raised after resolving job %s (%s); its outcome "

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from queue_server.client import QueueClient
+from queue_server.client import QueueClient, tracing
 from queue_server.protocol.client_errors import (
     ConnectionLost,
     OfflineError,
@@ -45,6 +45,9 @@ class ClientSource:
         self.waker = waker
         # Off after a queue server refused KEYS (one older than issue 9, during an upgrade).
         self.keys = True
+        # GET ... KEYS TRACES when OpenTelemetry is installed (the job's span continues its
+        # producer's trace); off after a queue server older than traces refused it.
+        self.traces = tracing.enabled()
         # The batch being acknowledged: id -> its job (key, attempt), its lock time, and
         # the deadline its outcome requests follow the primary until (set at the first).
         self._batch: dict[int, Job] = {}
@@ -63,6 +66,7 @@ class ClientSource:
             return None
         try:
             jobs = self.client.get(queue, count=count, expire_s=lock_s, block=True, keys=self.keys,
+                                   traces=self.keys and self.traces,
                                    wake_fd=self.waker.fd, until=time.monotonic() + FETCH_FOLLOW_S)
         except WaitWoken:
             self.waker.drain()
@@ -70,6 +74,11 @@ class ClientSource:
         except (ConnectionLost, OfflineError, OSError) as exc:
             raise SourceUnavailable(str(exc)) from exc
         except QueueServerError as exc:
+            if self.keys and self.traces and exc.code == BAD_REQUEST:
+                self.traces = False
+                log.warning("the queue server refused GETB ... KEYS TRACES (%s): an older "
+                            "server; jobs run in spans of their own, not their producer's", exc)
+                raise SourceUnavailable(f"server refused TRACES: {exc}") from exc
             if self.keys and exc.code == BAD_REQUEST:
                 self.keys = False
                 log.warning("the queue server refused GETB ... KEYS (%s): an older server; jobs "

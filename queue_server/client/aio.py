@@ -175,6 +175,7 @@ class AsyncQueueClient(ClientCore[_Connection]):
         then: Then | None = None,
         block: Block = False,
         keys: bool = False,
+        traces: bool = False,
         until: float | None = None,
     ) -> list[Job]:
         """GET (GETB with block=True, GETBE with "until_empty"); [] on `404 Queue Empty`.
@@ -182,7 +183,8 @@ class AsyncQueueClient(ClientCore[_Connection]):
         A blocking get waits as long as it takes (no timeout_s); cancel the task to stop.
         """
         return await self._run(ops.get(self, queues, count=count, expire_s=expire_s, then=then,
-                                       block=block, keys=keys, until=until))
+                                       block=block, keys=keys, traces=traces,
+                                       until=until))
 
     # The API of queue_server/client/operations.py, each operation a coroutine (get above:
     # no wake_fd, a task is cancelled instead).

@@ -24,6 +24,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Final, Generic, TypeVar
 
+from queue_server.client.tracing import INSTALLED as TRACING
+from queue_server.client.tracing import current_traceparent
 from queue_server.protocol import requests as req
 from queue_server.protocol.client_errors import ReplyTimeout
 from queue_server.protocol.job_info import JobInfo, error_summary
@@ -60,6 +62,7 @@ def call_request(
         queue, data, priority_=priority, new_item=True,
         wait_queue=output_queue if output_queue is not None else reply_queue(queue),
         expire_s=expire_s, then=then, keyed=True,
+        trace=current_traceparent() if TRACING else None,  # the caller's span, if any
     )
 
 

@@ -89,10 +89,12 @@ class PutMany:
 
     __slots__ = ("_counts", "_first_error", "_requests", "acknowledged", "total")
 
-    def __init__(self, queue: str, datas: Iterable[bytes | str], *, priority: int) -> None:
+    def __init__(self, queue: str, datas: Iterable[bytes | str], *, priority: int,
+                 trace: bytes | None = None) -> None:
         items = list(datas)
         chunks = [items[i : i + PUT_MANY_CHUNK] for i in range(0, len(items), PUT_MANY_CHUNK)]
-        self._requests = [req.put_many_request(queue, chunk, priority_=priority) for chunk in chunks]
+        self._requests = [req.put_many_request(queue, chunk, priority_=priority, trace=trace)
+                          for chunk in chunks]
         self._counts = [len(chunk) for chunk in chunks]
         self._first_error: QueueServerError | None = None
         self.total = len(items)

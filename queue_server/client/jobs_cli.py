@@ -186,6 +186,8 @@ def job_text(info: JobInfo) -> str:
     for label, at in (("failed at", info.failed_at), ("next run", info.next_run_at), ("died at", info.died_at)):
         if at is not None:
             fields.append((label, _time(at) + " UTC"))
+    if info.trace is not None:
+        fields.append(("trace", info.trace))
     fields.append(("data bytes", str(info.data_len)))
     text = "".join(f"{label}: {value}\n" for label, value in fields)
     if info.errors:

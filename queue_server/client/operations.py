@@ -17,6 +17,8 @@ from queue_server.client import calls
 from queue_server.client.core import CLIENT_TIMEOUT, ClientCore, PutMany
 from queue_server.client.effects import Op, Read, Request, Send, Sleep
 from queue_server.client.follow import follow_pause
+from queue_server.client.tracing import INSTALLED as TRACING
+from queue_server.client.tracing import current_traceparent
 from queue_server.protocol import job_requests as jreq
 from queue_server.protocol import requests as req
 from queue_server.protocol.client_errors import BadReply, QueueServerError
@@ -105,7 +107,8 @@ def put_job(
     lost connection until then (a slot's reply: without a key, a PUT whose connection was
     lost after it was sent may then be stored twice)."""
     request = req.put_request(queue, data, priority_=priority, item=item, new_item=new_item,
-                              delay_s=delay_s, keyed=True, key_=key, ttl_s=ttl_s)
+                              delay_s=delay_s, keyed=True, key_=key, ttl_s=ttl_s,
+                              trace=current_traceparent() if TRACING else None)  # the producer's span
     # The producer's own key makes the PUT idempotent: retried after a lost connection.
     return client._request(request, parse_put_keyed, idempotent=key is not None, until=until)
 
@@ -116,7 +119,8 @@ def put_many(client: Client, queue: str, datas: Iterable[bytes | str], *, priori
     All replies are read even when some are errors; the first error is then raised
     (the PUTs acknowledged before and after it are stored).
     """
-    batch = PutMany(queue, datas, priority=priority)
+    batch = PutMany(queue, datas, priority=priority,
+                    trace=current_traceparent() if TRACING else None)
     if not batch.total:
         return 0
     conn = yield from client._ready()
@@ -141,6 +145,7 @@ def get(
     then: Then | None = None,
     block: Block = False,
     keys: bool = False,
+    traces: bool = False,
     wake_fd: int | None = None,
     until: float | None = None,
 ) -> Op[list[Job]]:
@@ -152,7 +157,7 @@ def get(
     anew until then (a slot's fetch through a failover).
     """
     request = req.get_request(queues, count=count, expire_s=expire_s, then=then, block=block,
-                              keys=keys)
+                              keys=keys, traces=traces)
     timeout_s = None if block else CLIENT_TIMEOUT
     return client._request(request, parse_get, timeout_s, wake_fd=wake_fd, until=until)
 

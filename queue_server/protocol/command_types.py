@@ -28,6 +28,7 @@ class Get:
     then_done: bool | None
     count: int | None
     keys: bool = False  # KEYS: job headers carry KEY and ATTEMPT; the lease is managed
+    traces: bool = False  # TRACES (with KEYS): a traced job's header adds TRACE <traceparent>
 
 
 @dataclass(slots=True)
@@ -43,6 +44,7 @@ class Put:
     key: Key | None = None  # KEY <key>: the producer's key (unique job)
     keyed: bool = False  # KEY <key> or KEY *: the reply names the key
     ttl_s: float | None = None  # TTL <sec>: deleted if not handed out that long after ready
+    trace: bytes | None = None  # TRACE <traceparent>: the producer's W3C trace context
     data: bytes = b""
 
 

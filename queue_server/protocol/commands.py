@@ -60,6 +60,8 @@ __all__ = [
 MAX_LINE_BYTES = 65536
 _KEYWORDS = frozenset((b"EXPIRE", b"THEN", b"COUNT", b"KEYS"))
 KEYS_FLAG = b"KEYS"
+# Not a first-argument keyword: a plain `GET TRACES` is still the queue named TRACES.
+TRACES_FLAG = b"TRACES"
 
 
 # ---------------------------------------------------------------- commands
@@ -75,6 +77,13 @@ def _parse_get(mode: GetMode, args: list[bytes]) -> Get:
         if args.count(KEYS_FLAG) > 1:
             raise bad_request("KEYS given twice")
         args = [arg for arg in args if arg != KEYS_FLAG]
+    traces = TRACES_FLAG in args
+    if traces:
+        if args.count(TRACES_FLAG) > 1:
+            raise bad_request("TRACES given twice")
+        if not keys:
+            raise bad_request("TRACES needs KEYS")
+        args = [arg for arg in args if arg != TRACES_FLAG]
     values = keyword_values(args, _KEYWORDS)
     expire_s = parse_seconds(values[b"EXPIRE"], "EXPIRE") if b"EXPIRE" in values else None
     then_done = None
@@ -83,10 +92,11 @@ def _parse_get(mode: GetMode, args: list[bytes]) -> Get:
             raise bad_request("THEN without EXPIRE")
         then_done = parse_then(values[b"THEN"])
     count = parse_count(values[b"COUNT"]) if b"COUNT" in values else None
-    return Get(mode, queues, expire_s, then_done, count, keys)
+    return Get(mode, queues, expire_s, then_done, count, keys, traces)
 
 
-_PUT_KEYWORDS = frozenset((b"IS", b"NEW", b"WAIT", b"EXPIRE", b"THEN", b"DELAY", b"KEY", b"TTL"))
+_PUT_KEYWORDS = frozenset((b"IS", b"NEW", b"WAIT", b"EXPIRE", b"THEN", b"DELAY", b"KEY", b"TTL",
+                           b"TRACE"))
 
 
 def _parse_put_options(args: list[bytes]) -> Put:
@@ -101,6 +111,7 @@ def _parse_put_options(args: list[bytes]) -> Put:
     delay_s: float | None = None
     ttl_s: float | None = None
     job_key: Key | None = None
+    trace: bytes | None = None
     seen: set[bytes] = set()
     index = 3
     while index < len(args):
@@ -133,6 +144,8 @@ def _parse_put_options(args: list[bytes]) -> Put:
                 job_key = pj.parse_job_key(value)
         elif key == b"TTL":
             ttl_s = parse_seconds(value, "TTL")
+        elif key == b"TRACE":
+            trace = pj.parse_trace(value)
         else:
             delay_s = parse_seconds(value, "DELAY")
     if item is not None and new_item:
@@ -144,7 +157,7 @@ def _parse_put_options(args: list[bytes]) -> Put:
     if then_done is not None and expire_s is None:
         raise bad_request("THEN without EXPIRE")
     return Put(queue, priority, item, new_item, wait_queue, expire_s, then_done, delay_s, job_key,
-               b"KEY" in seen, ttl_s)
+               b"KEY" in seen, ttl_s, trace)
 
 
 def _parse_put(args: list[bytes]) -> Parsed:

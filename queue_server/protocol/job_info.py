@@ -48,6 +48,7 @@ class JobInfo(BaseModel):
     data_len: int
     data: str  # UTF-8, invalid bytes replaced; JOBS cuts it at 1 KiB
     data_truncated: bool = False
+    trace: str | None = None  # the W3C traceparent it was put with (PUT ... TRACE)
     # The errors of its last failed attempts, oldest first: only when asked (JOB ... ERRORS).
     errors: list[JobError] | None = None
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from queue_server.protocol.errors import ProtocolError, bad_request
 from queue_server.protocol.fields import parse_name
-from queue_server.protocol.keyed import KEY_RE, Key, parse_key
+from queue_server.protocol.keyed import KEY_RE, TRACEPARENT_RE, Key, parse_key
 from queue_server.protocol.numbers import (
     parse_bounded,
     parse_id,
@@ -29,6 +29,14 @@ def parse_job_key(raw: bytes) -> Key:
     if KEY_RE.fullmatch(raw) is None:
         raise bad_request("bad job key")
     return parse_key(raw)
+
+
+def parse_trace(raw: bytes) -> bytes:
+    """PUT ... TRACE / SYNC PUT ... TRACE: a W3C traceparent, kept byte for byte."""
+    if TRACEPARENT_RE.fullmatch(raw) is None:
+        raise bad_request("TRACE must be a W3C traceparent 00-<32 hex>-<16 hex>-<2 hex> "
+                          "(lower case, ids not all zeros)")
+    return raw
 
 
 def parse_job_keys(raws: list[bytes]) -> tuple[Key, ...]:
@@ -124,6 +132,7 @@ class SyncDead:
     failed_at: float | None
     data: bytes = b""  # the job's data, then error_len bytes of its last error
     errors_len: int = -1  # or errors_len bytes of its error history (ERRORS, version 3)
+    trace: bytes | None = None  # PUT ... TRACE
 
 
 def parse_fail(args: list[bytes]) -> tuple[Fail | None, int, ProtocolError | None]:
@@ -276,7 +285,7 @@ def error_lengths(values: dict[bytes, bytes], data_len: int) -> tuple[int, int]:
 
 
 def parse_sync_dead(rest: list[bytes]) -> tuple[SyncDead, int]:
-    """`SYNC DEAD <q> <p> <len> KEY <k> ATTEMPTS <n> DIED <t>[ IS <item>][ ERRORS <m>]` (or
+    """`SYNC DEAD <q> <p> <len> KEY <k> ATTEMPTS <n> DIED <t>[ IS <item>][ ERRORS <m>][ TRACE <tp>]` (or
     ERROR <m>[ AT <t>] before version 3)."""
     if len(rest) < 9:
         raise bad_request("SYNC DEAD <q> <p> <len> KEY <k> ATTEMPTS <n> DIED <t> ... expected")
@@ -284,7 +293,7 @@ def parse_sync_dead(rest: list[bytes]) -> tuple[SyncDead, int]:
     values = dict(zip(rest[3::2], rest[4::2], strict=False))
     if len(rest[3:]) % 2 or len(values) != len(rest[3:]) // 2 or not {b"KEY", b"ATTEMPTS", b"DIED"} <= values.keys():
         raise bad_request("bad SYNC DEAD options")
-    if not values.keys() <= {b"KEY", b"ATTEMPTS", b"DIED", b"IS", b"ERROR", b"AT", b"ERRORS"}:
+    if not values.keys() <= {b"KEY", b"ATTEMPTS", b"DIED", b"IS", b"ERROR", b"AT", b"ERRORS", b"TRACE"}:
         raise bad_request("unexpected SYNC DEAD option")
     error_len, errors_len = error_lengths(values, data_len)
     return SyncDead(
@@ -292,4 +301,5 @@ def parse_sync_dead(rest: list[bytes]) -> tuple[SyncDead, int]:
         parse_uint(values[b"ATTEMPTS"], "ATTEMPTS"), parse_unix_time(values[b"DIED"]),
         parse_name(values[b"IS"], "item name") if b"IS" in values else None, error_len,
         parse_unix_time(values[b"AT"]) if b"AT" in values else None, errors_len=errors_len,
+        trace=parse_trace(values[b"TRACE"]) if b"TRACE" in values else None,
     ), data_len

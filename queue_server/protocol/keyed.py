@@ -25,6 +25,10 @@ _EARLIER_MARKER: Final = "[... cut: the error was %d bytes, the last %d are kept
 # Bounds on a history read from a record (config.models caps errors_kept at 50).
 MAX_ERRORS: Final = 50
 MAX_ATTEMPT: Final = 2**63 - 1
+# PUT ... TRACE: a W3C traceparent of version 00, lower-case hex, ids not all zeros
+# (https://www.w3.org/TR/trace-context/#traceparent-header); 55 bytes, kept as given.
+TRACEPARENT_RE: Final = re.compile(
+    rb"00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}")
 
 
 # One failed attempt: (unix time, attempt number, error text); a plain tuple of atomic
@@ -53,12 +57,14 @@ class LastError:
 class JobMeta(LastError):
     """A waiting job's attempts with the errors of its last failed attempts, oldest first (a
     job that never failed has a plain int instead, and costs nothing more). `solo`: hand it
-    out alone; `retry_wait`: delayed by a failure, not run since."""
+    out alone; `retry_wait`: delayed by a failure, not run since; `trace`: the W3C
+    traceparent it was put with (PUT ... TRACE), which every hand-out shows to GET ... TRACES."""
 
     attempts: int
     errors: Errors = ()
     solo: bool = False
     retry_wait: bool = False
+    trace: bytes | None = None
 
 
 Meta = int | JobMeta
@@ -77,7 +83,11 @@ def solo_meta(meta: Meta) -> JobMeta:
     if type(meta) is int:
         return JobMeta(meta, solo=True)
     assert isinstance(meta, JobMeta)
-    return JobMeta(meta.attempts, meta.errors, True, meta.retry_wait)
+    return JobMeta(meta.attempts, meta.errors, True, meta.retry_wait, meta.trace)
+
+
+def trace_of(meta: Meta) -> bytes | None:
+    return None if type(meta) is int else meta.trace  # type: ignore[union-attr]
 
 
 def is_solo(meta: Meta) -> bool:
@@ -87,10 +97,11 @@ def is_solo(meta: Meta) -> bool:
 class DeadJob(LastError):
     """A job that used up its attempts (or was failed with DEAD): kept, never handed out."""
 
-    __slots__ = ("attempts", "data", "died_at", "errors", "item", "key", "priority", "queue")
+    __slots__ = ("attempts", "data", "died_at", "errors", "item", "key", "priority", "queue",
+                 "trace")
 
     def __init__(self, key: Key, queue: str, priority: int, data: bytes, item: str | None,
-                 attempts: int, errors: Errors, died_at: float) -> None:
+                 attempts: int, errors: Errors, died_at: float, trace: bytes | None = None) -> None:
         self.key = key
         self.queue = queue
         self.priority = priority
@@ -99,6 +110,7 @@ class DeadJob(LastError):
         self.attempts = attempts
         self.errors = errors  # the last attempts' errors, oldest first
         self.died_at = died_at
+        self.trace = trace  # PUT ... TRACE, kept for a RETRY
 
 
 def key_text(key: Key) -> str:

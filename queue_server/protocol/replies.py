@@ -18,6 +18,7 @@ class Job:
     item: str | None = None
     key: str | None = None  # the job's stable key (GET ... KEYS), kept across hand-outs
     attempt: int | None = None  # this hand-out's number, 1 on the first run (GET ... KEYS)
+    trace: str | None = None  # the W3C traceparent it was put with (GET ... KEYS TRACES)
 
     def json(self) -> Any:
         return json.loads(self.data)

@@ -86,8 +86,13 @@ def parse_wait_ack_keyed(reader: FrameReader) -> tuple[str | None, str | None]:
 
 
 def _job_block(header: bytes, reader: FrameReader) -> Job:
-    """A job from `<q> <id> <prio> <len>[ IS <item>][ KEY <key> ATTEMPT <n>]` and its data block."""
+    """A job from `<q> <id> <prio> <len>[ IS <item>][ KEY <key> ATTEMPT <n>[ TRACE <tp>]]` and
+    its data block."""
     parts = header.split(b" ")
+    trace = None
+    if len(parts) >= 10 and parts[-2] == b"TRACE":  # GET ... KEYS TRACES, a traced job
+        trace = parts[-1].decode("ascii")
+        del parts[-2:]
     size = len(parts)
     key = attempt = None
     if size >= 8 and parts[-4] == b"KEY" and parts[-2] == b"ATTEMPT":  # GET ... KEYS
@@ -101,7 +106,8 @@ def _job_block(header: bytes, reader: FrameReader) -> Job:
     else:
         raise BadReply(f"bad job header: {header[:200]!r}")
     data = need_block(reader, int(parts[3]))
-    return Job(parts[0].decode("ascii"), int(parts[1]), int(parts[2]), data, item, key, attempt)
+    return Job(parts[0].decode("ascii"), int(parts[1]), int(parts[2]), data, item, key, attempt,
+               trace)
 
 
 def parse_get(reader: FrameReader) -> list[Job]:

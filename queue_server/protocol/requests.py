@@ -120,10 +120,11 @@ def put_request(
     keyed: bool = False,
     key_: str | None = None,
     ttl_s: float | None = None,
+    trace: bytes | None = None,
 ) -> bytes:
     """`PUT <q> <p> <len> [IS <item>|NEW] [WAIT <oq> [EXPIRE <s> [THEN x]]] [DELAY <s>]
-    [KEY <key>|KEY *] [TTL <s>]` + data. `keyed` asks for the key in the reply (`KEY *`
-    unless `key_`)."""
+    [KEY <key>|KEY *] [TTL <s>] [TRACE <traceparent>]` + data. `keyed` asks for the key in
+    the reply (`KEY *` unless `key_`); `trace` is a valid traceparent (client/tracing.py)."""
     body = payload(data)
     parts = [b"PUT ", name(queue), b" ", priority(priority_), b" %d" % len(body)]
     if item is not None and new_item:
@@ -146,17 +147,22 @@ def put_request(
         parts.append(b" KEY *")
     if ttl_s is not None:
         parts += (b" TTL ", seconds(ttl_s, what="ttl_s"))
+    if trace is not None:
+        parts += (b" TRACE ", trace)
     parts += (CRLF, body)
     return b"".join(parts)
 
 
-def put_many_request(queue: str, datas: Iterable[bytes | str], *, priority_: int = 0) -> bytes:
-    """Plain PUTs of every item of `datas`, back to back, as one byte string."""
+def put_many_request(queue: str, datas: Iterable[bytes | str], *, priority_: int = 0,
+                     trace: bytes | None = None) -> bytes:
+    """Plain PUTs of every item of `datas`, back to back, as one byte string (each with
+    `TRACE <trace>` when given)."""
     head = b"PUT " + name(queue) + b" " + priority(priority_) + b" "
+    end = b"\r\n" if trace is None else b" TRACE " + trace + b"\r\n"
     parts: list[bytes] = []
     for data in datas:
         body = data if type(data) is bytes else payload(data)
-        parts += (head, b"%d\r\n" % len(body), body)
+        parts += (head, b"%d" % len(body), end, body)
     return b"".join(parts)
 
 
@@ -168,8 +174,9 @@ def get_request(
     then: Then | None = None,
     block: Block = False,
     keys: bool = False,
+    traces: bool = False,
 ) -> bytes:
-    """`GET|GETB|GETBE [q[|q...]] [COUNT <n>] [EXPIRE <s> [THEN x]] [KEYS]`."""
+    """`GET|GETB|GETBE [q[|q...]] [COUNT <n>] [EXPIRE <s> [THEN x]] [KEYS [TRACES]]`."""
     verb = _GET_VERBS.get(block)
     if verb is None:
         raise ValueError(f"block must be False, True or 'until_empty', got {block!r}")
@@ -185,7 +192,9 @@ def get_request(
         parts.append(b" COUNT %d" % count)
     parts.append(_expire(expire_s, then))
     if keys:
-        parts.append(b" KEYS")
+        parts.append(b" KEYS TRACES" if traces else b" KEYS")
+    elif traces:
+        raise ValueError("traces=True needs keys=True")
     parts.append(CRLF)
     return b"".join(parts)
 

@@ -34,6 +34,7 @@ class SyncPut:
     data: bytes = b""
     ttl_at: float | None = None  # TTL <unix>: deleted then unless handed out before
     errors_len: int = -1  # >= 0: the block ends with its error history (ERRORS, JSON; version 3)
+    trace: bytes | None = None  # TRACE <traceparent>, as the producer's PUT gave it
 
 
 @dataclass(slots=True)
@@ -74,7 +75,7 @@ class SyncIds:
 
 _SYNC_PUT_FLAGS = frozenset((NEW_KEYWORD, b"SOLO", b"FAILED"))
 _SYNC_PUT_VALUES = frozenset((b"IS", b"UNTIL", b"DELAY", b"KEY", b"ATTEMPTS", b"ERROR", b"AT", b"TTL",
-                              b"ERRORS"))
+                              b"ERRORS", b"TRACE"))
 
 
 def parse_sync_put(rest: list[bytes], data_len: int) -> SyncPut:
@@ -100,6 +101,7 @@ def parse_sync_put(rest: list[bytes], data_len: int) -> SyncPut:
         b"SOLO" in flags, b"FAILED" in flags,
         ttl_at=parse_unix_time(values[b"TTL"]) if b"TTL" in values else None,
         errors_len=errors_len,
+        trace=pj.parse_trace(values[b"TRACE"]) if b"TRACE" in values else None,
     )
 
 

@@ -29,13 +29,15 @@ def _text(data: bytes, limit: int | None) -> tuple[str, bool]:
 def _view(key: Key, queue: str, state: str, priority: int, attempts: int, data: bytes,
           item: str | None, limit: int | None, *, error: str | None = None,
           failed_at: float | None = None, next_run_at: float | None = None,
-          died_at: float | None = None, lease_id: int | None = None) -> dict[str, Any]:
+          died_at: float | None = None, lease_id: int | None = None,
+          trace: bytes | None = None) -> dict[str, Any]:
     text, cut = _text(data, limit)
     view: dict[str, Any] = {
         "key": key_text(key), "queue": queue, "state": state, "priority": priority,
         "attempts": attempts, "error": error, "failed_at": failed_at,
         "next_run_at": next_run_at, "died_at": died_at, "lease_id": lease_id,
         "expires_at": None, "item": item, "data_len": len(data), "data": text,
+        "trace": None if trace is None else trace.decode("ascii"),
     }
     if limit is not None:
         view["data_truncated"] = cut
@@ -44,7 +46,7 @@ def _view(key: Key, queue: str, state: str, priority: int, attempts: int, data: 
 
 def _meta_fields(meta: Meta) -> dict[str, Any]:
     if type(meta) is JobMeta:
-        return {"error": meta.error, "failed_at": meta.failed_at}
+        return {"error": meta.error, "failed_at": meta.failed_at, "trace": meta.trace}
     return {}
 
 
@@ -65,12 +67,14 @@ def _running(job: Job, limit: int | None) -> dict[str, Any]:
     history = job.history
     return _view(job.key, job.queue.name, "running", job.priority, job.attempts, job.data, job.item,
                  limit, error=history.error if history else None,
-                 failed_at=history.failed_at if history else None, lease_id=job.id)
+                 failed_at=history.failed_at if history else None, lease_id=job.id,
+                 trace=history.trace if history else None)
 
 
 def _dead(dead: DeadJob, limit: int | None) -> dict[str, Any]:
     return _view(dead.key, dead.queue, "dead", dead.priority, dead.attempts, dead.data, dead.item,
-                 limit, error=dead.error, failed_at=dead.failed_at, died_at=dead.died_at)
+                 limit, error=dead.error, failed_at=dead.failed_at, died_at=dead.died_at,
+                 trace=dead.trace)
 
 
 def job_view(store: Store, key: Key, *, with_errors: bool = False) -> dict[str, Any] | None:

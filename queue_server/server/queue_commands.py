@@ -12,6 +12,7 @@ from typing import Any
 
 from queue_server.protocol import commands as p
 from queue_server.protocol import jobs as pj
+from queue_server.protocol.keyed import JobMeta, Meta
 from queue_server.server import control, job_commands, replay, responses
 from queue_server.server.faces import Conn, Server
 
@@ -41,8 +42,9 @@ def put(server: Server, conn: Conn, command: p.Put) -> None:
     item = store.new_item_name() if command.new_item else command.item
     until = now + command.delay_s if command.delay_s else None
     ttl_at = None if command.ttl_s is None else (until or now) + command.ttl_s
+    meta: Meta = 0 if command.trace is None else JobMeta(0, trace=command.trace)
     key = store.put(command.queue, command.priority, command.data, item, now, until=until,
-                    key=command.key, ttl_at=ttl_at)
+                    key=command.key, ttl_at=ttl_at, meta=meta)
     if until is None and item is not None:
         _deliver_output(server, command.queue, command.priority, item, now)
     if command.wait_queue is None:
@@ -77,8 +79,9 @@ def get(server: Server, conn: Conn, command: p.Get) -> None:
     jobs = store.take(command.queues, command.count or 1, time.time(), command.expire_s,
                       command.then_done, command.keys)
     if jobs:
-        conn.write_parts(responses.job_reply(jobs[0], command.keys) if command.count is None
-                         else responses.batch_reply(jobs, command.keys))
+        conn.write_parts(responses.job_reply(jobs[0], command.keys, command.traces)
+                         if command.count is None
+                         else responses.batch_reply(jobs, command.keys, command.traces))
         return
     if command.mode is p.GetMode.NOW or (
         command.mode is p.GetMode.UNTIL_IDLE and not store.has_running(command.queues)
@@ -116,8 +119,8 @@ def settle(server: Server) -> None:
                 continue
             get = waiter.get
             jobs = store.take(get.queues, get.count or 1, now, get.expire_s, get.then_done, get.keys)
-            server.answer(waiter, responses.job_reply(jobs[0], get.keys) if get.count is None
-                         else responses.batch_reply(jobs, get.keys))
+            server.answer(waiter, responses.job_reply(jobs[0], get.keys, get.traces)
+                          if get.count is None else responses.batch_reply(jobs, get.keys, get.traces))
     for state in idled:
         for waiter in server.waiters.until_idle_for(state.name):
             assert waiter.get is not None

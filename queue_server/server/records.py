@@ -32,13 +32,15 @@ def _meta(meta: Meta) -> tuple[bytes, bytes]:
         options += b" SOLO"
     if meta.retry_wait:
         options += b" FAILED"
+    if meta.trace is not None:
+        options += b" TRACE " + meta.trace
     return options, error
 
 
 def put(queue: str, priority: int, data: bytes, item: str | None, until: float | None,
         key: Key | None = None, meta: Meta = 0, ttl_at: float | None = None) -> bytes:
     """`SYNC PUT <q> <p> <len>[ IS <item>][ UNTIL <t>][ KEY <k>][ TTL <t>][ ATTEMPTS <n>]
-    [ ERRORS <m>][ SOLO][ FAILED]` + data (+ the m bytes of its error history as JSON: <len>
+    [ ERRORS <m>][ SOLO][ FAILED][ TRACE <traceparent>]` + data (+ the m bytes of its error history as JSON: <len>
     counts both). Without KEY the job gets the next server key (the replay makes the same
     one). TTL: the unix time it is deleted at unless handed out before."""
     if meta == 0 and key is None and item is None and until is None and ttl_at is None:  # hot
@@ -103,7 +105,7 @@ def keyed(verb: bytes, queue: str, keys: Sequence[Key]) -> bytes:
 
 
 def dead(job: DeadJob) -> bytes:
-    """`SYNC DEAD <q> <p> <len> KEY <k> ATTEMPTS <n> DIED <t>[ IS <item>][ ERRORS <m>]`
+    """`SYNC DEAD <q> <p> <len> KEY <k> ATTEMPTS <n> DIED <t>[ IS <item>][ ERRORS <m>][ TRACE <tp>]`
     + data + its error history as JSON (snapshots)."""
     error = encode_errors(job.errors) if job.errors else b""
     head = b"SYNC DEAD %s %d %d KEY %s ATTEMPTS %d DIED %s" % (
@@ -113,6 +115,8 @@ def dead(job: DeadJob) -> bytes:
         head += b" IS " + job.item.encode()
     if job.errors:
         head += b" ERRORS %d" % len(error)
+    if job.trace is not None:
+        head += b" TRACE " + job.trace
     return head + b"\r\n" + job.data + error
 
 

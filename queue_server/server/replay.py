@@ -111,8 +111,8 @@ def _put(store: Store, command: sr.SyncPut, now: float) -> bytes:
     data, errors = _split_errors(command.data, command.error_len, command.errors_len,
                                  command.attempts, command.failed_at)
     meta: Meta = command.attempts
-    if errors or command.solo or command.retry_wait:
-        meta = JobMeta(command.attempts, errors, command.solo, command.retry_wait)
+    if errors or command.solo or command.retry_wait or command.trace is not None:
+        meta = JobMeta(command.attempts, errors, command.solo, command.retry_wait, command.trace)
     if command.until is not None:
         store.put(command.queue, command.priority, data, command.item, now,
                   until=command.until, replaying=True, key=command.key, meta=meta,
@@ -176,7 +176,7 @@ def _dead(store: Store, command: pj.SyncDead, now: float) -> bytes:
     data, errors = _split_errors(command.data, command.error_len, command.errors_len,
                                  command.attempts, command.failed_at)
     store.bury_record(command.queue, command.priority, data, command.item, command.key,
-                      command.attempts, errors, command.died_at)
+                      command.attempts, errors, command.died_at, command.trace)
     return OK
 
 

@@ -45,23 +45,25 @@ def later_reply(results: Sequence[bool]) -> bytes:
     return b"".join(OK if found else JOB_NOT_FOUND for found in results)
 
 
-def _job_head(job: Job, keys: bool = False) -> bytes:
+def _job_head(job: Job, keys: bool = False, traces: bool = False) -> bytes:
     head = b"%s %d %d %d" % (job.queue.name.encode(), job.id, job.priority, len(job.data))
     if job.item is not None:
         head += b" IS " + job.item.encode()
     if keys:
         head += b" KEY %s ATTEMPT %d" % (key_bytes(job.key), job.attempts)
+        if traces and job.history is not None and job.history.trace is not None:
+            head += b" TRACE " + job.history.trace
     return head + b"\r\n"
 
 
-def job_reply(job: Job, keys: bool = False) -> list[bytes]:
-    return [b"200 OK ", _job_head(job, keys), job.data]
+def job_reply(job: Job, keys: bool = False, traces: bool = False) -> list[bytes]:
+    return [b"200 OK ", _job_head(job, keys, traces), job.data]
 
 
-def batch_reply(jobs: Sequence[Job], keys: bool = False) -> list[bytes]:
+def batch_reply(jobs: Sequence[Job], keys: bool = False, traces: bool = False) -> list[bytes]:
     parts = [b"200 OK %d JOBS\r\n" % len(jobs)]
     for job in jobs:
-        parts.append(_job_head(job, keys))
+        parts.append(_job_head(job, keys, traces))
         parts.append(job.data)
     return parts
 

@@ -149,7 +149,8 @@ class Store(CoreStore):
         self.changes.append(records.fail(job_id, now, until, solo, text))
         # A replay passes the record's own time as `now`, so `until > now` is the primary's
         # decision again (a FAIL with DELAY 0 made the job ready at once).
-        meta = JobMeta(job.attempts, errors, solo, retry_wait=until > now)
+        meta = JobMeta(job.attempts, errors, solo, retry_wait=until > now,
+                       trace=job.history.trace if job.history else None)
         self._requeue(job, now, until if until > now else None, meta)
         return until
 
@@ -157,7 +158,7 @@ class Store(CoreStore):
         state = self._stop_running(job)
         self._forget(state, job.item)
         dead = DeadJob(job.key, state.name, job.priority, job.data, job.item, job.attempts,
-                       errors, now)
+                       errors, now, job.history.trace if job.history else None)
         state.dead[job.key] = dead
         self.with_dead[state.name] = state
         self.keys[job.key] = dead
@@ -296,7 +297,7 @@ class Store(CoreStore):
         state = self.queues[dead.queue]
         self._enter(state, dead.priority)
         self._count_item(dead.item)
-        meta: Meta = JobMeta(0, dead.errors) if dead.errors else 0
+        meta: Meta = JobMeta(0, dead.errors, trace=dead.trace) if dead.errors or dead.trace else 0
         self._append_ready(state, dead.priority, (dead.data, dead.item, now, dead.key, meta))
 
     def _undelay(self, entry: Delayed) -> None:
@@ -382,12 +383,12 @@ class Store(CoreStore):
             self.changes.append(records.keyed(verb, name, keys[start:start + records.KEYS_PER_RECORD]))
 
     def bury_record(self, name: str, priority: int, data: bytes, item: str | None, key: Key,
-                    attempts: int, errors: Errors, died_at: float) -> None:
+                    attempts: int, errors: Errors, died_at: float, trace: bytes | None = None) -> None:
         """SYNC DEAD (snapshots): a dead job as it was."""
         state = self.queue(name)
         if type(key) is int and key >= self.next_key:
             self.next_key = key + 1
-        dead = DeadJob(key, name, priority, data, item, attempts, errors, died_at)
+        dead = DeadJob(key, name, priority, data, item, attempts, errors, died_at, trace)
         state.dead[key] = dead
         self.with_dead[name] = state
         self.keys[key] = dead

@@ -208,8 +208,10 @@ class CoreStore(StoreIndex):
         if type(meta) is int:
             job = Job(state, priority, entry[0], entry[1], job_id, entry[3], meta + 1, None,
                       expire_at, lock_s, managed, then_done, entry[2], now)
-        else:  # a job that failed before: its errors stay with it (solo and retry-wait end)
-            history = JobMeta(meta.attempts, meta.errors) if meta.errors else None  # type: ignore[union-attr]
+        else:  # a job that failed before or is traced: its errors and trace stay with it
+            # (solo and retry-wait end)
+            history = (JobMeta(meta.attempts, meta.errors, trace=meta.trace)  # type: ignore[union-attr]
+                       if meta.errors or meta.trace is not None else None)  # type: ignore[union-attr]
             job = Job(state, priority, entry[0], entry[1], job_id, entry[3], meta.attempts + 1,  # type: ignore[union-attr]
                       history, expire_at, lock_s, managed, then_done, entry[2], now)
         self.running[job_id] = job

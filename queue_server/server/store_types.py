@@ -41,7 +41,7 @@ class Job:
         self.id = job_id
         self.key = key
         self.attempts = attempts  # hand-outs so far, this one included
-        self.history = history  # its earlier failures, kept for JOB while it runs again
+        self.history = history  # its earlier failures and trace, kept while it runs again
         self.expire_at = expire_at
         self.lock_s = lock_s  # the lock length it was handed out with (TOUCH)
         self.managed = managed  # handed out with KEYS: an expired lock is a failed attempt
@@ -56,7 +56,7 @@ class Job:
         history = self.history
         if history is None:
             return attempts
-        return JobMeta(attempts, history.errors)
+        return JobMeta(attempts, history.errors, trace=history.trace)
 
 
 class QueueState:

@@ -1,14 +1,17 @@
 """ClientSource against a real queue server: keyed fetches, pipelined FAILs, a lease gone."""
 from __future__ import annotations
 
+import contextlib
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from opentelemetry.sdk.trace import TracerProvider
 from procs import poll_until
 
 from queue_server.client import QueueClient
 from queue_server.protocol.client_errors import QueueServerError
+from slot.loop import SourceUnavailable
 from slot.outcomes import Failure
 from slot.source import ClientSource
 from slot.wake import Waker
@@ -144,3 +147,37 @@ def test_a_server_that_refuses_front_gets_a_plain_later_so_the_jobs_are_not_char
         source.later([jobs[0].id], delay_s=None, front=True)
         # Taken back (not left to its lock), at the end of the queue as before FRONT.
         assert [job.data for job in producer.get("gb", count=2)] == [b"job 1", b"job 0"]
+
+
+class NoTracesServerClient(QueueClient):
+    """The real client to a real server, refusing TRACES as a server older than it does (400)."""
+
+    def get(self, *args: object, traces: bool = False, **kwargs: object) -> list:  # type: ignore[override]
+        if traces:
+            raise QueueServerError(400, "Bad Request")
+        return super().get(*args, **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_fetch_gives_the_trace_and_a_server_refusing_traces_keeps_keys(tmp_path: Path) -> None:
+    with running_queue_server(tmp_path, "--fsync", "never") as server, \
+            QueueClient(server.address) as producer, QueueClient(server.address) as client, \
+            NoTracesServerClient(server.address) as older:
+        producer.put("tr", b"plain", key="plain")
+        with TracerProvider().get_tracer("test").start_as_current_span("produce") as span:
+            producer.put("tr", b"traced", key="traced")
+            context = span.get_span_context()
+        trace = f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
+        assert producer.job("traced").trace == trace  # type: ignore[union-attr]
+        source = ClientSource(client, Waker())
+        assert source.traces  # OpenTelemetry is installed with the test extra
+        jobs = source.fetch("tr", count=2, lock_s=60.0)
+        assert jobs is not None and [(job.key, job.trace) for job in jobs] == [
+            ("plain", None), ("traced", trace)]
+        assert producer.later(jobs[1].id) == [True]  # given back, uncharged
+        old_source = ClientSource(older, Waker())
+        with contextlib.suppress(SourceUnavailable):
+            old_source.fetch("tr", count=1, lock_s=60.0)
+        assert (old_source.traces, old_source.keys) == (False, True)  # traces off, keys kept
+        jobs = old_source.fetch("tr", count=1, lock_s=60.0)
+        assert jobs is not None and [(job.key, job.attempt, job.trace) for job in jobs] == [
+            ("traced", 1, None)]
