@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request
 
 from admin_ui import jobs
+from admin_ui.job_cancel import cancel_job
 from admin_ui.deps import ActorDep, SettingsDep, StoreDep
 from admin_ui.jobs_access import JobsReaderDep
 from admin_ui.schemas import (
@@ -59,3 +60,12 @@ def delete(queue: QueueName, action: JobsAction, request: Request, store: StoreD
     """`{"keys": [...]}`: delete those jobs (not running ones); `{"all": "dead"}`: every dead job."""
     return jobs.change_jobs(settings, store, queue, action, "delete", now=settings.clock(), door="api",
                             client_host=request.client.host if request.client else None)
+
+
+@router.post("/api/queues/{queue}/jobs/{key}/cancel", tags=["actions"])
+def cancel(queue: QueueName, key: JobKey, request: Request, store: StoreDep,
+           settings: SettingsDep, _: ActorDep) -> JobsActionResult:
+    """Cancel one job: a waiting one is removed ("removed"); a running one ends dead with
+    "cancelled by api" ("cancelled"). 404 when the queue holds no such job."""
+    return cancel_job(settings, store, queue, key, now=settings.clock(), door="api",
+                      client_host=request.client.host if request.client else None)

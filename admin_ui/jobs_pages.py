@@ -6,13 +6,14 @@ buttons name their one job, "selected" sends the ticked boxes, "all" a whole sta
 from __future__ import annotations
 
 from typing import Annotated, Literal
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, quote, urlencode
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import ValidationError
 
 from admin_ui import jobs
+from admin_ui.job_cancel import cancel_job
 from admin_ui.auth import Access
 from admin_ui.deps import ActorDep, SettingsDep, StoreDep, same_site
 from admin_ui.errors import InvalidJobsAction
@@ -110,6 +111,20 @@ def jobs_action(
     query = {"state": state if state in JOB_STATES else "failed",
              "retried" if action == "retry" else "deleted": result.count}
     return RedirectResponse(f"/queues/{queue}/jobs?{urlencode(query)}", status_code=303)
+
+
+@router.post("/queues/{queue}/jobs/{key}/cancel")
+def cancel(queue: QueueName, key: str, request: Request, store: StoreDep, settings: SettingsDep,
+           _: ActorDep) -> RedirectResponse:
+    """The job page's Cancel: back to the job (now dead) or, removed, to its queue's jobs."""
+    same_site(request)  # a form post: refused from another site, as the other actions
+    if not _is_key(key):
+        raise InvalidJobsAction(f"not a job key: {key!r}")
+    result = cancel_job(settings, store, queue, key, now=settings.clock(), door="dashboard",
+                        client_host=request.client.host if request.client else None)
+    if result.results[key] == "cancelled":
+        return RedirectResponse(f"/jobs/{quote(key, safe='')}", status_code=303)
+    return RedirectResponse(f"/queues/{queue}/jobs?{urlencode({'state': 'failed', 'cancelled': 1})}", status_code=303)
 
 
 def _is_key(text: str) -> bool:

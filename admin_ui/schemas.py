@@ -338,8 +338,8 @@ class JobsAction(BaseModel):
 
 class JobsActionResult(_View):
     queue: str
-    action: Literal["retry", "delete"]
-    results: dict[str, str] = Field(description="per key: ok, not_found or running (delete refuses running jobs)")
+    action: Literal["retry", "delete", "cancel"]
+    results: dict[str, str] = Field(description="per key: ok, not_found or running (delete refuses running jobs); cancel: removed or cancelled")
     count: int = Field(description="jobs retried or deleted")
     event_id: int
     message: str

@@ -203,6 +203,7 @@ class AsyncQueueClient(ClientCore[_Connection]):
     retry_all = _awaiting(ops.retry_all)
     delete = _awaiting(ops.delete)
     delete_all_dead = _awaiting(ops.delete_all_dead)
+    cancel = _awaiting(ops.cancel)
     stats = _awaiting(ops.stats)
     stats_of = _awaiting(ops.stats_of)
     stats_top = _awaiting(ops.stats_top)

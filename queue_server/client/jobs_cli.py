@@ -70,6 +70,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     _add_server_options(delete)
     delete.set_defaults(func=_command(_delete))
 
+    cancel = subparsers.add_parser(
+        "cancel", help="cancel a job: a waiting one is removed, a running one ends dead",
+        description='A running job ends dead with "cancelled by cli" (its slot\'s DONE then '
+                    'answers as for a lapsed lease). Exit 1 when the key is not found.')
+    cancel.add_argument("queue", metavar="QUEUE")
+    cancel.add_argument("key", metavar="KEY")
+    _add_server_options(cancel)
+    cancel.set_defaults(func=_command(_cancel))
+
 
 def fetch_jobs(client: QueueClient, queue: str, state: str, *, limit: int,
                after: str | None = None) -> list[JobInfo]:
@@ -141,6 +150,16 @@ def _delete(client: QueueClient, args: argparse.Namespace) -> int:
         print(f"deleted {client.delete_all_dead(args.queue)} dead jobs")
         return EXIT_OK
     return _report("delete", "deleted", args.keys, [str(o) for o in client.delete(args.queue, *args.keys)])
+
+
+def _cancel(client: QueueClient, args: argparse.Namespace) -> int:
+    outcome = client.cancel(args.queue, args.key)
+    if outcome == "not_found":
+        print(f"slotmap cancel: {args.key}: not found in {args.queue} (done, deleted, or never put)",
+              file=sys.stderr)
+        return EXIT_FAILED
+    print(f"{args.key}: {outcome}")
+    return EXIT_OK
 
 
 def _time(at_unix: float | None) -> str:

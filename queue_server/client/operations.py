@@ -25,6 +25,7 @@ from queue_server.protocol.client_errors import BadReply, QueueServerError
 from queue_server.protocol.job_info import FailResult, JobInfo, PutResult
 from queue_server.protocol.job_replies import (
     delete_parser,
+    parse_cancel,
     found_parser,
     parse_count,
     parse_fail,
@@ -327,6 +328,12 @@ def retry_all(client: Client, queue: str, state: str = "dead") -> Op[int]:
 def delete(client: Client, queue: str, *keys: str) -> Op[list[str]]:
     """DELETE: per key "ok", "not_found" or "running" (running jobs are not deleted)."""
     return client._request(jreq.delete_request(queue, keys), delete_parser(len(keys)))
+
+
+def cancel(client: Client, queue: str, key: str) -> Op[str]:
+    """CANCEL (Part B): "removed" (was waiting), "cancelled" (was running: now dead,
+    "cancelled by <door>") or "not_found"."""
+    return client._request(jreq.cancel_request(queue, key), parse_cancel)
 
 
 def delete_all_dead(client: Client, queue: str) -> Op[int]:

@@ -226,6 +226,7 @@ class QueueClient(ClientCore[_Connection]):
     retry_all = _blocking(ops.retry_all)
     delete = _blocking(ops.delete)
     delete_all_dead = _blocking(ops.delete_all_dead)
+    cancel = _blocking(ops.cancel)
     stats = _blocking(ops.stats)
     stats_of = _blocking(ops.stats_of)
     stats_top = _blocking(ops.stats_top)

@@ -358,6 +358,7 @@ _PARSERS: dict[bytes, Callable[[list[bytes]], Parsed]] = {
     b"JOBS": lambda args: Parsed(pj.parse_jobs(args)),
     b"RETRY": lambda args: Parsed(pj.parse_retry(args)),
     b"DELETE": lambda args: Parsed(pj.parse_delete(args)),
+    b"CANCEL": lambda args: Parsed(pj.parse_cancel(args)),
     b"CLIENT": lambda args: Parsed(pj.parse_client(args)),
     b"TOTAL": _optional_queue(b"TOTAL"),
     b"STATS": lambda args: Parsed(_parse_stats(args)),

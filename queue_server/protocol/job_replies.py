@@ -68,6 +68,14 @@ def delete_parser(count: int) -> Parser[list[str]]:
     return parse_delete
 
 
+_CANCEL_LINES: Final = {b"200 OK removed": "removed", b"200 OK cancelled": "cancelled", JOB_NOT_FOUND: "not_found"}
+
+
+def parse_cancel(reader: FrameReader) -> str:
+    """CANCEL: "removed" (was waiting), "cancelled" (was running, now dead) or "not_found"."""
+    return per_id_lines(reader, 1, _CANCEL_LINES.get)[0]
+
+
 def parse_count(reader: FrameReader) -> int:
     """`200 OK <n>` (RETRY ... ALL, DELETE ... ALL DEAD)."""
     [count] = ok_fields(reader, "RETRY/DELETE ALL", count=1, of="one count")
@@ -103,6 +111,6 @@ def parse_jobs(reader: FrameReader) -> list[JobInfo]:
 
 
 __all__ = [
-    "delete_parser", "found_parser", "parse_count", "parse_fail",
+    "delete_parser", "found_parser", "parse_cancel", "parse_count", "parse_fail",
     "parse_job_info", "parse_jobs", "parse_put_keyed",
 ]

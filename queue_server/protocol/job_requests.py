@@ -99,5 +99,9 @@ def delete_request(queue: str, keys: Sequence[str]) -> bytes:
     return b"".join([b"DELETE ", name(queue), *_keys(keys), CRLF])
 
 
+def cancel_request(queue: str, key: str) -> bytes:
+    return b"".join([b"CANCEL ", name(queue), *_keys((key,)), CRLF])
+
+
 def delete_all_dead_request(queue: str) -> bytes:
     return b"DELETE " + name(queue) + b" ALL DEAD" + CRLF

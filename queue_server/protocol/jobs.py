@@ -89,6 +89,13 @@ class Delete:
 
 
 @dataclass(frozen=True, slots=True)
+class Cancel:
+    """CANCEL <q> <key> (Part B): a waiting job removed, a running one ends dead."""
+    queue: str
+    key: Key
+
+
+@dataclass(frozen=True, slots=True)
 class ClientName:
     """CLIENT NAME <name>: which door (cli, dashboard, api, ...) this connection is."""
 
@@ -230,6 +237,12 @@ def parse_delete(args: list[bytes]) -> Delete:
             raise bad_request("DELETE <q> ALL DEAD expected")
         return Delete(queue, (), True)
     return Delete(queue, parse_job_keys(args[1:]), False)
+
+
+def parse_cancel(args: list[bytes]) -> Cancel:
+    if len(args) != 2:
+        raise bad_request("CANCEL <q> <key> expected")
+    return Cancel(parse_name(args[0]), parse_job_keys(args[1:])[0])
 
 
 def parse_client(args: list[bytes]) -> ClientName:

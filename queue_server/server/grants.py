@@ -59,6 +59,7 @@ TYPE_RIGHTS: dict[type, tuple[bytes, str]] = {
     pj.Fail: (b"FAIL", WORK), pj.Touch: (b"TOUCH", WORK),
     pj.JobLookup: (b"JOB", READ),
     pj.JobsList: (b"JOBS", OPERATE), pj.Retry: (b"RETRY", OPERATE), pj.Delete: (b"DELETE", OPERATE),
+    pj.Cancel: (b"CANCEL", OPERATE),
     pj.ClientName: (b"CLIENT", ANY), p.Auth: (b"AUTH", ANY),
     p.ReplAck: (b"REPLACK", CLUSTER), p.Authority: (b"LEASE", CLUSTER), p.Link: (b"SNAPSHOT", CLUSTER),
     p.Clone: (b"CLONE", CLONE),

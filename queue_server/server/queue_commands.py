@@ -13,7 +13,7 @@ from typing import Any
 from queue_server.protocol import commands as p
 from queue_server.protocol import jobs as pj
 from queue_server.protocol.keyed import JobMeta, Meta
-from queue_server.server import control, job_commands, replay, responses
+from queue_server.server import cancel, control, job_commands, replay, responses
 from queue_server.server.faces import Conn, Server
 
 
@@ -146,6 +146,7 @@ COMMANDS: dict[type, Handler] = {
     pj.JobsList: job_commands.jobs,
     pj.Retry: job_commands.retry,
     pj.Delete: job_commands.delete,
+    pj.Cancel: cancel.cancel,
     pj.ClientName: job_commands.client_name,
     **{kind: sync for kind in replay.SYNC_TYPES},
 }

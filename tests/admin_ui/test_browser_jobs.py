@@ -138,3 +138,18 @@ def test_retry_all_dead_makes_every_dead_job_ready(cluster: JobsCluster, page: P
         ready = client.get("photos", count=100, keys=True)
         assert {"all-1", "all-2"} <= {job.key for job in ready}
         client.done(*(job.id for job in ready))
+
+
+def test_the_job_page_cancels_a_running_job(cluster: JobsCluster, page: Page) -> None:
+    with cluster.client() as client:
+        client.put_job("photos", b"slow", key="run-1")
+        [job] = client.get("photos", keys=True)
+        log_in(page, cluster, "/jobs/run-1")
+        assert page.text_content("#job-fields [data-field=state]").strip() == "running"  # type: ignore[union-attr]
+        assert page.query_selector("#job-delete") is None  # running jobs are cancelled, not deleted
+        page.click("#job-cancel")
+        page.wait_for_url(f"{cluster.admin.url}/jobs/run-1")
+        assert page.text_content("#job-fields [data-field=state]").strip() == "dead"  # type: ignore[union-attr]
+        assert page.text_content("#job-error") == "cancelled by dashboard"
+        assert page.query_selector("#job-cancel") is None
+        assert not client.done(job.id)[0].found  # the handler's late DONE finds no lease

@@ -1,0 +1,44 @@
+"""POST /api/queues/<q>/jobs/<key>/cancel against a real queue server and `slotmap admin`."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from jobs_cluster import JobsCluster, jobs_cluster
+
+TOKEN = "cancel-token"
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[JobsCluster]:
+    with jobs_cluster(tmp_path, token=TOKEN) as running:
+        yield running
+
+
+def test_the_api_cancels_a_running_job_with_the_token_and_records_an_event(cluster: JobsCluster) -> None:
+    url = cluster.admin.url + "/api/queues/photos/jobs/slow-1/cancel"
+    with cluster.client() as client:
+        client.put_job("photos", b"slow", key="slow-1")
+        [job] = client.get("photos", keys=True)
+        assert httpx.post(url).status_code == 401  # no token: refused, the job runs on
+        assert client.job("slow-1").state == "running"  # type: ignore[union-attr]
+        answer = httpx.post(url, headers=cluster.auth)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["results"] == {"slow-1": "cancelled"}
+        dead = client.job("slow-1", errors=True)
+        assert dead is not None and dead.state == "dead" and dead.error == "cancelled by api"
+        assert not client.done(job.id)[0].found
+    [event] = cluster.admin.get("/api/events", params={"kind": "job_cancelled"}).json()["events"]
+    assert (event["queue"], event["detail"]["door"], event["detail"]["key"]) == ("photos", "api", "slow-1")
+
+
+def test_the_api_removes_a_waiting_job_and_a_missing_one_is_404(cluster: JobsCluster) -> None:
+    with cluster.client() as client:
+        client.put_job("photos", b"later", key="wait-1")
+        answer = httpx.post(cluster.admin.url + "/api/queues/photos/jobs/wait-1/cancel", headers=cluster.auth)
+        assert answer.json()["results"] == {"wait-1": "removed"}
+        assert client.job("wait-1") is None
+    missing = httpx.post(cluster.admin.url + "/api/queues/photos/jobs/ghost/cancel", headers=cluster.auth)
+    assert missing.status_code == 404 and "ghost" in missing.json()["detail"]
