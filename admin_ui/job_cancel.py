@@ -5,8 +5,8 @@ from __future__ import annotations
 from admin_ui.errors import JobNotFound
 from admin_ui.jobs import ACTOR, DOOR_WORDS, Door
 from admin_ui.queue_link import ask
-from admin_ui.settings import AdminSettings
 from admin_ui.schemas import JobsActionResult
+from admin_ui.settings import AdminSettings
 from manager.storage.store import EventKind, NewEvent, Store
 
 

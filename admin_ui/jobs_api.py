@@ -9,8 +9,8 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request
 
 from admin_ui import jobs
-from admin_ui.job_cancel import cancel_job
 from admin_ui.deps import ActorDep, SettingsDep, StoreDep
+from admin_ui.job_cancel import cancel_job
 from admin_ui.jobs_access import JobsReaderDep
 from admin_ui.schemas import (
     JOB_KEY_PATTERN,

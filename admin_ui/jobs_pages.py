@@ -13,10 +13,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import ValidationError
 
 from admin_ui import jobs
-from admin_ui.job_cancel import cancel_job
 from admin_ui.auth import Access
 from admin_ui.deps import ActorDep, SettingsDep, StoreDep, same_site
 from admin_ui.errors import InvalidJobsAction
+from admin_ui.job_cancel import cancel_job
 from admin_ui.jobs_access import JobsReaderDep
 from admin_ui.schemas import JOB_KEY_PATTERN, JOB_STATES, JobsAction, JobState
 from admin_ui.settings import AdminSettings

@@ -25,8 +25,8 @@ from queue_server.protocol.client_errors import BadReply, QueueServerError
 from queue_server.protocol.job_info import FailResult, JobInfo, PutResult
 from queue_server.protocol.job_replies import (
     delete_parser,
-    parse_cancel,
     found_parser,
+    parse_cancel,
     parse_count,
     parse_fail,
     parse_job_info,

@@ -120,7 +120,7 @@ class Auth:
 Command = (
     Get | Put | Done | Later | Simple | Link | Clone | Auth | ReplAck | Authority
     | sr.SyncPut | sr.SyncGet | sr.SyncDone | sr.SyncLater | sr.SyncWake | sr.SyncIds
-    | pj.Fail | pj.Touch | pj.JobLookup | pj.JobsList | pj.Retry | pj.Delete | pj.ClientName
+    | pj.Fail | pj.Touch | pj.JobLookup | pj.JobsList | pj.Retry | pj.Delete | pj.Cancel | pj.ClientName
     | pj.SyncFail | pj.SyncTouch | pj.SyncKeyed | pj.SyncDead
 )
 
