@@ -164,6 +164,19 @@ class QueueConfig(_Strict):
         description="Errors a job keeps, of its last failed attempts (time, attempt, text): the "
                     "last one up to 16 KiB, earlier ones cut to their last 2 KiB. `slotmap job`, "
                     "the API and the job page show them.")
+    keep_done_max: int = Field(
+        default=1000, ge=0, le=10_000_000,
+        description="Finished jobs kept for this queue (0: none), with their times, attempts, "
+                    "errors, the connection that finished them and their result: `slotmap job`, "
+                    "`slotmap result`, the API and the job page show them. About 0.5 KiB each "
+                    "beside their data and result; past it the oldest go.")
+    keep_done_s: float = Field(
+        default=3600.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False,
+        description="Finished jobs older than this (seconds since they finished) are no longer kept.")
+    max_result_bytes: int = Field(
+        default=64 * 1024, ge=0, le=64 * 1024 * 1024,
+        description="Largest result kept with a finished job (a handler's return value or "
+                    "job.result(data)); a bigger one is not kept, and the job says how large it was.")
     private_dirty_limit_bytes: int = Field(default=256 * 1024 * 1024, ge=1, description="A slot whose Private_Dirty memory passes this finishes its batch and exits; its master forks a fresh one.")
     rate_limit: RateLimitConfig | None = Field(default=None, description="Cluster-wide limiter named after the queue: each job waits for a permit as the handler reaches it (self.limiter in the handler).")
 

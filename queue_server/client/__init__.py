@@ -4,6 +4,7 @@ The wire format itself is queue_server.protocol; nothing here imports the server
 from __future__ import annotations
 
 from queue_server.client.aio import AsyncQueueClient
+from queue_server.client.results import JobFailedError, JobNotFinished, NoResult
 from queue_server.client.sync import QueueClient
 from queue_server.protocol.client_errors import (
     AuthError,
@@ -21,6 +22,9 @@ __all__ = [
     "AuthError",
     "BadReply",
     "ConnectionLost",
+    "JobFailedError",
+    "JobNotFinished",
+    "NoResult",
     "OfflineError",
     "QueueClient",
     "QueueServerError",

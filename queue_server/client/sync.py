@@ -16,6 +16,7 @@ from typing import Any, Concatenate, Final, ParamSpec, Self, TypeVar
 
 from queue_server.client import calls
 from queue_server.client import operations as ops
+from queue_server.client import results as result_ops
 from queue_server.client.core import CLIENT_TIMEOUT, RECV_BYTES, ClientCore
 from queue_server.client.effects import Effect, Op, Open, Read, Request, Send, Sleep, drive
 from queue_server.protocol.client_errors import WaitWoken
@@ -227,6 +228,9 @@ class QueueClient(ClientCore[_Connection]):
     delete = _blocking(ops.delete)
     delete_all_dead = _blocking(ops.delete_all_dead)
     cancel = _blocking(ops.cancel)
+    done_with_result = _blocking(result_ops.done_with_result)
+    finished = _blocking(result_ops.finished)
+    result = _blocking(result_ops.result)
     stats = _blocking(ops.stats)
     stats_of = _blocking(ops.stats_of)
     stats_top = _blocking(ops.stats_top)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from queue_server.protocol import finished as fin
 from queue_server.protocol import jobs as pj
-from queue_server.protocol import sync_records as sr
 from queue_server.protocol.command_types import (
     Auth,
     Authority,
@@ -28,7 +28,6 @@ from queue_server.protocol.numbers import (
     INT64_MIN,
     parse_bounded,
     parse_count,
-    parse_counter,
     parse_id,
     parse_ids,
     parse_length,
@@ -36,8 +35,8 @@ from queue_server.protocol.numbers import (
     parse_priority,
     parse_seconds,
     parse_uint,
-    parse_unix_time,
 )
+from queue_server.protocol.sync_parse import parse_sync, with_block
 
 # The command types are re-exported: callers read `commands.Get` beside `commands.parse_line`.
 __all__ = [
@@ -229,54 +228,6 @@ def _parse_peer(args: list[bytes]) -> tuple[int, str, int] | None:
     return parse_id(args[0]), args[1].decode("ascii", "replace"), parse_port(args[2])
 
 
-def _with_block(parse: Callable[[list[bytes]], tuple[Command, int]], rest: list[bytes]) -> Parsed:
-    command, data_len = parse(rest)
-    return Parsed(command, data_len)
-
-
-def _parse_sync(args: list[bytes]) -> Parsed:
-    if not args:
-        raise bad_request("SYNC needs a command")
-    verb, rest = args[0], args[1:]
-    if verb == b"PUT":
-        if len(rest) < 3:
-            raise bad_request("SYNC PUT <q> <p> <len> expected")
-        data_len = parse_length(rest[2])
-        try:
-            return Parsed(sr.parse_sync_put(rest, data_len), data_len)
-        except ProtocolError as error:
-            return Parsed(None, data_len, error)
-    if verb == b"GET":
-        return Parsed(sr.parse_sync_get(rest))
-    if verb == b"DONE":
-        return Parsed(sr.SyncDone(parse_ids(rest)))
-    if verb == b"LATER":
-        front = rest[-1:] == [b"FRONT"]
-        if front:
-            rest = rest[:-1]
-        solo = rest[-1:] == [b"SOLO"]
-        if solo:
-            rest = rest[:-1]
-        until = None
-        if len(rest) >= 2 and rest[-2] == b"UNTIL":
-            until = parse_unix_time(rest[-1])
-            rest = rest[:-2]
-        return Parsed(sr.SyncLater(parse_ids(rest), until, solo, front))
-    if verb == b"WAKE" and len(rest) == 1:
-        return Parsed(sr.SyncWake(parse_unix_time(rest[0])))
-    if verb == b"IDS" and len(rest) in (2, 3):
-        return Parsed(sr.SyncIds(*(parse_counter(raw) for raw in rest)))
-    if verb == b"FAIL":
-        return _with_block(pj.parse_sync_fail, rest)
-    if verb == b"TOUCH":
-        return Parsed(pj.parse_sync_touch(rest))
-    if verb in (b"RETRY", b"DELETE", b"DROP", b"TTL"):
-        return Parsed(pj.parse_sync_keyed(verb, rest))
-    if verb == b"DEAD":
-        return _with_block(pj.parse_sync_dead, rest)
-    raise bad_request("unknown SYNC command")
-
-
 def _parse_fail(args: list[bytes]) -> Parsed:
     command, data_len, error = pj.parse_fail(args)
     return Parsed(command, data_len, error)
@@ -347,11 +298,11 @@ def _link(name: bytes) -> Callable[[list[bytes]], Parsed]:
 _PARSERS: dict[bytes, Callable[[list[bytes]], Parsed]] = {
     b"PUT": _parse_put,
     b"GET": lambda args: Parsed(_parse_get(GetMode.NOW, args)),
-    b"DONE": lambda args: Parsed(Done(parse_ids(args))),
+    b"DONE": lambda args: _parse_done(args),
     b"GETB": lambda args: Parsed(_parse_get(GetMode.BLOCK, args)),
     b"LATER": lambda args: Parsed(_parse_later(args)),
     b"GETBE": lambda args: Parsed(_parse_get(GetMode.UNTIL_IDLE, args)),
-    b"SYNC": _parse_sync,
+    b"SYNC": parse_sync,
     b"FAIL": _parse_fail,
     b"TOUCH": lambda args: Parsed(pj.parse_touch(args)),
     b"JOB": lambda args: Parsed(pj.parse_job(args)),
@@ -360,6 +311,7 @@ _PARSERS: dict[bytes, Callable[[list[bytes]], Parsed]] = {
     b"DELETE": lambda args: Parsed(pj.parse_delete(args)),
     b"CANCEL": lambda args: Parsed(pj.parse_cancel(args)),
     b"CLIENT": lambda args: Parsed(pj.parse_client(args)),
+    b"RESULT": lambda args: Parsed(fin.parse_result(args)),
     b"TOTAL": _optional_queue(b"TOTAL"),
     b"STATS": lambda args: Parsed(_parse_stats(args)),
     b"RUNLIST": lambda args: _parse_runlist(b"RUNLIST", args),
@@ -375,6 +327,12 @@ _PARSERS: dict[bytes, Callable[[list[bytes]], Parsed]] = {
 }
 
 
+def _parse_done(args: list[bytes]) -> Parsed:
+    if len(args) == 3 and args[1] == b"RESULT":  # DONE <id> RESULT <len> (Part B)
+        return with_block(fin.parse_done, args)
+    return Parsed(Done(parse_ids(args)))
+
+
 def parse_line(line: bytes) -> Parsed:
     """Parse one request line (without its terminator). Raises ProtocolError."""
     args = line.split()
@@ -382,7 +340,7 @@ def parse_line(line: bytes) -> Parsed:
     if name == b"GET":  # the two hot ones without the table's extra call
         return Parsed(_parse_get(GetMode.NOW, args[1:]))
     if name == b"DONE":
-        return Parsed(Done(parse_ids(args[1:])))
+        return _parse_done(args[1:])
     parse = _PARSERS.get(name)
     if parse is None:
         raise UNKNOWN_COMMAND

@@ -11,8 +11,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 SUMMARY_CHARS = 200
-JobState = Literal["ready", "delayed", "failed", "running", "dead"]
-JOB_STATES: tuple[JobState, ...] = ("ready", "delayed", "failed", "running", "dead")
+JobState = Literal["ready", "delayed", "failed", "running", "dead", "done"]
+JOB_STATES: tuple[JobState, ...] = ("ready", "delayed", "failed", "running", "dead", "done")
 # What a unique PUT finds when its key is taken (`200 OK KEY <key> EXISTS <state>`).
 ExistingState = Literal["ready", "delayed", "failed", "running"]
 DeleteOutcome = Literal["ok", "not_found", "running"]
@@ -51,6 +51,16 @@ class JobInfo(BaseModel):
     trace: str | None = None  # the W3C traceparent it was put with (PUT ... TRACE)
     # The errors of its last failed attempts, oldest first: only when asked (JOB ... ERRORS).
     errors: list[JobError] | None = None
+    # Running and done jobs: when this server handed it out (None: by a replayed record).
+    started_at: float | None = None
+    # Done jobs (kept for keep_done_s, at most keep_done_max per queue):
+    done_at: float | None = None
+    runtime_s: float | None = None
+    ran_by: str | None = None  # the CLIENT NAME of the connection that finished it
+    result: str | None = None  # what DONE ... RESULT gave (UTF-8, invalid bytes replaced)
+    result_len: int | None = None
+    result_kept: bool = True  # False: its result was over max_result_bytes (result_len says how large)
+    result_truncated: bool = False  # JOBS cuts it at 1 KiB
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from queue_server.protocol.numbers import (
     parse_unix_time,
 )
 
-JOB_STATES = frozenset((b"ready", b"delayed", b"failed", b"running", b"dead"))
+JOB_STATES = frozenset((b"ready", b"delayed", b"failed", b"running", b"dead", b"done"))
 JOBS_LIMIT_DEFAULT = 100
 JOBS_LIMIT_MAX = 1000
 DOOR_RE = re.compile(rb"[A-Za-z0-9_.:-]{1,64}")
@@ -194,7 +194,7 @@ def parse_jobs(args: list[bytes]) -> JobsList:
         raise bad_request("JOBS <q> <state> [LIMIT <n>] [AFTER <key>] expected")
     queue = parse_name(args[0])
     if args[1] not in JOB_STATES:
-        raise bad_request("state must be ready, delayed, failed, running or dead")
+        raise bad_request("state must be ready, delayed, failed, running, dead or done")
     limit = JOBS_LIMIT_DEFAULT
     after: Key | None = None
     rest = args[2:]

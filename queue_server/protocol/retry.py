@@ -28,6 +28,12 @@ DEFAULT_RETRY_MAX_S = 86400.0
 DEFAULT_DEAD_MAX = 10_000
 DEFAULT_DEAD_MAX_AGE_S = 15_552_000.0  # 180 days
 DEFAULT_ERRORS_KEPT = 5
+# Finished jobs kept per queue (JOB, JOBS <q> done, RESULT): at most this many, for at most
+# this long. About 0.5 KiB each beside their data and result (bench/RESULTS.md), so the
+# defaults hold a queue's last 1,000 jobs: 0.5 MB plus their data and results.
+DEFAULT_KEEP_DONE_MAX = 1000
+DEFAULT_KEEP_DONE_S = 3600.0
+DEFAULT_MAX_RESULT_BYTES = 64 * 1024
 JITTER = 0.25  # up to this fraction more, at random
 
 
@@ -66,6 +72,9 @@ class QueuePolicy:
     dead_max: int = DEFAULT_DEAD_MAX
     dead_max_age_s: float = DEFAULT_DEAD_MAX_AGE_S
     errors_kept: int = DEFAULT_ERRORS_KEPT  # a job's error history, last failures first
+    keep_done_max: int = DEFAULT_KEEP_DONE_MAX  # 0: finished jobs are not kept
+    keep_done_s: float = DEFAULT_KEEP_DONE_S
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES  # a bigger result is not kept (said so)
 
 
 DEFAULT_POLICY = QueuePolicy()
@@ -80,9 +89,13 @@ class QueueSettings(Protocol):
     dead_max: int
     dead_max_age_s: float
     errors_kept: int
+    keep_done_max: int
+    keep_done_s: float
+    max_result_bytes: int
 
 
 def queue_policy(config: QueueSettings) -> QueuePolicy:
     """A queue's policy from its `[queues.<q>]` config."""
     return QueuePolicy(RetryPolicy(config.max_attempts, config.retry_base_s, config.retry_max_s),
-                       config.dead_max, config.dead_max_age_s, config.errors_kept)
+                       config.dead_max, config.dead_max_age_s, config.errors_kept,
+                       config.keep_done_max, config.keep_done_s, config.max_result_bytes)

@@ -51,6 +51,11 @@ class SyncGet:
 @dataclass(slots=True)
 class SyncDone:
     ids: tuple[int, ...]
+    at: float | None = None  # when they finished (None: a log from before finished jobs were kept)
+    door: str | None = None  # BY: the finishing connection's CLIENT NAME
+    large: int | None = None  # LARGE <n>: a result of n bytes that was not kept
+    with_result: bool = False  # RESULT <len>: `data` is the one job's result
+    data: bytes = b""
 
 
 @dataclass(slots=True)

@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from queue_server.protocol import commands as p
+from queue_server.protocol import finished as fin
 from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
 
@@ -52,12 +53,13 @@ _NEEDS = {PUT: "the producer or worker role", WORK: "the worker role",
 
 _SYNC_RIGHTS = {kind: CLUSTER for kind in (
     sr.SyncPut, sr.SyncGet, sr.SyncDone, sr.SyncLater, sr.SyncWake, sr.SyncIds,
-    pj.SyncFail, pj.SyncTouch, pj.SyncKeyed, pj.SyncDead)}
+    pj.SyncFail, pj.SyncTouch, pj.SyncKeyed, pj.SyncDead, fin.SyncKept)}
 TYPE_RIGHTS: dict[type, tuple[bytes, str]] = {
     p.Put: (b"PUT", PUT),
     p.Get: (b"GET", WORK), p.Done: (b"DONE", WORK), p.Later: (b"LATER", WORK),
     pj.Fail: (b"FAIL", WORK), pj.Touch: (b"TOUCH", WORK),
-    pj.JobLookup: (b"JOB", READ),
+    pj.JobLookup: (b"JOB", READ), fin.ResultWait: (b"RESULT", READ),
+    fin.DoneWithResult: (b"DONE", WORK),
     pj.JobsList: (b"JOBS", OPERATE), pj.Retry: (b"RETRY", OPERATE), pj.Delete: (b"DELETE", OPERATE),
     pj.Cancel: (b"CANCEL", OPERATE),
     pj.ClientName: (b"CLIENT", ANY), p.Auth: (b"AUTH", ANY),
@@ -70,7 +72,7 @@ SIMPLE_RIGHTS: dict[bytes, str] = {
     b"PING": ANY, b"ROLE": ANY, b"INFO": ANY, b"REPLICAS": ANY, b"QUIT": ANY,
     b"OFFLINE": ADMIN, b"ONLINE": ADMIN, b"SHUTDOWN": ADMIN,
 }
-_NAMES_QUEUES = frozenset((p.Put, p.Get, pj.JobsList, pj.Retry, pj.Delete))  # see named_queues
+_NAMES_QUEUES = frozenset((p.Put, p.Get, pj.JobsList, pj.Retry, pj.Delete, fin.ResultWait))  # see named_queues
 MAX_CACHED_QUEUES = 4096  # per grant: queue names seen (hostile names must not grow it forever)
 
 
@@ -101,7 +103,7 @@ def named_queues(command: p.Command) -> tuple[str | None, ...]:
         return (command.queue,) if command.wait_queue is None else (command.queue, command.wait_queue)
     if isinstance(command, p.Get):
         return (None,) if command.queues is None else command.queues
-    if isinstance(command, (pj.JobsList, pj.Retry, pj.Delete)):
+    if isinstance(command, (pj.JobsList, pj.Retry, pj.Delete, fin.ResultWait)):
         return (command.queue,)
     if isinstance(command, p.Simple):
         return command.queues or ((command.queue,) if command.queue is not None else ())

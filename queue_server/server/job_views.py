@@ -44,6 +44,28 @@ def _view(key: Key, queue: str, state: str, priority: int, attempts: int, data: 
     return view
 
 
+def _finished(job: Job, limit: int | None) -> dict[str, Any]:
+    """A finished job kept (kept.py): its times, who finished it and its result."""
+    history = job.history
+    view = _view(job.key, job.queue.name, "done", job.priority, job.attempts, job.data, job.item,
+                 limit, error=history.error if history else None,
+                 failed_at=history.failed_at if history else None,
+                 trace=history.trace if history else None)
+    started_at = job.taken_at or None
+    result = job.result
+    view.update(started_at=started_at, done_at=job.done_at, ran_by=job.ran_by,
+                runtime_s=None if started_at is None else max(0.0, job.done_at - started_at),
+                result=None, result_len=None, result_kept=result is None or type(result) is bytes)
+    if type(result) is bytes:
+        text, cut = _text(result, limit)
+        view.update(result=text, result_len=len(result))
+        if limit is not None:
+            view["result_truncated"] = cut
+    elif type(result) is int:
+        view["result_len"] = result
+    return view
+
+
 def _meta_fields(meta: Meta) -> dict[str, Any]:
     if type(meta) is JobMeta:
         return {"error": meta.error, "failed_at": meta.failed_at, "trace": meta.trace}
@@ -65,10 +87,12 @@ def _delayed(entry: Delayed, limit: int | None) -> dict[str, Any]:
 
 def _running(job: Job, limit: int | None) -> dict[str, Any]:
     history = job.history
-    return _view(job.key, job.queue.name, "running", job.priority, job.attempts, job.data, job.item,
+    view = _view(job.key, job.queue.name, "running", job.priority, job.attempts, job.data, job.item,
                  limit, error=history.error if history else None,
                  failed_at=history.failed_at if history else None, lease_id=job.id,
                  trace=history.trace if history else None)
+    view["started_at"] = job.taken_at or None  # None: handed out by a replayed record
+    return view
 
 
 def _dead(dead: DeadJob, limit: int | None) -> dict[str, Any]:
@@ -97,7 +121,10 @@ def _errors(meta: Meta) -> Errors:
 def _whole_job(store: Store, key: Key) -> tuple[dict[str, Any], Errors] | None:
     place = store.keys.get(key)
     if place is None:
-        return None
+        finished = store.kept.get(key)
+        if finished is None:
+            return None
+        return _finished(finished, None), finished.history.errors if finished.history else ()
     if type(place) is Job:
         return _running(place, None), place.history.errors if place.history else ()  # type: ignore[union-attr]
     if type(place) is DeadJob:
@@ -122,7 +149,8 @@ def _ready_entries(state: QueueState) -> Iterator[tuple[int, tuple[Any, ...]]]:
 
 def _listing(store: Store, queue: str, state_name: str) -> Iterator[tuple[Key, Any]]:
     """(key, thing to describe) of one queue's jobs in `state_name`, in a stable order:
-    ready in hand-out order, delayed/failed soonest first, running by lease id, dead newest first."""
+    ready in hand-out order, delayed/failed soonest first, running by lease id, dead and done
+    newest first."""
     state = store.queues.get(queue)
     if state is None:
         return
@@ -139,6 +167,9 @@ def _listing(store: Store, queue: str, state_name: str) -> Iterator[tuple[Key, A
             job = store.running[job_id]
             if job.queue is state:
                 yield job.key, job
+    elif state_name == "done":
+        for job in store.kept_jobs(queue):
+            yield job.key, job
     else:
         for dead in reversed(state.dead.values()):
             yield dead.key, dead
@@ -159,6 +190,8 @@ def jobs_view(store: Store, queue: str, state_name: str, limit: int, after: Key 
             found.append(_delayed(thing, PREVIEW_BYTES))
         elif state_name == "running":
             found.append(_running(thing, PREVIEW_BYTES))
+        elif state_name == "done":
+            found.append(_finished(thing, PREVIEW_BYTES))
         else:
             found.append(_dead(thing, PREVIEW_BYTES))
         found[-1]["expires_at"] = store.ttl_at(key)

@@ -11,9 +11,10 @@ from collections.abc import Callable
 from typing import Any
 
 from queue_server.protocol import commands as p
+from queue_server.protocol import finished as fin
 from queue_server.protocol import jobs as pj
 from queue_server.protocol.keyed import JobMeta, Meta
-from queue_server.server import cancel, control, job_commands, replay, responses
+from queue_server.server import cancel, control, job_commands, replay, responses, results
 from queue_server.server.faces import Conn, Server
 
 
@@ -25,7 +26,7 @@ def done(server: Server, conn: Conn, command: p.Done) -> None:
     if server.offline:
         conn.write(responses.OFFLINE)
     else:
-        conn.write(responses.done_reply(server.store.done(command.ids)))
+        conn.write(responses.done_reply(server.store.done(command.ids, conn.door)))
 
 
 def put(server: Server, conn: Conn, command: p.Put) -> None:
@@ -148,6 +149,8 @@ COMMANDS: dict[type, Handler] = {
     pj.Delete: job_commands.delete,
     pj.Cancel: cancel.cancel,
     pj.ClientName: job_commands.client_name,
+    fin.DoneWithResult: results.done_with_result,
+    fin.ResultWait: results.result,
     **{kind: sync for kind in replay.SYNC_TYPES},
 }
 CONTROL: Handler = _control

@@ -8,6 +8,7 @@ from queue_server.protocol.keyed import JobMeta, Key, Meta, encode_errors, key_b
 
 if TYPE_CHECKING:
     from queue_server.protocol.keyed import DeadJob
+    from queue_server.server.store_types import Job
 
 _THEN = {True: b" THEN DONE", False: b" THEN LATER"}
 # RETRY/DELETE/DROP of many keys are split so a record line stays far below 64 KiB.
@@ -69,8 +70,19 @@ def get(queue: str, job_id: int, priority: int, last: bool, until: float | None,
     return record + b"\r\n"
 
 
-def done(ids: Iterable[int]) -> bytes:
-    return b"SYNC DONE " + b" ".join(b"%d" % job_id for job_id in ids) + b"\r\n"
+def done(ids: Iterable[int], at: float, door: str | None = None,
+         result: bytes | int | None = None) -> bytes:
+    """`SYNC DONE <id> ... AT <t>[ BY <door>][ RESULT <len>|LARGE <n>]` (+ the result): when
+    they finished, the connection that finished them, and DONE ... RESULT's result (or the
+    size of one too large to keep), so a replay keeps the finished jobs as they were."""
+    record = b"SYNC DONE " + b" ".join(b"%d" % job_id for job_id in ids) + b" AT " + _time(at)
+    if door is not None:
+        record += b" BY " + door.encode("ascii")
+    if result is None:
+        return record + b"\r\n"
+    if isinstance(result, int):
+        return record + b" LARGE %d\r\n" % result
+    return record + b" RESULT %d\r\n" % len(result) + result
 
 
 def later(ids: Iterable[int], until: float | None, solo: bool = False, front: bool = False) -> bytes:
@@ -118,6 +130,35 @@ def dead(job: DeadJob) -> bytes:
     if job.trace is not None:
         head += b" TRACE " + job.trace
     return head + b"\r\n" + job.data + error
+
+
+def kept(job: Job) -> bytes:
+    """`SYNC KEPT <q> <p> <len> KEY <k> ATTEMPTS <n> READY <t> DONE <t>[ STARTED <t>][ IS <item>]
+    [ BY <door>][ ERRORS <m>][ RESULT <r>|LARGE <n>][ TRACE <tp>]` + data + errors + result: a
+    finished job kept (snapshots). STARTED: when this server handed it out (unknown for one
+    handed out by a replayed record)."""
+    history = job.history
+    error = encode_errors(history.errors) if history is not None and history.errors else b""
+    result = job.result
+    kept_result = result if type(result) is bytes else b""
+    head = b"SYNC KEPT %s %d %d KEY %s ATTEMPTS %d READY %s DONE %s" % (
+        job.queue.name.encode(), job.priority, len(job.data) + len(error) + len(kept_result),
+        key_bytes(job.key), job.attempts, _time(job.ready_at), _time(job.done_at))
+    if job.taken_at:
+        head += b" STARTED " + _time(job.taken_at)
+    if job.item is not None:
+        head += b" IS " + job.item.encode()
+    if job.ran_by is not None:
+        head += b" BY " + job.ran_by.encode("ascii")
+    if error:
+        head += b" ERRORS %d" % len(error)
+    if type(result) is bytes:
+        head += b" RESULT %d" % len(result)
+    elif type(result) is int:
+        head += b" LARGE %d" % result
+    if history is not None and history.trace is not None:
+        head += b" TRACE " + history.trace
+    return head + b"\r\n" + job.data + error + kept_result
 
 
 def wake(until: float) -> bytes:

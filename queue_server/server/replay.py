@@ -5,6 +5,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from queue_server.protocol import commands as protocol
+from queue_server.protocol import finished as fin
 from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
 from queue_server.protocol.errors import ProtocolError
@@ -17,11 +18,11 @@ from queue_server.server.store import Store
 SyncCommand = (
     sr.SyncPut | sr.SyncGet | sr.SyncDone | sr.SyncLater
     | sr.SyncWake | sr.SyncIds
-    | pj.SyncFail | pj.SyncTouch | pj.SyncKeyed | pj.SyncDead
+    | pj.SyncFail | pj.SyncTouch | pj.SyncKeyed | pj.SyncDead | fin.SyncKept
 )
 SYNC_TYPES = (
     sr.SyncPut, sr.SyncGet, sr.SyncDone, sr.SyncLater,
-    sr.SyncWake, sr.SyncIds, pj.SyncFail, pj.SyncTouch, pj.SyncKeyed, pj.SyncDead,
+    sr.SyncWake, sr.SyncIds, pj.SyncFail, pj.SyncTouch, pj.SyncKeyed, pj.SyncDead, fin.SyncKept,
 )
 _NOT_FOUND = b"404 Job Not Found\r\n"
 
@@ -85,7 +86,7 @@ def _take_record(reader: FrameReader) -> SyncCommand | None:
         if data is None:
             reader.position = position
             return None
-        assert isinstance(command, (sr.SyncPut, pj.SyncFail, pj.SyncDead))
+        assert isinstance(command, (sr.SyncPut, pj.SyncFail, pj.SyncDead, sr.SyncDone, fin.SyncKept))
         command.data = data
     return command
 
@@ -144,7 +145,8 @@ def _get(store: Store, command: sr.SyncGet, now: float) -> bytes:
 
 
 def _done(store: Store, command: sr.SyncDone, now: float) -> bytes:
-    return done_reply(store.done(command.ids))
+    result = command.data if command.with_result else command.large
+    return done_reply(store.done(command.ids, command.door, result, at=command.at))
 
 
 def _later(store: Store, command: sr.SyncLater, now: float) -> bytes:
@@ -180,11 +182,26 @@ def _dead(store: Store, command: pj.SyncDead, now: float) -> bytes:
     return OK
 
 
+def _kept(store: Store, command: fin.SyncKept, now: float) -> bytes:
+    block = command.data
+    result: bytes | int | None = command.large
+    if command.result_len >= 0:
+        result = block[len(block) - command.result_len:]
+        block = block[:len(block) - command.result_len]
+    data, errors = _split_errors(block, -1, command.errors_len, command.attempts, None)
+    store.keep_record(command.queue, command.priority, data, command.item, command.key,
+                      command.attempts, errors, command.trace, ready_at=command.ready_at,
+                      started_at=command.started_at, done_at=command.done_at,
+                      ran_by=command.ran_by, result=result)
+    return OK
+
+
 # A SYNC record's type -> how it applies to a store (the log, snapshots, replicas).
 _APPLY: dict[type, Callable[[Store, Any, float], bytes]] = {
     sr.SyncPut: _put, sr.SyncGet: _get, sr.SyncDone: _done,
     sr.SyncLater: _later, sr.SyncWake: _wake, sr.SyncIds: _ids,
     pj.SyncFail: _fail, pj.SyncTouch: _touch, pj.SyncKeyed: _keyed, pj.SyncDead: _dead,
+    fin.SyncKept: _kept,
 }
 
 

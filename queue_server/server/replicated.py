@@ -17,11 +17,13 @@ from queue_server.server.persistence import DataDir
 from queue_server.server.replication import Replication
 from queue_server.server.settings import ServerSettings
 from queue_server.server.store import Store
+from queue_server.server.waiters import Waiters
 
 
 class Replicated(abc.ABC):
     settings: ServerSettings
     store: Store
+    waiters: Waiters
     data_dir: DataDir
     journal: Journal[Conn]
     replicas: Replication[Conn]
@@ -71,6 +73,7 @@ class Replicated(abc.ABC):
         )
         if not self.flush_records():
             return False
+        store.watched = self.waiters.results  # RESULT waits go on over the new state
         self.store = store
         self.data_dir.rotate_with_snapshot(store)
         store.woken.extend(state for state in store.queues.values() if state.ready)

@@ -11,9 +11,10 @@ from collections.abc import Sequence
 
 from config.periodic import TurnBoundary
 from queue_server.protocol import commands as p
+from queue_server.protocol import finished as fin
 from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
-from queue_server.server import auth, lease_ids, queue_commands, replica_health, responses
+from queue_server.server import auth, lease_ids, queue_commands, replica_health, responses, results
 from queue_server.server.authority import Term
 from queue_server.server.connection import Connection
 from queue_server.server.door import Door
@@ -54,8 +55,8 @@ class QueueServer(Roles, Replicated, Timers):
                                 snapshot_log_bytes=settings.snapshot_log_bytes)
         self.journal: Journal[Conn] = Journal(self.data_dir, fsync=settings.fsync,
                                replica_backlog_bytes=settings.replica_backlog_bytes)
-        self.store = self._new_store()
         self.waiters = Waiters()
+        self.store = self._new_store()
         self.connections: set[Conn] = set()
         self.door: Door[Conn] = Door(settings, self.token)
         self.stats_builds = StatsBuilds()  # big STATS replies in progress (stats.py)
@@ -93,9 +94,11 @@ class QueueServer(Roles, Replicated, Timers):
         self.upstream: Upstream | None = None  # following: the link told of each commit
 
     def _new_store(self) -> Store:
-        return Store(expire_done_default=self.settings.expire_done_default,
-                     lock_timeouts_s=dict(self.settings.lock_timeouts_s),
-                     policies=dict(self.settings.policies))
+        store = Store(expire_done_default=self.settings.expire_done_default,
+                      lock_timeouts_s=dict(self.settings.lock_timeouts_s),
+                      policies=dict(self.settings.policies))
+        store.watched = self.waiters.results  # RESULT waits (results.py)
+        return store
 
     # ------------------------------------------------------------ lifecycle
 
@@ -105,6 +108,7 @@ class QueueServer(Roles, Replicated, Timers):
         self.data_dir.lock()
         store, report = self.data_dir.recover(self._new_store, time.time(), repair=repair)
         report.log_to(log, store.totals().jobs)
+        store.watched = self.waiters.results
         self.store = store
         self.data_dir.start(store)
         return report
@@ -294,6 +298,8 @@ class QueueServer(Roles, Replicated, Timers):
             queue_commands.settle(self)
         if store.dropped:
             self._log_dropped()
+        if store.ended:
+            results.answer_ended(self)
         if self.journal.links:
             self.journal.record(store.drain_changes(), replicate=True)
 
@@ -313,7 +319,8 @@ class QueueServer(Roles, Replicated, Timers):
             conn.write(parsed.error.reply + b"\r\n")
             return
         command = parsed.command
-        assert isinstance(command, (p.Put, sr.SyncPut, p.Clone, pj.Fail, pj.SyncFail, pj.SyncDead))
+        assert isinstance(command, (p.Put, sr.SyncPut, p.Clone, pj.Fail, pj.SyncFail, pj.SyncDead,
+                                    sr.SyncDone, fin.DoneWithResult, fin.SyncKept))
         command.data = data
         self.execute(conn, command)
 
@@ -327,7 +334,7 @@ class QueueServer(Roles, Replicated, Timers):
                 auth.refuse(conn, why, command)
                 return
         if kind is p.Done and not self.offline:  # the hot one without the table's extra call
-            conn.write(responses.done_reply(self.store.done(command.ids)))  # type: ignore[union-attr]
+            conn.write(responses.done_reply(self.store.done(command.ids, conn.door)))  # type: ignore[union-attr]
         else:
             COMMANDS.get(kind, CONTROL)(self, conn, command)
             if kind in SYNC_TYPES:

@@ -1,8 +1,8 @@
 """Snapshots: the whole state as SYNC records between a versioned header and a checked trailer.
 
-Format, version 3 (what SNAPSHOT sends, CLONE takes and the data directory keeps):
+Format, version 4 (what SNAPSHOT sends, CLONE takes and the data directory keeps):
 
-    SLOTMAP-SNAPSHOT 3\r\n
+    SLOTMAP-SNAPSHOT 4\r\n
     SYNC IDS <next id> <next item number> <next key number>\r\n
     SYNC PUT <q> <p> <len>[ IS <item>][ UNTIL <unix>] KEY <key>[ ATTEMPTS <n>]
         [ ERRORS <m>][ SOLO][ FAILED]\r\n<data><errors>
@@ -11,9 +11,13 @@ Format, version 3 (what SNAPSHOT sends, CLONE takes and the data directory keeps
                                         (each running job, its attempts before this run)
     SYNC DEAD <q> <p> <len> KEY <key> ATTEMPTS <n> DIED <unix>[ IS <item>][ ERRORS <m>]
         \r\n<data><errors>              (dead jobs, oldest first per queue)
+    SYNC KEPT <q> <p> <len> KEY <key> ATTEMPTS <n> READY <unix> DONE <unix>[ STARTED <unix>]
+        [ IS <item>][ BY <door>][ ERRORS <m>][ RESULT <r>|LARGE <n>][ TRACE <tp>]
+        \r\n<data><errors><result>      (finished jobs kept, oldest first per queue; version 4)
     END <records> <crc32 of everything between header and END, 8 hex digits>\r\n
 
 <errors> is a job's error history, JSON `[[unix time, attempt, text], ...]` oldest first.
+Version 3 (no finished jobs) is still read.
 Version 2 (a job's last error only: `ERROR <m>[ AT <unix>]`, the text alone) is still read.
 Version 1 (no keys, attempts or dead jobs; IDS without the key counter) is still read:
 its jobs get server keys from the counter, in record order.
@@ -29,8 +33,8 @@ from queue_server.server import records, replay
 from queue_server.server.errors import SnapshotError
 from queue_server.server.store import Store
 
-HEADER = b"SLOTMAP-SNAPSHOT 3\r\n"
-HEADERS = (HEADER, b"SLOTMAP-SNAPSHOT 2\r\n", b"SLOTMAP-SNAPSHOT 1\r\n")
+HEADER = b"SLOTMAP-SNAPSHOT 4\r\n"
+HEADERS = (HEADER, b"SLOTMAP-SNAPSHOT 3\r\n", b"SLOTMAP-SNAPSHOT 2\r\n", b"SLOTMAP-SNAPSHOT 1\r\n")
 
 
 def iter_body(store: Store) -> Iterator[bytes]:
@@ -52,6 +56,7 @@ def iter_body(store: Store) -> Iterator[bytes]:
     for state in store.queues.values():
         for dead in state.dead.values():
             yield records.dead(dead)
+    yield from store.kept_records()
 
 
 def encode(store: Store) -> bytes:
@@ -68,7 +73,7 @@ def decode(
     """A new store from a snapshot; raises SnapshotError (and builds nothing) on any flaw."""
     header = next((h for h in HEADERS if blob.startswith(h)), None)
     if header is None:
-        raise SnapshotError("not a slotmap snapshot of version 1, 2 or 3")
+        raise SnapshotError("not a slotmap snapshot of version 1, 2, 3 or 4")
     trailer_start = blob.rfind(b"END ", len(header))
     if trailer_start < 0 or not blob.endswith(b"\r\n"):
         raise SnapshotError("snapshot has no END trailer")

@@ -16,6 +16,7 @@ from queue_server.protocol.keyed import (
     push_error,
 )
 from queue_server.server import records
+from queue_server.server.kept import KeptJobs
 from queue_server.server.store_core import CoreStore
 from queue_server.server.store_types import (
     NOT_FOUND,
@@ -32,7 +33,7 @@ from queue_server.server.store_types import (
 __all__ = ["NOT_FOUND", "Delayed", "DoneResult", "Entry", "Job", "QueueState", "Store", "Totals"]
 
 
-class Store(CoreStore):
+class Store(KeptJobs, CoreStore):
     def fire_due(self, now: float) -> None:
         """Activate delayed jobs and expire running jobs whose time has come."""
         if self._delayed and self._delayed[0][0] <= now:
@@ -58,7 +59,7 @@ class Store(CoreStore):
                 state = self._stop_running(expired)
                 del self.keys[expired.key]
                 self._forget(state, expired.item)
-                self.changes.append(records.done((job_id,)))
+                self.changes.append(records.done((job_id,), now))
             else:
                 self._requeue(expired, now, None, expired.meta_back(expired.attempts - 1))
                 self.changes.append(records.later((job_id,), None))
@@ -163,6 +164,8 @@ class Store(CoreStore):
         self.with_dead[state.name] = state
         self.keys[job.key] = dead
         state.dead_total += 1
+        if self.watched and job.key in self.watched:
+            self.ended.append(job.key)
         if not replaying:
             self._bound_dead(state, now)
 
@@ -354,6 +357,7 @@ class Store(CoreStore):
         if done and door is not None:
             state = self.queues[name]
             state.deleted_by = count_door(state.deleted_by, door, len(done))
+        self.ended += [key for key in done if key in self.watched] if self.watched else ()
         self._record_keyed(b"DELETE", name, done)
         return results
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Iterable
 from time import time as wall_clock
 
@@ -230,11 +231,15 @@ class CoreStore(StoreIndex):
             self.idled.append(state)
         return state
 
-    def done(self, ids: Iterable[int]) -> list[DoneResult]:
+    def done(self, ids: Iterable[int], door: str | None = None, result: bytes | int | None = None,
+             at: float | None = None) -> list[DoneResult]:
+        """DONE: the jobs are finished, and kept a while when their queue keeps finished jobs
+        (kept.py). `door`: the finishing connection's CLIENT NAME; `result`: DONE ... RESULT's
+        bytes (one job), or the length of one too large to keep; `at`: a replayed record's time."""
         results = []
         found_ids = []
         keys = self.keys
-        now = wall_clock()
+        now = wall_clock() if at is None else at
         for job_id in ids:
             job = self.running.get(job_id)
             if job is None:
@@ -252,10 +257,27 @@ class CoreStore(StoreIndex):
                 cells[TOTAL + (bisect_left(BOUNDS, total) if total > FIRST else 0)] += 1
                 cells[RUN_SUM] += run
                 cells[TOTAL_SUM] += total
+            if state.keep_max:  # kept (kept.py), inlined: no allocation, the Job itself stays
+                job.done_at = now
+                job.ran_by = door
+                job.result = result
+                kept = state.kept
+                if not kept:
+                    if kept is None:
+                        kept = state.kept = deque()
+                    self.with_kept[state.name] = state
+                kept.append(job)
+                self.kept[job.key] = job
+                if len(kept) > state.keep_max:
+                    oldest = kept.popleft()
+                    if self.kept.get(oldest.key) is oldest:
+                        del self.kept[oldest.key]
+            if self.watched and job.key in self.watched:
+                self.ended.append(job.key)
             item_finished = self._forget(state, job.item)
             results.append(_DONE[not (state.ready or state.delayed or state.running), item_finished])
         if found_ids:
-            self.changes.append(records.done(found_ids))
+            self.changes.append(records.done(found_ids, now, door, result))
         return results
 
     def later(

@@ -70,6 +70,14 @@ class StoreIndex:
         self.idled: list[QueueState] = []
         # Dead jobs dropped by the bounds, (queue, count, why): the server logs them.
         self.dropped: list[tuple[str, int, str]] = []
+        # Finished jobs kept (kept.py): key -> the newest finished job of that key, and the
+        # queues that have kept one (some maybe none now: pruned lazily).
+        self.kept: dict[Key, Job] = {}
+        self.with_kept: dict[str, QueueState] = {}
+        # Keys a RESULT waits on (the server's Waiters.results, shared), and the outbox of
+        # those that ended (done, dead or deleted) since the server last looked (results.py).
+        self.watched: Mapping[Key, object] = {}
+        self.ended: list[Key] = []
 
     def drain_changes(self) -> list[bytes]:
         """The SYNC records of every change since the last drain, oldest first; the list is
@@ -83,15 +91,17 @@ class StoreIndex:
     def queue(self, name: str) -> QueueState:
         state = self.queues.get(name)
         if state is None:
-            state = self.queues[name] = QueueState(name, self.lock_timeouts_s.get(name))
+            state = self.queues[name] = QueueState(name, self.lock_timeouts_s.get(name),
+                                                   self.policy(name).keep_done_max)
         return state
 
     def forget_queue(self, name: str) -> bool:
         """Drop a drained queue's state (drained.py): no job ready, delayed, running or
         dead. Nothing else holds it then (jobs hold their queue only while they wait or
-        run); it comes back, with its counters at 0, with its next job."""
+        run, and its finished jobs while kept); it comes back, with its counters at 0, with
+        its next job."""
         state = self.queues.get(name)
-        if state is None or state.ready or state.delayed or state.running or state.dead:
+        if state is None or state.ready or state.delayed or state.running or state.dead or state.kept:
             return False
         del self.queues[name]
         return True

@@ -26,8 +26,14 @@ TtlMark = list
 class Job:
     """A running job under the id it was handed out with."""
 
-    __slots__ = ("attempts", "data", "expire_at", "history", "id", "item", "key", "lock_s",
-                 "managed", "priority", "queue", "ready_at", "taken_at", "then_done")
+    # done_at, ran_by and result are set when it finishes and is kept (kept.py): a kept
+    # finished job is the very Job that ran, so keeping one allocates nothing.
+    __slots__ = ("attempts", "data", "done_at", "expire_at", "history", "id", "item", "key",
+                 "lock_s", "managed", "priority", "queue", "ran_by", "ready_at", "result",
+                 "taken_at", "then_done")
+    done_at: float
+    ran_by: str | None
+    result: bytes | int | None  # bytes kept, or the length of a result too large to keep
 
     def __init__(self, queue: QueueState, priority: int, data: bytes, item: str | None, job_id: int,
                  key: Key, attempts: int, history: JobMeta | None, expire_at: float | None,
@@ -74,6 +80,8 @@ class QueueState:
         "gone",
         "heap",
         "in_heap",
+        "keep_max",
+        "kept",
         "latency",
         "later",
         "levels",
@@ -88,7 +96,7 @@ class QueueState:
         "waiting_by_priority",
     )
 
-    def __init__(self, name: str, lock_timeout_s: float | None) -> None:
+    def __init__(self, name: str, lock_timeout_s: float | None, keep_max: int = 0) -> None:
         self.name = name
         self.levels: dict[int, deque[Entry]] = {}
         self.heap: list[int] = []  # negated priorities; may hold stale entries
@@ -117,6 +125,12 @@ class QueueState:
         # its level: deleting from a deque's middle is O(n), so they are skipped when popped.
         self.gone: set[int] = set()
         self.latency: QueueLatency | None = None  # made at the first live hand-out (latency.py)
+        # Finished jobs kept, oldest first (kept.py): a deque, as the oldest goes at every DONE
+        # past keep_max; a job whose key finished again later is stale here (the store's
+        # `kept` index points at the newer one). None until the first (an empty deque is
+        # 0.6 KiB, and a server may hold 100,000 queues).
+        self.kept: deque[Job] | None = None
+        self.keep_max = keep_max
 
     @property
     def holds_jobs(self) -> bool:

@@ -1,4 +1,4 @@
-"""Clients blocked in GETB / GETBE / PUT ... WAIT, served first-come first-served; no I/O."""
+"""Clients blocked in GETB / GETBE / PUT ... WAIT / RESULT, served first-come first-served; no I/O."""
 from __future__ import annotations
 
 import itertools
@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from queue_server.protocol.commands import Get, GetMode
+from queue_server.protocol.finished import ResultWait
+from queue_server.protocol.keyed import Key
 
 
 @dataclass(eq=False, slots=True)
@@ -18,6 +20,8 @@ class Waiter:
     expire_s: float | None = None
     then_done: bool | None = None
     active: bool = True
+    result: ResultWait | None = None  # RESULT <q> <key> TIMEOUT <s> (results.py)
+    timer: Any = None  # its timeout's handle, cancelled when it is answered or leaves
 
     @property
     def until_idle(self) -> bool:
@@ -29,6 +33,9 @@ class Waiters:
     _by_queue: dict[str, dict[int, Waiter]] = field(default_factory=dict)
     _any_queue: dict[int, Waiter] = field(default_factory=dict)
     _outputs: dict[tuple[str, str], dict[int, Waiter]] = field(default_factory=dict)
+    # RESULT waits by key: the store reads it as its `watched` (a key ending is told only
+    # when someone waits on it), so it is one dict shared by both.
+    results: dict[Key, dict[int, Waiter]] = field(default_factory=dict)
     _seq: Iterator[int] = field(default_factory=itertools.count)
     count: int = 0
 
@@ -50,12 +57,22 @@ class Waiters:
         self.count += 1
         return waiter
 
+    def add_result(self, conn: Any, wait: ResultWait) -> Waiter:
+        waiter = Waiter(conn, next(self._seq), result=wait)
+        self.results.setdefault(wait.key, {})[waiter.seq] = waiter
+        self.count += 1
+        return waiter
+
     def remove(self, waiter: Waiter) -> None:
         if not waiter.active:
             return
         waiter.active = False
         self.count -= 1
-        if waiter.output is not None:
+        if waiter.result is not None:
+            if waiter.timer is not None:
+                waiter.timer.cancel()
+            self._discard(self.results, waiter.result.key, waiter.seq)
+        elif waiter.output is not None:
             self._discard(self._outputs, waiter.output, waiter.seq)
         elif waiter.get is not None and waiter.get.queues is not None:
             for name in dict.fromkeys(waiter.get.queues):
@@ -97,6 +114,7 @@ class Waiters:
 
     def all(self) -> list[Waiter]:
         seen: dict[int, Waiter] = {}
-        for group in (*self._by_queue.values(), self._any_queue, *self._outputs.values()):
+        for group in (*self._by_queue.values(), self._any_queue, *self._outputs.values(),
+                      *self.results.values()):
             seen.update(group)
         return [seen[seq] for seq in sorted(seen)]
