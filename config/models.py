@@ -71,7 +71,13 @@ class QueueServerConfig(_Strict):
     auth_timeout_s: float = Field(default=5.0, gt=0, le=3600, description="With a token: a connection not authenticated this long after it opened is closed with `401 Auth Required`.")
     max_unauthenticated_clients: int = Field(default=1000, ge=1, le=1_000_000, description="With a token: connections not authenticated yet, at most; a new one (or one arriving at max_clients) takes the place of the oldest of them, never of an authenticated client.")
     unauthenticated_input_bytes: int = Field(default=4096, ge=256, le=1024 * 1024, description="With a token: all a connection may send before AUTH (lines and data blocks); more gets `401 Auth Required` (a bigger block `413 Job Too Large`) and the connection is closed.")
-    forget_drained_queues_s: float = Field(default=600.0, ge=0, le=10**9, description="A queue with no job ready, delayed or running, no dead job and no client waiting on it is forgotten this long after it drained (STATS stops listing it; its counters start again from 0 if it comes back). 0: never.")
+    keep_done_total_max: int = Field(
+        default=1_000_000, ge=0, le=100_000_000,
+        description="Finished jobs kept over all queues (each queue keeps at most its keep_done_max "
+                    "for keep_done_s): past it, each DONE drops the oldest finished job of its own "
+                    "queue. About 0.5 KiB each beside their data and results, so the default bounds "
+                    "them near 0.5 GB plus data. 0: no finished job is kept (RESULT then answers 404).")
+    forget_drained_queues_s: float = Field(default=600.0, ge=0, le=10**9, description="A queue with no job ready, delayed or running, no dead job, no finished job kept (keep_done_s) and no client waiting on it is forgotten this long after it drained (STATS stops listing it; its counters start again from 0 if it comes back). 0: never.")
 
     @field_validator("lock_timeouts_s")
     @classmethod

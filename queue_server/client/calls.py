@@ -78,9 +78,10 @@ def reply_timeout(address: Address, timeout_s: float | None, late_reply_s: float
 def why_no_reply(queue: str, output_queue: str, info: JobInfo | None, stats: QueueStats | None,
                  *, timeout_s: float | None) -> str:
     """Pure: what the call's job and its queue's STATS say about a missing reply."""
-    if info is None:
-        return (f"the job was taken and finished (or deleted) without a reply to {output_queue!r}: "
-                "does its handler call job.reply()?")
+    if info is None or info.state == "done":
+        by = f" by {info.ran_by}" if info is not None and info.ran_by else ""
+        return (f"the job was taken and finished{by} (or deleted) without a reply to "
+                f"{output_queue!r}: does its handler call job.reply()?")
     if info.state == "ready":
         return _still_waiting(queue, stats)
     if info.state == "running":

@@ -51,7 +51,7 @@ class JobInfo(BaseModel):
     trace: str | None = None  # the W3C traceparent it was put with (PUT ... TRACE)
     # The errors of its last failed attempts, oldest first: only when asked (JOB ... ERRORS).
     errors: list[JobError] | None = None
-    # Running and done jobs: when this server handed it out (None: by a replayed record).
+    # Running and done jobs: when it was handed out (None: by a record logged before issue 26).
     started_at: float | None = None
     # Done jobs (kept for keep_done_s, at most keep_done_max per queue):
     done_at: float | None = None

@@ -34,6 +34,7 @@ DEFAULT_ERRORS_KEPT = 5
 DEFAULT_KEEP_DONE_MAX = 1000
 DEFAULT_KEEP_DONE_S = 3600.0
 DEFAULT_MAX_RESULT_BYTES = 64 * 1024
+DEFAULT_KEEP_DONE_TOTAL = 1_000_000  # over all queues: about 0.5 GB beside data and results
 JITTER = 0.25  # up to this fraction more, at random
 
 

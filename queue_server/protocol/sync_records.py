@@ -46,6 +46,7 @@ class SyncGet:
     until: float | None
     then_done: bool | None
     managed: bool = False
+    at: float = 0.0  # AT: when the primary handed it out (0: a record from before issue 26)
 
 
 @dataclass(slots=True)
@@ -119,8 +120,8 @@ def parse_sync_get(rest: list[bytes]) -> SyncGet:
         rest = rest[:-1]
     if len(rest) < 3:
         raise bad_request("SYNC GET [LAST] <q> <id> <p> expected")
-    values = keyword_values(rest[3:], frozenset((b"UNTIL", b"THEN")))
+    values = keyword_values(rest[3:], frozenset((b"UNTIL", b"THEN", b"AT")))
     until = parse_unix_time(values[b"UNTIL"]) if b"UNTIL" in values else None
     then_done = parse_then(values[b"THEN"]) if b"THEN" in values else None
     return SyncGet(parse_name(rest[0]), parse_id(rest[1]), parse_priority(rest[2]), last, until,
-                   then_done, managed)
+                   then_done, managed, parse_unix_time(values[b"AT"]) if b"AT" in values else 0.0)

@@ -87,6 +87,7 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         snapshot_log_bytes=config.snapshot_log_bytes,
         lock_timeouts_s=tuple(sorted(lock_timeouts_s.items())),
         policies=tuple(sorted(policies.items())),
+        keep_done_total=config.keep_done_total_max,
         server_id=args.server_id,
         replica_of=parse_host_port(replica_of) if replica_of else None,
         promote_after_s=args.promote_after or config.promote_after_s,

@@ -91,7 +91,7 @@ def _running(job: Job, limit: int | None) -> dict[str, Any]:
                  limit, error=history.error if history else None,
                  failed_at=history.failed_at if history else None, lease_id=job.id,
                  trace=history.trace if history else None)
-    view["started_at"] = job.taken_at or None  # None: handed out by a replayed record
+    view["started_at"] = job.taken_at or None  # None: by a record logged before issue 26
     return view
 
 

@@ -75,7 +75,7 @@ class KeptJobs(StoreIndex):
         kept.append(job)
         self.with_kept[name] = state
         self.kept[key] = job
-        if state.keep_max and len(kept) > state.keep_max:
+        if len(kept) > state.keep_max or len(self.kept) > self.keep_done_total:
             oldest = kept.popleft()
             if self.kept.get(oldest.key) is oldest:
                 del self.kept[oldest.key]

@@ -59,12 +59,20 @@ def put(queue: str, priority: int, data: bytes, item: str | None, until: float |
     return head + options + b"\r\n" + data + error
 
 
+def at(when: float) -> bytes:
+    """A hand-out's ` AT <t>` option, made once per GET for all the jobs it hands out."""
+    return b" AT " + _time(when) if when else b""
+
+
 def get(queue: str, job_id: int, priority: int, last: bool, until: float | None, then_done: bool,
-        managed: bool = False) -> bytes:
+        managed: bool = False, handed_at: bytes = b"") -> bytes:
+    """`SYNC GET[ LAST] <q> <id> <p>[ UNTIL <t> THEN DONE|LATER][ AT <t>][ MANAGED]`; AT (from
+    at()): when it was handed out, so a replica and a replay know when it started."""
     line = b"SYNC GET LAST %s %d %d" if last else b"SYNC GET %s %d %d"
     record = line % (queue.encode(), job_id, priority)
     if until is not None:
         record += b" UNTIL " + _time(until) + _THEN[then_done]
+    record += handed_at
     if managed:
         record += b" MANAGED"
     return record + b"\r\n"
@@ -135,8 +143,8 @@ def dead(job: DeadJob) -> bytes:
 def kept(job: Job) -> bytes:
     """`SYNC KEPT <q> <p> <len> KEY <k> ATTEMPTS <n> READY <t> DONE <t>[ STARTED <t>][ IS <item>]
     [ BY <door>][ ERRORS <m>][ RESULT <r>|LARGE <n>][ TRACE <tp>]` + data + errors + result: a
-    finished job kept (snapshots). STARTED: when this server handed it out (unknown for one
-    handed out by a replayed record)."""
+    finished job kept (snapshots). STARTED: when it was handed out (left out when unknown: a
+    hand-out logged before issue 26)."""
     history = job.history
     error = encode_errors(history.errors) if history is not None and history.errors else b""
     result = job.result

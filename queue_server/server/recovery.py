@@ -139,7 +139,7 @@ class Recovery:
                 store = snapshot.decode(
                     path.read_bytes(), self.now, expire_done_default=template.expire_done_default,
                     lock_timeouts_s=template.lock_timeouts_s, rng=template.rng,
-                    policies=template.policies)
+                    policies=template.policies, keep_done_total=template.keep_done_total)
             except (SnapshotError, OSError) as exc:
                 damaged.append((path, f"{path.name} is damaged ({_where(path, exc)})"))
                 continue

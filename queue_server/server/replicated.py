@@ -69,7 +69,7 @@ class Replicated(abc.ABC):
         store = snapshot.decode(
             blob, time.time(), expire_done_default=self.settings.expire_done_default,
             lock_timeouts_s=dict(self.settings.lock_timeouts_s), rng=self.store.rng,
-            policies=dict(self.settings.policies),
+            policies=dict(self.settings.policies), keep_done_total=self.settings.keep_done_total,
         )
         if not self.flush_records():
             return False

@@ -96,7 +96,8 @@ class QueueServer(Roles, Replicated, Timers):
     def _new_store(self) -> Store:
         store = Store(expire_done_default=self.settings.expire_done_default,
                       lock_timeouts_s=dict(self.settings.lock_timeouts_s),
-                      policies=dict(self.settings.policies))
+                      policies=dict(self.settings.policies),
+                      keep_done_total=self.settings.keep_done_total)
         store.watched = self.waiters.results  # RESULT waits (results.py)
         return store
 

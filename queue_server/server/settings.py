@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from queue_server.protocol.retry import QueuePolicy
+from queue_server.protocol.retry import DEFAULT_KEEP_DONE_TOTAL, QueuePolicy
 from queue_server.server.grants import Role, RoleToken
 from queue_server.server.persistence import FsyncPolicy
 from queue_server.server.replication import SyncSettings
@@ -25,6 +25,7 @@ class ServerSettings:
     lock_timeouts_s: tuple[tuple[str, float], ...] = ()
     # Per queue: retry curve, max_attempts and dead bounds ([queues.<q>]; others: defaults).
     policies: tuple[tuple[str, QueuePolicy], ...] = ()
+    keep_done_total: int = DEFAULT_KEEP_DONE_TOTAL  # finished jobs kept over all queues (kept.py)
     server_id: int = 1
     replica_of: tuple[str, int] | None = None  # follow this primary (queue_server/server/follower.py)
     replica_backlog_bytes: int = 256 * 1024 * 1024  # unread stream that cuts a replica off

@@ -28,7 +28,7 @@ import random
 import zlib
 from collections.abc import Iterator, Mapping
 
-from queue_server.protocol.retry import QueuePolicy
+from queue_server.protocol.retry import DEFAULT_KEEP_DONE_TOTAL, QueuePolicy
 from queue_server.server import records, replay
 from queue_server.server.errors import SnapshotError
 from queue_server.server.store import Store
@@ -52,7 +52,7 @@ def iter_body(store: Store) -> Iterator[bytes]:
         yield records.put(job.queue.name, job.priority, job.data, job.item, None, job.key,
                           job.meta_back(job.attempts - 1))
         yield records.get(job.queue.name, job_id, job.priority, True, job.expire_at, job.then_done,
-                          job.managed)
+                          job.managed, records.at(job.taken_at))
     for state in store.queues.values():
         for dead in state.dead.values():
             yield records.dead(dead)
@@ -68,7 +68,7 @@ def encode(store: Store) -> bytes:
 def decode(
     blob: bytes, now: float, *, expire_done_default: bool = False,
     lock_timeouts_s: dict[str, float] | None = None, rng: random.Random | None = None,
-    policies: Mapping[str, QueuePolicy] | None = None,
+    policies: Mapping[str, QueuePolicy] | None = None, keep_done_total: int = DEFAULT_KEEP_DONE_TOTAL,
 ) -> Store:
     """A new store from a snapshot; raises SnapshotError (and builds nothing) on any flaw."""
     header = next((h for h in HEADERS if blob.startswith(h)), None)
@@ -88,7 +88,7 @@ def decode(
     if zlib.crc32(body) != expected_crc:
         raise SnapshotError("snapshot checksum mismatch")
     store = Store(expire_done_default=expire_done_default, lock_timeouts_s=lock_timeouts_s, rng=rng,
-                  policies=policies)
+                  policies=policies, keep_done_total=keep_done_total)
     count = 0
     for command in replay.iter_records(body):
         reply = replay.apply(store, command, now)

@@ -30,6 +30,8 @@ from queue_server.server.store_types import (
     count_door,
 )
 
+EXPIRED_DOOR = "expired"  # who finished a job whose lock ran out with THEN DONE
+
 __all__ = ["NOT_FOUND", "Delayed", "DoneResult", "Entry", "Job", "QueueState", "Store", "Totals"]
 
 
@@ -55,11 +57,8 @@ class Store(KeptJobs, CoreStore):
                 # Rounded: a promoted replica knows the lock as a deadline less its record's
                 # time, so a 1 s lock read "0.999557 s".
                 self.fail(job_id, b"lock expired after %g s" % round(lock, 2), now)
-            elif expired.then_done:
-                state = self._stop_running(expired)
-                del self.keys[expired.key]
-                self._forget(state, expired.item)
-                self.changes.append(records.done((job_id,), now))
+            elif expired.then_done:  # finished by its lock (EXPIRE ... THEN DONE), kept as any
+                self.done((job_id,), EXPIRED_DOOR, at=now)
             else:
                 self._requeue(expired, now, None, expired.meta_back(expired.attempts - 1))
                 self.changes.append(records.later((job_id,), None))

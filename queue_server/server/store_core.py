@@ -184,8 +184,9 @@ class CoreStore(StoreIndex):
     def _hand_out(
         self, state: QueueState, priority: int, entry: Entry, expire_at: float | None,
         lock_s: float | None, then_done: bool | None, managed: bool, *, last: bool, job_id: int = 0,
-        now: float = 0.0,
+        now: float = 0.0, started_at: float = 0.0,
     ) -> Job:
+        """`now`: a live hand-out's time; `started_at`: a replayed one's, as its record says."""
         self._drop_ready_count(state)
         self._leave_waiting(state, priority)
         state.running += 1
@@ -205,22 +206,26 @@ class CoreStore(StoreIndex):
             wait = now - entry[2]
             cells[bisect_left(BOUNDS, wait) if wait > FIRST else 0] += 1  # (most waits: no bisect)
             cells[WAIT_SUM] += wait
+        started = now or started_at
+        if started != self._at_time:  # one AT for all the jobs of one GET
+            self._at_time = started
+            self._at_option = records.at(started)
         meta = entry[4]
         if type(meta) is int:
             job = Job(state, priority, entry[0], entry[1], job_id, entry[3], meta + 1, None,
-                      expire_at, lock_s, managed, then_done, entry[2], now)
+                      expire_at, lock_s, managed, then_done, entry[2], started)
         else:  # a job that failed before or is traced: its errors and trace stay with it
             # (solo and retry-wait end)
             history = (JobMeta(meta.attempts, meta.errors, trace=meta.trace)  # type: ignore[union-attr]
                        if meta.errors or meta.trace is not None else None)  # type: ignore[union-attr]
             job = Job(state, priority, entry[0], entry[1], job_id, entry[3], meta.attempts + 1,  # type: ignore[union-attr]
-                      history, expire_at, lock_s, managed, then_done, entry[2], now)
+                      history, expire_at, lock_s, managed, then_done, entry[2], started)
         self.running[job_id] = job
         self.keys[entry[3]] = job
         if self._ttl_marks:  # a TTL holds until the first hand-out only
             self._ttl_marks.pop(entry[3], None)
         self.changes.append(records.get(state.name, job_id, priority, last, expire_at, then_done,
-                                        managed))
+                                        managed, self._at_option))
         return job
 
     def _stop_running(self, job: Job) -> QueueState:
@@ -250,8 +255,8 @@ class CoreStore(StoreIndex):
             del keys[job.key]
             state.done += 1
             taken_at = job.taken_at
-            if taken_at:  # handed out live (latency.py): its run and ready-to-done times, inlined
-                cells = state.latency.cells  # type: ignore[union-attr]
+            if taken_at and at is None:  # a live DONE (latency.py): its run and ready-to-done times, inlined
+                cells = (state.latency or new_latency(state)).cells  # (none yet: handed out elsewhere)
                 run, total = now - taken_at, now - job.ready_at
                 cells[RUN + (bisect_left(BOUNDS, run) if run > FIRST else 0)] += 1
                 cells[TOTAL + (bisect_left(BOUNDS, total) if total > FIRST else 0)] += 1
@@ -268,7 +273,7 @@ class CoreStore(StoreIndex):
                     self.with_kept[state.name] = state
                 kept.append(job)
                 self.kept[job.key] = job
-                if len(kept) > state.keep_max:
+                if len(kept) > state.keep_max or len(self.kept) > self.keep_done_total:
                     oldest = kept.popleft()
                     if self.kept.get(oldest.key) is oldest:
                         del self.kept[oldest.key]
@@ -351,6 +356,7 @@ class CoreStore(StoreIndex):
     def sync_get(
         self, name: str, job_id: int, priority: int, now: float,
         *, last: bool, until: float | None, then_done: bool | None, managed: bool = False,
+        at: float = 0.0,
     ) -> bool:
         """SYNC GET [LAST]: the first (last) ready job of `priority` runs under `job_id`."""
         state = self.queues.get(name)
@@ -360,7 +366,8 @@ class CoreStore(StoreIndex):
         if entry is None:
             return False
         lock_s = None if until is None else max(0.0, until - now)
-        self._hand_out(state, priority, entry, until, lock_s, then_done, managed, last=last, job_id=job_id)
+        self._hand_out(state, priority, entry, until, lock_s, then_done, managed, last=last, job_id=job_id,
+                       started_at=at)
         return True
 
     def wake(self, until: float, now: float) -> None:

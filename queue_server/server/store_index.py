@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Mapping
 
 from queue_server.protocol.keyed import DeadJob, Key, is_retry_wait
-from queue_server.protocol.retry import DEFAULT_POLICY, QueuePolicy
+from queue_server.protocol.retry import DEFAULT_KEEP_DONE_TOTAL, DEFAULT_POLICY, QueuePolicy
 from queue_server.server.store_types import (
     Delayed,
     Entry,
@@ -31,8 +31,13 @@ class StoreIndex:
         lock_timeouts_s: Mapping[str, float] | None = None,
         policies: Mapping[str, QueuePolicy] | None = None,
         rng: random.Random | None = None,
+        keep_done_total: int = DEFAULT_KEEP_DONE_TOTAL,
     ) -> None:
         self.expire_done_default = expire_done_default
+        # Finished jobs kept over all queues (kept.py): past it, each DONE drops the oldest of
+        # its own queue, so a producer of 100,000 queues cannot make us keep 100,000 x
+        # keep_done_max. 0: no queue keeps any.
+        self.keep_done_total = keep_done_total
         self.lock_timeouts_s = dict(lock_timeouts_s or {})
         self.policies = dict(policies or {})
         self.rng = rng or random.Random()
@@ -77,6 +82,9 @@ class StoreIndex:
         # Keys a RESULT waits on (the server's Waiters.results, shared), and the outbox of
         # those that ended (done, dead or deleted) since the server last looked (results.py).
         self.watched: Mapping[Key, object] = {}
+        # The last hand-out time and its SYNC GET ` AT <t>` (store_core.py `_hand_out`).
+        self._at_time = 0.0
+        self._at_option = b""
         self.ended: list[Key] = []
 
     def drain_changes(self) -> list[bytes]:
@@ -91,8 +99,9 @@ class StoreIndex:
     def queue(self, name: str) -> QueueState:
         state = self.queues.get(name)
         if state is None:
-            state = self.queues[name] = QueueState(name, self.lock_timeouts_s.get(name),
-                                                   self.policy(name).keep_done_max)
+            state = self.queues[name] = QueueState(
+                name, self.lock_timeouts_s.get(name),
+                self.policy(name).keep_done_max if self.keep_done_total else 0)
         return state
 
     def forget_queue(self, name: str) -> bool:

@@ -52,8 +52,8 @@ class Job:
         self.lock_s = lock_s  # the lock length it was handed out with (TOUCH)
         self.managed = managed  # handed out with KEYS: an expired lock is a failed attempt
         self.then_done = then_done
-        # When it last became ready and was handed out (latency.py); taken_at 0: handed out
-        # by a replayed or replicated record, whose times are not live (not counted).
+        # When it last became ready and was handed out (latency.py; a replayed or replicated
+        # hand-out has its record's AT); taken_at 0: by a record older than issue 26.
         self.ready_at = ready_at
         self.taken_at = taken_at
 

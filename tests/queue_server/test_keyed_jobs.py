@@ -352,7 +352,7 @@ def test_clone_and_a_replica_carry_keys_attempts_errors_and_dead_jobs(start_queu
         raw = primary.connect()
         raw.send(b"SNAPSHOT\r\n")
         blob = raw.exact(int(raw.line().split()[2]))
-    assert blob.startswith(b"SLOTMAP-SNAPSHOT 3\r\n")
+    assert blob.startswith(b"SLOTMAP-SNAPSHOT 4\r\n")
     target = start_queue_server("--fsync", "never")
     raw = target.connect()
     raw.send(b"CLONE %d\r\n" % len(blob) + blob)

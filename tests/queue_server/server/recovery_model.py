@@ -21,7 +21,7 @@ from tests.conftest import RawClient
 
 QUEUES = ("q0", "q1", "q2")
 OUTPUT = "out0"  # where PUT ... WAIT waits
-STATES = ("ready", "delayed", "failed", "running", "dead")
+STATES = ("ready", "delayed", "failed", "running", "dead", "done")
 MAX_ATTEMPTS = 3
 CONFIG = "[queue_server]\nsnapshot_log_bytes = 4096\n" + "".join(
     f"[queues.{name}]\nlock_timeout_s = 86400\nretry_base_s = 86400\nretry_max_s = 86400\n"
@@ -173,6 +173,12 @@ def _lines(session: Session, request: str, count: int, pattern: bytes) -> None:
 
 def done(draw: st.DrawFn, session: Session) -> None:
     ids = _ids(draw, session)
+    if draw(st.booleans()):  # one job with a result (issue 26: kept with the finished job)
+        result = draw(st.binary(max_size=30))
+        session.send(f"DONE {ids[0]} RESULT {len(result)}".encode() + b"\r\n" + result)
+        reply = session.client.line()
+        assert re.fullmatch(rb"200 OK( FINQ)?( FINI)?|404 Job Not Found", reply) or _refused(reply), reply
+        return
     _lines(session, "DONE " + " ".join(ids), len(ids), rb"200 OK( FINQ)?( FINI)?|404 Job Not Found")
 
 

@@ -162,7 +162,9 @@ def test_truncated_log_tail_is_reported_and_the_valid_prefix_recovered(start_que
     assert b"after recovery" in after, after
 
 
-COMPACT_CONFIG = "[queue_server]\nsnapshot_log_bytes = 4096\n"
+# Finished jobs kept are in every snapshot: 10 of them keep it small.
+COMPACT_CONFIG = ("[queue_server]\nsnapshot_log_bytes = 4096\n[queues.q]\nkeep_done_max = 10\n"
+                  "[queues.filler]\nkeep_done_max = 10\n")
 
 
 def _data_dir_bytes(data_dir: Path) -> int:

@@ -76,7 +76,8 @@ def test_stats_opt_in_forms_answer_a_few_queues(start_queue_server):
 
 
 def test_drained_queues_are_forgotten_after_the_setting(start_queue_server):
-    server = start_queue_server(config="[queue_server]\nforget_drained_queues_s = 1.0\n")
+    # Finished jobs kept hold their queue (keep_done_s): none are kept here.
+    server = start_queue_server(config="[queue_server]\nforget_drained_queues_s = 1.0\nkeep_done_total_max = 0\n")
     client = server.connect(timeout_s=15.0)
     for index in range(50):
         put_ok(client, f"gone{index}", 0, b"x")

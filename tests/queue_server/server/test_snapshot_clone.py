@@ -192,10 +192,12 @@ def test_snapshot_with_a_link_streams_later_changes_as_sync_commands(queue_serve
     put_ok(client, "q", 3, b"abc", "IS it")
     link.expect(b"SYNC PUT q 3 3 IS it\r\nabc")
     job = get_job(client, "GET q")
-    link.expect(b"SYNC GET q %d 3\r\n" % job.id)
+    handed_out = link.line()  # with the time it was handed out (issue 26)
+    assert re.fullmatch(rb"SYNC GET q %d 3 AT [0-9.]+" % job.id, handed_out), handed_out
     client.send(b"DONE %d\r\n" % job.id)
     client.expect(b"200 OK FINQ FINI\r\n")
-    link.expect(b"SYNC DONE %d\r\n" % job.id)
+    done = link.line()  # with the time it finished, so a replay keeps it as it was (issue 26)
+    assert re.fullmatch(rb"SYNC DONE %d AT [0-9.]+" % job.id, done), done
 
 
 def test_interconnect_replies_with_a_positive_server_id(queue_server):
