@@ -301,7 +301,7 @@ class Master:
     def spawn_slot(self, slot_id: int, queue: str, now: float) -> None:
         lease_fd = self.leases.open(slot_id)
         spec = SlotSpec(
-            slot_id=slot_id,
+            slot_id=slot_id, host_name=self.host,
             assignment=self.assignment_for(queue),
             beacon_endpoint=self.link.endpoint,
             beacon_interval_s=self.limits.beacon_interval_s,

@@ -22,6 +22,7 @@ def assignment_for(config: ClusterConfig, handler: type[Handler], queue: str) ->
         retry_base_s=settings.retry_base_s,
         retry_max_s=settings.retry_max_s,
         batch_timeout_s=handler.batch_timeout_s,
+        max_result_bytes=config.queue_server.max_job_bytes,
     )
 
 

@@ -76,6 +76,10 @@ class Assignment(_Frame):
     # The handler's batch_timeout_s (None: no limit): the master kills a slot whose batch
     # runs longer (the slot renews its lock meanwhile, so the lock time is no limit).
     batch_timeout_s: float | None = Field(default=None, gt=0)
+    # The queue server's max_job_bytes: a result longer than the server reads in one block
+    # is not sent (a plain DONE, logged); a shorter one over the queue's max_result_bytes is
+    # sent so the finished job says how long it was.
+    max_result_bytes: int = Field(default=1024 * 1024, ge=0)
 
     def retry_policy(self) -> RetryPolicy:
         """The queue's retry policy as the config gave it to the master."""

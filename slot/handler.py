@@ -83,6 +83,9 @@ class SlotJob:
     solo: bool = False
     # The W3C traceparent its producer put it with (None: untraced, or no OpenTelemetry here).
     trace: str | None = None
+    # What it returned (job.result(), or handle_job's return value): kept with the finished
+    # job by the queue server (DONE ... RESULT), up to the queue's max_result_bytes.
+    result_data: bytes | None = None
     _resolved: bool = field(default=False, repr=False)
 
     @classmethod
@@ -141,6 +144,17 @@ class SlotJob:
         self.error = error_text(reason)
         self.give_up = dead
         self._told()
+
+    def result(self, value: Any) -> None:
+        """Keep `value` with the finished job (bytes as they are, str as UTF-8, anything else
+        as JSON): `slotmap job`, the job page and `client.result(queue, key)` show it. Does
+        not resolve the job: it is DONE when handle() returns, unless failed or postponed."""
+        if isinstance(value, bytes | bytearray | memoryview):
+            self.result_data = bytes(value)
+        elif isinstance(value, str):
+            self.result_data = value.encode("utf-8")
+        else:
+            self.result_data = json.dumps(value, separators=(",", ":"), default=str).encode("utf-8")
 
     def reply(self, data: bytes | str) -> None:
         """Answer a synchronous call (PUT ... WAIT): the reply job goes to the output queue
@@ -239,14 +253,16 @@ class Handler:
         """The whole batch at once. By default: handle_job() for each job, an exception
         failing that job (with its traceback) and the others going on; a job whose
         handle_job() returned is DONE (even if the slot dies later in the batch: its master
-        knows which job was running)."""
+        knows which job was running), with what it returned as its result."""
         running = self._running
         for job in jobs:
             if running is not None:
                 running[0] = job.id  # one store into the page shared with the master
             try:
                 with job.span():
-                    self.handle_job(job)
+                    returned = self.handle_job(job)
+                if returned is not None and job.result_data is None:
+                    job.result(returned)  # the handler's return value is the job's result
             except Exception as exc:  # one job's failure, recorded with the job
                 if job.resolved:
                     log.warning("%s.handle_job raised after resolving job %s (%s); its outcome "
@@ -255,7 +271,8 @@ class Handler:
                 else:
                     job.fail(exc)
 
-    def handle_job(self, job: SlotJob) -> None:
+    def handle_job(self, job: SlotJob) -> Any:
+        """One job; what it returns (not None) is kept as the job's result (job.result())."""
         raise NotImplementedError(
             f"{type(self).__qualname__} must define handle(jobs) or handle_job(job)"
         )

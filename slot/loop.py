@@ -50,6 +50,9 @@ class JobSource(Protocol):
 
     def fetch(self, queue: str, *, count: int, lock_s: float) -> Sequence[QueueJob] | None: ...
     def done(self, ids: Sequence[int]) -> None: ...
+    def done_with_result(self, job_id: int, result: bytes, *, max_bytes: int) -> None:
+        """DONE ... RESULT (a result over `max_bytes` is not sent: a plain DONE, logged)."""
+        ...
     def later(self, ids: Sequence[int], *, delay_s: float | None, front: bool = False) -> None:
         """`front`: back at the head of their priority, in this order (LATER ... FRONT)."""
         ...
@@ -248,6 +251,9 @@ class SlotLoop:
             if ack.done:
                 self.source.done(ack.done)
                 self.stats.jobs_done += len(ack.done)
+            for job_id, result in ack.results:
+                self.source.done_with_result(job_id, result, max_bytes=self.assignment.max_result_bytes)
+                self.stats.jobs_done += 1
             if ack.front:
                 self.source.later(ack.front, delay_s=None, front=True)
                 self.stats.jobs_later += len(ack.front)

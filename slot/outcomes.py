@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from queue_server.protocol.retry import RetryPolicy
 from slot.handler import Handler, Outcome, SlotJob
@@ -37,6 +37,8 @@ class Acknowledgement:
     done: list[int]
     # Given back by a retarget, in the batch's order: LATER ... FRONT (slot/retarget.py).
     front: list[int]
+    # Done with a result (job.result() or handle_job's return value): DONE ... RESULT each.
+    results: list[tuple[int, bytes]] = field(default_factory=list)
 
 
 def handler_policy(cls: type[Handler], queue_policy: RetryPolicy) -> RetryPolicy | None:
@@ -97,10 +99,14 @@ def acknowledgement(
     failures: list[Failure] = []
     done: list[int] = []
     front: list[int] = []
+    results: list[tuple[int, bytes]] = []
     for job in jobs:
         outcome = job.outcome
         if outcome is Outcome.DONE:  # first: nearly every job, one test on the all-good path
-            done.append(job.id)
+            if job.result_data is None:
+                done.append(job.id)
+            else:
+                results.append((job.id, job.result_data))
         elif outcome is Outcome.LATER:
             later[job.delay_s].append(job.id)
         elif outcome is Outcome.FAILED:
@@ -110,4 +116,4 @@ def acknowledgement(
             ))
         else:
             front.append(job.id)
-    return Acknowledgement(replies, dict(later), failures, done, front)
+    return Acknowledgement(replies, dict(later), failures, done, front, results)

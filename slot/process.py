@@ -4,7 +4,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import signal
+import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +57,16 @@ class SlotSpec:
     # The DONE bits of its batches, shared with the master (slot/done_map.py).
     done_map: DoneMap | None = None
     pulsar_curve: ClientCurve | None = None
+    # Its master's host name: the slot names its connection slot.<host>.<slot id> (CLIENT
+    # NAME), which a finished job keeps as who ran it (`ran_by`).
+    host_name: str = ""
+
+
+def slot_door(host: str, slot_id: int) -> str:
+    """`slot.<host>.<slot id>`, within CLIENT NAME's 64 characters of [A-Za-z0-9_.:-]."""
+    suffix = f".{slot_id}"
+    host = re.sub(r"[^A-Za-z0-9_.:-]", "_", host or socket.gethostname())
+    return "slot." + host[: 64 - len("slot.") - len(suffix)] + suffix
 
 
 def run_slot(spec: SlotSpec) -> int:
@@ -72,7 +84,8 @@ def run_slot(spec: SlotSpec) -> int:
     inbox = AssignmentInbox(spec.assignment.queue)
     # offline_wait_s: a handler's put (slot/producer.py) refused while a failover is under
     # way waits for the new primary instead of failing its job (issue 25).
-    client = QueueClient(spec.servers, token=spec.token, offline_wait_s=SLOT_OFFLINE_WAIT_S)
+    client = QueueClient(spec.servers, token=spec.token, offline_wait_s=SLOT_OFFLINE_WAIT_S,
+                         name=slot_door(spec.host_name, spec.slot_id))
     producer.install(client)  # the handler's follow-up jobs (Handler.put) go through it
     memory_watch = MemoryWatch(every_jobs=spec.memory_watch_jobs, every_s=spec.memory_watch_s)
     permits = PermitClient(spec.pulsar_endpoint, curve=spec.pulsar_curve) if spec.rate_limited else None

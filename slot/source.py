@@ -48,6 +48,8 @@ class ClientSource:
         # GET ... KEYS TRACES when OpenTelemetry is installed (the job's span continues its
         # producer's trace); off after a queue server older than traces refused it.
         self.traces = tracing.enabled()
+        # DONE ... RESULT; off after a queue server older than issue 26 refused it.
+        self.results = True
         # The batch being acknowledged: id -> its job (key, attempt), its lock time, and
         # the deadline its outcome requests follow the primary until (set at the first).
         self._batch: dict[int, Job] = {}
@@ -101,6 +103,27 @@ class ClientSource:
     def done(self, ids: Sequence[int]) -> None:
         results = _call(self.client.done, *ids, until=self._until())
         self._not_running("DONE", [i for i, result in zip(ids, results, strict=True) if not result.found])
+
+    def done_with_result(self, job_id: int, result: bytes, *, max_bytes: int) -> None:
+        if len(result) > max_bytes or not self.results:
+            if len(result) > max_bytes:
+                log.warning("job %d's result of %d bytes is over the queue server's max_job_bytes "
+                            "(%d): not sent, not kept", job_id, len(result), max_bytes)
+            self.done([job_id])
+            return
+        try:
+            found = self.client.done_with_result(job_id, result, until=self._until()).found
+        except QueueServerError as exc:
+            if exc.code != BAD_REQUEST:
+                raise _unavailable(exc) from exc
+            self.results = False
+            log.warning("the queue server refused DONE ... RESULT (%s): an older server; jobs are "
+                        "done without their results", exc)
+            self.done([job_id])
+            return
+        except OSError as exc:
+            raise _unavailable(exc) from exc
+        self._not_running("DONE", [] if found else [job_id])
 
     def later(self, ids: Sequence[int], *, delay_s: float | None, front: bool = False) -> None:
         if not front:

@@ -65,8 +65,9 @@ def finished(client: Client, queue: str, key: str, *, timeout_s: float = 0.0) ->
         request = b"RESULT " + req.name(queue) + b" " + req.key(key)
         if wait_s:
             request += b" TIMEOUT " + req.seconds(wait_s, what="timeout")
-        info = yield from client._request(request + b"\r\n", parse_job_info,
-                                          wait_s + CLIENT_TIMEOUT, read_only=True)
+        # The server holds the reply up to wait_s: the client's own timeout counts after it.
+        reply_s = wait_s + client.timeout_s if wait_s else CLIENT_TIMEOUT
+        info = yield from client._request(request + b"\r\n", parse_job_info, reply_s, read_only=True)
         if info is None or info.state in ("done", "dead") or time.monotonic() >= deadline:
             return info
 
