@@ -123,7 +123,7 @@ Command = (
     | sr.SyncPut | sr.SyncGet | sr.SyncDone | sr.SyncLater | sr.SyncWake | sr.SyncIds
     | pj.Fail | pj.Touch | pj.JobLookup | pj.JobsList | pj.Retry | pj.Delete | pj.Cancel | pj.ClientName
     | pj.SyncFail | pj.SyncTouch | pj.SyncKeyed | pj.SyncDead
-    | fin.DoneWithResult | fin.ResultWait | fin.SyncKept
+    | fin.DoneWithResult | fin.ResultWait | fin.SyncKept | fin.SyncPrune
 )
 
 

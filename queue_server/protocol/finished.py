@@ -64,6 +64,13 @@ class SyncKept:
     data: bytes = b""
 
 
+@dataclass(slots=True)
+class SyncPrune:
+    """`SYNC PRUNE <unix>`: the finished jobs kept past their queue's keep_done_s at that time go."""
+
+    at: float
+
+
 def parse_done(args: list[bytes]) -> tuple[DoneWithResult, int]:
     """`DONE <id> RESULT <len>` -> (command, len)."""
     if len(args) != 3 or args[1] != b"RESULT":

@@ -33,6 +33,8 @@ def parse_sync(args: list[bytes]) -> Parsed:
         return Parsed(sr.parse_sync_get(rest))
     if verb == b"DONE":
         return with_block(fin.parse_sync_done, rest)
+    if verb == b"PRUNE" and len(rest) == 1:
+        return Parsed(fin.SyncPrune(parse_unix_time(rest[0])))
     if verb == b"KEPT":
         return with_block(fin.parse_sync_kept, rest)
     if verb == b"LATER":

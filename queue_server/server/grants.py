@@ -53,7 +53,7 @@ _NEEDS = {PUT: "the producer or worker role", WORK: "the worker role",
 
 _SYNC_RIGHTS = {kind: CLUSTER for kind in (
     sr.SyncPut, sr.SyncGet, sr.SyncDone, sr.SyncLater, sr.SyncWake, sr.SyncIds,
-    pj.SyncFail, pj.SyncTouch, pj.SyncKeyed, pj.SyncDead, fin.SyncKept)}
+    pj.SyncFail, pj.SyncTouch, pj.SyncKeyed, pj.SyncDead, fin.SyncKept, fin.SyncPrune)}
 TYPE_RIGHTS: dict[type, tuple[bytes, str]] = {
     p.Put: (b"PUT", PUT),
     p.Get: (b"GET", WORK), p.Done: (b"DONE", WORK), p.Later: (b"LATER", WORK),

@@ -1,5 +1,5 @@
 """The server's periodic chores: the everysec sync, the snapshot child, a snapshot the log
-has outgrown, dead jobs past their age, idle clients."""
+has outgrown, dead and finished jobs past their age, idle clients."""
 from __future__ import annotations
 
 import asyncio
@@ -59,7 +59,7 @@ class Housekeeping:
         if settings.fsync == "everysec":
             steps.append(self.sync_everysec)
         steps += [self.server.data_dir.reap_snapshot, self.snapshot_if_due, self.drop_aged_dead_jobs,
-                  self.server.replication_tick]
+                  self.drop_aged_finished_jobs, self.server.replication_tick]
         if settings.idle_timeout_s:
             steps.append(self.close_idle)
         if self.server.token is not None:
@@ -93,6 +93,9 @@ class Housekeeping:
 
     def drop_aged_dead_jobs(self) -> None:
         self.server.fire_timers_if_due(dead_ages=True)
+
+    def drop_aged_finished_jobs(self) -> None:
+        self.server.prune_finished_jobs()
 
     def snapshot_if_due(self) -> None:
         server = self.server

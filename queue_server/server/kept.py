@@ -8,9 +8,10 @@ job: a producer's key that finished twice leaves a stale entry in the deque, ski
 
 Durable as the rest of the queue: SYNC DONE carries the finish time, the finishing
 connection and the result, so a log replay and a replica keep the same jobs, and a
-snapshot writes them as SYNC KEPT. The count bound is applied at every DONE, so replicas
-drop the same jobs; the age bound is each server's own sweep (housekeeping), unrecorded:
-at worst a replica shows a finished job half a second longer.
+snapshot writes them as SYNC KEPT. The count bounds are applied at every DONE, so replicas
+drop the same jobs; the age bound is the primary's sweep (housekeeping, every 0.5 s),
+recorded as SYNC PRUNE <time>, whose replay drops the same jobs (the bounds being the
+same config on every server, as for dead jobs).
 """
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ class KeptJobs(StoreIndex):
         return len(state.kept) if state.kept else 0
 
     def prune_kept(self, now: float) -> int:
-        """Drop the finished jobs older than their queue's keep_done_s; how many went."""
+        """Drop the finished jobs older than their queue's keep_done_s at `now`; how many went
+        (recorded as SYNC PRUNE <now> when some did: its replay drops the same ones)."""
         dropped = 0
         index = self.kept
         for name, state in list(self.with_kept.items()):
@@ -53,6 +55,8 @@ class KeptJobs(StoreIndex):
                     dropped += 1
             if not kept:
                 del self.with_kept[name]
+        if dropped:
+            self.changes.append(records.prune(now))
         return dropped
 
     def keep_record(self, name: str, priority: int, data: bytes, item: str | None, key: Key,

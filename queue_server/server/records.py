@@ -169,6 +169,11 @@ def kept(job: Job) -> bytes:
     return head + b"\r\n" + job.data + error + kept_result
 
 
+def prune(now: float) -> bytes:
+    """`SYNC PRUNE <unix>`: the finished jobs past their keep_done_s at that time went."""
+    return b"SYNC PRUNE " + _time(now) + b"\r\n"
+
+
 def wake(until: float) -> bytes:
     return b"SYNC WAKE " + _time(until) + b"\r\n"
 

@@ -18,11 +18,12 @@ from queue_server.server.store import Store
 SyncCommand = (
     sr.SyncPut | sr.SyncGet | sr.SyncDone | sr.SyncLater
     | sr.SyncWake | sr.SyncIds
-    | pj.SyncFail | pj.SyncTouch | pj.SyncKeyed | pj.SyncDead | fin.SyncKept
+    | pj.SyncFail | pj.SyncTouch | pj.SyncKeyed | pj.SyncDead | fin.SyncKept | fin.SyncPrune
 )
 SYNC_TYPES = (
     sr.SyncPut, sr.SyncGet, sr.SyncDone, sr.SyncLater,
     sr.SyncWake, sr.SyncIds, pj.SyncFail, pj.SyncTouch, pj.SyncKeyed, pj.SyncDead, fin.SyncKept,
+    fin.SyncPrune,
 )
 _NOT_FOUND = b"404 Job Not Found\r\n"
 
@@ -197,12 +198,17 @@ def _kept(store: Store, command: fin.SyncKept, now: float) -> bytes:
     return OK
 
 
+def _pruned(store: Store, at: float) -> bytes:
+    store.prune_kept(at)
+    return OK
+
+
 # A SYNC record's type -> how it applies to a store (the log, snapshots, replicas).
 _APPLY: dict[type, Callable[[Store, Any, float], bytes]] = {
     sr.SyncPut: _put, sr.SyncGet: _get, sr.SyncDone: _done,
     sr.SyncLater: _later, sr.SyncWake: _wake, sr.SyncIds: _ids,
     pj.SyncFail: _fail, pj.SyncTouch: _touch, pj.SyncKeyed: _keyed, pj.SyncDead: _dead,
-    fin.SyncKept: _kept,
+    fin.SyncKept: _kept, fin.SyncPrune: lambda store, command, now: _pruned(store, command.at),
 }
 
 

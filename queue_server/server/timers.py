@@ -74,3 +74,10 @@ class Timers(abc.ABC):
                             self.store.inherited_given_back - given_back)
             self._after_change()
             self._request_flush()
+
+    def prune_finished_jobs(self) -> None:
+        """Housekeeping: finished jobs past their keep_done_s go, recorded as SYNC PRUNE so a
+        replica and a replay drop exactly these (kept.py); a replica waits for that record."""
+        if not self.following and self.store.prune_kept(time.time()):
+            self._after_change()
+            self._request_flush()

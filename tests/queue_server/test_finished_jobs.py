@@ -1,0 +1,129 @@
+"""Finished jobs kept and their results on a real server (issue 26 points 2 and 3):
+keep_done_max, keep_done_s and keep_done_total_max bound them; a kill -9 and a restart keep
+them (log and snapshot); RESULT waits in the server and is woken by DONE, a death or a
+DELETE, or answers when its TIMEOUT runs out."""
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from polling import DEADLINE_S
+from util import poll_until
+
+from queue_server.client import QueueClient
+
+CONFIG = """
+[queue_server]
+keep_done_total_max = 6
+[queues.few]
+keep_done_max = 3
+[queues.brief]
+keep_done_s = 0.5
+[queues.small]
+max_result_bytes = 4
+max_attempts = 1
+"""
+
+
+def _done(client: QueueClient, queue: str, key: str, result: bytes | None = None) -> None:
+    client.put(queue, b"data of " + key.encode(), key=key)
+    [job] = client.get(queue, keys=True)
+    if result is None:
+        assert client.done(job.id)[0].found
+    else:
+        assert client.done_with_result(job.id, result).found
+
+
+def _json(raw: Any, request: bytes) -> Any:
+    raw.send(request)
+    head = raw.line()
+    assert head.startswith(b"200 OK "), head
+    return json.loads(raw.exact(int(head.split()[2])))
+
+
+def test_finished_jobs_are_kept_within_their_bounds_and_survive_a_kill(start_queue_server, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    data_dir = tmp_path / "kept"
+    server = start_queue_server(config=CONFIG, data_dir=data_dir)
+    with QueueClient(f"127.0.0.1:{server.port}", name="worker.a") as client:
+        for n in range(5):
+            _done(client, "few", f"f{n}", b"result %d" % n)
+        assert [info.key for info in client.jobs("few", "done")] == ["f4", "f3", "f2"]  # keep_done_max
+        assert client.job("f1") is None
+        f4 = client.job("f4")
+        assert f4 is not None and (f4.state, f4.result, f4.ran_by, f4.attempts) == ("done", "result 4", "worker.a", 1)
+        _done(client, "small", "s1", b"too long")  # over max_result_bytes: said, not kept
+        s1 = client.job("s1")
+        assert s1 is not None and (s1.result, s1.result_len, s1.result_kept) == (None, 8, False)
+        _done(client, "brief", "b1")
+        poll_until(lambda: client.job("b1") is None, timeout_s=DEADLINE_S, what="b1 gone after keep_done_s")
+        # Over keep_done_total_max (6), each DONE drops the oldest of its own queue.
+        for n in range(4):
+            _done(client, "other", f"o{n}")
+        kept = {info.key for queue in ("few", "small", "other") for info in client.jobs(queue, "done")}
+        assert len(kept) <= 6 and {"o3", "s1", "f4"} <= kept
+        # A unique PUT of a finished job's key makes a new job; JOB shows the live one.
+        client.put("few", b"again", key="f4")
+        assert client.job("f4").state == "ready"  # type: ignore[union-attr]
+        expected = {queue: [info.model_dump() for info in client.jobs(queue, "done")]
+                    for queue in ("few", "small", "other")}
+    server.kill()  # kill -9: the log has every record
+    again = start_queue_server(config=CONFIG, data_dir=data_dir)
+    with QueueClient(f"127.0.0.1:{again.port}") as client:
+        assert {queue: [info.model_dump() for info in client.jobs(queue, "done")]
+                for queue in ("few", "small", "other")} == expected
+        raw = again.connect()
+        raw.send(b"SNAPSHOT\r\n")
+        head = raw.line()
+        snapshot = raw.exact(int(head.split()[2]))
+        assert snapshot.startswith(b"SLOTMAP-SNAPSHOT 4\r\n") and b"SYNC KEPT few 0 " in snapshot
+    # From the snapshot this time: a new server cloned from it shows the same finished jobs.
+    clone = start_queue_server()
+    raw = clone.connect()
+    raw.send(b"CLONE %d\r\n" % len(snapshot) + snapshot)
+    assert raw.line() == b"200 OK"
+    assert _json(raw, b"JOB f3\r\n")["result"] == "result 3"
+    assert [job["key"] for job in _json(raw, b"JOBS few done\r\n")] == [j["key"] for j in expected["few"]]
+
+
+def test_result_waits_in_the_server_until_the_job_ends(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    server = start_queue_server("--fsync", "never", config=CONFIG)
+    producer = server.connect()
+    producer.send(b"PUT small 0 1 KEY w1\r\nx")
+    assert producer.line() == b"200 OK KEY w1"
+    waiter = server.connect()
+    waiter.send(b"RESULT small w1 TIMEOUT 60\r\n")
+    worker = server.connect()
+    worker.send(b"GET small KEYS\r\n")
+    job_id = int(worker.line().split()[3])
+    worker.exact(1)
+    started = time.monotonic()
+    worker.send(b"DONE %d RESULT 2\r\nok" % job_id)
+    assert worker.line() == b"200 OK FINQ"
+    head = waiter.line()  # answered by the DONE, not by the 60 s timeout
+    finished = json.loads(waiter.exact(int(head.split()[2])))
+    assert time.monotonic() - started < 30.0
+    assert (finished["state"], finished["result"], finished["runtime_s"] >= 0) == ("done", "ok", True)
+    # A death answers too (state dead), and so does a DELETE (404), and a timeout (as it is).
+    for key in (b"w2", b"w3", b"w4"):
+        producer.send(b"PUT small 0 1 KEY %s\r\nx" % key)
+        assert producer.line() == b"200 OK KEY " + key
+    waiter.send(b"RESULT small w2 TIMEOUT 60\r\n")
+    worker.send(b"GET small KEYS\r\n")
+    job_id = int(worker.line().split()[3])
+    worker.exact(1)
+    worker.send(b"FAIL %d 4\r\nboom" % job_id)  # max_attempts 1: dead
+    assert worker.line() == b"200 OK DEAD"
+    dead = json.loads(waiter.exact(int(waiter.line().split()[2])))
+    assert (dead["state"], dead["error"]) == ("dead", "boom")
+    waiter.send(b"RESULT small w3 TIMEOUT 60\r\n")
+    producer.send(b"DELETE small w3\r\n")
+    assert producer.line() == b"200 OK"
+    assert waiter.line() == b"404 Job Not Found"
+    waiter.send(b"RESULT small w4 TIMEOUT 0.3\r\nPING\r\n")
+    waiting = json.loads(waiter.exact(int(waiter.line().split()[2])))
+    assert waiting["state"] == "ready" and waiter.line() == b"200 PONG"  # held, then in order
+    waiter.send(b"RESULT other w4\r\n")  # the key is not that queue's
+    assert waiter.line() == b"404 Job Not Found"
+    waiter.send(b"RESULT small w4 TIMEOUT 3601\r\n")
+    assert waiter.line().startswith(b"400 Bad Request")
