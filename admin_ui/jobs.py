@@ -80,7 +80,8 @@ def list_jobs(settings: AdminSettings, queue: str, state: JobState, *, limit: in
 def find_job(settings: AdminSettings, key: str) -> JobView:
     info = ask(settings, lambda client: client.job(key, errors=True))
     if info is None:
-        raise JobNotFound(f"no job {key!r} on the queue server (done, deleted, or never put)")
+        raise JobNotFound(f"no job {key!r} on the queue server (deleted, never put, or finished longer "
+                          "ago than its queue keeps finished jobs)")
     return job_view(info)
 
 

@@ -1,4 +1,5 @@
-"""`slotmap jobs`, `slotmap job`, `slotmap retry`, `slotmap delete`: see and fix failed and dead jobs.
+"""`slotmap jobs`, `slotmap job`, `slotmap result`, `slotmap retry`, `slotmap delete`, `slotmap
+cancel`: see jobs (finished ones too, with their results), fix failed and dead ones.
 
 Server address and token as `slotmap put/get/stats` take them. `--json` prints one JSON
 value (an array for `jobs`, an object for `job`) of the queue server's JOB/JOBS fields.
@@ -30,9 +31,10 @@ JOB_COLUMNS = ("key", "attempts", "when", "error", "data")
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     jobs = subparsers.add_parser(
         "jobs", help="list a queue's jobs in one state (failed, dead, ...)",
-        description="Failed jobs wait for a retry after a backoff; dead ones ran out of attempts. "
-                    "Columns: key, attempts, next run (failed, delayed) or time of death (dead), "
-                    "the error's last line, the start of the data.")
+        description="Failed jobs wait for a retry after a backoff; dead ones ran out of attempts; "
+                    "done ones finished (kept keep_done_s, at most keep_done_max per queue). "
+                    "Columns: key, attempts, next run (failed, delayed), time of death (dead) or "
+                    "of finishing (done), the error's last line, the start of the data.")
     jobs.add_argument("queue", metavar="QUEUE")
     jobs.add_argument("--state", choices=JOB_STATES, default="failed", help="default failed")
     jobs.add_argument("--limit", type=int, default=DEFAULT_LIMIT, metavar="N",
@@ -42,11 +44,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     _add_server_options(jobs)
     jobs.set_defaults(func=_command(_jobs))
 
-    job = subparsers.add_parser("job", help="where a job is: state, queue, attempts, errors, data")
+    job = subparsers.add_parser("job", help="where a job is: state, queue, attempts, errors, data, "
+                                             "and for a finished one when, where and its result")
     job.add_argument("key", metavar="KEY")
     job.add_argument("--json", action="store_true", help="one JSON object")
     _add_server_options(job)
     job.set_defaults(func=_command(_job))
+
+    result = subparsers.add_parser(
+        "result", help="a finished job's result, waiting for it to finish with --wait",
+        description="Prints the result (what the handler returned, or job.result()). Exit 1 when "
+                    "the job is dead, unknown, or not finished within --wait seconds.")
+    result.add_argument("queue", metavar="QUEUE")
+    result.add_argument("key", metavar="KEY")
+    result.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                        help="wait this long in the server for it to finish (default 0)")
+    result.add_argument("--json", action="store_true", help="the whole finished job as one JSON object")
+    _add_server_options(result)
+    result.set_defaults(func=_command(_result))
 
     retry = subparsers.add_parser(
         "retry", help="run failed or dead jobs again",
@@ -110,13 +125,35 @@ def _jobs(client: QueueClient, args: argparse.Namespace) -> int:
 def _job(client: QueueClient, args: argparse.Namespace) -> int:
     info = client.job(args.key, errors=True)
     if info is None:
-        print(f"slotmap job: no job {args.key!r} (done, deleted, or never put)", file=sys.stderr)
+        print(f"slotmap job: no job {args.key!r} (deleted, never put, or finished longer ago than "
+              "its queue keeps finished jobs: keep_done_s, keep_done_max)", file=sys.stderr)
         return EXIT_FAILED
     if args.json:
         print(json.dumps(info.model_dump(mode="json"), ensure_ascii=False))
     else:
         sys.stdout.write(job_text(info))
     return EXIT_OK
+
+
+def _result(client: QueueClient, args: argparse.Namespace) -> int:
+    info = client.finished(args.queue, args.key, timeout_s=args.wait)
+    if args.json and info is not None:
+        print(json.dumps(info.model_dump(mode="json"), ensure_ascii=False))
+    if info is None:
+        print(f"slotmap result: no job {args.key!r} in {args.queue} (deleted, never put, or finished "
+              "longer ago than its queue keeps finished jobs)", file=sys.stderr)
+    elif info.state == "dead":
+        print(f"slotmap result: {args.key} is dead: {error_summary(info.error)}", file=sys.stderr)
+    elif info.state != "done":
+        print(f"slotmap result: {args.key} is still {info.state} after {args.wait:g} s", file=sys.stderr)
+    elif not info.result_kept:
+        print(f"slotmap result: {args.key} finished; its result of {info.result_len} bytes was over "
+              "max_result_bytes, not kept", file=sys.stderr)
+    else:
+        if not args.json:
+            print(info.result if info.result is not None else "")
+        return EXIT_OK
+    return EXIT_FAILED
 
 
 def _keys_or_all(keys: Sequence[str], every: bool, flag: str) -> None:
@@ -172,6 +209,8 @@ def _when(info: JobInfo) -> str:
     """Dead: when it died; failed/delayed: its next run; running: its lease id."""
     if info.state == "dead":
         return _time(info.died_at)
+    if info.state == "done":
+        return _time(info.done_at)
     if info.state == "running":
         return f"lease {info.lease_id}" if info.lease_id is not None else "-"
     return _time(info.next_run_at)
@@ -202,9 +241,14 @@ def job_text(info: JobInfo) -> str:
         fields.append(("item", info.item))
     if info.lease_id is not None:
         fields.append(("lease id", str(info.lease_id)))
-    for label, at in (("failed at", info.failed_at), ("next run", info.next_run_at), ("died at", info.died_at)):
+    for label, at in (("failed at", info.failed_at), ("next run", info.next_run_at), ("died at", info.died_at),
+                      ("started at", info.started_at), ("done at", info.done_at)):
         if at is not None:
             fields.append((label, _time(at) + " UTC"))
+    if info.runtime_s is not None:
+        fields.append(("runtime", f"{info.runtime_s:.3f} s"))
+    if info.ran_by is not None:
+        fields.append(("finished by", info.ran_by))
     if info.trace is not None:
         fields.append(("trace", info.trace))
     fields.append(("data bytes", str(info.data_len)))
@@ -215,7 +259,11 @@ def job_text(info: JobInfo) -> str:
             text += f"  attempt {entry.attempt} at {_time(entry.at)} UTC:\n" + _indent(entry.error, "      ")
     else:
         text += "error:\n" + _indent(info.error or "none")
-    return text + "data:\n" + _indent(info.data)
+    text += "data:\n" + _indent(info.data)
+    if info.state == "done":
+        kept = info.result if info.result_kept else f"({info.result_len} bytes, over max_result_bytes: not kept)"
+        text += "result:\n" + _indent(kept if kept is not None else "none")
+    return text
 
 
 def _indent(text: str, prefix: str = "    ") -> str:

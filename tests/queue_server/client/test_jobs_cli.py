@@ -110,7 +110,8 @@ def test_job_json_is_one_object_with_invalid_utf8_replaced(server: ServerProc) -
     assert "state: dead" in text.stdout and "    ValueError: bad photo 7" in text.stdout
     missing = slotmap("job", "nope", "--server", server.address)
     assert (missing.returncode, missing.stdout) == (1, "")
-    assert missing.stderr == "slotmap job: no job 'nope' (done, deleted, or never put)\n"
+    assert missing.stderr == ("slotmap job: no job 'nope' (deleted, never put, or finished longer ago than its "
+                              "queue keeps finished jobs: keep_done_s, keep_done_max)\n")
 
 
 def test_job_shows_the_errors_of_its_last_attempts_and_json_carries_them(server: ServerProc) -> None:
@@ -191,3 +192,22 @@ def test_an_unreachable_server_is_one_line_and_exit_1() -> None:
         result = slotmap("jobs", "photos", "--server", address)
     assert result.returncode == 1
     assert result.stderr.startswith("slotmap jobs: ") and result.stderr.count("\n") == 1
+
+
+def test_job_shows_a_finished_job_and_result_prints_its_result(server: ServerProc) -> None:
+    with QueueClient(server.address, name="worker.7") as client:
+        client.put("photos", b"photo-9.jpg", key="photo-9")
+        [job] = client.get("photos", keys=True)
+        assert client.done_with_result(job.id, '{"thumb": "photo-9-small.jpg"}').found
+        client.put("photos", b"photo-10.jpg", key="photo-10")
+    shown = slotmap("job", "photo-9", "--server", server.address)
+    assert shown.returncode == 0, shown.stderr
+    assert "state: done\n" in shown.stdout and "finished by: worker.7\n" in shown.stdout
+    assert "runtime: " in shown.stdout and "started at: " in shown.stdout
+    assert shown.stdout.endswith('result:\n    {"thumb": "photo-9-small.jpg"}\n')
+    result = slotmap("result", "photos", "photo-9", "--server", server.address)
+    assert (result.returncode, result.stdout) == (0, '{"thumb": "photo-9-small.jpg"}\n')
+    waiting = slotmap("result", "photos", "photo-10", "--wait", "0.2", "--server", server.address)
+    assert (waiting.returncode, waiting.stderr) == (1, "slotmap result: photo-10 is still ready after 0.2 s\n")
+    listed = json.loads(slotmap("jobs", "photos", "--state", "done", "--json", "--server", server.address).stdout)
+    assert [(job["key"], job["result"]) for job in listed] == [("photo-9", '{"thumb": "photo-9-small.jpg"}')]
