@@ -55,7 +55,7 @@ def _counts(client: QueueClient, queue: str) -> JobCounts | None:
     if stats is None:
         return None
     return JobCounts(ready=stats.ready, delayed=stats.delayed, failed=stats.failed,
-                     running=stats.running, dead=stats.dead)
+                     running=stats.running, dead=stats.dead, done=stats.kept)
 
 
 def job_counts(settings: AdminSettings, queue: str) -> JobCounts | None:

@@ -267,8 +267,8 @@ class Health(_View):
 
 # Jobs on the queue server (issue 9): lists by state, one job, retry and delete.
 
-JobState = Literal["failed", "dead", "ready", "delayed", "running"]
-JOB_STATES: tuple[JobState, ...] = ("failed", "dead", "ready", "delayed", "running")
+JobState = Literal["failed", "dead", "ready", "delayed", "running", "done"]
+JOB_STATES: tuple[JobState, ...] = ("failed", "dead", "ready", "delayed", "running", "done")
 # The queue server's key syntax (docs/PROTOCOL.md Part B).
 JOB_KEY_PATTERN = r"^[A-Za-z0-9_.:@-]{1,128}$"
 MAX_JOB_KEYS = 1000
@@ -288,7 +288,7 @@ class JobView(_View):
 
     key: str
     queue: str
-    state: str = Field(description="ready, delayed, failed (waiting for a retry), running or dead")
+    state: str = Field(description="ready, delayed, failed (waiting for a retry), running, dead or done (finished, kept keep_done_s)")
     priority: int
     attempts: int = Field(description="hand-outs so far (a LATER gives one back; a retry of a dead job resets)")
     error: str | None = Field(description="the last failure's text (a traceback for handler exceptions)")
@@ -306,6 +306,14 @@ class JobView(_View):
     errors: list[JobErrorView] | None = Field(
         default=None, description="one job only (not lists): the errors of its last failed attempts, "
                                   "oldest first (errors_kept per queue, default 5)")
+    started_at: float | None = Field(default=None, description="running and done jobs: when it was handed out")
+    done_at: float | None = Field(default=None, description="done jobs: when it finished")
+    runtime_s: float | None = Field(default=None, description="done jobs: done_at - started_at")
+    ran_by: str | None = Field(default=None, description="done jobs: the connection that finished it (a slot: slot.<host>.<slot id>)")
+    result: str | None = Field(default=None, description="done jobs: what the handler returned (UTF-8; lists cut it at 1 KiB)")
+    result_len: int | None = None
+    result_kept: bool = Field(default=True, description="False: its result was over max_result_bytes, not kept")
+    result_truncated: bool = False
 
 
 class JobCounts(_View):
@@ -316,6 +324,7 @@ class JobCounts(_View):
     failed: int
     running: int
     dead: int
+    done: int = Field(default=0, description="finished jobs kept (keep_done_s, keep_done_max)")
 
 
 class JobsView(_View):

@@ -70,6 +70,7 @@ class QueueStats:
     retried: int = 0
     deleted: int = 0
     ttl_expired: int = 0  # PUT ... TTL jobs deleted, not handed out in time
+    kept: int = 0  # issue 26: finished jobs kept now (JOBS <q> done)
     # Issue 15: whether the server's config names the queue (None: a server that does not
     # say); RETRY / DELETE per door (CLIENT NAME) since start.
     configured: bool | None = None
@@ -90,7 +91,7 @@ class RunningJob:
 
 
 _KEYED_STATS = ("failed", "dead", "failed_total", "dead_total", "dead_dropped", "retried", "deleted",
-                "ttl_expired")
+                "ttl_expired", "kept")
 
 
 def queue_stats(queue: str, entry: dict[str, Any]) -> QueueStats:

@@ -57,15 +57,16 @@ OTHERS = "*"  # no queue name has it ([A-Za-z0-9_]{1,128})
 _FIELDS = ('"ready":%d,"delayed":%d,"running":%d,"put":%d,"done":%d,"later":%d,"expired":%d,'
            '"by_priority":{%s},"oldest_ready_age_s":%r,"failed":%d,"dead":%d,'
            '"failed_total":%d,"dead_total":%d,"dead_dropped":%d,"retried":%d,"deleted":%d,'
-           '"ttl_expired":%d')
+           '"ttl_expired":%d,"kept":%d')
 _ENTRY = "%s:{" + _FIELDS + "}"
-_EMPTY = "{" + _FIELDS % ((0,) * 7 + ("", 0.0) + (0,) * 8) + "}"
+_EMPTY = "{" + _FIELDS % ((0,) * 7 + ("", 0.0) + (0,) * 9) + "}"
 
 
 def _counts(state: QueueState) -> tuple[int, ...]:
     return (state.ready, state.delayed, state.running, state.put, state.done, state.later,
             state.expired, state.failed, len(state.dead), state.failed_total, state.dead_total,
-            state.dead_dropped, state.retried, state.deleted, state.ttl_expired)
+            state.dead_dropped, state.retried, state.deleted, state.ttl_expired,
+            len(state.kept) if state.kept else 0)
 
 
 def _age_s(state: QueueState, now: float) -> float:
@@ -92,7 +93,7 @@ def entry(name: str, state: QueueState | None, now: float, configured: frozenset
         state.later, state.expired, _by_priority(state.waiting_by_priority) if state.waiting_by_priority
         else "", _age_s(state, now) if state.ready else 0.0, state.failed, len(state.dead),
         state.failed_total, state.dead_total, state.dead_dropped, state.retried, state.deleted,
-        state.ttl_expired)
+        state.ttl_expired, len(state.kept) if state.kept else 0)
     if configured is None and state.retried_by is None and state.deleted_by is None:
         return text
     return text[:-1] + _configured(name, configured) + _doors(state) + "}"

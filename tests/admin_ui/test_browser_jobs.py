@@ -70,7 +70,28 @@ def test_a_dead_job_is_shown_with_its_traceback_and_a_click_on_retry_makes_it_re
         [job] = client.get("photos", keys=True)  # and now it runs and succeeds
         assert (job.key, job.attempt) == ("photo-7", 1)
         client.done(job.id)
-        assert client.job("photo-7") is None
+        finished = client.job("photo-7")  # kept as a finished job (issue 26)
+        assert finished is not None and finished.state == "done"
+
+
+def test_a_finished_job_shows_when_where_and_its_result(cluster: JobsCluster, page: Page) -> None:
+    with cluster.client() as client:
+        client.put("thumbs", b"photo-9.jpg", key="thumb-9")
+        [job] = client.get("thumbs", keys=True)
+        assert client.done_with_result(job.id, '{"thumb": "photo-9-small.jpg"}').found
+    log_in(page, cluster, "/queues/thumbs/jobs?state=done")
+    assert shown_keys(page) == ["thumb-9"]
+    assert page.text_content("#job-states [data-count=done]") == "1"
+    assert page.text_content("#jobs tr[data-key=thumb-9] [data-field=result]") == '{"thumb": "photo-9-small.jpg"}'
+    assert page.query_selector("#jobs input[type=checkbox]") is None  # nothing to retry or delete
+    page.click("#jobs tr[data-key=thumb-9] a.key")
+    page.wait_for_selector("#job-result")
+    assert page.text_content("#job-result") == '{"thumb": "photo-9-small.jpg"}'
+    assert page.get_attribute("#job-page", "data-state") == "done"
+    assert page.text_content("#job-fields [data-field=done_at]")
+    assert page.text_content("#job-fields [data-field=started_at]")
+    assert page.query_selector("#job-actions") is None
+    shoot(page, "job-done")
 
 
 def test_select_all_then_delete_selected_empties_the_dead_list(cluster: JobsCluster, page: Page) -> None:
