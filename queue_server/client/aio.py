@@ -200,6 +200,7 @@ class AsyncQueueClient(ClientCore[_Connection]):
     touch = _awaiting(ops.touch)
     job = _awaiting(ops.job)
     jobs = _awaiting(ops.jobs)
+    search_jobs = _awaiting(ops.search_jobs)
     retry = _awaiting(ops.retry)
     retry_all = _awaiting(ops.retry_all)
     delete = _awaiting(ops.delete)

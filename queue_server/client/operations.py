@@ -23,6 +23,7 @@ from queue_server.protocol import job_requests as jreq
 from queue_server.protocol import requests as req
 from queue_server.protocol.client_errors import BadReply, QueueServerError
 from queue_server.protocol.job_info import FailResult, JobInfo, PutResult
+from queue_server.protocol.job_search import SCAN_DEFAULT, JobsPage, JobsSearch
 from queue_server.protocol.job_replies import (
     delete_parser,
     found_parser,
@@ -31,6 +32,7 @@ from queue_server.protocol.job_replies import (
     parse_fail,
     parse_job_info,
     parse_jobs,
+    parse_jobs_page,
     parse_put_keyed,
 )
 from queue_server.protocol.replies import DoneResult, Job, QueueStats, RunningJob, Total
@@ -313,6 +315,16 @@ def jobs(client: Client, queue: str, state: str, *, limit: int = 100,
     """JOBS: up to `limit` jobs of `queue` in `state`, after the job `after` (paging)."""
     request = jreq.jobs_request(queue, state, limit=limit, after=after)
     return client._request(request, parse_jobs, read_only=True)
+
+
+def search_jobs(client: Client, queue: str, state: str, *, limit: int = 100, after: str | None = None,
+                prefix: str | None = None, error_type: str | None = None, since: float | None = None,
+                until: float | None = None, scan: int = SCAN_DEFAULT) -> Op[JobsPage]:
+    """JOBS search (protocol/job_search.py): of at most `scan` jobs after `after`, the matches;
+    the page's `after` goes on where it stopped (None: the listing ended)."""
+    search = JobsSearch(prefix=prefix, error_type=error_type, since=since, until=until, scan=scan)
+    request = jreq.jobs_request(queue, state, limit=limit, after=after, search=search)
+    return client._request(request, parse_jobs_page, read_only=True)
 
 
 def retry(client: Client, queue: str, *keys: str) -> Op[list[bool]]:

@@ -223,6 +223,7 @@ class QueueClient(ClientCore[_Connection]):
     touch = _blocking(ops.touch)
     job = _blocking(ops.job)
     jobs = _blocking(ops.jobs)
+    search_jobs = _blocking(ops.search_jobs)
     retry = _blocking(ops.retry)
     retry_all = _blocking(ops.retry_all)
     delete = _blocking(ops.delete)

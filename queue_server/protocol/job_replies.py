@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from queue_server.protocol.client_errors import BadReply
 from queue_server.protocol.framing import FrameReader
 from queue_server.protocol.job_info import ExistingState, FailResult, JobInfo, PutResult
+from queue_server.protocol.job_search import JobsPage, parse_page
 from queue_server.protocol.reply_parsers import later_parser
 from queue_server.protocol.reply_reading import (
     JOB_NOT_FOUND,
@@ -110,7 +111,16 @@ def parse_jobs(reader: FrameReader) -> list[JobInfo]:
     return [_job_info(entry) for entry in document]
 
 
+def parse_jobs_page(reader: FrameReader) -> JobsPage:
+    """A JOBS search's `200 OK <len>` CRLF `<json object>`."""
+    data = sized_block(reader, "JOBS")
+    try:
+        return parse_page(data)
+    except ValueError as exc:
+        raise BadReply(str(exc)) from None
+
+
 __all__ = [
     "delete_parser", "found_parser", "parse_cancel", "parse_count", "parse_fail",
-    "parse_job_info", "parse_jobs", "parse_put_keyed",
+    "parse_job_info", "parse_jobs", "parse_jobs_page", "parse_put_keyed",
 ]

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Final, Protocol
 
 from queue_server.protocol.job_info import JOB_STATES
+from queue_server.protocol.job_search import JobsSearch, search_words
 from queue_server.protocol.requests import CRLF, job_id, key, name, seconds
 
 MAX_ERROR_BYTES: Final = 16 * 1024
@@ -71,8 +72,9 @@ def job_request(value: str, *, errors: bool = False) -> bytes:
     return b"JOB " + key(value) + (b" ERRORS" if errors else b"") + CRLF
 
 
-def jobs_request(queue: str, state: str, *, limit: int = 100, after: str | None = None) -> bytes:
-    """`JOBS <q> <state> [LIMIT <n>] [AFTER <key>]`."""
+def jobs_request(queue: str, state: str, *, limit: int = 100, after: str | None = None,
+                 search: JobsSearch | None = None) -> bytes:
+    """`JOBS <q> <state> [LIMIT <n>] [AFTER <key>]`, and with `search` its words (a search)."""
     if state not in JOB_STATES:
         raise ValueError(f"state must be one of {', '.join(JOB_STATES)}, got {state!r}")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= JOBS_LIMIT_MAX:
@@ -80,6 +82,8 @@ def jobs_request(queue: str, state: str, *, limit: int = 100, after: str | None 
     parts = [b"JOBS ", name(queue), b" ", state.encode(), b" LIMIT %d" % limit]
     if after is not None:
         parts += (b" AFTER ", key(after))
+    if search is not None:
+        parts += search_words(search)
     parts.append(CRLF)
     return b"".join(parts)
 

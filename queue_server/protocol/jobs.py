@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from queue_server.protocol.errors import ProtocolError, bad_request
 from queue_server.protocol.fields import parse_name
+from queue_server.protocol.job_search import JobsSearch, check_search, parse_search_word
 from queue_server.protocol.keyed import KEY_RE, TRACEPARENT_RE, Key, parse_key
 from queue_server.protocol.numbers import (
     parse_bounded,
@@ -72,6 +73,7 @@ class JobsList:
     state: str
     limit: int
     after: Key | None
+    search: JobsSearch | None = None  # PREFIX/ERROR/SINCE/UNTIL/SCAN: a bounded search (job_search.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,12 +193,14 @@ def parse_job(args: list[bytes]) -> JobLookup:
 
 def parse_jobs(args: list[bytes]) -> JobsList:
     if len(args) < 2:
-        raise bad_request("JOBS <q> <state> [LIMIT <n>] [AFTER <key>] expected")
+        raise bad_request("JOBS <q> <state> [LIMIT <n>] [AFTER <key>] [PREFIX <p>] [ERROR <type>] "
+                          "[SINCE <unix>] [UNTIL <unix>] [SCAN <n>] expected")
     queue = parse_name(args[0])
     if args[1] not in JOB_STATES:
         raise bad_request("state must be ready, delayed, failed, running, dead or done")
     limit = JOBS_LIMIT_DEFAULT
     after: Key | None = None
+    search: JobsSearch | None = None
     rest = args[2:]
     if len(rest) % 2:
         raise bad_request(f"{rest[-1].decode('ascii', 'replace')} needs a value")
@@ -211,8 +215,13 @@ def parse_jobs(args: list[bytes]) -> JobsList:
         elif word == b"AFTER":
             after = parse_job_key(value)
         else:
-            raise bad_request(f"unexpected {word.decode('ascii', 'replace')}")
-    return JobsList(queue, args[1].decode("ascii"), limit, after)
+            search = parse_search_word(search or JobsSearch(), word, value)
+            if search is None:
+                raise bad_request(f"unexpected {word.decode('ascii', 'replace')}")
+    state = args[1].decode("ascii")
+    if search is not None:
+        check_search(state, search)
+    return JobsList(queue, state, limit, after, search)
 
 
 def parse_retry(args: list[bytes]) -> Retry:

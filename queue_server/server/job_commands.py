@@ -11,6 +11,7 @@ import time
 from queue_server.protocol import jobs as pj
 from queue_server.server import job_views, responses
 from queue_server.server.faces import Conn, Server
+from queue_server.server.job_search import search_jobs
 from queue_server.server.store_types import UNNAMED_DOOR
 
 
@@ -36,6 +37,11 @@ def job(server: Server, conn: Conn, command: pj.JobLookup) -> None:
 
 
 def jobs(server: Server, conn: Conn, command: pj.JobsList) -> None:
+    if command.search is not None:
+        page = search_jobs(server.store, command.queue, command.state, command.limit, command.after,
+                           command.search)
+        conn.write(job_views.json_block(page))
+        return
     found = job_views.jobs_view(server.store, command.queue, command.state, command.limit, command.after)
     conn.write(job_views.json_block(found))
 

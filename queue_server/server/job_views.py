@@ -146,7 +146,7 @@ def _ready_entries(state: QueueState) -> Iterator[tuple[int, tuple[Any, ...]]]:
             yield priority, entry
 
 
-def _listing(store: Store, queue: str, state_name: str) -> Iterator[tuple[Key, Any]]:
+def listing(store: Store, queue: str, state_name: str) -> Iterator[tuple[Key, Any]]:
     """(key, thing to describe) of one queue's jobs in `state_name`, in a stable order:
     ready in hand-out order, delayed/failed soonest first, running by lease id, dead and done
     newest first."""
@@ -174,26 +174,37 @@ def _listing(store: Store, queue: str, state_name: str) -> Iterator[tuple[Key, A
             yield dead.key, dead
 
 
+def describe(store: Store, queue: str, state_name: str, key: Key, thing: Any) -> dict[str, Any]:
+    """One listed job (from `listing`) as JOBS shows it: data and result cut at 1 KiB."""
+    if state_name == "ready":
+        priority, entry = thing
+        view = _ready(store.queues[queue], priority, entry, PREVIEW_BYTES)
+    elif state_name in ("delayed", "failed"):
+        view = _delayed(thing, PREVIEW_BYTES)
+    elif state_name == "running":
+        view = _running(thing, PREVIEW_BYTES)
+    elif state_name == "done":
+        view = _finished(thing, PREVIEW_BYTES)
+    else:
+        view = _dead(thing, PREVIEW_BYTES)
+    view["expires_at"] = store.ttl_at(key)
+    return view
+
+
+def after_position(listing: Iterator[tuple[Key, Any]], after: Key | None) -> Iterator[tuple[Key, Any]]:
+    """The listing past the job `after` (all of it without one; none if `after` is not in it)."""
+    if after is not None:
+        for key, _thing in listing:
+            if key == after:
+                break
+    return listing
+
+
 def jobs_view(store: Store, queue: str, state_name: str, limit: int, after: Key | None) -> list[dict[str, Any]]:
     """Up to `limit` jobs of `queue` in `state_name`, after the job `after` (if it is listed)."""
     found: list[dict[str, Any]] = []
-    skipping = after is not None
-    for key, thing in _listing(store, queue, state_name):
-        if skipping:
-            skipping = key != after
-            continue
-        if state_name == "ready":
-            priority, entry = thing
-            found.append(_ready(store.queues[queue], priority, entry, PREVIEW_BYTES))
-        elif state_name in ("delayed", "failed"):
-            found.append(_delayed(thing, PREVIEW_BYTES))
-        elif state_name == "running":
-            found.append(_running(thing, PREVIEW_BYTES))
-        elif state_name == "done":
-            found.append(_finished(thing, PREVIEW_BYTES))
-        else:
-            found.append(_dead(thing, PREVIEW_BYTES))
-        found[-1]["expires_at"] = store.ttl_at(key)
+    for key, thing in after_position(listing(store, queue, state_name), after):
+        found.append(describe(store, queue, state_name, key, thing))
         if len(found) >= limit:
             break
     return found
