@@ -6,7 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from admin_ui import actions, jobs_api, views
+from admin_ui import actions, jobs_api, jobs_search_pages, views
 from admin_ui.deps import ActorDep, ReadsDep, SettingsDep, StoreDep, get_store, readable
 from admin_ui.errors import UnknownQueue
 from admin_ui.limiters_shown import queue_limiter, queue_limiters
@@ -31,6 +31,7 @@ from manager.storage.store import Store
 
 router = APIRouter(dependencies=[Depends(readable)])
 router.include_router(jobs_api.router)
+router.include_router(jobs_search_pages.api)
 QueueName = Annotated[str, Path(pattern=QUEUE_NAME_PATTERN)]
 DAY_S = 86400.0
 

@@ -58,9 +58,8 @@ def jobs_page(
                   notice=notice, after=after)
 
 
-@router.get("/jobs")
-def find_job_page(key: str = "") -> RedirectResponse:
-    """The header's search box: straight to the job's page."""
+def find_job_page(key: str) -> RedirectResponse:
+    """The header's search box (`/jobs?key=K`, jobs_search_pages.py): straight to the job's page."""
     key = key.strip()
     if not key:
         raise InvalidJobsAction("give a job key")
@@ -96,12 +95,14 @@ def form_action(fields: dict[str, list[str]]) -> JobsAction:
         raise InvalidJobsAction(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
 
 
-@router.post("/queues/{queue}/jobs/{action}")
+@router.post("/queues/{queue}/jobs/{action}", response_model=None)
 def jobs_action(
     queue: QueueName, action: Literal["retry", "delete"], request: Request, store: StoreDep,
-    settings: SettingsDep, fields: Annotated[dict[str, list[str]], Depends(jobs_form)], _: ActorDep,
-) -> RedirectResponse:
+    settings: SettingsDep, fields: Annotated[dict[str, list[str]], Depends(jobs_form)], access: ActorDep,
+) -> RedirectResponse | HTMLResponse:
     change = form_action(fields)
+    if not fields.get("one") and fields.get("confirmed") != ["1"]:
+        return confirm_page(request, access, settings, fields, queue, action, change)
     result = jobs.change_jobs(settings, store, queue, change, action, now=settings.clock(), door="dashboard",
                               client_host=request.client.host if request.client else None)
     state = (fields.get("state") or ["failed"])[0]
@@ -111,6 +112,18 @@ def jobs_action(
     query = {"state": state if state in JOB_STATES else "failed",
              "retried" if action == "retry" else "deleted": result.count}
     return RedirectResponse(f"/queues/{queue}/jobs?{urlencode(query)}", status_code=303)
+
+
+def confirm_page(request: Request, access: Access, settings: AdminSettings, fields: dict[str, list[str]], queue: str,
+                 verb: str, change: JobsAction) -> HTMLResponse:
+    """A bulk retry or delete posted without its confirmation (no JavaScript ran): ask first."""
+    what = f"all {change.all} jobs" if change.all is not None else f"the {len(change.keys)} selected jobs"
+    state = (fields.get("state") or ["failed"])[0]
+    kept = {name: values for name, values in fields.items() if name in ("all", "key", "state", "next")}
+    question = f"{verb.capitalize()} {what} of {queue}?" + (" This cannot be undone." if verb == "delete" else "")
+    return render(request, "confirm.html", access, settings, question=question, fields=kept, verb=verb, nav="queues",
+                  action=f"/queues/{quote(queue, safe='')}/jobs/{verb}",
+                  back=f"/queues/{quote(queue, safe='')}/jobs?{urlencode({'state': state if state in JOB_STATES else 'failed'})}")
 
 
 @router.post("/queues/{queue}/jobs/{key}/cancel")

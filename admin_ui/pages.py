@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Path, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from admin_ui import actions, jobs, jobs_pages, views
+from admin_ui import actions, jobs, jobs_pages, jobs_search_pages, views
 from admin_ui.auth import SESSION_COOKIE, Access, role_of_token, session_value
 from admin_ui.charts import QUEUE_CHARTS, queue_chart
 from admin_ui.deps import ActorDep, FormDep, ReadsDep, SettingsDep, StoreDep, get_access, readable
@@ -22,6 +22,7 @@ from config.models import QUEUE_NAME_PATTERN
 
 router = APIRouter(dependencies=[Depends(readable)], include_in_schema=False)
 router.include_router(jobs_pages.router)
+router.include_router(jobs_search_pages.pages)
 QueueName = Annotated[str, Path(pattern=QUEUE_NAME_PATTERN)]
 RangeName = Literal["15m", "1h", "6h", "24h", "7d"]
 RANGES_S: dict[str, float] = {"15m": 900, "1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400}

@@ -87,6 +87,34 @@
     for (const box of all.form.querySelectorAll('input[type="checkbox"][name="key"]')) box.checked = all.checked;
   });
 
+  // ---- bulk actions ask first (data-confirm); the server asks too when this file is not run ----
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("button[data-confirm]");
+    if (!button || !button.form) return;
+    let text = button.dataset.confirm;
+    if (button.dataset.confirmCount) {
+      const ticked = button.form.querySelectorAll(`input[type="checkbox"][name="${button.dataset.confirmCount}"]:checked`).length;
+      if (ticked === 0) {
+        event.preventDefault();
+        window.alert("Tick the jobs first.");
+        return;
+      }
+      text = text.replace("the selected", `the ${ticked} selected`);
+    }
+    if (!window.confirm(text)) {
+      event.preventDefault();
+      return;
+    }
+    let mark = button.form.querySelector('input[name="confirmed"]');
+    if (!mark) {
+      mark = document.createElement("input");
+      mark.type = "hidden";
+      mark.name = "confirmed";
+      button.form.appendChild(mark);
+    }
+    mark.value = "1";
+  });
+
   // ---- live refresh ----
   const owner = (el) => el.parentElement.closest("[data-obj],[data-key]");
 

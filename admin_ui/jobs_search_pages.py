@@ -1,0 +1,105 @@
+"""The Jobs page over every queue, failures by error type and the Busy view (issue 26), as
+pages and as JSON. Job data and errors: the jobs read rule (jobs_access.py).
+
+The pages are plain GET forms (they work without JavaScript); blank fields mean "any".
+`GET /jobs?key=K` still goes straight to job K (the header's search box).
+"""
+from __future__ import annotations
+
+from typing import Annotated, Final
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from pydantic import ValidationError
+
+from admin_ui.deps import SettingsDep
+from admin_ui.errors import InvalidJobsAction
+from admin_ui.failure_groups import failure_groups
+from admin_ui.job_search import search_jobs
+from admin_ui.jobs_access import JobsReaderDep
+from admin_ui.jobs_pages import find_job_page, render
+from admin_ui.schemas import JOB_STATES
+from admin_ui.search_schemas import FailureGroup, JobsSearchQuery, JobsSearchView
+from config.models import QUEUE_NAME_PATTERN
+
+pages = APIRouter(include_in_schema=False)
+api = APIRouter(tags=["jobs"])
+# The page's "finished/failed/died within" choice: label -> seconds.
+WITHIN_S: Final = {"15 min": 900, "1 h": 3600, "24 h": 86400, "7 days": 7 * 86400}
+QUERY_FIELDS: Final = ("state", "queue", "prefix", "error_type", "since", "until", "limit", "from_queue", "after")
+
+
+def page_query(request: Request, *, now: float, state: str | None = None) -> JobsSearchQuery:
+    """The form's fields (blank ones left out; `within` becomes `since`) as a query."""
+    fields: dict[str, object] = {name: value.strip() for name, value in request.query_params.items()
+                                 if name in QUERY_FIELDS and value.strip()}
+    within = request.query_params.get("within", "")
+    if within in WITHIN_S and "since" not in fields:
+        fields["since"] = now - WITHIN_S[within]
+    if state is not None:
+        fields["state"] = state
+    try:
+        return JobsSearchQuery.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise InvalidJobsAction(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+
+
+def next_link(view: JobsSearchView, request: Request) -> str | None:
+    """The next page: the same query with the cursor moved on."""
+    if view.next_queue is None:
+        return None
+    kept = {name: value for name, value in request.query_params.items()
+            if name not in ("from_queue", "after", "key") and value}
+    kept["from_queue"] = view.next_queue
+    if view.next_after is not None:
+        kept["after"] = view.next_after
+    else:
+        kept.pop("after", None)
+    return f"{request.url.path}?{urlencode(kept)}"
+
+
+@pages.get("/jobs", response_model=None)
+def jobs_search_page(request: Request, settings: SettingsDep, access: JobsReaderDep,
+                     key: str = "") -> HTMLResponse | RedirectResponse:
+    if key.strip():
+        return find_job_page(key)
+    query = page_query(request, now=settings.clock())
+    view = search_jobs(settings, query)
+    return render(request, "jobs_search.html", access, settings, nav="jobs", view=view, states=JOB_STATES,
+                  within=WITHIN_S, chosen_within=request.query_params.get("within", ""),
+                  next_href=next_link(view, request))
+
+
+@pages.get("/busy")
+def busy_page(request: Request, settings: SettingsDep, access: JobsReaderDep) -> HTMLResponse:
+    view = search_jobs(settings, page_query(request, now=settings.clock(), state="running"))
+    return render(request, "busy.html", access, settings, nav="busy", view=view,
+                  next_href=next_link(view, request))
+
+
+@pages.get("/failures")
+def failures_page(request: Request, settings: SettingsDep, access: JobsReaderDep,
+                  queue: Annotated[str | None, Query(pattern=QUEUE_NAME_PATTERN)] = None) -> HTMLResponse:
+    groups = failure_groups(settings, queue)
+    return render(request, "failures.html", access, settings, nav="failures", groups=groups, queue=queue)
+
+
+@api.get("/api/jobs")
+def jobs_search(settings: SettingsDep, _: JobsReaderDep,
+                query: Annotated[JobsSearchQuery, Query()]) -> JobsSearchView:
+    """Jobs over every queue (or `queue`) in `state`: key `prefix`, last error's `error_type`,
+    the state's own time in [`since`, `until`). Paginated on the queue server: pass the
+    answer's `next_queue` and `next_after` as `from_queue` and `after` for the next page
+    (both null: the search is over). A page may come back short with `cut_short` when it
+    reached its bound of work on the queue server; the next page goes on."""
+    return search_jobs(settings, query)
+
+
+@api.get("/api/failures")
+def failures(settings: SettingsDep, _: JobsReaderDep,
+             queue: Annotated[str | None, Query(pattern=QUEUE_NAME_PATTERN)] = None) -> list[FailureGroup]:
+    """Failed attempts per queue and error type since the queue server started, largest
+    first, each with a sample: the newest dead (else failed) job whose last error has that type."""
+    return failure_groups(settings, queue)

@@ -1,0 +1,56 @@
+"""The Jobs page's search and the failure groups as the API gives them (issue 26)."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from admin_ui.schemas import JobState, JobView
+from config.models import QUEUE_NAME_PATTERN
+
+MAX_SEARCH_LIMIT = 200
+PREFIX_PATTERN = r"^[A-Za-z0-9_.:@-]{1,128}$"
+ERROR_TYPE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.]{0,99}$"
+
+
+class JobsSearchQuery(BaseModel):
+    """What to look for; `from_queue` and `after` are the previous page's `next_queue` and `next_after`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    state: JobState = "dead"
+    queue: Annotated[str | None, Field(pattern=QUEUE_NAME_PATTERN)] = None
+    prefix: Annotated[str | None, Field(pattern=PREFIX_PATTERN, description="job keys starting with this")] = None
+    error_type: Annotated[str | None, Field(
+        pattern=ERROR_TYPE_PATTERN,
+        description="the last error's type: a traceback's last `Name:` (ValueError), LockExpired or other")] = None
+    since: Annotated[float | None, Field(ge=0, description=(
+        "unix time, inclusive, of the state's own time: died_at (dead), done_at (done), failed_at "
+        "(failed), next_run_at (delayed), started_at (running); ready jobs have none"))] = None
+    until: Annotated[float | None, Field(ge=0, description="unix time, exclusive")] = None
+    limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT)] = 50
+    from_queue: Annotated[str | None, Field(pattern=QUEUE_NAME_PATTERN)] = None
+    after: Annotated[str | None, Field(pattern=PREFIX_PATTERN)] = None
+
+
+class JobsSearchView(BaseModel):
+    """One page of a search over every queue (or one)."""
+
+    model_config = ConfigDict(frozen=True)
+    query: JobsSearchQuery
+    jobs: list[JobView]
+    scanned: int = Field(description="jobs the queue server examined for this page")
+    next_queue: str | None = Field(default=None, description="pass as from_queue for the next page")
+    next_after: str | None = Field(default=None, description="pass as after for the next page")
+    cut_short: bool = Field(default=False, description=(
+        "the page stopped at its bound of work on the queue server before it was full: the next "
+        "page goes on searching"))
+
+
+class FailureGroup(BaseModel):
+    """Failed attempts of one queue of one error type, with the newest kept job of that type."""
+
+    model_config = ConfigDict(frozen=True)
+    queue: str
+    error_type: str
+    failed_attempts: int = Field(description="failed attempts of this type since the queue server started")
+    sample: JobView | None = Field(description="the newest dead (else failed) job whose last error has this type")

@@ -1,0 +1,96 @@
+"""The jobs search over every queue and the failures by error type, through the JSON API of a
+real `slotmap admin` against a real queue server (issue 26)."""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from jobs_cluster import JobsCluster, jobs_cluster
+
+from queue_server.client import QueueClient
+
+TOKEN = "search-token"
+
+
+def die(client: QueueClient, queue: str, key: str, error: str) -> None:
+    client.put_job(queue, key.encode(), key=key)
+    [job] = client.get(queue, keys=True)
+    assert job.key == key
+    assert client.fail(job.id, f"Traceback (most recent call last):\n  ...\n{error}", dead=True).dead
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JobsCluster]:
+    with jobs_cluster(tmp_path_factory.mktemp("search_api"), token=TOKEN) as running:
+        with running.client() as client:
+            for index in range(5):
+                die(client, "photos", f"photo-{index}", "ValueError: bad photo" if index % 2 else "OSError: disk")
+            for index in range(3):
+                die(client, "thumbs", f"thumb-{index}", "ValueError: bad thumb")
+            client.put_job("thumbs", b"waiting", key="thumb-ready")
+        yield running
+
+
+def search(cluster: JobsCluster, **params: object) -> dict[str, object]:
+    answer = cluster.admin.get("/api/jobs", params=params, headers=cluster.auth)
+    assert answer.status_code == 200, answer.text
+    body: dict[str, object] = answer.json()
+    return body
+
+
+def keys(body: dict[str, object]) -> list[str]:
+    return [job["key"] for job in body["jobs"]]  # type: ignore[attr-defined, index]
+
+
+def test_a_search_covers_every_queue_and_filters_by_prefix_queue_and_error_type(cluster: JobsCluster) -> None:
+    assert sorted(keys(search(cluster, state="dead"))) == [
+        *[f"photo-{n}" for n in range(5)], *[f"thumb-{n}" for n in range(3)]]
+    assert sorted(keys(search(cluster, state="dead", error_type="ValueError"))) == [
+        "photo-1", "photo-3", "thumb-0", "thumb-1", "thumb-2"]
+    assert sorted(keys(search(cluster, state="dead", queue="photos", error_type="OSError"))) == [
+        "photo-0", "photo-2", "photo-4"]
+    assert keys(search(cluster, state="dead", prefix="thumb-1")) == ["thumb-1"]
+    assert keys(search(cluster, state="ready")) == ["thumb-ready"]
+    assert keys(search(cluster, state="dead", since=time.time() + 60)) == []
+    assert len(keys(search(cluster, state="dead", since=time.time() - 600, until=time.time() + 1))) == 8
+
+
+def test_pages_follow_the_cursor_across_queues_without_repeats(cluster: JobsCluster) -> None:
+    seen: list[str] = []
+    params: dict[str, object] = {"state": "dead", "limit": 3}
+    pages = 0
+    while True:
+        body = search(cluster, **params)
+        pages += 1
+        assert len(body["jobs"]) <= 3  # type: ignore[arg-type]
+        seen += keys(body)
+        if body["next_queue"] is None:
+            break
+        params.update(from_queue=body["next_queue"], after=body["next_after"] or "")
+        if body["next_after"] is None:
+            params.pop("after")
+    assert pages == 3
+    assert sorted(seen) == sorted(set(seen)) and len(seen) == 8
+
+
+def test_bad_search_fields_are_refused_and_jobs_need_the_token(cluster: JobsCluster) -> None:
+    assert cluster.admin.get("/api/jobs", params={"state": "bogus"}, headers=cluster.auth).status_code == 422
+    assert cluster.admin.get("/api/jobs", params={"prefix": "has space"}, headers=cluster.auth).status_code == 422
+    assert cluster.admin.get("/api/jobs", params={"limit": 0}, headers=cluster.auth).status_code == 422
+    assert cluster.admin.get("/api/jobs", params={"state": "dead"}).status_code == 401
+
+
+def test_failures_are_grouped_by_error_type_with_counts_and_a_sample_traceback(cluster: JobsCluster) -> None:
+    answer = cluster.admin.get("/api/failures", headers=cluster.auth)
+    assert answer.status_code == 200, answer.text
+    groups = {(g["queue"], g["error_type"]): g for g in answer.json()}
+    assert {key: g["failed_attempts"] for key, g in groups.items()} == {
+        ("photos", "OSError"): 3, ("photos", "ValueError"): 2, ("thumbs", "ValueError"): 3}
+    sample = groups[("photos", "OSError")]["sample"]
+    assert sample["key"] in ("photo-0", "photo-2", "photo-4") and sample["state"] == "dead"
+    assert sample["error"].startswith("Traceback (most recent call last)")
+    assert sample["error_summary"] == "OSError: disk"
+    only = cluster.admin.get("/api/failures", params={"queue": "thumbs"}, headers=cluster.auth).json()
+    assert [(g["queue"], g["error_type"]) for g in only] == [("thumbs", "ValueError")]
