@@ -13,11 +13,12 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import ValidationError
 
-from admin_ui.deps import SettingsDep
+from admin_ui.deps import SettingsDep, get_access
 from admin_ui.errors import InvalidJobsAction
 from admin_ui.failure_groups import failure_groups
 from admin_ui.job_search import search_jobs
-from admin_ui.jobs_access import JobsReaderDep
+from admin_ui.auth import Access
+from admin_ui.jobs_access import JobsReaderDep, jobs_reader
 from admin_ui.jobs_pages import find_job_page, render
 from admin_ui.schemas import JOB_STATES
 from admin_ui.search_schemas import FailureGroup, JobsSearchQuery, JobsSearchView
@@ -61,10 +62,11 @@ def next_link(view: JobsSearchView, request: Request) -> str | None:
 
 
 @pages.get("/jobs", response_model=None)
-def jobs_search_page(request: Request, settings: SettingsDep, access: JobsReaderDep,
-                     key: str = "") -> HTMLResponse | RedirectResponse:
+def jobs_search_page(request: Request, settings: SettingsDep,
+                     access: Annotated[Access, Depends(get_access)], key: str = "") -> HTMLResponse | RedirectResponse:
     if key.strip():
-        return find_job_page(key)
+        return find_job_page(key)  # the job's page applies the jobs read rule
+    jobs_reader(access)
     query = page_query(request, now=settings.clock())
     view = search_jobs(settings, query)
     return render(request, "jobs_search.html", access, settings, nav="jobs", view=view, states=JOB_STATES,
