@@ -49,7 +49,8 @@ def jobs_cluster(root: Path, *, token: str, extra: tuple[str, ...] = ()) -> Iter
         config.write_text(
             f'[queue_server]\nlisten = "{queue_server.address}"\n\n'
             f'[manager]\ndatabase_url = "{database_url}"\n\n'
-            f'[admin]\ntoken = "{token}"\n\n[queues.photos]\nmax_slots = 1\n'
+            + (f'[admin]\ntoken = "{token}"\n\n' if token else "")  # no token: a read-only dashboard
+            + '[queues.photos]\nmax_slots = 1\n'
         )
         admin = start_admin(config, root, *extra)
         try:

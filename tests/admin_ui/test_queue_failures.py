@@ -141,7 +141,10 @@ def test_the_queues_page_shows_the_cluster_totals_and_marks_dead_and_unserved_qu
         assert totals.locator("[data-field=failed]").text_content() == str(want["totals"]["failed"])
         photos = page.locator('#queues tbody tr[data-key="photos"]')
         assert photos.locator("a[data-dead]").get_attribute("href") == "/queues/photos/jobs?state=dead"
-        assert photos.locator("td[data-field=dead]").text_content() == str(_rows(admin)["photos"]["dead"])
+        dead_count = photos.locator("td a[data-field=dead]")  # every count links to its list (issue 26)
+        assert dead_count.text_content() == str(_rows(admin)["photos"]["dead"])
+        assert dead_count.get_attribute("href") == "/queues/photos/jobs?state=dead"
+        assert totals.locator("#total-dead").get_attribute("href") == "/jobs?state=dead"
         assert photos.locator("[data-unhandled]").text_content() == "no handler"
         photoz = page.locator('#queues tbody tr[data-key="photoz"]')
         assert photoz.locator("[data-unhandled]").text_content() == "not configured"
