@@ -13,11 +13,11 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import ValidationError
 
+from admin_ui.auth import Access
 from admin_ui.deps import SettingsDep, get_access
 from admin_ui.errors import InvalidJobsAction
 from admin_ui.failure_groups import failure_groups
 from admin_ui.job_search import search_jobs
-from admin_ui.auth import Access
 from admin_ui.jobs_access import JobsReaderDep, jobs_reader
 from admin_ui.jobs_pages import find_job_page, render
 from admin_ui.schemas import JOB_STATES

@@ -23,7 +23,6 @@ from queue_server.protocol import job_requests as jreq
 from queue_server.protocol import requests as req
 from queue_server.protocol.client_errors import BadReply, QueueServerError
 from queue_server.protocol.job_info import FailResult, JobInfo, PutResult
-from queue_server.protocol.job_search import SCAN_DEFAULT, JobsPage, JobsSearch
 from queue_server.protocol.job_replies import (
     delete_parser,
     found_parser,
@@ -35,6 +34,7 @@ from queue_server.protocol.job_replies import (
     parse_jobs_page,
     parse_put_keyed,
 )
+from queue_server.protocol.job_search import SCAN_DEFAULT, JobsPage, JobsSearch
 from queue_server.protocol.replies import DoneResult, Job, QueueStats, RunningJob, Total
 from queue_server.protocol.reply_parsers import (
     done_parser,

@@ -67,3 +67,11 @@ def make_dead(client: QueueClient, queue: str, key: str, data: bytes = b"photo-7
     [job] = client.get(queue, keys=True)
     assert job.key == key
     assert client.fail(job.id, TRACEBACK, dead=True).dead
+
+
+def make_dead_of(client: QueueClient, queue: str, key: str, error: str) -> None:
+    """As make_dead, the job's data its key and its traceback ending in `error` ("OSError: disk")."""
+    client.put_job(queue, key.encode(), key=key)
+    [job] = client.get(queue, keys=True)
+    assert job.key == key
+    assert client.fail(job.id, f"Traceback (most recent call last):\n  ...\n{error}", dead=True).dead

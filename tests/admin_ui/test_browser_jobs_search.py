@@ -9,9 +9,7 @@ from urllib.parse import quote
 
 import pytest
 from browser_chromium import CHROMIUM, browser_page, needs_chromium, shoot
-from jobs_cluster import JobsCluster, jobs_cluster, make_dead
-
-from queue_server.client import QueueClient
+from jobs_cluster import JobsCluster, jobs_cluster, make_dead, make_dead_of
 
 TOKEN = "browser-search-token"
 
@@ -21,21 +19,15 @@ if CHROMIUM.exists():
     from playwright.sync_api import Browser, Dialog, Page
 
 
-def die(client: QueueClient, queue: str, key: str, error: str) -> None:
-    client.put_job(queue, key.encode(), key=key)
-    [job] = client.get(queue, keys=True)
-    assert job.key == key
-    assert client.fail(job.id, f"Traceback (most recent call last):\n  ...\n{error}", dead=True).dead
-
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JobsCluster]:
     with jobs_cluster(tmp_path_factory.mktemp("browser_search"), token=TOKEN) as running:
         with running.client() as client:
             for index in range(5):
-                die(client, "photos", f"photo-{index}", "ValueError: bad photo" if index % 2 else "OSError: disk")
+                make_dead_of(client, "photos", f"photo-{index}", "ValueError: bad photo" if index % 2 else "OSError: disk")
             for index in range(3):
-                die(client, "thumbs", f"thumb-{index}", "ValueError: bad thumb")
+                make_dead_of(client, "thumbs", f"thumb-{index}", "ValueError: bad thumb")
         yield running
 
 

@@ -4,21 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from jobs_cluster import JobsCluster, jobs_cluster
-
-from queue_server.client import QueueClient
+from jobs_cluster import JobsCluster, jobs_cluster, make_dead_of
 
 TOKEN = "search-token"
 
-
-def die(client: QueueClient, queue: str, key: str, error: str) -> None:
-    client.put_job(queue, key.encode(), key=key)
-    [job] = client.get(queue, keys=True)
-    assert job.key == key
-    assert client.fail(job.id, f"Traceback (most recent call last):\n  ...\n{error}", dead=True).dead
 
 
 @pytest.fixture(scope="module")
@@ -26,9 +17,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JobsCluster]:
     with jobs_cluster(tmp_path_factory.mktemp("search_api"), token=TOKEN) as running:
         with running.client() as client:
             for index in range(5):
-                die(client, "photos", f"photo-{index}", "ValueError: bad photo" if index % 2 else "OSError: disk")
+                make_dead_of(client, "photos", f"photo-{index}", "ValueError: bad photo" if index % 2 else "OSError: disk")
             for index in range(3):
-                die(client, "thumbs", f"thumb-{index}", "ValueError: bad thumb")
+                make_dead_of(client, "thumbs", f"thumb-{index}", "ValueError: bad thumb")
             client.put_job("thumbs", b"waiting", key="thumb-ready")
         yield running
 
