@@ -18,10 +18,10 @@ from pathlib import Path
 
 # The repo first: bench/queue_server.py would shadow the package (this folder is sys.path[0]).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from queue_server.protocol.job_search import JobsSearch  # noqa: E402
-from queue_server.server.job_search import search_jobs  # noqa: E402
-from queue_server.server.job_views import json_block  # noqa: E402
-from queue_server.server.store import Store  # noqa: E402
+from queue_server.protocol.job_search import JobsSearch
+from queue_server.server.job_search import search_jobs
+from queue_server.server.job_views import json_block
+from queue_server.server.store import Store
 
 
 def best_ms(work: Callable[[], object], runs: int = 5) -> float:

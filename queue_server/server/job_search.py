@@ -6,7 +6,8 @@ done_at, ...: TIME_FIELD) is in [SINCE, UNTIL).
 Read only, answered offline too. The scan bound is what keeps one request short: a prefix
 test costs well under a microsecond, a full check (the job's view built) a few, so a search
 of SCAN_DEFAULT jobs holds the loop for milliseconds, and the caller goes on from `after`.
-Skipping to AFTER walks the listing as a plain JOBS page does (no view is built).
+Skipping to AFTER walks the listing as a plain JOBS page does (no view is built; for ready
+jobs in C, job_views._ready_entries).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 
 from queue_server.protocol.job_search import TIME_FIELD, JobsSearch, page_json
 from queue_server.protocol.keyed import Key, key_text
-from queue_server.server.job_views import after_position, describe, listing
+from queue_server.server.job_views import describe, listing
 from queue_server.server.latency import error_type
 from queue_server.server.store import Store
 
@@ -42,7 +43,7 @@ def search_jobs(store: Store, queue: str, state_name: str, limit: int, after: Ke
     scanned = 0
     last: Key | None = None
     prefix = search.prefix
-    for key, thing in after_position(listing(store, queue, state_name), after):
+    for key, thing in listing(store, queue, state_name, after):
         if scanned >= search.scan or len(found) >= limit:
             return page_json(found, key_text(last) if last is not None else None, scanned)
         scanned += 1

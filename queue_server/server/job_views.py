@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from itertools import islice
+from operator import itemgetter
 from typing import Any
 
 from queue_server.protocol.keyed import (
@@ -20,6 +22,7 @@ from queue_server.server.store import Delayed, Job, QueueState, Store
 from queue_server.server.store_types import K_ERRORS, Kept
 
 PREVIEW_BYTES = 1024  # JOBS cuts each job's data here
+_ENTRY_KEY = itemgetter(3)  # a ready entry's key
 
 
 def _text(data: bytes, limit: int | None) -> tuple[str, bool]:
@@ -137,16 +140,34 @@ def _whole_job(store: Store, key: Key) -> tuple[dict[str, Any], Errors] | None:
     raise AssertionError(f"key {key!r} indexed as ready in {place.name} but not there")
 
 
-def _ready_entries(state: QueueState) -> Iterator[tuple[int, tuple[Any, ...]]]:
-    """Ready jobs in hand-out order (highest priority first, FIFO within one)."""
-    for priority in sorted(state.levels, reverse=True):
-        for entry in state.levels[priority]:
-            if id(entry) in state.gone:
+def _ready_entries(state: QueueState, after: Key | None = None) -> Iterator[tuple[int, tuple[Any, ...]]]:
+    """Ready jobs in hand-out order (highest priority first, FIFO within one); with `after`,
+    those past that job (none if it is not ready here). The walk to `after` runs in C
+    (its level's keys as a list, then list.index and islice): 1,000,000 ready jobs took
+    0.2 s to skip through this generator, a search cursor deep in the queue paid it per page."""
+    priorities = sorted(state.levels, reverse=True)
+    start = 0
+    if after is not None:
+        for index, priority in enumerate(priorities):
+            level = state.levels[priority]
+            try:
+                start = list(map(_ENTRY_KEY, level)).index(after) + 1
+            except ValueError:
+                continue
+            priorities = priorities[index:]
+            break
+        else:
+            return
+    gone = state.gone
+    for priority in priorities:
+        for entry in islice(state.levels[priority], start, None):
+            if id(entry) in gone:
                 continue  # its TTL ran out
             yield priority, entry
+        start = 0
 
 
-def listing(store: Store, queue: str, state_name: str) -> Iterator[tuple[Key, Any]]:
+def listing(store: Store, queue: str, state_name: str, after: Key | None = None) -> Iterator[tuple[Key, Any]]:
     """(key, thing to describe) of one queue's jobs in `state_name`, in a stable order:
     ready in hand-out order, delayed/failed soonest first, running by lease id, dead and done
     newest first."""
@@ -154,9 +175,20 @@ def listing(store: Store, queue: str, state_name: str) -> Iterator[tuple[Key, An
     if state is None:
         return
     if state_name == "ready":
-        for priority, entry in _ready_entries(state):
+        for priority, entry in _ready_entries(state, after):
             yield entry[3], (priority, entry)
-    elif state_name in ("delayed", "failed"):
+        return
+    skipping = after is not None
+    for key, thing in _others(store, state, queue, state_name):
+        if skipping:
+            skipping = key != after
+            continue
+        yield key, thing
+
+
+def _others(store: Store, state: QueueState, queue: str, state_name: str) -> Iterator[tuple[Key, Any]]:
+    """The listing of a state other than ready, from its start."""
+    if state_name in ("delayed", "failed"):
         want_failed = state_name == "failed"
         for entry in store.delayed_jobs():
             if entry[2] == queue and is_retry_wait(entry[7]) == want_failed:
@@ -191,19 +223,10 @@ def describe(store: Store, queue: str, state_name: str, key: Key, thing: Any) ->
     return view
 
 
-def after_position(listing: Iterator[tuple[Key, Any]], after: Key | None) -> Iterator[tuple[Key, Any]]:
-    """The listing past the job `after` (all of it without one; none if `after` is not in it)."""
-    if after is not None:
-        for key, _thing in listing:
-            if key == after:
-                break
-    return listing
-
-
 def jobs_view(store: Store, queue: str, state_name: str, limit: int, after: Key | None) -> list[dict[str, Any]]:
     """Up to `limit` jobs of `queue` in `state_name`, after the job `after` (if it is listed)."""
     found: list[dict[str, Any]] = []
-    for key, thing in after_position(listing(store, queue, state_name), after):
+    for key, thing in listing(store, queue, state_name, after):
         found.append(describe(store, queue, state_name, key, thing))
         if len(found) >= limit:
             break

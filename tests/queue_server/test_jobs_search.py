@@ -105,3 +105,23 @@ def test_a_plain_jobs_request_keeps_its_array_reply_and_bad_words_are_refused(se
         client.search_jobs("photos", "dead", prefix="has space")
     with _client(server) as client, pytest.raises(QueueServerError):
         client.search_jobs("photos", "ready", since=1.0)
+
+
+def test_ready_jobs_page_in_hand_out_order_across_priorities_from_any_cursor(server) -> None:  # type: ignore[no-untyped-def]
+    with _client(server) as client:
+        for index in range(4):
+            client.put_job("mixed", b"low", key=f"low-{index}", priority=0)
+            client.put_job("mixed", b"high", key=f"high-{index}", priority=5)
+        order = [job.key for job in client.jobs("mixed", "ready")]
+        assert order == [*(f"high-{n}" for n in range(4)), *(f"low-{n}" for n in range(4))]
+        seen: list[str] = []
+        after = None
+        while True:
+            page = client.search_jobs("mixed", "ready", after=after, scan=3)
+            seen += [job.key for job in page.jobs]
+            if page.after is None:
+                break
+            after = page.after
+        assert seen == order
+        assert [job.key for job in client.jobs("mixed", "ready", after="high-3", limit=2)] == ["low-0", "low-1"]
+        assert client.jobs("mixed", "ready", after="nosuchkey") == []
