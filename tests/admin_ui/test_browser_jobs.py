@@ -104,6 +104,7 @@ def test_select_all_then_delete_selected_empties_the_dead_list(cluster: JobsClus
     page.check("#jobs input[data-select-all]")
     ticked = page.eval_on_selector_all("#jobs input[name=key]", "boxes => boxes.filter(b => b.checked).length")
     assert ticked == len(expected)
+    page.once("dialog", lambda dialog: dialog.accept())  # bulk actions ask first (issue 26)
     page.click("#delete-selected")
     page.wait_for_selector("#jobs-notice")
     assert page.text_content("#jobs-notice") == f"{len(expected)} jobs deleted"
@@ -151,6 +152,7 @@ def test_retry_all_dead_makes_every_dead_job_ready(cluster: JobsCluster, page: P
         count = len(client.jobs("photos", "dead"))
     log_in(page, cluster, "/queues/photos/jobs?state=dead")
     assert page.text_content("#retry-all") == f"Retry all dead ({count})"
+    page.once("dialog", lambda dialog: dialog.accept())  # bulk actions ask first (issue 26)
     page.click("#retry-all")
     page.wait_for_selector("#jobs-notice")
     assert page.text_content("#jobs-notice") == f"{count} jobs retried"
