@@ -40,7 +40,8 @@ def test_a_viewer_reads_but_never_acts_and_the_page_says_why(make_client: MakeCl
     page = client.get("/queues/mail_send", headers=bearer(VIEWER)).text
     assert 'id="signed-in-role"' in page and ">viewer</span>" in page
     assert 'action="/queues/mail_send/pause"' not in page
-    assert "Signed in as viewer: pausing the queue or changing its slots needs the operator or admin token" in page
+    assert ("Signed in as viewer: to pause the queue or change its slots you need the operator or admin token"
+            in page)
     schedules = client.get("/schedules", headers=bearer(VIEWER)).text
     assert "signed in as viewer: changes need the operator or admin token" in schedules
     assert events(engine) == []
