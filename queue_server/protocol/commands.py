@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from queue_server.protocol import cancels
 from queue_server.protocol import finished as fin
 from queue_server.protocol import jobs as pj
 from queue_server.protocol.command_types import (
@@ -310,6 +311,7 @@ _PARSERS: dict[bytes, Callable[[list[bytes]], Parsed]] = {
     b"RETRY": lambda args: Parsed(pj.parse_retry(args)),
     b"DELETE": lambda args: Parsed(pj.parse_delete(args)),
     b"CANCEL": lambda args: Parsed(pj.parse_cancel(args)),
+    b"CANCELLED": lambda args: Parsed(cancels.parse_cancelled(args)),
     b"CLIENT": lambda args: Parsed(pj.parse_client(args)),
     b"RESULT": lambda args: Parsed(fin.parse_result(args)),
     b"TOTAL": _optional_queue(b"TOTAL"),
