@@ -48,6 +48,8 @@ def parse_cancel_page(reader: FrameReader) -> CancelPage:
         raise BadReply(f"bad CANCELLED JSON: {exc}") from exc
 
 
-def cancelled(client: Client, ring: str = NO_RING, since: int = 0) -> Op[CancelPage]:
-    """CANCELLED (Part B): the cancels after position `since` of ring `ring`."""
-    return client._request(cancelled_request(ring, since), parse_cancel_page)
+def cancelled(client: Client, ring: str = NO_RING, since: int = 0, *,
+              until: float | None = None) -> Op[CancelPage]:
+    """CANCELLED (Part B): the cancels after position `since` of ring `ring` (NO_RING: all
+    the ring holds). `until`: as done()'s (operations.py)."""
+    return client._request(cancelled_request(ring, since), parse_cancel_page, read_only=True, until=until)

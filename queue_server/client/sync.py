@@ -15,8 +15,8 @@ from types import TracebackType
 from typing import Any, Concatenate, Final, ParamSpec, Self, TypeVar
 
 from queue_server.client import calls
-from queue_server.client import operations as ops
 from queue_server.client import cancels as cancel_ops
+from queue_server.client import operations as ops
 from queue_server.client import results as result_ops
 from queue_server.client.core import CLIENT_TIMEOUT, RECV_BYTES, ClientCore
 from queue_server.client.effects import Effect, Op, Open, Read, Request, Send, Sleep, drive

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import secrets
 from collections import deque
-from itertools import islice
 from dataclasses import dataclass, field
+from itertools import islice
 
 from queue_server.protocol.cancels import NO_RING
 

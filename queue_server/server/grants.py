@@ -18,8 +18,8 @@ import hmac
 from collections import Counter
 from dataclasses import dataclass, field
 
-from queue_server.protocol import commands as p
 from queue_server.protocol import cancels
+from queue_server.protocol import commands as p
 from queue_server.protocol import finished as fin
 from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr

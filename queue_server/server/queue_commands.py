@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from queue_server.protocol import commands as p
 from queue_server.protocol import cancels
+from queue_server.protocol import commands as p
 from queue_server.protocol import finished as fin
 from queue_server.protocol import jobs as pj
 from queue_server.protocol.keyed import JobMeta, Meta
