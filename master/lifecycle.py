@@ -60,8 +60,6 @@ class Counter(StrEnum):
     # ... whose outcome the handler had decided (honoured), and given back uncharged.
     JOBS_OF_DEAD_SLOTS_HONOURED = auto()
     JOBS_OF_DEAD_SLOTS_GIVEN_BACK = auto()
-    # Slots killed because the job they ran was cancelled (CANCEL): no crash.
-    KILLED_FOR_CANCEL = auto()
 
 
 class KillCause(StrEnum):
@@ -291,7 +289,8 @@ def on_event(slot: Slot, event: SlotEvent, now: float) -> list[Action]:
             # the one to stop. The rest of its batch is settled as a stop-deadline kill's:
             # nobody is blamed, nothing is charged (master/settle.py).
             slot.cancelled |= {lease_id}
-            return _kill(slot, Counter.KILLED_FOR_CANCEL, KillCause.CANCELLED,
+            # Not counted: a report's counters are a closed set an older manager validates.
+            return _kill(slot, None, KillCause.CANCELLED,
                          f"its job {key} was cancelled by {door}", warning=False)
         case Resolved(line):
             if slot.lease is not None:
@@ -326,15 +325,17 @@ def check(slot: Slot, now: float, limits: Limits) -> SlotEvent | None:
     return None
 
 
-def _kill(slot: Slot, counter: Counter, cause: KillCause, why: str, *, warning: bool = True) -> list[Action]:
+def _kill(slot: Slot, counter: Counter | None, cause: KillCause, why: str, *,
+          warning: bool = True) -> list[Action]:
     if slot.state is SlotState.STOPPING:
         return []
     _move(slot, SlotState.STOPPING)
     slot.kill_reason = why
     slot.kill_cause = cause
+    counted: list[Action] = [] if counter is None else [Count(counter)]
     return [
         SendSignal(slot.pid, signal.SIGKILL),
-        Count(counter),
+        *counted,
         Log(warning, f"slot {slot.slot_id} (pid {slot.pid}, queue {slot.queue}) {why}: SIGKILL"),
     ]
 
