@@ -36,7 +36,8 @@ def cancel(server: Server, conn: Conn, command: pj.Cancel) -> None:
             server.cancels.add(lease=lease, queue=command.queue, key=key_text(command.key), door=door, at=now)
             conn.write(CANCELLED)
             return
-    outcome = store.delete(command.queue, (command.key,), door)[0]
+    # No door: a cancel is not counted as a DELETE (its event comes from the ring, not STATS).
+    outcome = store.delete(command.queue, (command.key,), None)[0]
     if outcome == "ok":
         server.cancels.add(lease=0, queue=command.queue, key=key_text(command.key), door=door, at=now)
         conn.write(REMOVED)
