@@ -190,6 +190,19 @@
     setTimeout(tick, every);
   }
 
+  // ---- confirmations: a form with data-confirm asks first; yes sends confirm=yes at once
+  // (without JavaScript, the server answers such a form with a confirmation page instead).
+  document.addEventListener("submit", (event) => {
+    const form = event.target;
+    if (!(form instanceof HTMLFormElement) || !form.dataset.confirm) return;
+    if (!window.confirm(form.dataset.confirm)) {
+      event.preventDefault();
+      return;
+    }
+    const yes = form.querySelector("input[name=confirm]") || form.appendChild(document.createElement("input"));
+    Object.assign(yes, { type: "hidden", name: "confirm", value: "yes" });
+  });
+
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 })();
