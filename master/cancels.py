@@ -30,6 +30,7 @@ class CancelWatch:
                 now: float) -> list[tuple[Slot, JobCancelled]]:
         """The slots to kill for the cancels read so far, with their event."""
         for entry in cancels:
+            self.waiting.pop(entry.lease, None)  # read again: to the end, in read order
             self.waiting[entry.lease] = (entry, now)
         if not self.waiting:
             return []
@@ -43,7 +44,11 @@ class CancelWatch:
                 if waiting is not None:
                     entry = waiting[0]
                     found.append((slot, JobCancelled(entry.lease, entry.key, entry.door)))
-        for lease_id, (_, read_at) in list(self.waiting.items()):
-            if now - read_at > MATCH_FOR_S:
-                del self.waiting[lease_id]
+        # Oldest first (read order): a first read of a ring may bring thousands of old cancels,
+        # and a tick looks only at those due.
+        while self.waiting:
+            lease_id = next(iter(self.waiting))
+            if now - self.waiting[lease_id][1] <= MATCH_FOR_S:
+                break
+            del self.waiting[lease_id]
         return found
