@@ -200,7 +200,8 @@ class LeaseKeeper:
             page = self._ready().cancelled(self._ring, self._since, until=time.monotonic() + CANCEL_POLL_S)
         except (ConnectionLost, OfflineError, OSError) as exc:
             self._drop()
-            log.info("lease keeper: CANCELLED unanswered (%s); asked again in %g s", exc, CANCEL_POLL_S)
+            # Debug only: the renewals say it already, and this would say it twice a second.
+            log.debug("lease keeper: CANCELLED unanswered (%s); asked again in %g s", exc, CANCEL_POLL_S)
             return
         except QueueServerError as exc:
             if exc.code == 400:
