@@ -26,8 +26,9 @@ def file_of(nodeid: str) -> str:
 def known_seconds(config: pytest.Config) -> dict[str, float]:
     """Per-file seconds: the checked-in figures, overridden by the last run's."""
     seconds: dict[str, float] = json.loads(SEED.read_text()) if SEED.exists() else {}
-    if config.cache is not None:
-        seconds.update(config.cache.get(CACHE_KEY, {}))
+    cache = getattr(config, "cache", None)  # absent under `-p no:cacheprovider`
+    if cache is not None:
+        seconds.update(cache.get(CACHE_KEY, {}))
     return seconds
 
 
@@ -45,8 +46,9 @@ def record(config: pytest.Config, reports: Iterable[pytest.TestReport]) -> None:
     spent: dict[str, float] = defaultdict(float)
     for report in reports:
         spent[file_of(report.nodeid)] += report.duration
-    if config.cache is None or not spent:
+    cache = getattr(config, "cache", None)
+    if cache is None or not spent:
         return
-    stored = dict(config.cache.get(CACHE_KEY, {}))
+    stored = dict(cache.get(CACHE_KEY, {}))
     stored.update({name: round(total, 1) for name, total in spent.items()})
-    config.cache.set(CACHE_KEY, stored)
+    cache.set(CACHE_KEY, stored)
