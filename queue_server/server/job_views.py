@@ -17,6 +17,7 @@ from queue_server.protocol.keyed import (
     key_text,
 )
 from queue_server.server.store import Delayed, Job, QueueState, Store
+from queue_server.server.store_types import K_ERRORS, Kept
 
 PREVIEW_BYTES = 1024  # JOBS cuts each job's data here
 
@@ -44,24 +45,22 @@ def _view(key: Key, queue: str, state: str, priority: int, attempts: int, data: 
     return view
 
 
-def _finished(job: Job, limit: int | None) -> dict[str, Any]:
+def _finished(entry: Kept, limit: int | None) -> dict[str, Any]:
     """A finished job kept (kept.py): its times, who finished it and its result."""
-    history = job.history
-    view = _view(job.key, job.queue.name, "done", job.priority, job.attempts, job.data, job.item,
-                 limit, error=history.error if history else None,
-                 failed_at=history.failed_at if history else None,
-                 trace=history.trace if history else None)
-    started_at = job.taken_at or None
-    result = job.result
-    view.update(started_at=started_at, done_at=job.done_at, ran_by=job.ran_by,
-                runtime_s=None if started_at is None else max(0.0, job.done_at - started_at),
-                result=None, result_len=None, result_kept=result is None or type(result) is bytes)
-    if type(result) is bytes:
+    key, queue, priority, data, item, attempts, errors, trace, _ready_at, started, done_at, ran_by, result = entry
+    last = errors[-1] if errors else None
+    view = _view(key, queue, "done", priority, attempts, data, item, limit,
+                 error=last[2] if last else None, failed_at=last[0] if last else None, trace=trace)
+    started_at = started or None
+    view.update(started_at=started_at, done_at=done_at, ran_by=ran_by,
+                runtime_s=None if started_at is None else max(0.0, done_at - started_at),
+                result=None, result_len=None, result_kept=not isinstance(result, int))
+    if isinstance(result, bytes):
         text, cut = _text(result, limit)
         view.update(result=text, result_len=len(result))
         if limit is not None:
             view["result_truncated"] = cut
-    elif type(result) is int:
+    elif isinstance(result, int):
         view["result_len"] = result
     return view
 
@@ -124,7 +123,7 @@ def _whole_job(store: Store, key: Key) -> tuple[dict[str, Any], Errors] | None:
         finished = store.kept.get(key)
         if finished is None:
             return None
-        return _finished(finished, None), finished.history.errors if finished.history else ()
+        return _finished(finished, None), finished[K_ERRORS]
     if type(place) is Job:
         return _running(place, None), place.history.errors if place.history else ()  # type: ignore[union-attr]
     if type(place) is DeadJob:
@@ -168,8 +167,8 @@ def _listing(store: Store, queue: str, state_name: str) -> Iterator[tuple[Key, A
             if job.queue is state:
                 yield job.key, job
     elif state_name == "done":
-        for job in store.kept_jobs(queue):
-            yield job.key, job
+        for entry in store.kept_jobs(queue):
+            yield entry[0], entry
     else:
         for dead in reversed(state.dead.values()):
             yield dead.key, dead

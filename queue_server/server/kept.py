@@ -1,10 +1,12 @@
 """Finished jobs kept a while (per queue: keep_done_max, keep_done_s), so "did job X run,
 when, where, and what did it return?" has an answer (JOB, JOBS <q> done, RESULT); no I/O.
 
-A kept job is the very Job that ran, with `done_at`, `ran_by` and `result` set by DONE
-(store_core.py keeps it inline: the hot path allocates nothing). Each queue keeps its
-finished jobs oldest first in a deque, and `store.kept` maps a key to its newest finished
-job: a producer's key that finished twice leaves a stale entry in the deque, skipped here.
+A kept job is one tuple of atomic values (store_types.py `Kept`), made by DONE inline
+(store_core.py): the garbage collector stops tracking such tuples, so a million of them
+cost its collections nothing (as Job objects, a full collection took 1.2 s). Each queue
+keeps its finished jobs oldest first in a deque, and `store.kept` maps a key to its newest
+finished job: a producer's key that finished twice leaves a stale entry in the deque,
+skipped here.
 
 Durable as the rest of the queue: SYNC DONE carries the finish time, the finishing
 connection and the result, so a log replay and a replica keep the same jobs, and a
@@ -18,22 +20,22 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 
-from queue_server.protocol.keyed import Errors, JobMeta, Key
+from queue_server.protocol.keyed import Errors, Key
 from queue_server.server import records
 from queue_server.server.store_index import StoreIndex
-from queue_server.server.store_types import Job, QueueState
+from queue_server.server.store_types import K_DONE_AT, Kept, QueueState
 
 
 class KeptJobs(StoreIndex):
-    def kept_jobs(self, name: str) -> Iterator[Job]:
+    def kept_jobs(self, name: str) -> Iterator[Kept]:
         """The finished jobs `name` keeps, newest first."""
         state = self.queues.get(name)
         if state is None or not state.kept:
             return
         index = self.kept
-        for job in reversed(state.kept):
-            if index.get(job.key) is job:
-                yield job
+        for entry in reversed(state.kept):
+            if index.get(entry[0]) is entry:
+                yield entry
 
     def kept_count(self, state: QueueState) -> int:
         """Finished jobs `state` keeps (its deque less the stale entries: an upper bound
@@ -48,10 +50,10 @@ class KeptJobs(StoreIndex):
         for name, state in list(self.with_kept.items()):
             kept = state.kept
             oldest_allowed = now - self.policy(name).keep_done_s
-            while kept and kept[0].done_at < oldest_allowed:
-                job = kept.popleft()
-                if index.get(job.key) is job:
-                    del index[job.key]
+            while kept and kept[0][K_DONE_AT] < oldest_allowed:
+                entry = kept.popleft()
+                if index.get(entry[0]) is entry:
+                    del index[entry[0]]
                     dropped += 1
             if not kept:
                 del self.with_kept[name]
@@ -67,27 +69,23 @@ class KeptJobs(StoreIndex):
         state = self.queue(name)
         if type(key) is int and key >= self.next_key:
             self.next_key = key + 1
-        history = JobMeta(attempts, errors, trace=trace) if errors or trace is not None else None
-        job = Job(state, priority, data, item, 0, key, attempts, history, None, None, False, False,
-                  ready_at, started_at)
-        job.done_at = done_at
-        job.ran_by = ran_by
-        job.result = result
+        entry: Kept = (key, name, priority, data, item, attempts, errors, trace, ready_at, started_at,
+                       done_at, ran_by, result)
         kept = state.kept
         if kept is None:
             kept = state.kept = deque()
-        kept.append(job)
+        kept.append(entry)
         self.with_kept[name] = state
-        self.kept[key] = job
+        self.kept[key] = entry
         if len(kept) > state.keep_max or len(self.kept) > self.keep_done_total:
             oldest = kept.popleft()
-            if self.kept.get(oldest.key) is oldest:
-                del self.kept[oldest.key]
-        self.changes.append(records.kept(job))
+            if self.kept.get(oldest[0]) is oldest:
+                del self.kept[oldest[0]]
+        self.changes.append(records.kept(entry))
 
     def kept_records(self) -> Iterator[bytes]:
         """SYNC KEPT of every finished job kept, oldest first per queue (snapshots)."""
         for state in self.with_kept.values():
-            for job in state.kept or ():
-                if self.kept.get(job.key) is job:
-                    yield records.kept(job)
+            for entry in state.kept or ():
+                if self.kept.get(entry[0]) is entry:
+                    yield records.kept(entry)

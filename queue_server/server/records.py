@@ -8,7 +8,7 @@ from queue_server.protocol.keyed import JobMeta, Key, Meta, encode_errors, key_b
 
 if TYPE_CHECKING:
     from queue_server.protocol.keyed import DeadJob
-    from queue_server.server.store_types import Job
+    from queue_server.server.store_types import Kept
 
 _THEN = {True: b" THEN DONE", False: b" THEN LATER"}
 # RETRY/DELETE/DROP of many keys are split so a record line stays far below 64 KiB.
@@ -140,33 +140,32 @@ def dead(job: DeadJob) -> bytes:
     return head + b"\r\n" + job.data + error
 
 
-def kept(job: Job) -> bytes:
+def kept(entry: Kept) -> bytes:
     """`SYNC KEPT <q> <p> <len> KEY <k> ATTEMPTS <n> READY <t> DONE <t>[ STARTED <t>][ IS <item>]
     [ BY <door>][ ERRORS <m>][ RESULT <r>|LARGE <n>][ TRACE <tp>]` + data + errors + result: a
     finished job kept (snapshots). STARTED: when it was handed out (left out when unknown: a
     hand-out logged before issue 26)."""
-    history = job.history
-    error = encode_errors(history.errors) if history is not None and history.errors else b""
-    result = job.result
-    kept_result = result if type(result) is bytes else b""
+    key, queue, priority, data, item, attempts, errors, trace, ready_at, started_at, done_at, ran_by, result = entry
+    error = encode_errors(errors) if errors else b""
+    kept_result = result if isinstance(result, bytes) else b""
     head = b"SYNC KEPT %s %d %d KEY %s ATTEMPTS %d READY %s DONE %s" % (
-        job.queue.name.encode(), job.priority, len(job.data) + len(error) + len(kept_result),
-        key_bytes(job.key), job.attempts, _time(job.ready_at), _time(job.done_at))
-    if job.taken_at:
-        head += b" STARTED " + _time(job.taken_at)
-    if job.item is not None:
-        head += b" IS " + job.item.encode()
-    if job.ran_by is not None:
-        head += b" BY " + job.ran_by.encode("ascii")
+        queue.encode(), priority, len(data) + len(error) + len(kept_result),
+        key_bytes(key), attempts, _time(ready_at), _time(done_at))
+    if started_at:
+        head += b" STARTED " + _time(started_at)
+    if item is not None:
+        head += b" IS " + item.encode()
+    if ran_by is not None:
+        head += b" BY " + ran_by.encode("ascii")
     if error:
         head += b" ERRORS %d" % len(error)
-    if type(result) is bytes:
+    if isinstance(result, bytes):
         head += b" RESULT %d" % len(result)
-    elif type(result) is int:
+    elif isinstance(result, int):
         head += b" LARGE %d" % result
-    if history is not None and history.trace is not None:
-        head += b" TRACE " + history.trace
-    return head + b"\r\n" + job.data + error + kept_result
+    if trace is not None:
+        head += b" TRACE " + trace
+    return head + b"\r\n" + data + error + kept_result
 
 
 def prune(now: float) -> bytes:

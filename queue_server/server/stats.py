@@ -161,7 +161,7 @@ class _Build:
         # (names are unique: no tie reaches the state), and the sums of every queue seen
         # (the top ones are taken off at the end).
         self.best: list[tuple[int, str, tuple[int, ...], QueueState]] = []
-        self.sums = [0] * 15
+        self.sums = [0] * 16  # _counts per queue, summed for the "*" entry
         self.seen = 0
         self.others_age_s = 0.0  # the oldest ready job of the queues left out of the top
 

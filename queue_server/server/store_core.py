@@ -262,21 +262,24 @@ class CoreStore(StoreIndex):
                 cells[TOTAL + (bisect_left(BOUNDS, total) if total > FIRST else 0)] += 1
                 cells[RUN_SUM] += run
                 cells[TOTAL_SUM] += total
-            if state.keep_max:  # kept (kept.py), inlined: no allocation, the Job itself stays
-                job.done_at = now
-                job.ran_by = door
-                job.result = result
+            if state.keep_max:  # kept (kept.py), inlined: one tuple, untracked by the GC
+                history = job.history
+                entry = (job.key, state.name, job.priority, job.data, job.item, job.attempts,
+                         history.errors if history is not None else (),
+                         history.trace if history is not None else None,
+                         job.ready_at, taken_at, now, door, result)
                 kept = state.kept
                 if not kept:
                     if kept is None:
                         kept = state.kept = deque()
                     self.with_kept[state.name] = state
-                kept.append(job)
-                self.kept[job.key] = job
-                if len(kept) > state.keep_max or len(self.kept) > self.keep_done_total:
+                kept.append(entry)
+                index = self.kept
+                index[job.key] = entry
+                if len(kept) > state.keep_max or len(index) > self.keep_done_total:
                     oldest = kept.popleft()
-                    if self.kept.get(oldest.key) is oldest:
-                        del self.kept[oldest.key]
+                    if index.get(oldest[0]) is oldest:
+                        del index[oldest[0]]
             if self.watched and job.key in self.watched:
                 self.ended.append(job.key)
             item_finished = self._forget(state, job.item)

@@ -17,6 +17,7 @@ from queue_server.server.store_types import (
     Delayed,
     Entry,
     Job,
+    Kept,
     QueueState,
     Totals,
     TtlMark,
@@ -77,7 +78,7 @@ class StoreIndex:
         self.dropped: list[tuple[str, int, str]] = []
         # Finished jobs kept (kept.py): key -> the newest finished job of that key, and the
         # queues that have kept one (some maybe none now: pruned lazily).
-        self.kept: dict[Key, Job] = {}
+        self.kept: dict[Key, Kept] = {}
         self.with_kept: dict[str, QueueState] = {}
         # Keys a RESULT waits on (the server's Waiters.results, shared), and the outbox of
         # those that ended (done, dead or deleted) since the server last looked (results.py).

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import Final
 
-from queue_server.protocol.keyed import DeadJob, JobMeta, Key, Meta
+from queue_server.protocol.keyed import DeadJob, Errors, JobMeta, Key, Meta
 from queue_server.server.latency import QueueLatency
 
 # A waiting job is a tuple of atomic values, `(data, item, ready_at, key, meta)`: the
@@ -21,19 +22,22 @@ Delayed = tuple[float, int, str, int, bytes, "str | None", Key, Meta]
 # A TTL job's mark, `[deadline, priority, ready entry or None while delayed]`, in its own
 # index by key (plain jobs carry nothing for TTL). Live while that index holds this very list.
 TtlMark = list
+# A finished job kept (kept.py): `(key, queue, priority, data, item, attempts, errors, trace,
+# ready_at, started_at, done_at, ran_by, result)`, atomic values only, so the garbage collector
+# stops tracking it (a million kept Job objects made a full collection take 1.2 s). `errors`:
+# its error history (() for none); `started_at` 0.0: unknown; `result`: bytes kept, or the
+# length of one too large to keep, or None.
+Kept = tuple[Key, str, int, bytes, "str | None", int, Errors, "bytes | None", float, float, float,
+             "str | None", "bytes | int | None"]
+K_ERRORS: Final = 6
+K_DONE_AT: Final = 10
 
 
 class Job:
     """A running job under the id it was handed out with."""
 
-    # done_at, ran_by and result are set when it finishes and is kept (kept.py): a kept
-    # finished job is the very Job that ran, so keeping one allocates nothing.
-    __slots__ = ("attempts", "data", "done_at", "expire_at", "history", "id", "item", "key",
-                 "lock_s", "managed", "priority", "queue", "ran_by", "ready_at", "result",
-                 "taken_at", "then_done")
-    done_at: float
-    ran_by: str | None
-    result: bytes | int | None  # bytes kept, or the length of a result too large to keep
+    __slots__ = ("attempts", "data", "expire_at", "history", "id", "item", "key", "lock_s",
+                 "managed", "priority", "queue", "ready_at", "taken_at", "then_done")
 
     def __init__(self, queue: QueueState, priority: int, data: bytes, item: str | None, job_id: int,
                  key: Key, attempts: int, history: JobMeta | None, expire_at: float | None,
@@ -129,7 +133,7 @@ class QueueState:
         # past keep_max; a job whose key finished again later is stale here (the store's
         # `kept` index points at the newer one). None until the first (an empty deque is
         # 0.6 KiB, and a server may hold 100,000 queues).
-        self.kept: deque[Job] | None = None
+        self.kept: deque[Kept] | None = None
         self.keep_max = keep_max
 
     @property

@@ -127,3 +127,18 @@ def test_result_waits_in_the_server_until_the_job_ends(start_queue_server) -> No
     assert waiter.line() == b"404 Job Not Found"
     waiter.send(b"RESULT small w4 TIMEOUT 3601\r\n")
     assert waiter.line().startswith(b"400 Bad Request")
+
+
+def test_a_replica_keeps_the_same_finished_jobs_and_drops_them_with_its_primary(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    config = "[queues.brief]\nkeep_done_s = 2.0\n"
+    primary = start_queue_server("--fsync", "never", config=config)
+    replica = start_queue_server("--fsync", "never", "--replica-of", f"127.0.0.1:{primary.port}",
+                                 "--server-id", "2", "--promote-after", "60", config=config)
+    with QueueClient(f"127.0.0.1:{primary.port}", name="worker.b") as client, \
+            QueueClient(f"127.0.0.1:{replica.port}") as follower:
+        _done(client, "brief", "r1", b"one")
+        poll_until(lambda: follower.job("r1") is not None, timeout_s=DEADLINE_S, what="r1 on the replica")
+        assert follower.job("r1") == client.job("r1")  # the same times, door and result (SYNC DONE AT/BY)
+        # The primary's age sweep is recorded (SYNC PRUNE): the replica drops it with it.
+        poll_until(lambda: client.job("r1") is None, timeout_s=DEADLINE_S, what="r1 dropped after keep_done_s")
+        poll_until(lambda: follower.job("r1") is None, timeout_s=DEADLINE_S, what="r1 dropped on the replica")
