@@ -342,7 +342,9 @@ def parse_line(line: bytes) -> Parsed:
     if name == b"GET":  # the two hot ones without the table's extra call
         return Parsed(_parse_get(GetMode.NOW, args[1:]))
     if name == b"DONE":
-        return _parse_done(args[1:])
+        if len(args) == 4 and args[2] == b"RESULT":  # DONE <id> RESULT <len> (Part B)
+            return with_block(fin.parse_done, args[1:])
+        return Parsed(Done(parse_ids(args[1:])))
     parse = _PARSERS.get(name)
     if parse is None:
         raise UNKNOWN_COMMAND
