@@ -15,11 +15,12 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/slotmap run
 
-# Two workers: most tests wait on real processes, so two cores run two files at once.
+# Two workers: most tests wait on real processes, so two cores run two files at once;
+# files longest first (tests/file_order.py), not xdist's most-tests-first.
 TEST_WORKERS ?= 2
 
 test: $(STAMP) browser
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=25
 
 # The dashboard's browser tests drive Debian's Chromium; without it they skip and say why.
 browser:

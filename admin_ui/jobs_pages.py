@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from admin_ui import jobs
 from admin_ui.auth import Access
-from admin_ui.deps import ActorDep, SettingsDep, StoreDep, same_site
+from admin_ui.deps import ActorDep, FormDep, SettingsDep, StoreDep, same_site
 from admin_ui.errors import InvalidJobsAction
 from admin_ui.job_cancel import cancel_job
 from admin_ui.jobs_access import JobsReaderDep
@@ -101,7 +101,7 @@ def jobs_action(
     settings: SettingsDep, fields: Annotated[dict[str, list[str]], Depends(jobs_form)], access: ActorDep,
 ) -> RedirectResponse | HTMLResponse:
     change = form_action(fields)
-    if not fields.get("one") and fields.get("confirmed") != ["1"]:
+    if not fields.get("one") and fields.get("confirm") != ["yes"]:
         return confirm_page(request, access, settings, fields, queue, action, change)
     result = jobs.change_jobs(settings, store, queue, change, action, now=settings.clock(), door="dashboard",
                               client_host=request.client.host if request.client else None)
@@ -121,18 +121,26 @@ def confirm_page(request: Request, access: Access, settings: AdminSettings, fiel
     state = (fields.get("state") or ["failed"])[0]
     kept = {name: values for name, values in fields.items() if name in ("all", "key", "state", "next")}
     question = f"{verb.capitalize()} {what} of {queue}?" + (" This cannot be undone." if verb == "delete" else "")
-    return render(request, "confirm.html", access, settings, question=question, fields=kept, verb=verb, nav="queues",
+    return render(request, "confirm.html", access, settings, title="Confirm", question=question, fields=kept,
+                  button=f"Yes, {verb}", nav="queues",
                   action=f"/queues/{quote(queue, safe='')}/jobs/{verb}",
                   back=f"/queues/{quote(queue, safe='')}/jobs?{urlencode({'state': state if state in JOB_STATES else 'failed'})}")
 
 
-@router.post("/queues/{queue}/jobs/{key}/cancel")
+@router.post("/queues/{queue}/jobs/{key}/cancel", response_model=None)
 def cancel(queue: QueueName, key: str, request: Request, store: StoreDep, settings: SettingsDep,
-           _: ActorDep) -> RedirectResponse:
-    """The job page's Cancel: back to the job (now dead) or, removed, to its queue's jobs."""
+           access: ActorDep, fields: FormDep) -> RedirectResponse | HTMLResponse:
+    """The job page's Cancel: asked to confirm first (app.js's dialog sends confirm=yes;
+    without JavaScript this page asks), then back to the job (now dead) or, removed, to
+    its queue's jobs."""
     same_site(request)  # a form post: refused from another site, as the other actions
     if not _is_key(key):
         raise InvalidJobsAction(f"not a job key: {key!r}")
+    if fields.get("confirm") != "yes":
+        return render(request, "confirm.html", access, settings, title=f"Cancel job {key}?",
+                      question=f"Cancel job {key} of {queue}? A waiting job is removed; a running "
+                               "one has its slot stopped and ends dead.",
+                      action=request.url.path, button="Yes, cancel it", back=f"/jobs/{quote(key, safe='')}")
     result = cancel_job(settings, store, queue, key, now=settings.clock(), door="dashboard",
                         client_host=request.client.host if request.client else None)
     if result.results[key] == "cancelled":

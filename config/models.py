@@ -75,8 +75,8 @@ class QueueServerConfig(_Strict):
         default=1_000_000, ge=0, le=100_000_000,
         description="Finished jobs kept over all queues (each queue keeps at most its keep_done_max "
                     "for keep_done_s): past it, each DONE drops the oldest finished job of its own "
-                    "queue. About 0.5 KiB each beside their data and results, so the default bounds "
-                    "them near 0.5 GB plus data. 0: no finished job is kept (RESULT then answers 404).")
+                    "queue. About 180 bytes each beside their data and results (292 B with 32-byte "
+                    "data and a 16-byte result), so the default bounds them near 0.2 GB plus data. 0: no finished job is kept (RESULT then answers 404).")
     forget_drained_queues_s: float = Field(default=600.0, ge=0, le=10**9, description="A queue with no job ready, delayed or running, no dead job, no finished job kept (keep_done_s) and no client waiting on it is forgotten this long after it drained (STATS stops listing it; its counters start again from 0 if it comes back). 0: never.")
 
     @field_validator("lock_timeouts_s")
@@ -174,7 +174,7 @@ class QueueConfig(_Strict):
         default=1000, ge=0, le=10_000_000,
         description="Finished jobs kept for this queue (0: none), with their times, attempts, "
                     "errors, the connection that finished them and their result: `slotmap job`, "
-                    "`slotmap result`, the API and the job page show them. About 0.5 KiB each "
+                    "`slotmap result`, the API and the job page show them. About 180 bytes each "
                     "beside their data and result; past it the oldest go.")
     keep_done_s: float = Field(
         default=3600.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False,

@@ -21,6 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from config.models import ClusterConfig
 from config.periodic import TurnBoundary
+from manager.events.cancel_events import CancelEvents, position_in_store
 from manager.events.event_builders import moves_events
 from manager.failover.leader import Lease
 from manager.hosts.link import ManagerSocket
@@ -104,7 +105,7 @@ class Manager:
         self.job_times.seed(self.history.last_job_times())  # what the last manager measured
         # What runs now, for the dashboard, between the plans' samples (issue 28).
         self.live = LiveWriter(store.replace_live, wall_clock=wall_clock)
-        self.server = ServerFigures(stats_reader)
+        self.server = ServerFigures(stats_reader, CancelEvents(lambda ring: position_in_store(store, ring)))
         self.overrides = OverrideReader(store)
         self.rejected_inputs: set[str] = set()
         self.turns = TurnBoundary("the manager's turn", log=log,

@@ -4,6 +4,7 @@
         wait for beacons, a signal or a manager frame    # handlers only enqueue
         dispatch signals; take beacons and lease notes; reap()   # a dead slot's batch: settled
         kill_hung(now)                  # silent, batch past its timeout, over the hard limit
+        kill the cancelled              # slots whose job was cancelled (master/cancels.py)
         renew leases                    # TOUCH the batches of live slots (lease keeper thread)
         reconcile(now)                  # desired slot map vs running slots; idempotent
         refresh capacity; write report
@@ -34,6 +35,7 @@ from config.periodic import TurnBoundary
 from config.tokens import role_token
 from master import host
 from master.assignments import assignment_for, queue_settings
+from master.cancels import CancelWatch
 from master.code_reload import Code, import_code
 from master.dead_batches import settle_dead_batch
 from master.deaths import Deaths
@@ -53,7 +55,6 @@ from master.lifecycle import (
     SettleJobs,
     Slot,
     SlotEvent,
-    SlotState,
     StopRequested,
     check,
     on_event,
@@ -124,6 +125,7 @@ class Master:
         self.leases = LeasePipes()
         servers = config.queue_server.servers or config.queue_server.listen
         self.keeper = LeaseKeeper(lambda: QueueClient(servers, token=self.queue_token))
+        self.cancels = CancelWatch()
         self.rng = random.Random()
         self.slot_sockets = open_sockets()
 
@@ -195,6 +197,9 @@ class Master:
         self.take_lease_notes(self.leases.read(), now)
         self.reap(now)
         self.kill_hung(now)
+        self.keeper.watch_cancels(any(s.lease is not None for s in self.slots.values()))
+        for slot, cancelled in self.cancels.matched(self.keeper.take_cancels(), self.slots.values(), now):
+            self.apply_event(slot, cancelled, now)
         self.keeper.renew(renewals(self.slots.values(), now))
         self.sizing.refresh(now, self.slots.values())
         if not self.stopping:
@@ -292,7 +297,7 @@ class Master:
                 case Spawn(slot_id, queue):
                     if slot_id not in self.slots and self.deaths.may_fork(queue, now):
                         self.spawn_slot(slot_id, queue, now)
-        self._resend_retargets(now)
+        self.link.resend_retargets(self.slots.values(), now, self.limits.beacon_interval_s * 3)
         self._warn_unhandled()
 
     def assignment_for(self, queue: str) -> Assignment:
@@ -334,18 +339,6 @@ class Master:
         slot.assignment = assignment
         slot.retarget_sent_at = now
         self.link.send(slot.slot_id, slot.pid, assignment)
-
-    def _resend_retargets(self, now: float) -> None:
-        """The ROUTER drops a message to a slot not connected yet: resend until it reports."""
-        resend_after_s = self.limits.beacon_interval_s * 3
-        for slot in self.slots.values():
-            if slot.retarget_sent_at is None or slot.state is not SlotState.RUNNING:
-                continue
-            if slot.queue == slot.assignment.queue:
-                slot.retarget_sent_at = None
-            elif now - slot.retarget_sent_at >= resend_after_s:
-                slot.retarget_sent_at = now
-                self.link.send(slot.slot_id, slot.pid, slot.assignment)
 
     def _warn_unhandled(self) -> None:
         failed = f" (failed: {', '.join(self.loaded.failures)})" if self.loaded.failures else ""

@@ -48,7 +48,10 @@ class SlotCrash(Frame):
 
 
 def crash_cause(code: int | None, sig: int | None, kill_cause: KillCause | None) -> str | None:
-    """A crash's cause, as a label; None for a clean exit (asked to stop, recycled for memory)."""
+    """A crash's cause, as a label; None for a clean exit (asked to stop, recycled for memory)
+    and for a slot killed because its job was cancelled."""
+    if kill_cause is KillCause.CANCELLED:
+        return None  # killed because its job was cancelled: an operator's choice, no crash
     if kill_cause is not None:
         return str(kill_cause)
     if sig is not None:

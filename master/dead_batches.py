@@ -25,6 +25,7 @@ def settle_dead_batch(action: SettleJobs, *, cls: type[Handler] | None, policy: 
     running, done_positions = leases.batch_page(action.slot_id, len(action.lease.jobs))
     settled = settle(action.lease, action.outcomes, reason=action.reason, blame=action.blame,
                      ordered=action.ordered, running=running, done_positions=done_positions,
+                     gone=action.gone,
                      policy=policy, reply_to=reply_to, rng=rng)
     for bad in settled.bad_notes:
         log.warning("%s: %s", action.reason, bad)

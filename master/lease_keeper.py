@@ -5,6 +5,8 @@ A thread, so a queue server that is slow or failing over never stalls the master
 (which reaps, kills the hung and reconciles); the loop only hands work over. Renewals are
 coalesced (the latest set of due ids wins); settlements wait in a bounded list, in order, and
 are tried again for a while, after which the queue server's own lock expiry fails those jobs.
+While the master's slots hold jobs, it also asks which jobs were cancelled (CANCELLED, every
+CANCEL_POLL_S; master/cancels.py matches them to the slots that hold them).
 """
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ from dataclasses import dataclass
 
 from master.settle import Done, Fail, Later, Replies, Request
 from queue_server.client import QueueClient
+from queue_server.client.cancels import CancelEntry
+from queue_server.protocol.cancels import NO_RING
 from queue_server.protocol.client_errors import ConnectionLost, OfflineError, QueueServerError
 from slot.outcomes import Failure
 from slot.wake import block_slot_signals_in_this_thread
@@ -42,6 +46,12 @@ RETRY_PAUSE_S = 0.5
 # has passed (master/leases.py): a lock survives any failover shorter than two thirds of
 # it (40 s with the default 60 s lock).
 FOLLOW_S = 10.0
+# How often CANCELLED is asked while slots hold jobs: a cancelled job's slot is stopped
+# within this (plus a tick). One small request per master per interval, answered from the
+# primary's memory; nothing is asked while no slot holds a job.
+CANCEL_POLL_S = 0.5
+# Cancels read but not taken by the master's loop yet (it takes them every tick).
+MAX_CANCELS_WAITING = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +68,11 @@ class LeaseKeeper:
         self._touch: list[int] = []
         self._failures: list[_Pending] = []
         self._closing = False
+        self._watching = False
+        self._next_poll_at = 0.0
+        self._ring, self._since = NO_RING, 0
+        self._cancels: list[CancelEntry] = []
+        self._polls_refused = False
         self._thread = threading.Thread(target=self._run, name="lease-keeper", daemon=True)
         # Counters since start, read by the master's report.
         self.renewed = 0
@@ -73,6 +88,22 @@ class LeaseKeeper:
             # Renewals not sent yet are replaced: the newer list holds every live lease due.
             self._touch = list(dict.fromkeys([*self._touch, *ids]))
             self._lock.notify()
+
+    def watch_cancels(self, watching: bool) -> None:
+        """Ask CANCELLED every CANCEL_POLL_S while `watching` (some slot holds jobs)."""
+        if watching == self._watching:
+            return
+        with self._lock:
+            self._watching = watching
+            self._lock.notify()
+
+    def take_cancels(self) -> list[CancelEntry]:
+        """The cancels read since the last call (running jobs' only: lease ids)."""
+        if not self._cancels:  # the common case, without the lock
+            return []
+        with self._lock:
+            taken, self._cancels = self._cancels, []
+        return taken
 
     def fail(self, failures: Sequence[Failure]) -> None:
         self.send([Fail(tuple(failures))])
@@ -105,13 +136,15 @@ class LeaseKeeper:
         block_slot_signals_in_this_thread()
         while True:
             with self._lock:
-                while not (self._touch or self._failures or self._closing):
-                    self._lock.wait()
+                while not (self._touch or self._failures or self._closing or self._poll_due()):
+                    self._lock.wait(self._poll_wait())
                 if self._closing and not self._failures:
                     break
                 touch, self._touch = self._touch, []
                 failures, self._failures = self._failures, []
             try:
+                if self._poll_due():
+                    self._poll_cancels()
                 left = self._send(touch, failures)
             except Exception:  # thread boundary: the keeper must outlive any bug in one round
                 log.exception("lease keeper: a round failed; the next renewal tries again")
@@ -150,6 +183,42 @@ class LeaseKeeper:
             return left
         self.failed += sent
         return []
+
+    def _poll_due(self) -> bool:
+        return self._watching and not self._polls_refused and time.monotonic() >= self._next_poll_at
+
+    def _poll_wait(self) -> float | None:
+        if not self._watching or self._polls_refused:
+            return None
+        return max(0.0, self._next_poll_at - time.monotonic())
+
+    def _poll_cancels(self) -> None:
+        """One CANCELLED. Trouble waits for the next poll (the renewals' path reconnects); a
+        server without CANCELLED (400) is not asked again: its cancels stop no slot."""
+        self._next_poll_at = time.monotonic() + CANCEL_POLL_S
+        try:
+            page = self._ready().cancelled(self._ring, self._since, until=time.monotonic() + CANCEL_POLL_S)
+        except (ConnectionLost, OfflineError, OSError) as exc:
+            self._drop()
+            # Debug only: the renewals say it already, and this would say it twice a second.
+            log.debug("lease keeper: CANCELLED unanswered (%s); asked again in %g s", exc, CANCEL_POLL_S)
+            return
+        except QueueServerError as exc:
+            if exc.code == 400:
+                self._polls_refused = True
+                log.warning("the queue server refuses CANCELLED (%s): cancelled jobs' slots are "
+                            "not stopped (they finish the job; its DONE is refused)", exc)
+            else:
+                log.warning("lease keeper: CANCELLED refused (%s); asked again in %g s", exc, CANCEL_POLL_S)
+            return
+        if page.missed and self._ring == page.ring:
+            log.warning("%d cancels went by unread (more than the ring holds between two reads); "
+                        "their slots finish those jobs and their DONE is refused", page.missed)
+        self._ring, self._since = page.ring, page.last
+        running = [entry for entry in page.cancels if entry.lease]
+        if running:
+            with self._lock:
+                self._cancels.extend(running[: max(0, MAX_CANCELS_WAITING - len(self._cancels))])
 
     @classmethod
     def _send_one(cls, client: QueueClient, request: Request, until: float) -> None:

@@ -68,6 +68,8 @@ class KillCause(StrEnum):
     HUNG = auto()
     OVER_MEMORY = auto()
     STOP_DEADLINE = auto()
+    # Its job was cancelled: an operator's choice, not a crash (no crash event, no backoff).
+    CANCELLED = auto()
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +113,9 @@ class Slot:
     # The code generation it was forked from (master/generations.py): a reload replaces
     # the slots of older ones.
     generation: int = 0
+    # Lease ids of its batch cancelled on the queue server: dead there already, so they are
+    # left out when its batch is settled (their DONE or LATER would be refused).
+    cancelled: frozenset[int] = frozenset()
 
     def __post_init__(self) -> None:
         # A fresh slot has until its first beacon is due (plus grace) before it counts as hung.
@@ -168,6 +173,15 @@ class Leased:
 
 
 @dataclass(frozen=True, slots=True)
+class JobCancelled:
+    """A job of the slot's batch was cancelled (CANCEL, read with CANCELLED): kill the slot."""
+
+    lease_id: int
+    key: str
+    door: str
+
+
+@dataclass(frozen=True, slots=True)
 class LoopStarted:
     """The slot's start note: it reached its job loop."""
 
@@ -180,7 +194,7 @@ class Resolved:
 
 
 SlotEvent = (Beaconed | StopRequested | DeadlinePassed | Hung | OverMemory | Exited | Leased
-             | LoopStarted | Resolved)
+             | LoopStarted | Resolved | JobCancelled)
 
 
 # Actions for the I/O shell
@@ -217,6 +231,8 @@ class SettleJobs:
     # The death names the first job left undecided: its jobs ran in order (handle_job) and it
     # died of itself or hung (not of memory, which a batch may have built up job by job).
     ordered: bool = False
+    # Lease ids cancelled on the queue server (dead there): no request for them.
+    gone: frozenset[int] = frozenset()
 
 
 Action = SendSignal | Count | Log | SettleJobs
@@ -268,6 +284,14 @@ def on_event(slot: Slot, event: SlotEvent, now: float) -> list[Action]:
         case LoopStarted():
             slot.loop_started = True
             return []
+        case JobCancelled(lease_id, key, door):
+            # SIGKILL, not SIGTERM: a SIGTERMed slot finishes the job it runs, and the job is
+            # the one to stop. The rest of its batch is settled as a stop-deadline kill's:
+            # nobody is blamed, nothing is charged (master/settle.py).
+            slot.cancelled |= {lease_id}
+            # Not counted: a report's counters are a closed set an older manager validates.
+            return _kill(slot, None, KillCause.CANCELLED,
+                         f"its job {key} was cancelled by {door}", warning=False)
         case Resolved(line):
             if slot.lease is not None:
                 slot.outcomes.append(line)
@@ -301,16 +325,18 @@ def check(slot: Slot, now: float, limits: Limits) -> SlotEvent | None:
     return None
 
 
-def _kill(slot: Slot, counter: Counter, cause: KillCause, why: str) -> list[Action]:
+def _kill(slot: Slot, counter: Counter | None, cause: KillCause, why: str, *,
+          warning: bool = True) -> list[Action]:
     if slot.state is SlotState.STOPPING:
         return []
     _move(slot, SlotState.STOPPING)
     slot.kill_reason = why
     slot.kill_cause = cause
+    counted: list[Action] = [] if counter is None else [Count(counter)]
     return [
         SendSignal(slot.pid, signal.SIGKILL),
-        Count(counter),
-        Log(True, f"slot {slot.slot_id} (pid {slot.pid}, queue {slot.queue}) {why}: SIGKILL"),
+        *counted,
+        Log(warning, f"slot {slot.slot_id} (pid {slot.pid}, queue {slot.queue}) {why}: SIGKILL"),
     ]
 
 
@@ -337,9 +363,13 @@ def _settle_held_jobs(slot: Slot, code: int | None, sig: int | None) -> list[Act
     reason = f"slot {slot.slot_id} (pid {slot.pid}) {describe_exit(code, sig)}"
     if slot.kill_reason is not None:
         reason += f": the master killed it, {slot.kill_reason}"
-    blame = slot.kill_cause is not KillCause.STOP_DEADLINE
-    ordered = blame and lease.in_order and slot.kill_cause is not KillCause.OVER_MEMORY
-    return [SettleJobs(slot.queue, slot.slot_id, lease, tuple(outcomes), reason, blame, ordered)]
+    blame = slot.kill_cause not in (KillCause.STOP_DEADLINE, KillCause.CANCELLED)
+    # A cancel's order still says which jobs finished (before the running one) and which
+    # never started (after it): settle.py gives the latter back at the head of the queue.
+    ordered = lease.in_order and (slot.kill_cause is KillCause.CANCELLED
+                                  or (blame and slot.kill_cause is not KillCause.OVER_MEMORY))
+    return [SettleJobs(slot.queue, slot.slot_id, lease, tuple(outcomes), reason, blame, ordered,
+                       slot.cancelled)]
 
 
 _BOOT_FAILURES = frozenset(code.value for code in SlotExit if code.is_boot_failure)

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import zmq
 
+from master.lifecycle import Slot, SlotState
 from master.zmq_router import drain, limit_inbound, send_to
 from slot.beacon import Assignment, Beacon
 from slot.errors import MessageError
@@ -52,6 +54,17 @@ class MasterLink:
     def send(self, slot_id: int, pid: int, assignment: Assignment) -> bool:
         """Send an assignment; False when the slot is not connected (the caller retries)."""
         return send_to(self.socket, slot_identity(slot_id, pid), assignment.encode())
+
+    def resend_retargets(self, slots: Iterable[Slot], now: float, resend_after_s: float) -> None:
+        """The ROUTER drops a message to a slot not connected yet: resend until it reports."""
+        for slot in slots:
+            if slot.retarget_sent_at is None or slot.state is not SlotState.RUNNING:
+                continue
+            if slot.queue == slot.assignment.queue:
+                slot.retarget_sent_at = None
+            elif now - slot.retarget_sent_at >= resend_after_s:
+                slot.retarget_sent_at = now
+                self.send(slot.slot_id, slot.pid, slot.assignment)
 
     def close(self) -> None:
         self.socket.close()

@@ -19,7 +19,11 @@ The rules (docs/DESIGN.md, "A crash costs only its job"):
     hand-out taken back, no attempt charged) and each runs alone, so the next death names
     its job;
 - a slot killed only because it missed its stop deadline blames nobody: its unresolved jobs
-  go back with a plain LATER.
+  go back with a plain LATER;
+- a slot killed because a job of its batch was cancelled blames nobody either: the
+  cancelled job is dead on the queue server already (no request for it), its other
+  unresolved jobs go back with a plain LATER, except, when the batch ran in order, those
+  after the running job, which never started: `LATER ... FRONT`, keeping their place.
 """
 from __future__ import annotations
 
@@ -95,6 +99,7 @@ def settle(
     ordered: bool = False,
     running: int | None = None,
     done_positions: Iterable[int] = (),
+    gone: frozenset[int] = frozenset(),
     policy: RetryPolicy | None,
     reply_to: ReplyTo | None,
     rng: random.Random,
@@ -103,7 +108,8 @@ def settle(
     doing (not a kill for a missed stop deadline); `ordered`: it names the first job left
     undecided; from the slot's shared page (slot/done_map.py): `running`, the id of the job
     its handle_job loop ran (or HANDLED: handle() had returned), and `done_positions`, the
-    jobs (by position in the lease) marked DONE."""
+    jobs (by position in the lease) marked DONE. `gone`: lease ids cancelled on the queue
+    server (dead there already): no request is sent for them."""
     attempts = dict(lease.jobs)
     decided, bad = _decided(notes, attempts)
     for position in done_positions:  # the DONE bits (slot/done_map.py)
@@ -118,6 +124,8 @@ def settle(
         decided.setdefault(job_id, NotedOutcome(NoteKind.DONE, job_id))
     if ordered and running not in attempts:
         ordered = False  # it died before its handler ran: no job is named by the order
+    for job_id in gone:
+        decided.pop(job_id, None)
     replies: list[tuple[str, bytes]] = []
     done: list[int] = []
     later: dict[float | None, list[int]] = defaultdict(list)
@@ -138,7 +146,7 @@ def settle(
                 failures.append(failure(outcome.job_id, outcome.error or "failed",
                                         attempt=attempts[outcome.job_id], policy=policy, rng=rng,
                                         give_up=outcome.dead))
-    unresolved = [job_id for job_id, _ in lease.jobs if job_id not in decided]
+    unresolved = [job_id for job_id in ids if job_id not in decided and job_id not in gone]
     blamed_key = None
     given_back = unresolved
     named = bool(blame and unresolved and (ordered or len(unresolved) == 1))
@@ -155,13 +163,17 @@ def settle(
     requests += [Later(tuple(postponed), delay_s) for delay_s, postponed in later.items()]
     if named:
         front.update(given_back)
+    elif ordered and not blame:  # a cancel: the jobs after the running one never started
+        started = ids.index(running)  # type: ignore[arg-type]  # in attempts (checked above)
+        front.update(set(ids[started + 1:]).intersection(given_back))
     if front:
         # Never started (given back by a retarget, or after the job named): back as they
         # were, in their place in line, in the lease's order, in one request.
         requests.append(Later(tuple(job_id for job_id in ids if job_id in front), front=True))
-    if given_back and not named:
-        # Each alone at the end, to name the next death.
-        requests.append(Later(tuple(given_back), solo=blame))
+    back = [job_id for job_id in given_back if job_id not in front]
+    if back and not named:
+        # Each alone at the end, to name the next death (blame); plain LATER otherwise.
+        requests.append(Later(tuple(back), solo=blame))
     if failures:
         requests.append(Fail(tuple(failures)))
     return Settlement(

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 # The one launcher of queue servers, server_proc.py (no pytest there), for every server the tests start.
+from tests import file_order
 from tests.queue_server import server_proc
 from tests.queue_server.server_proc import EXIT_DEADLINE_S, ServerProc
 from tests.queue_server.server_proc import HOST as HOST
@@ -355,13 +356,32 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_itemcollected(item: pytest.Item) -> None:
     """Under `make test` (pytest-xdist, `--dist loadgroup`) a file's tests stay on one worker:
-    its module-scoped servers and clusters start once, not once per worker."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.location[0]))
+    its module-scoped servers and clusters start once, not once per worker. (Under pytest 9
+    xdist 3.8 cannot name the groups, and every test went its own way: pyproject.toml
+    keeps pytest below 9.)"""
+    if item.get_closest_marker("xdist_group") is None:
+        item.add_marker(pytest.mark.xdist_group(item.location[0]))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The workers hand the files out longest first (tests/file_order.py)."""
+    if hasattr(config, "workerinput"):
+        file_order.longest_files_first(items, file_order.known_seconds(config))
+
+
+_reports: list[pytest.TestReport] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _reports.append(report)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The run's seconds per file, for the next run's order (the controller under xdist)."""
+    if not hasattr(session.config, "workerinput"):
+        file_order.record(session.config, _reports)
 
 
 @pytest.fixture

@@ -105,14 +105,14 @@
       event.preventDefault();
       return;
     }
-    let mark = button.form.querySelector('input[name="confirmed"]');
+    let mark = button.form.querySelector('input[name="confirm"]');
     if (!mark) {
       mark = document.createElement("input");
       mark.type = "hidden";
-      mark.name = "confirmed";
+      mark.name = "confirm";
       button.form.appendChild(mark);
     }
-    mark.value = "1";
+    mark.value = "yes";
   });
 
   // ---- live refresh ----
@@ -217,6 +217,19 @@
     };
     setTimeout(tick, every);
   }
+
+  // ---- confirmations: a form with data-confirm asks first; yes sends confirm=yes at once
+  // (without JavaScript, the server answers such a form with a confirmation page instead).
+  document.addEventListener("submit", (event) => {
+    const form = event.target;
+    if (!(form instanceof HTMLFormElement) || !form.dataset.confirm) return;
+    if (!window.confirm(form.dataset.confirm)) {
+      event.preventDefault();
+      return;
+    }
+    const yes = form.querySelector("input[name=confirm]") || form.appendChild(document.createElement("input"));
+    Object.assign(yes, { type: "hidden", name: "confirm", value: "yes" });
+  });
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from sqlalchemy.exc import SQLAlchemyError
 
 from config.models import QueueConfig
+from manager.events.cancel_events import CancelEvents
 from manager.events.event_builders import override_events
 from manager.events.failures import failed_attempts, failure_events
 from manager.events.job_actions import job_action_events
@@ -90,8 +91,9 @@ class QueueStatsReader:
 class ServerFigures:
     """The queue server's figures at the last plan, and the failures since the plan before."""
 
-    def __init__(self, reader: QueueStatsReader) -> None:
+    def __init__(self, reader: QueueStatsReader, cancels: CancelEvents | None = None) -> None:
         self.reader = reader
+        self.cancels = cancels
         self.stats: dict[str, ServerQueueStats] = {}
         self.read_once = False
         # Failed attempts per queue between the last two STATS reads (None: no baseline yet).
@@ -118,7 +120,18 @@ class ServerFigures:
         self.down = False
         self.read_once = True
         self.failed_since_plan = failed_attempts(previous, self.stats)
-        return failure_events(previous, self.stats) + job_action_events(previous, self.stats)
+        return (failure_events(previous, self.stats) + job_action_events(previous, self.stats)
+                + self._cancel_events())
+
+    def _cancel_events(self) -> list[NewEvent]:
+        """One per cancel outside the dashboard (manager/events/cancel_events.py)."""
+        if self.cancels is None:
+            return []
+        try:
+            return self.cancels.read(self.reader.client)
+        except (QueueServerError, SQLAlchemyError) as exc:
+            log.warning("cannot read the queue server's cancels (%s); read again at the next plan", exc)
+            return []
 
     def waiting(self) -> dict[str, int]:
         return {name: s.ready for name, s in self.stats.items()}

@@ -78,7 +78,7 @@ class EventKind(StrEnum):
     LIMITS_CHANGED = "limits_changed"
     JOBS_RETRIED = "jobs_retried"
     JOBS_DELETED = "jobs_deleted"
-    JOB_CANCELLED = "job_cancelled"  # detail.door: api or dashboard
+    JOB_CANCELLED = "job_cancelled"  # detail.door: api, dashboard (admin_ui), cli or a client's name (the manager)
     LIMITER_RESUMED = "limiter_resumed"
     # Schedules (manager/schedules): ticks the catch-up policy passed over or fired late, and
     # an admin's pause, resume and "run now" from any door (detail.door: cli, api, dashboard).

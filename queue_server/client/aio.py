@@ -15,6 +15,7 @@ from functools import cached_property
 from types import TracebackType
 from typing import Any, Concatenate, Final, ParamSpec, Self, TypeVar, cast
 
+from queue_server.client import cancels as cancel_ops
 from queue_server.client import operations as ops
 from queue_server.client import results as result_ops
 from queue_server.client.core import CLIENT_TIMEOUT, RECV_BYTES, ClientCore
@@ -206,6 +207,7 @@ class AsyncQueueClient(ClientCore[_Connection]):
     delete = _awaiting(ops.delete)
     delete_all_dead = _awaiting(ops.delete_all_dead)
     cancel = _awaiting(ops.cancel)
+    cancelled = _awaiting(cancel_ops.cancelled)
     done_with_result = _awaiting(result_ops.done_with_result)
     finished = _awaiting(result_ops.finished)
     result = _awaiting(result_ops.result)

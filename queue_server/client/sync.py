@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any, Concatenate, Final, ParamSpec, Self, TypeVar
 
 from queue_server.client import calls
+from queue_server.client import cancels as cancel_ops
 from queue_server.client import operations as ops
 from queue_server.client import results as result_ops
 from queue_server.client.core import CLIENT_TIMEOUT, RECV_BYTES, ClientCore
@@ -229,6 +230,7 @@ class QueueClient(ClientCore[_Connection]):
     delete = _blocking(ops.delete)
     delete_all_dead = _blocking(ops.delete_all_dead)
     cancel = _blocking(ops.cancel)
+    cancelled = _blocking(cancel_ops.cancelled)
     done_with_result = _blocking(result_ops.done_with_result)
     finished = _blocking(result_ops.finished)
     result = _blocking(result_ops.result)

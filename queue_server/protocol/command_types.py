@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from queue_server.protocol import cancels
 from queue_server.protocol import finished as fin
 from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
@@ -121,7 +122,7 @@ class Auth:
 Command = (
     Get | Put | Done | Later | Simple | Link | Clone | Auth | ReplAck | Authority
     | sr.SyncPut | sr.SyncGet | sr.SyncDone | sr.SyncLater | sr.SyncWake | sr.SyncIds
-    | pj.Fail | pj.Touch | pj.JobLookup | pj.JobsList | pj.Retry | pj.Delete | pj.Cancel | pj.ClientName
+    | pj.Fail | pj.Touch | pj.JobLookup | pj.JobsList | pj.Retry | pj.Delete | pj.Cancel | cancels.CancelledSince | pj.ClientName
     | pj.SyncFail | pj.SyncTouch | pj.SyncKeyed | pj.SyncDead
     | fin.DoneWithResult | fin.ResultWait | fin.SyncKept | fin.SyncPrune
 )

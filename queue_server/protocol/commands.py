@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from queue_server.protocol import cancels
 from queue_server.protocol import finished as fin
 from queue_server.protocol import jobs as pj
 from queue_server.protocol.command_types import (
@@ -310,6 +311,7 @@ _PARSERS: dict[bytes, Callable[[list[bytes]], Parsed]] = {
     b"RETRY": lambda args: Parsed(pj.parse_retry(args)),
     b"DELETE": lambda args: Parsed(pj.parse_delete(args)),
     b"CANCEL": lambda args: Parsed(pj.parse_cancel(args)),
+    b"CANCELLED": lambda args: Parsed(cancels.parse_cancelled(args)),
     b"CLIENT": lambda args: Parsed(pj.parse_client(args)),
     b"RESULT": lambda args: Parsed(fin.parse_result(args)),
     b"TOTAL": _optional_queue(b"TOTAL"),
@@ -340,7 +342,9 @@ def parse_line(line: bytes) -> Parsed:
     if name == b"GET":  # the two hot ones without the table's extra call
         return Parsed(_parse_get(GetMode.NOW, args[1:]))
     if name == b"DONE":
-        return _parse_done(args[1:])
+        if len(args) == 4 and args[2] == b"RESULT":  # DONE <id> RESULT <len> (Part B)
+            return with_block(fin.parse_done, args[1:])
+        return Parsed(Done(parse_ids(args[1:])))
     parse = _PARSERS.get(name)
     if parse is None:
         raise UNKNOWN_COMMAND

@@ -29,12 +29,12 @@ DEFAULT_DEAD_MAX = 10_000
 DEFAULT_DEAD_MAX_AGE_S = 15_552_000.0  # 180 days
 DEFAULT_ERRORS_KEPT = 5
 # Finished jobs kept per queue (JOB, JOBS <q> done, RESULT): at most this many, for at most
-# this long. About 0.5 KiB each beside their data and result (bench/RESULTS.md), so the
-# defaults hold a queue's last 1,000 jobs: 0.5 MB plus their data and results.
+# this long. About 180 bytes each beside their data and result (bench/RESULTS.md: 292 B with
+# 32-byte data and a 16-byte result), so a queue's last 1,000 jobs: 0.2 MB plus data and results.
 DEFAULT_KEEP_DONE_MAX = 1000
 DEFAULT_KEEP_DONE_S = 3600.0
 DEFAULT_MAX_RESULT_BYTES = 64 * 1024
-DEFAULT_KEEP_DONE_TOTAL = 1_000_000  # over all queues: about 0.5 GB beside data and results
+DEFAULT_KEEP_DONE_TOTAL = 1_000_000  # over all queues: about 0.2 GB beside data and results
 JITTER = 0.25  # up to this fraction more, at random
 
 

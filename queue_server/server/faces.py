@@ -12,6 +12,7 @@ from typing import Protocol
 from queue_server.protocol.commands import Command, Parsed
 from queue_server.protocol.framing import FrameReader
 from queue_server.server.authority import Term
+from queue_server.server.cancel_ring import CancelRing
 from queue_server.server.cohort import Member
 from queue_server.server.door import Door, Guest
 from queue_server.server.grants import Grant, Grants
@@ -76,6 +77,7 @@ class Server(Protocol):
     grants: Grants
     store: Store
     waiters: Waiters
+    cancels: CancelRing
     connections: set[Conn]
     door: Door[Conn]
     journal: Journal[Conn]

@@ -18,6 +18,7 @@ import hmac
 from collections import Counter
 from dataclasses import dataclass, field
 
+from queue_server.protocol import cancels
 from queue_server.protocol import commands as p
 from queue_server.protocol import finished as fin
 from queue_server.protocol import jobs as pj
@@ -61,7 +62,7 @@ TYPE_RIGHTS: dict[type, tuple[bytes, str]] = {
     pj.JobLookup: (b"JOB", READ), fin.ResultWait: (b"RESULT", READ),
     fin.DoneWithResult: (b"DONE", WORK),
     pj.JobsList: (b"JOBS", OPERATE), pj.Retry: (b"RETRY", OPERATE), pj.Delete: (b"DELETE", OPERATE),
-    pj.Cancel: (b"CANCEL", OPERATE),
+    pj.Cancel: (b"CANCEL", OPERATE), cancels.CancelledSince: (b"CANCELLED", READ),
     pj.ClientName: (b"CLIENT", ANY), p.Auth: (b"AUTH", ANY),
     p.ReplAck: (b"REPLACK", CLUSTER), p.Authority: (b"LEASE", CLUSTER), p.Link: (b"SNAPSHOT", CLUSTER),
     p.Clone: (b"CLONE", CLONE),

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from queue_server.protocol import cancels
 from queue_server.protocol import commands as p
 from queue_server.protocol import finished as fin
 from queue_server.protocol import jobs as pj
@@ -148,6 +149,7 @@ COMMANDS: dict[type, Handler] = {
     pj.Retry: job_commands.retry,
     pj.Delete: job_commands.delete,
     pj.Cancel: cancel.cancel,
+    cancels.CancelledSince: cancel.cancelled,
     pj.ClientName: job_commands.client_name,
     fin.DoneWithResult: results.done_with_result,
     fin.ResultWait: results.result,

@@ -16,6 +16,7 @@ from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
 from queue_server.server import auth, lease_ids, queue_commands, replica_health, responses, results
 from queue_server.server.authority import Term
+from queue_server.server.cancel_ring import CancelRing
 from queue_server.server.connection import Connection
 from queue_server.server.door import Door
 from queue_server.server.faces import Conn
@@ -56,6 +57,7 @@ class QueueServer(Roles, Replicated, Timers):
         self.journal: Journal[Conn] = Journal(self.data_dir, fsync=settings.fsync,
                                replica_backlog_bytes=settings.replica_backlog_bytes)
         self.waiters = Waiters()
+        self.cancels = CancelRing()  # recent cancels, for CANCELLED (cancel_ring.py)
         self.store = self._new_store()
         self.connections: set[Conn] = set()
         self.door: Door[Conn] = Door(settings, self.token)

@@ -207,9 +207,9 @@ class CoreStore(StoreIndex):
             cells[bisect_left(BOUNDS, wait) if wait > FIRST else 0] += 1  # (most waits: no bisect)
             cells[WAIT_SUM] += wait
         started = now or started_at
-        if started != self._at_time:  # one AT for all the jobs of one GET
+        if started != self._at_time:  # one AT for all the jobs of one GET (records.at, inlined)
             self._at_time = started
-            self._at_option = records.at(started)
+            self._at_option = b" AT " + repr(started).encode("ascii") if started else b""
         meta = entry[4]
         if type(meta) is int:
             job = Job(state, priority, entry[0], entry[1], job_id, entry[3], meta + 1, None,

@@ -40,7 +40,9 @@ class JobsCluster:
 
 
 @contextlib.contextmanager
-def jobs_cluster(root: Path, *, token: str, extra: tuple[str, ...] = ()) -> Iterator[JobsCluster]:
+def jobs_cluster(root: Path, *, token: str, extra: tuple[str, ...] = (),
+                 admin_settings: str = "") -> Iterator[JobsCluster]:
+    """`admin_settings`: more lines of the config's [admin] section."""
     database_url = f"sqlite:///{root / 'slotmap.db'}"
     Store.open(database_url).close()  # the manager's tables, as a manager would create them
     queue_server = server_proc.start_queue_server(root, "--fsync", "never")
@@ -49,8 +51,8 @@ def jobs_cluster(root: Path, *, token: str, extra: tuple[str, ...] = ()) -> Iter
         config.write_text(
             f'[queue_server]\nlisten = "{queue_server.address}"\n\n'
             f'[manager]\ndatabase_url = "{database_url}"\n\n'
-            + (f'[admin]\ntoken = "{token}"\n\n' if token else "")  # no token: a read-only dashboard
-            + '[queues.photos]\nmax_slots = 1\n'
+            + (f'[admin]\ntoken = "{token}"\n' if token else '[admin]\n')  # no token: read-only
+            + f'{admin_settings}\n[queues.photos]\nmax_slots = 1\n'
         )
         admin = start_admin(config, root, *extra)
         try:

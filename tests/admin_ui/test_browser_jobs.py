@@ -170,6 +170,12 @@ def test_the_job_page_cancels_a_running_job(cluster: JobsCluster, page: Page) ->
         log_in(page, cluster, "/jobs/run-1")
         assert page.text_content("#job-fields [data-field=state]").strip() == "running"  # type: ignore[union-attr]
         assert page.query_selector("#job-delete") is None  # running jobs are cancelled, not deleted
+        asked: list[str] = []
+        page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+        page.click("#job-cancel")  # dismissed: nothing is cancelled
+        assert asked == ["Cancel job run-1 of photos? Its slot is stopped and the job ends dead."]
+        assert client.job("run-1").state == "running"  # type: ignore[union-attr]
+        page.once("dialog", lambda dialog: dialog.accept())
         page.click("#job-cancel")
         page.wait_for_url(f"{cluster.admin.url}/jobs/run-1")
         assert page.text_content("#job-fields [data-field=state]").strip() == "dead"  # type: ignore[union-attr]

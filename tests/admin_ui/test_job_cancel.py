@@ -42,3 +42,39 @@ def test_the_api_removes_a_waiting_job_and_a_missing_one_is_404(cluster: JobsClu
         assert client.job("wait-1") is None
     missing = httpx.post(cluster.admin.url + "/api/queues/photos/jobs/ghost/cancel", headers=cluster.auth)
     assert missing.status_code == 404 and "ghost" in missing.json()["detail"]
+
+
+def test_the_operator_token_cancels_and_the_viewer_token_is_refused(tmp_path: Path) -> None:
+    tokens = {"operator": "cancel-operator-token", "viewer": "cancel-viewer-token"}
+    lines = []
+    for role, value in tokens.items():
+        path = tmp_path / f"{role}.token"
+        path.write_text(value)
+        path.chmod(0o600)
+        lines.append(f'{role}_token_file = "{path}"')
+    with jobs_cluster(tmp_path, token=TOKEN, admin_settings="\n".join(lines) + "\n") as cluster, \
+            cluster.client() as client:
+        url = cluster.admin.url + "/api/queues/photos/jobs/slow-2/cancel"
+        client.put_job("photos", b"slow", key="slow-2")
+        client.get("photos", keys=True)
+        refused = httpx.post(url, headers={"Authorization": f"Bearer {tokens['viewer']}"})
+        assert refused.status_code == 403, refused.text
+        assert client.job("slow-2").state == "running"  # type: ignore[union-attr]
+        answer = httpx.post(url, headers={"Authorization": f"Bearer {tokens['operator']}"})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["results"] == {"slow-2": "cancelled"}
+        assert client.job("slow-2").error == "cancelled by api"  # type: ignore[union-attr]
+
+
+def test_the_dashboard_form_asks_to_confirm_without_javascript(cluster: JobsCluster) -> None:
+    url = cluster.admin.url + "/queues/photos/jobs/slow-3/cancel"
+    with cluster.client() as client:
+        client.put_job("photos", b"slow", key="slow-3")
+        client.get("photos", keys=True)
+        asked = httpx.post(url, headers=cluster.auth)
+        assert asked.status_code == 200 and 'id="confirm-question"' in asked.text
+        assert '<input type="hidden" name="confirm" value="yes">' in asked.text
+        assert client.job("slow-3").state == "running"  # type: ignore[union-attr]
+        done = httpx.post(url, data={"confirm": "yes"}, headers=cluster.auth)
+        assert done.status_code == 303 and done.headers["location"] == "/jobs/slow-3"
+        assert client.job("slow-3").error == "cancelled by dashboard"  # type: ignore[union-attr]

@@ -5,6 +5,9 @@ is killed with its group at the end.
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +16,7 @@ import httpx
 import pytest
 from admin_proc import AdminProc, cluster_admin
 from admin_testing import poll_until
-from procs import import_by_path
+from procs import import_by_path, slotmap_command
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -179,3 +182,30 @@ def test_failed_and_dead_jobs_become_grouped_events_and_show_in_the_dashboard(
         "echo-1", "echo-2"]
     page = admin.get("/events", params={"queue": "demo_echo"}).text
     assert 'href="/queues/demo_echo/jobs?state=dead"' in page and "jobs_dead" in page
+
+
+def test_each_cancel_is_one_event_naming_its_door_the_clis_written_by_the_manager(
+    cluster: Any, admin: AdminProc,
+) -> None:
+    with QueueClient(cluster.queue_server.address) as client:
+        for key in ("cancel-cli", "cancel-api"):  # demo_echo has no slots: they wait
+            client.put_job("demo_echo", b"echo", key=key)
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    cli = subprocess.run([*slotmap_command(), "cancel", "demo_echo", "cancel-cli",
+                          "--server", cluster.queue_server.address],
+                         capture_output=True, text=True, timeout=30, env=env, check=False)
+    assert (cli.returncode, cli.stdout) == (0, "cancel-cli: removed\n"), cli.stderr
+    api = httpx.post(admin.url + "/api/queues/demo_echo/jobs/cancel-api/cancel",
+                     headers={"Authorization": f"Bearer {TOKEN}"})
+    assert api.json()["results"] == {"cancel-api": "removed"}
+
+    def cancels() -> list[tuple[str, str, str]]:
+        events = admin.get("/api/events", params={"kind": "job_cancelled"}).json()["events"]
+        return sorted((e["detail"]["key"], e["detail"]["door"], e["actor"]) for e in events)
+
+    poll_until(lambda: len(cancels()) >= 2, deadline_s=DEADLINE_S, what="the cancels' events")
+    # A later plan reads the ring again: no second event for either (the API's is its own).
+    seen_at = time.time()
+    poll_until(lambda: max(row.at_unix for row in newest_samples(cluster.database_url).values()) > seen_at,
+               deadline_s=DEADLINE_S, what="a later plan")
+    assert cancels() == [("cancel-api", "api", "admin"), ("cancel-cli", "cli", "cli")]

@@ -15,9 +15,11 @@ from test_store import database_url  # noqa: F401  (the fixture)
 from manager.schedules.ticks import MISFIRE_GRACE_S
 from queue_server.client import QueueClient
 
-# Kills of the active manager spread over this span (issue 18: "several times over 30 s").
-FAILOVER_SPAN_S = 30.0
-KILL_EVERY_S = 6.0
+# Issue 18: the active manager killed "several times over 30 s". Five kills as there were
+# (30 s / 6 s), one every 4 s: a count, not a span, so a slow takeover on a loaded box
+# delays the next kill instead of leaving fewer kills; 20 s instead of 30 s.
+KILLS = 5
+KILL_EVERY_S = 4.0
 # A manager comes up (imports, migrations, the lock) in about a second; a loaded CI box is slower.
 ACTIVE_DEADLINE_S = 30.0
 OUTAGE_S = 10.0
@@ -68,13 +70,11 @@ def test_every_tick_exists_exactly_once_across_kill_9_failovers(cluster: Cluster
     standby = cluster.start_manager("manager-1", standby=True)
     started = time.time()
     wait_for_tick_after(cluster, "ticks", started)
-    kills = 0
-    while time.time() - started < FAILOVER_SPAN_S:
-        kill_at = started + (kills + 1) * KILL_EVERY_S
+    for kills in range(1, KILLS + 1):
+        kill_at = started + kills * KILL_EVERY_S
         poll_until(lambda: time.time() >= kill_at, timeout_s=KILL_EVERY_S + 5,  # noqa: B023
                    what="the next kill's time")
         active.kill_group()
-        kills += 1
         wait_active(cluster, standby)
         active, standby = standby, cluster.start_manager(f"manager-{kills + 1}", standby=True)
     ended = time.time()
@@ -87,7 +87,7 @@ def test_every_tick_exists_exactly_once_across_kill_9_failovers(cluster: Cluster
     missing = sorted(set(range(int(first), int(last) + 1)) - {int(t) for t in ticks})
     assert not missing, f"ticks never fired across {kills} failovers: {missing}\n{cluster.logs()}"
     # The span covers every kill: the first tick came before the first kill, the last after the end.
-    assert kills >= 4 and first < started + KILL_EVERY_S and last >= ended
+    assert first < started + KILL_EVERY_S and last >= ended
 
 
 def test_after_a_ten_second_outage_skip_fires_none_of_the_missed_ticks_and_all_fires_each(

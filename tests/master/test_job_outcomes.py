@@ -114,7 +114,8 @@ def test_a_job_longer_than_its_lock_time_runs_once_under_a_live_slot(
     assert [run.attempt for run in runs(log, "start")] == [1]
     stats = client.stats(queue)[queue]
     assert (stats.done, stats.expired) == (1, 0)
-    assert client.job(key) is None  # done jobs are gone
+    finished = client.job(key)  # kept as a finished job, run once
+    assert finished is not None and (finished.state, finished.attempts) == ("done", 1)
 
 
 def test_a_handlers_own_retry_policy_makes_the_job_dead_after_its_max_attempts(

@@ -49,7 +49,7 @@ def test_a_handlers_return_value_is_the_jobs_result_and_result_waits_for_it(
 
         assert json.loads(client.result("results_sum", "s1") or "")["sum"] == 6
         assert client.result("results_sum", "s2") == "explicit bytes"
-        with pytest.raises(NoResult, match="over its queue's max_result_bytes|not kept"):
+        with pytest.raises(NoResult, match=r"over its queue's max_result_bytes|not kept"):
             client.result("results_sum", "s3")
         s1 = client.job("s1")
         assert s1 is not None and s1.state == "done" and s1.attempts == 1
