@@ -199,8 +199,8 @@ def _others(store: Store, state: QueueState, queue: str, state_name: str) -> Ite
             if job.queue is state:
                 yield job.key, job
     elif state_name == "done":
-        for entry in store.kept_jobs(queue):
-            yield entry[0], entry
+        for finished in store.kept_jobs(queue):
+            yield finished[0], finished
     else:
         for dead in reversed(state.dead.values()):
             yield dead.key, dead
