@@ -157,7 +157,8 @@ def test_a_job_failing_three_times_is_dead_shown_everywhere_retried_from_the_das
         finally:
             browser.close()
     with QueueClient(address) as client:
-        poll_until(lambda: client.job("photo-7") is None, deadline_s=DEADLINE_S,
+        poll_until(lambda: (info := client.job("photo-7")) is not None and info.state == "done",
+                   deadline_s=DEADLINE_S,
                    what=f"photo-7 run again and done\n{cluster.logs()}")
         assert client.stats("photos")["photos"].done == 21
     poll_until(lambda: metric(admin, "slotmap_jobs_done_total") == 21, deadline_s=10.0, what="21 done")

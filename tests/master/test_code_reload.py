@@ -144,7 +144,8 @@ def test_sigterm_finishes_the_running_job_and_gives_the_rest_of_the_batch_back_u
     assert [run[3] for run in ended(log)] == [keys[0]]
     assert len(lines(log, "start")) == 1
     client = master.client()
-    assert client.job(keys[0]) is None  # done
+    finished = client.job(keys[0])  # kept once finished (issue 26)
+    assert finished is not None and finished.state == "done"
     for key in keys[1:]:
         info = client.job(key)
         assert info is not None and info.state == "ready" and info.attempts == 0, info

@@ -24,7 +24,9 @@ def test_a_retried_parent_puts_its_child_once(
 
     def parent_done() -> bool:
         master.assert_alive()
-        return client.job("resize-cat") is None and client.stats("followup_resize")["followup_resize"].done == 1
+        parent = client.job("resize-cat")  # kept once finished (issue 26)
+        return parent is not None and parent.state == "done" and \
+            client.stats("followup_resize")["followup_resize"].done == 1
 
     poll_until(parent_done, timeout_s=30.0, what=lambda: f"the parent done\n{master.log_tail()}")
     # The parent ran twice: its first attempt failed after putting the child.
