@@ -6,8 +6,9 @@ Why: through a failover the slot sends an outcome again to the new primary
 and replicated it before it died, the new primary answers `404` (DONE: not found) for a
 lease that is already settled: that is success, not a loss. The job's key tells the two
 apart, since the lease id alone cannot (it is gone either way):
-- DONE: no job under the key is the DONE applied (the job is deleted); a job under it
-  lost its lock (it waits or runs again, with an attempt charged);
+- DONE: the key's finished job of this attempt (issue 26: kept a while), or no job under
+  the key (not kept), is the DONE applied; a job waiting or running under it lost its lock
+  (it runs again, with an attempt charged);
 - LATER: the job waiting (ready or delayed) with this hand-out's attempt count is the
   LATER applied; FAIL: the job failed or dead with this attempt count and an error not
   the server's own `lock expired ...` is the FAIL applied;
@@ -28,8 +29,8 @@ LOCK_EXPIRED: Final = "lock expired"
 
 def applied(verb: str, job: Job, info: JobInfo | None) -> bool:
     """Whether what JOB says of the job's key is this outcome, applied already."""
-    if verb == "DONE":
-        return info is None
+    if verb == "DONE":  # kept as a finished job of this attempt, or not kept at all
+        return info is None or (info.state == "done" and info.attempts == job.attempt)
     if info is None or info.attempts != job.attempt:
         return False
     if verb == "LATER":

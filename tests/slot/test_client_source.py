@@ -39,7 +39,8 @@ def test_a_fetch_gives_keys_and_attempts_and_fails_go_in_one_pipelined_request(t
         first, third = producer.job("src-0"), producer.job("src-2")
         assert first is not None and (first.state, first.error, first.attempts) == ("failed", "boom", 1)
         assert third is not None and (third.state, third.error) == ("dead", "hopeless")
-        assert producer.job("src-1") is None
+        finished = producer.job("src-1")  # kept once finished (issue 26)
+        assert finished is not None and finished.state == "done"
         client.ping()  # the connection is in step after the pipelined replies
 
 

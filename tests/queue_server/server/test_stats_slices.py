@@ -26,7 +26,7 @@ def reference_stats_json(store: Store, name: str | None, now: float) -> bytes:
                 "ready": 0, "delayed": 0, "running": 0, "put": 0, "done": 0, "later": 0,
                 "expired": 0, "by_priority": {}, "oldest_ready_age_s": 0.0,
                 "failed": 0, "dead": 0, "failed_total": 0, "dead_total": 0, "dead_dropped": 0,
-                "retried": 0, "deleted": 0, "ttl_expired": 0,
+                "retried": 0, "deleted": 0, "ttl_expired": 0, "kept": 0,
             }
             continue
         oldest = state.oldest_ready_at()
@@ -38,6 +38,7 @@ def reference_stats_json(store: Store, name: str | None, now: float) -> bytes:
             "failed": state.failed, "dead": len(state.dead), "failed_total": state.failed_total,
             "dead_total": state.dead_total, "dead_dropped": state.dead_dropped,
             "retried": state.retried, "deleted": state.deleted, "ttl_expired": state.ttl_expired,
+            "kept": len(state.kept) if state.kept else 0,  # issue 26: finished jobs kept
         }
     body = json.dumps(report, separators=(",", ":")).encode()
     return b"200 OK %d\r\n" % len(body) + body
