@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from queue_server.protocol.keyed import Errors, Key
 from queue_server.server import records
 from queue_server.server.store_index import StoreIndex
-from queue_server.server.store_types import K_DONE_AT, Kept, QueueState
+from queue_server.server.store_types import K_DONE_AT, Kept
 
 
 class KeptJobs(StoreIndex):
@@ -36,11 +36,6 @@ class KeptJobs(StoreIndex):
         for entry in reversed(state.kept):
             if index.get(entry[0]) is entry:
                 yield entry
-
-    def kept_count(self, state: QueueState) -> int:
-        """Finished jobs `state` keeps (its deque less the stale entries: an upper bound
-        without a walk, exact when no key finished twice)."""
-        return len(state.kept) if state.kept else 0
 
     def prune_kept(self, now: float) -> int:
         """Drop the finished jobs older than their queue's keep_done_s at `now`; how many went
