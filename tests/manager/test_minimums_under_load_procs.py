@@ -6,6 +6,7 @@ thumbnails jobs in 69 s."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,7 +52,18 @@ def test_a_host_capped_to_one_slot_by_load_runs_every_queues_minimum_and_one_slo
         poll_until(lambda: (s := client.stats().get("demo_echo")) is not None and s.done == 5,
                    timeout_s=30.0, what=lambda: f"5 demo_echo jobs done\n{cluster.logs()}")
         assert re.search(r"forked slot \d+ \(pid \d+\) for demo_echo", cluster.logs()), cluster.logs()
-        wait_running(master, cluster, {"demo_noop": 1, "demo_resize": 1}, timeout_s=30.0)
+        # A report written before the echo slot's fork also shows only the minimums: wait for
+        # one written after its jobs were done that holds no echo slot in any state.
+        echo_done_at = time.time()
+
+        def echo_slot_gone() -> bool:
+            report = master.report()
+            return (report is not None and report.sent_at_unix > echo_done_at
+                    and not any(slot.queue == "demo_echo" for slot in report.slots)
+                    and master.running() == {"demo_noop": 1, "demo_resize": 1})
+
+        poll_until(echo_slot_gone, timeout_s=30.0,
+                   what=lambda: f"no demo_echo slot; report {master.report()}\n{cluster.logs()}")
         # Beyond the minimums the load bound holds: demo_noop's backlog gets no second slot,
         # through burst checks and full plans (one every PLAN_INTERVAL_S) while it drains.
         client.put_many("demo_noop", [b"x"] * 3000)

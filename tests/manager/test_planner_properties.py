@@ -195,6 +195,9 @@ def test_load_noise_within_half_the_dead_band_never_moves_a_slot(
 )
 # Starts inside the band below demand; noise in round 1 pushes it out: one change, then none.
 @example(busy_slots=[1.0], priorities=[0, 0, 0, 0], noise=[0.0] * 4 + [1.0] + [0.0] * 75)
+# q1's start overshoots (50 slots for 14 busy), gives back to 39, then in the last round
+# q2's noise takes one of q1's idle spares: q1 gives back again, q2 moves once.
+@example(busy_slots=[1.0, 14.0, 0.875], priorities=[0, 2, 0, 0], noise=[0.0] * 78 + [1.0, 0.0])
 def test_under_noise_within_a_third_of_the_band_each_queue_adjusts_at_most_once(
     busy_slots: list[float], priorities: list[int], noise: list[float]
 ) -> None:
@@ -228,7 +231,10 @@ def test_under_noise_within_a_third_of_the_band_each_queue_adjusts_at_most_once(
             )
         current = plan(current, queues, stats, hosts, target_load=TARGET).slot_map
         for queue, count in current.counts().items():
-            changes[queue] += count != counts[queue]
+            # A queue that gave back its overshoot may lose more idle spares to another
+            # queue's growth (spares are retargeted before a spawn): that is still its
+            # give-back, not a move of its own; it must never grow again (checked below).
+            changes[queue] += count != counts[queue] and not (queue in shrunk and count < counts[queue])
             assert not (queue in shrunk and count > counts[queue]), queue
             if count < counts[queue]:
                 shrunk.add(queue)
