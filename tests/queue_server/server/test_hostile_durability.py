@@ -41,8 +41,14 @@ def _snapshots(data_dir: Path) -> set[str]:
 
 
 def _zombies(pid: int) -> list[int]:
-    return [child.pid for child in psutil.Process(pid).children()
-            if child.status() == psutil.STATUS_ZOMBIE]
+    zombies = []
+    for child in psutil.Process(pid).children():
+        try:
+            if child.status() == psutil.STATUS_ZOMBIE:
+                zombies.append(child.pid)
+        except psutil.NoSuchProcess:  # reaped between the listing and the look: not a zombie
+            continue
+    return zombies
 
 
 def _put_all(client: RawClient, first: int, count: int) -> None:
