@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -397,3 +398,80 @@ def queue_server(
     server = _reused_server.acquire()
     yield server
     _reused_server.release(server)
+
+
+class _ReusedServers:
+    """Servers of one test module kept from test to test, one per (arguments, config),
+    each emptied by CLONE of its own first snapshot before it is handed out again (ids,
+    keys and per-queue counters start over; _reset checks TOTAL and RUNLIST come back
+    empty). A server that is gone or does not come back empty is replaced, with a warning."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.counter = iter(range(1, 1000))
+        self.servers: dict[tuple[tuple[str, ...], str | None], tuple[QueueServer, bytes]] = {}
+
+    def acquire(self, args: tuple[str, ...], config: str | None) -> QueueServer:
+        key = (args, config)
+        if key in self.servers:
+            server, empty = self.servers.pop(key)
+            problem = _reset(server, empty)
+            if problem is None:
+                self.servers[key] = (server, empty)
+                return server
+            warnings.warn(f"reused queue server {args!r} dropped: {problem}", stacklevel=3)
+            server.kill()
+        number = next(self.counter)
+        command = list(args)
+        if config is not None:
+            config_path = self.root / f"reused{number}.toml"
+            config_path.write_text(config)
+            command += ["--config", str(config_path)]
+        server = QueueServer.of(server_proc.start_queue_server(
+            self.root, *command, data_dir=self.root / f"reused{number}"))
+        self.servers[key] = (server, _snapshot_of(server))
+        return server
+
+    def release(self) -> None:
+        for server, _ in self.servers.values():
+            server.close_clients()
+
+    def close(self) -> None:
+        for server, _ in self.servers.values():
+            server.kill()
+
+
+@pytest.fixture(scope="module")
+def _module_reused_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_ReusedServers]:
+    reused = _ReusedServers(tmp_path_factory.mktemp("reused_servers"))
+    yield reused
+    reused.close()
+
+
+@pytest.fixture
+def reused_queue_server(_module_reused_servers: _ReusedServers) -> Iterator[StartServer]:
+    """Factory: start(*extra_args, config=TOML text) -> an empty QueueServer of those settings,
+    the same process for every test of the module that asks for the same ones (a start
+    costs far more than most tests). For tests that neither restart, kill, freeze nor read
+    the log of their server, nor need its process-wide state (connections, STATS without a
+    queue) from zero; SLOTMAP_TEST_FRESH_SERVERS=1 gives a new process every time."""
+    fresh: list[QueueServer] = []
+
+    def start(*extra_args: str, config: str | None = None) -> QueueServer:
+        if os.environ.get("SLOTMAP_TEST_FRESH_SERVERS"):
+            number = len(fresh) + 1
+            args = list(extra_args)
+            root = _module_reused_servers.root
+            if config is not None:
+                path = Path(tempfile.mkdtemp(prefix=f"fresh{number}-", dir=root)) / "server.toml"
+                path.write_text(config)
+                args += ["--config", str(path)]
+            server = QueueServer.of(server_proc.start_queue_server(root, *args))
+            fresh.append(server)
+            return server
+        return _module_reused_servers.acquire(tuple(extra_args), config)
+
+    yield start
+    for server in fresh:
+        server.kill()
+    _module_reused_servers.release()

@@ -32,9 +32,8 @@ RESULT_DEADLINE_S = DEADLINE_S  # tests/polling.py: sized for a busy shared mach
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProc]:
-    with running_queue_server(tmp_path, *FAST) as running:
-        yield running
+def server(reused_queue_server) -> ServerProc:  # type: ignore[no-untyped-def]
+    return reused_queue_server(*FAST)  # type: ignore[no-any-return]
 
 
 @pytest.fixture
