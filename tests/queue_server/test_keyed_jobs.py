@@ -26,8 +26,8 @@ def _client(server) -> QueueClient:  # type: ignore[no-untyped-def]
     return QueueClient(f"127.0.0.1:{server.port}")
 
 
-def test_put_returns_a_server_key_that_survives_hand_outs_and_later(start_queue_server) -> None:  # type: ignore[no-untyped-def]
-    with _client(start_queue_server("--fsync", "never")) as client:
+def test_put_returns_a_server_key_that_survives_hand_outs_and_later(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
+    with _client(reused_queue_server("--fsync", "never")) as client:
         key = client.put("q", b"x")
         assert key.startswith("_") and key[1:].isdigit()
         [first] = client.get("q", keys=True)
@@ -38,8 +38,8 @@ def test_put_returns_a_server_key_that_survives_hand_outs_and_later(start_queue_
         assert second.id != first.id
 
 
-def test_a_plain_get_sees_the_sockpqd_header_byte_for_byte(start_queue_server) -> None:  # type: ignore[no-untyped-def]
-    raw = start_queue_server("--fsync", "never").connect()
+def test_a_plain_get_sees_the_sockpqd_header_byte_for_byte(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
+    raw = reused_queue_server("--fsync", "never").connect()
     raw.send(b"PUT q 3 2 KEY *\r\nab")
     assert raw.line() == b"200 OK KEY _1"
     raw.send(b"PUT q 3 2\r\ncd")
@@ -52,16 +52,16 @@ def test_a_plain_get_sees_the_sockpqd_header_byte_for_byte(start_queue_server) -
     assert raw.exact(2) == b"cd"
 
 
-def test_key_replies_with_new_item_and_wait(start_queue_server) -> None:  # type: ignore[no-untyped-def]
-    raw = start_queue_server("--fsync", "never").connect()
+def test_key_replies_with_new_item_and_wait(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
+    raw = reused_queue_server("--fsync", "never").connect()
     raw.send(b"PUT q 0 1 NEW KEY mine\r\nx")
     assert raw.line() == b"200 OK IS _1 KEY mine"
     raw.send(b"PUT q 0 1 NEW WAIT out KEY *\r\ny")
     assert raw.line() == b"206 Wait for output IS _2 KEY _1"
 
 
-def test_a_producer_key_may_not_start_with_an_underscore(start_queue_server) -> None:  # type: ignore[no-untyped-def]
-    raw = start_queue_server("--fsync", "never").connect()
+def test_a_producer_key_may_not_start_with_an_underscore(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
+    raw = reused_queue_server("--fsync", "never").connect()
     raw.send(b"PUT q 0 1 KEY _7\r\nz")
     assert raw.line() == b"400 Bad Request: a producer's key may not start with _"
     raw.send(b"PUT q 0 1 KEY a/b\r\nz")
@@ -69,8 +69,8 @@ def test_a_producer_key_may_not_start_with_an_underscore(start_queue_server) -> 
     assert raw.request(b"PING") == b"200 PONG"  # both blocks were consumed
 
 
-def test_unique_put_creates_no_second_job_while_the_key_is_live(start_queue_server) -> None:  # type: ignore[no-untyped-def]
-    with _client(start_queue_server("--fsync", "never")) as client:
+def test_unique_put_creates_no_second_job_while_the_key_is_live(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
+    with _client(reused_queue_server("--fsync", "never")) as client:
         assert client.put_job("q", b"one", key="order-1").created
         again = client.put_job("q", b"two", key="order-1")
         assert (again.key, again.existing_state) == ("order-1", "ready")
@@ -83,8 +83,8 @@ def test_unique_put_creates_no_second_job_while_the_key_is_live(start_queue_serv
         assert info is not None and info.data == "one" and info.state == "failed"
 
 
-def test_fail_retries_with_backoff_then_the_job_is_dead_at_max_attempts(start_queue_server) -> None:  # type: ignore[no-untyped-def]
-    server = start_queue_server("--fsync", "never", config=FAST)
+def test_fail_retries_with_backoff_then_the_job_is_dead_at_max_attempts(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
+    server = reused_queue_server("--fsync", "never", config=FAST)
     with _client(server) as client:
         key = client.put("q", b"poison")
         for attempt in (1, 2):
@@ -115,10 +115,10 @@ def test_fail_retries_with_backoff_then_the_job_is_dead_at_max_attempts(start_qu
         assert (entry["dead"], entry["failed_total"], entry["dead_total"], entry["failed"]) == (1, 3, 1, 0)
 
 
-def test_fail_with_delay_retries_past_the_queues_max_attempts(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+def test_fail_with_delay_retries_past_the_queues_max_attempts(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
     """DELAY says the client applied its own policy (a handler's max_attempts above the
     queue's): the server retries the job whatever its count."""
-    server = start_queue_server("--fsync", "never", config=FAST)
+    server = reused_queue_server("--fsync", "never", config=FAST)
     with _client(server) as client:
         key = client.put("q", b"stubborn")
         for attempt in (1, 2, 3, 4):
@@ -130,8 +130,8 @@ def test_fail_with_delay_retries_past_the_queues_max_attempts(start_queue_server
         assert client.fail(job.id, "the handler's own limit", dead=True).dead
 
 
-def test_fail_dead_and_a_long_error_is_capped(start_queue_server) -> None:  # type: ignore[no-untyped-def]
-    with _client(start_queue_server("--fsync", "never")) as client:
+def test_fail_dead_and_a_long_error_is_capped(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
+    with _client(reused_queue_server("--fsync", "never")) as client:
         key = client.put("q", b"x")
         [job] = client.get("q")
         assert client.fail(job.id, "E" * 40_000, dead=True).dead
@@ -142,8 +142,8 @@ def test_fail_dead_and_a_long_error_is_capped(start_queue_server) -> None:  # ty
             client.fail(job.id, "again")  # not running any more
 
 
-def test_fail_of_an_unknown_id_is_not_found_and_the_block_is_consumed(start_queue_server) -> None:  # type: ignore[no-untyped-def]
-    raw = start_queue_server("--fsync", "never").connect()
+def test_fail_of_an_unknown_id_is_not_found_and_the_block_is_consumed(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
+    raw = reused_queue_server("--fsync", "never").connect()
     raw.send(b"FAIL 99 5\r\nerror")
     assert raw.line() == b"404 Job Not Found"
     raw.send(b"FAIL x 5\r\nerror")
@@ -152,8 +152,8 @@ def test_fail_of_an_unknown_id_is_not_found_and_the_block_is_consumed(start_queu
     assert raw.line() == b"200 PONG"
 
 
-def test_a_managed_lease_that_expires_counts_as_a_failed_attempt(start_queue_server) -> None:  # type: ignore[no-untyped-def]
-    server = start_queue_server("--fsync", "never", config=FAST)
+def test_a_managed_lease_that_expires_counts_as_a_failed_attempt(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
+    server = reused_queue_server("--fsync", "never", config=FAST)
     with _client(server) as client:
         key = client.put("q", b"slow")
         [_job] = client.get("q", expire_s=0.2, keys=True)
@@ -198,18 +198,18 @@ def touched_throughout(client: QueueClient, queue: str) -> bool:
     return True
 
 
-def test_touch_keeps_a_running_job_from_expiring(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+def test_touch_keeps_a_running_job_from_expiring(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
     # A 1.5 s lock renewed every 0.15 s: a 0.6 s lock lapsed when the test was descheduled on
     # a busy machine, which says nothing about TOUCH; a longer stall still can, so such a
     # round is played again on another queue.
-    with _client(start_queue_server("--fsync", "never")) as client:
+    with _client(reused_queue_server("--fsync", "never")) as client:
         queues = (f"q{n}" for n in itertools.count())
         poll_until(lambda: touched_throughout(client, next(queues)), timeout_s=DEADLINE_S,
                    what="a round of touches never 1.35 s apart")
 
 
-def test_a_solo_job_is_handed_out_alone(start_queue_server) -> None:  # type: ignore[no-untyped-def]
-    with _client(start_queue_server("--fsync", "never")) as client:
+def test_a_solo_job_is_handed_out_alone(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
+    with _client(reused_queue_server("--fsync", "never")) as client:
         client.put("q", b"poison", priority=5)
         [job] = client.get("q")
         client.fail(job.id, "killed its slot", delay_s=0, solo=True)
@@ -255,8 +255,8 @@ def test_later_solo_takes_the_hand_out_back_and_each_job_runs_alone_after_a_rest
     assert raw.line() == b"404 Job Not Found"
 
 
-def test_retry_and_delete_one_list_and_all(start_queue_server) -> None:  # type: ignore[no-untyped-def]
-    with _client(start_queue_server("--fsync", "never")) as client:
+def test_retry_and_delete_one_list_and_all(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
+    with _client(reused_queue_server("--fsync", "never")) as client:
         keys = [client.put("q", b"job%d" % n, key=f"k{n}") for n in range(4)]
         for _ in range(4):
             [job] = client.get("q")
@@ -364,8 +364,8 @@ def test_clone_and_a_replica_carry_keys_attempts_errors_and_dead_jobs(start_queu
         assert failed is not None and (failed.state, failed.error) == ("failed", "boom b1")
 
 
-def test_job_and_jobs_answer_offline_and_bad_requests_get_400(start_queue_server) -> None:  # type: ignore[no-untyped-def]
-    raw = start_queue_server("--fsync", "never").connect()
+def test_job_and_jobs_answer_offline_and_bad_requests_get_400(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
+    raw = reused_queue_server("--fsync", "never").connect()
     raw.send(b"PUT q 0 3 KEY k\r\nabc")
     assert raw.line() == b"200 OK KEY k"
     assert raw.request(b"OFFLINE") == b"200 OK Switched to Offline Mode"
