@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,9 +20,8 @@ DEADLINE_S = 10.0
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProc]:
-    with running_queue_server(tmp_path, "--fsync", "never") as running:
-        yield running
+def server(reused_queue_server) -> ServerProc:  # type: ignore[no-untyped-def]
+    return reused_queue_server("--fsync", "never")  # type: ignore[no-any-return]
 
 
 def _timeout_text(server: ServerProc, queue: str, *, give_up_s: float = GIVE_UP_S) -> str:

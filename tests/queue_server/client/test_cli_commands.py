@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,9 +22,8 @@ COMMAND_DEADLINE_S = 30.0
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProc]:
-    with running_queue_server(tmp_path, "--fsync", "never") as running:
-        yield running
+def server(reused_queue_server) -> ServerProc:  # type: ignore[no-untyped-def]
+    return reused_queue_server("--fsync", "never")  # type: ignore[no-any-return]
 
 
 def slotmap(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[str]:

@@ -5,8 +5,6 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -15,7 +13,6 @@ from tests.queue_server.server_proc import (
     REPO_ROOT,
     ServerProc,
     refused_address,
-    running_queue_server,
     slotmap_command,
 )
 
@@ -29,9 +26,8 @@ TRACEBACK = (
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProc]:
-    with running_queue_server(tmp_path, "--fsync", "never") as running:
-        yield running
+def server(reused_queue_server) -> ServerProc:  # type: ignore[no-untyped-def]
+    return reused_queue_server("--fsync", "never")  # type: ignore[no-any-return]
 
 
 def slotmap(*args: str) -> subprocess.CompletedProcess[str]:
