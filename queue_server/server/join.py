@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from queue_server.client import QueueClient
 from queue_server.protocol.client_errors import ConnectionLost, QueueServerError
 from queue_server.protocol.requests import Address, format_address
 from queue_server.server.settings import ServerSettings
@@ -25,6 +24,10 @@ ASK_TIMEOUT_S = 2.0
 
 def ask_id(address: Address, token: str | None, timeout_s: float = ASK_TIMEOUT_S) -> int | None:
     """The server id at `address` (INTERCONNECT), None if it does not answer as a server."""
+    # Here, not at the top: only --join needs the client, and every server start paid for
+    # importing it (about a tenth of the start's CPU).
+    from queue_server.client import QueueClient
+
     try:
         with QueueClient(format_address(address), token=token, timeout_s=timeout_s,
                          connect_timeout_s=timeout_s, reconnect_attempts=0) as client:
