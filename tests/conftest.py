@@ -409,10 +409,10 @@ class _ReusedServers:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.counter = iter(range(1, 1000))
-        self.servers: dict[tuple[tuple[str, ...], str | None], tuple[QueueServer, bytes]] = {}
+        self.servers: dict[tuple[tuple[str, ...], str | None, int], tuple[QueueServer, bytes]] = {}
 
-    def acquire(self, args: tuple[str, ...], config: str | None) -> QueueServer:
-        key = (args, config)
+    def acquire(self, args: tuple[str, ...], config: str | None, instance: int) -> QueueServer:
+        key = (args, config, instance)
         if key in self.servers:
             server, empty = self.servers.pop(key)
             problem = _reset(server, empty)
@@ -450,14 +450,15 @@ def _module_reused_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 @pytest.fixture
 def reused_queue_server(_module_reused_servers: _ReusedServers) -> Iterator[StartServer]:
-    """Factory: start(*extra_args, config=TOML text) -> an empty QueueServer of those settings,
-    the same process for every test of the module that asks for the same ones (a start
-    costs far more than most tests). For tests that neither restart, kill, freeze nor read
+    """Factory: start(*extra_args, config=TOML text, instance=0) -> an empty QueueServer of
+    those settings, the same process for every test of the module that asks for the same
+    ones (a start costs far more than most tests); another `instance` number for a second
+    server of the same settings in one test. For tests that neither restart, kill, freeze nor read
     the log of their server, nor need its process-wide state (connections, STATS without a
     queue) from zero; SLOTMAP_TEST_FRESH_SERVERS=1 gives a new process every time."""
     fresh: list[QueueServer] = []
 
-    def start(*extra_args: str, config: str | None = None) -> QueueServer:
+    def start(*extra_args: str, config: str | None = None, instance: int = 0) -> QueueServer:
         if os.environ.get("SLOTMAP_TEST_FRESH_SERVERS"):
             number = len(fresh) + 1
             args = list(extra_args)
@@ -469,7 +470,7 @@ def reused_queue_server(_module_reused_servers: _ReusedServers) -> Iterator[Star
             server = QueueServer.of(server_proc.start_queue_server(root, *args))
             fresh.append(server)
             return server
-        return _module_reused_servers.acquire(tuple(extra_args), config)
+        return _module_reused_servers.acquire(tuple(extra_args), config, instance)
 
     yield start
     for server in fresh:

@@ -84,16 +84,16 @@ def test_job_is_still_running_before_its_expiry(queue_server):
     client.expect(b"200 OK FINQ\r\n")
 
 
-def test_server_started_with_d_deletes_expired_jobs_by_default(start_queue_server):
-    server = start_queue_server("-d")
+def test_server_started_with_d_deletes_expired_jobs_by_default(reused_queue_server):
+    server = reused_queue_server("-d")
     client = server.connect()
     put_ok(client, "q", 0, b"a")
     get_job(client, "GET q EXPIRE 0.2")
     _back_to(client, "q", (0, 0, 0, 0))
 
 
-def test_then_later_overrides_the_d_default(start_queue_server):
-    server = start_queue_server("-d")
+def test_then_later_overrides_the_d_default(reused_queue_server):
+    server = reused_queue_server("-d")
     client = server.connect()
     put_ok(client, "q", 0, b"a")
     get_job(client, "GET q EXPIRE 0.2 THEN LATER")
@@ -115,8 +115,8 @@ def test_config_expire_action_done_is_the_same_as_d(start_queue_server):
 LOCK_CONFIG = "[queue_server]\nlock_timeouts_s = { slow = 1.0 }\n"
 
 
-def test_queue_lock_timeout_from_config_expires_a_job_handed_out_without_expire(start_queue_server):
-    server = start_queue_server(config=LOCK_CONFIG)
+def test_queue_lock_timeout_from_config_expires_a_job_handed_out_without_expire(reused_queue_server):
+    server = reused_queue_server(config=LOCK_CONFIG)
     client = server.connect()
     put_ok(client, "slow", 0, b"a")
     job = get_job(client, "GET slow")
@@ -125,8 +125,8 @@ def test_queue_lock_timeout_from_config_expires_a_job_handed_out_without_expire(
     _back_to(client, "slow", (1, 1, 1, 0))
 
 
-def test_queue_without_a_lock_timeout_keeps_jobs_running_without_expiry(start_queue_server):
-    server = start_queue_server(config=LOCK_CONFIG)
+def test_queue_without_a_lock_timeout_keeps_jobs_running_without_expiry(reused_queue_server):
+    server = reused_queue_server(config=LOCK_CONFIG)
     client = server.connect()
     put_ok(client, "other", 0, b"a")
     job = get_job(client, "GET other")
@@ -134,8 +134,8 @@ def test_queue_without_a_lock_timeout_keeps_jobs_running_without_expiry(start_qu
     assert entry.id == job.id and entry.expire_at is None
 
 
-def test_explicit_expire_overrides_the_queue_lock_timeout(start_queue_server):
-    server = start_queue_server(config=LOCK_CONFIG)
+def test_explicit_expire_overrides_the_queue_lock_timeout(reused_queue_server):
+    server = reused_queue_server(config=LOCK_CONFIG)
     client = server.connect()
     put_ok(client, "slow", 0, b"a")
     before = time.time()

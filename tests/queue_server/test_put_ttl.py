@@ -22,8 +22,8 @@ def _ttl_expired(client: QueueClient, queue: str) -> int:
     return client.stats(queue)[queue].ttl_expired
 
 
-def test_a_job_not_taken_within_its_ttl_is_deleted_and_one_taken_is_not(start_queue_server) -> None:  # type: ignore[no-untyped-def]
-    server = start_queue_server("--fsync", "never")
+def test_a_job_not_taken_within_its_ttl_is_deleted_and_one_taken_is_not(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
+    server = reused_queue_server("--fsync", "never")
     raw = server.connect()
     # 2 s TTLs: both jobs must still be there at JOBS and the GET below, which a busy shared
     # machine can delay past half a second.
@@ -58,8 +58,8 @@ def test_a_job_not_taken_within_its_ttl_is_deleted_and_one_taken_is_not(start_qu
         assert again.data == b"again"
 
 
-def test_a_delayed_ttl_job_counts_from_becoming_ready(start_queue_server) -> None:  # type: ignore[no-untyped-def]
-    server = start_queue_server("--fsync", "never")
+def test_a_delayed_ttl_job_counts_from_becoming_ready(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
+    server = reused_queue_server("--fsync", "never")
     with _client(server) as client:
         client.put("q", b"d", key="d", delay_s=1.0, ttl_s=1.5)
         poll_until(lambda: (i := client.job("d")) is not None and i.state == "ready", timeout_s=DEADLINE_S)
@@ -67,8 +67,8 @@ def test_a_delayed_ttl_job_counts_from_becoming_ready(start_queue_server) -> Non
         assert _ttl_expired(client, "q") == 1
 
 
-def test_ttl_jobs_behind_others_are_deleted_without_being_handed_out(start_queue_server) -> None:  # type: ignore[no-untyped-def]
-    server = start_queue_server("--fsync", "never")
+def test_ttl_jobs_behind_others_are_deleted_without_being_handed_out(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
+    server = reused_queue_server("--fsync", "never")
     with _client(server) as client:
         client.put("q", b"first, no ttl", key="first")
         client.put("q", b"long", key="long", ttl_s=3600)

@@ -55,8 +55,8 @@ def test_snapshot_reply_is_200_ok_with_the_length_of_the_data(queue_server):
     client.expect(b"200 PONG\r\n")
 
 
-def test_clone_into_a_second_server_reproduces_the_state(start_queue_server):
-    source, target = start_queue_server(), start_queue_server()
+def test_clone_into_a_second_server_reproduces_the_state(reused_queue_server):
+    source, target = reused_queue_server(), reused_queue_server(instance=1)
     src, dst = source.connect(), target.connect()
     state = _build_state(src)
     snapshot = _snapshot(src)
@@ -83,8 +83,8 @@ def test_clone_into_a_second_server_reproduces_the_state(start_queue_server):
     assert get(dst, "GET beta") is None
 
 
-def test_running_jobs_stay_running_under_their_ids_after_clone(start_queue_server):
-    source, target = start_queue_server(), start_queue_server()
+def test_running_jobs_stay_running_under_their_ids_after_clone(reused_queue_server):
+    source, target = reused_queue_server(), reused_queue_server(instance=1)
     src, dst = source.connect(), target.connect()
     state = _build_state(src)
     assert _clone(dst, _snapshot(src)) == b"200 OK"
@@ -95,8 +95,8 @@ def test_running_jobs_stay_running_under_their_ids_after_clone(start_queue_serve
     dst.expect(b"200 OK FINI\r\n")  # gamma still holds the job put back by LATER
 
 
-def test_id_counter_is_restored_by_clone(start_queue_server):
-    source, target = start_queue_server(), start_queue_server()
+def test_id_counter_is_restored_by_clone(reused_queue_server):
+    source, target = reused_queue_server(), reused_queue_server(instance=1)
     src, dst = source.connect(), target.connect()
     put_ok(src, "q", 0, b"x")
     seen = []
@@ -110,8 +110,8 @@ def test_id_counter_is_restored_by_clone(start_queue_server):
     assert job.id > max(seen), (job.id, seen)
 
 
-def test_clone_of_items_keeps_fini_accounting(start_queue_server):
-    source, target = start_queue_server(), start_queue_server()
+def test_clone_of_items_keeps_fini_accounting(reused_queue_server):
+    source, target = reused_queue_server(), reused_queue_server(instance=1)
     src, dst = source.connect(), target.connect()
     put_ok(src, "one", 0, b"1", "IS it")
     put_ok(src, "two", 0, b"2", "IS it")
@@ -143,8 +143,8 @@ def test_clone_of_garbage_replies_500_invalid_snapshot_and_changes_nothing(queue
     assert [j.data for j in drain(client, "alpha")] == [b"a9", b"a1", b"a2"]
 
 
-def test_clone_of_a_truncated_snapshot_replies_500_and_changes_nothing(start_queue_server):
-    source, target = start_queue_server(), start_queue_server()
+def test_clone_of_a_truncated_snapshot_replies_500_and_changes_nothing(reused_queue_server):
+    source, target = reused_queue_server(), reused_queue_server(instance=1)
     src, dst = source.connect(), target.connect()
     _build_state(src)
     snapshot = _snapshot(src)
@@ -170,8 +170,8 @@ def _with_bumped_version(snapshot: bytes) -> bytes | None:
     return None
 
 
-def test_clone_of_a_snapshot_with_an_unknown_version_replies_500(start_queue_server):
-    source, target = start_queue_server(), start_queue_server()
+def test_clone_of_a_snapshot_with_an_unknown_version_replies_500(reused_queue_server):
+    source, target = reused_queue_server(), reused_queue_server(instance=1)
     src, dst = source.connect(), target.connect()
     _build_state(src)
     bumped = _with_bumped_version(_snapshot(src))
@@ -214,16 +214,16 @@ def test_clone_with_a_bad_length_is_a_bad_request(queue_server):
     client.expect(b"200 PONG\r\n")
 
 
-def test_snapshot_of_an_empty_server_clones_into_an_empty_server(start_queue_server):
-    source, target = start_queue_server(), start_queue_server()
+def test_snapshot_of_an_empty_server_clones_into_an_empty_server(reused_queue_server):
+    source, target = reused_queue_server(), reused_queue_server(instance=1)
     src, dst = source.connect(), target.connect()
     put_ok(dst, "old", 0, b"x")
     assert _clone(dst, _snapshot(src)) == b"200 OK"
     assert total(dst) == (0, 0, 0, 0)
 
 
-def test_clone_with_ready_jobs_wakes_a_blocked_getb_waiter(start_queue_server):
-    source, target = start_queue_server(), start_queue_server()
+def test_clone_with_ready_jobs_wakes_a_blocked_getb_waiter(reused_queue_server):
+    source, target = reused_queue_server(), reused_queue_server(instance=1)
     src, dst, waiter = source.connect(), target.connect(), target.connect()
     put_ok(src, "k", 0, b"from the snapshot")
     snapshot = _snapshot(src)
