@@ -72,14 +72,14 @@ def test_line_too_long_does_not_disturb_other_clients(queue_server):
 SMALL_LIMIT_CONFIG = "[queue_server]\nmax_job_bytes = 16\n"
 
 
-def test_job_at_the_configured_size_limit_is_accepted(start_queue_server):
-    client = start_queue_server(config=SMALL_LIMIT_CONFIG).connect()
+def test_job_at_the_configured_size_limit_is_accepted(reused_queue_server):
+    client = reused_queue_server(config=SMALL_LIMIT_CONFIG).connect()
     put_ok(client, "q", 0, b"x" * 16)
     assert get_job(client, "GET q").data == b"x" * 16
 
 
-def test_job_over_the_configured_size_limit_replies_413_and_closes(start_queue_server):
-    server = start_queue_server(config=SMALL_LIMIT_CONFIG)
+def test_job_over_the_configured_size_limit_replies_413_and_closes(reused_queue_server):
+    server = reused_queue_server(config=SMALL_LIMIT_CONFIG)
     client = server.connect()
     _send_until_closed(client, b"PUT q 0 17\r\n" + b"y" * 17)
     client.expect(b"413 Job Too Large\r\n")

@@ -26,8 +26,8 @@ def _traced(server) -> set[bytes]:  # type: ignore[no-untyped-def]
             if trace == TRACE}
 
 
-def test_a_trace_is_shown_to_traces_requests_only_at_every_hand_out(start_queue_server) -> None:  # type: ignore[no-untyped-def]
-    server = start_queue_server("--fsync", "never")
+def test_a_trace_is_shown_to_traces_requests_only_at_every_hand_out(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
+    server = reused_queue_server("--fsync", "never")
     raw = server.connect()
     raw.send(b"PUT q 0 1 TRACE " + TRACE + b" KEY t\r\nx")
     assert raw.line() == b"200 OK KEY t"
@@ -64,8 +64,8 @@ def test_a_trace_is_shown_to_traces_requests_only_at_every_hand_out(start_queue_
         assert [(job.data, job.trace) for job in jobs] == [(b"z", None), (b"w", TRACE.decode())]
 
 
-def test_a_malformed_trace_is_refused_and_nothing_is_stored(start_queue_server) -> None:  # type: ignore[no-untyped-def]
-    server = start_queue_server("--fsync", "never")
+def test_a_malformed_trace_is_refused_and_nothing_is_stored(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
+    server = reused_queue_server("--fsync", "never")
     raw = server.connect()
     bad = [
         b"01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",  # another version
@@ -173,8 +173,8 @@ def test_a_dead_job_keeps_its_trace_through_a_restart_and_a_retry(start_queue_se
     assert raw.line().endswith(b" KEY d ATTEMPT 1 TRACE " + TRACE)
 
 
-def test_job_and_jobs_show_the_trace(start_queue_server) -> None:  # type: ignore[no-untyped-def]
-    server = start_queue_server("--fsync", "never")
+def test_job_and_jobs_show_the_trace(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
+    server = reused_queue_server("--fsync", "never")
     raw = server.connect()
     raw.send(b"PUT q 0 1 KEY t TRACE " + TRACE + b"\r\nx")
     assert raw.line() == b"200 OK KEY t"

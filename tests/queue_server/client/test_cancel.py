@@ -3,7 +3,6 @@ job is removed, a running one ends dead "cancelled by <door>" and its holder's D
 answered as for a lapsed lease; an unknown key is a clear error."""
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,9 +13,8 @@ from tests.queue_server.server_proc import ServerProc, running_queue_server
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProc]:
-    with running_queue_server(tmp_path, "--fsync", "never") as running:
-        yield running
+def server(reused_queue_server) -> ServerProc:  # type: ignore[no-untyped-def]
+    return reused_queue_server("--fsync", "never")  # type: ignore[no-any-return]
 
 
 def test_cancel_a_waiting_job_removes_it(server: ServerProc) -> None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -25,9 +25,8 @@ POLL_INTERVAL_S = 0.01
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProc]:
-    with running_queue_server(tmp_path, *FAST) as running:
-        yield running
+def server(reused_queue_server) -> ServerProc:  # type: ignore[no-untyped-def]
+    return reused_queue_server(*FAST)  # type: ignore[no-any-return]
 
 
 async def poll_until_async(predicate: Callable[[], Awaitable[bool]], what: str) -> None:
