@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -20,16 +19,15 @@ from queue_server.protocol.replies import Job
 from slot.handler import Handler
 from slot.source import ClientSource
 from slot.wake import Waker
-from tests.queue_server.server_proc import ServerProc, running_queue_server
+from tests.queue_server.server_proc import ServerProc
 from tests.queue_server.util import poll_until
 
 RESULT_DEADLINE_S = DEADLINE_S  # tests/polling.py: sized for a busy shared machine
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProc]:
-    with running_queue_server(tmp_path, "--fsync", "never") as running:
-        yield running
+def server(reused_queue_server) -> ServerProc:  # type: ignore[no-untyped-def]
+    return reused_queue_server("--fsync", "never")  # type: ignore[no-any-return]
 
 
 def serve_one(server: ServerProc, queue: str) -> Job:

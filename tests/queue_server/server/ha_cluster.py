@@ -8,6 +8,7 @@ import contextlib
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,9 +87,14 @@ def managed_cluster(root: Path, database_url: str, start: StartServer,
     cluster = HaCluster(root, start, database_url=database_url, server_args=server_args)
     first = start(*server_args)
     cluster.servers.append(first)
-    for server_id in (2, 3):
-        cluster.servers.append(start(*server_args, "--replica-of", first.address,
-                                     "--server-id", str(server_id)))
+
+    def replica(server_id: int):  # type: ignore[no-untyped-def]
+        return start(*server_args, "--replica-of", first.address, "--server-id", str(server_id))
+
+    # Both replicas start at once: a start is mostly the interpreter importing the server,
+    # and a cluster's setup was four of them in a row.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        cluster.servers.extend(pool.map(replica, (2, 3)))
     process = start_manager(root, cluster.addresses, database_url)
     cluster.manager = process
     try:
