@@ -130,10 +130,10 @@ def queue_server_for(tmp_path: Path) -> Iterator[ServerFor]:
 
 
 @pytest.fixture
-def start_master(tmp_path: Path, queue_server: Any) -> Iterator[StartMaster]:
+def start_master(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[StartMaster]:
     """start(modules=[...], static_slots={...}, queues={...}, server=None, server_settings=None,
-    **master settings) -> MasterProc; `server` (default: the queue_server fixture's) is the
-    queue server to use, `server_settings` more of the config's [queue_server]."""
+    **master settings) -> MasterProc; `server` (default: the queue_server fixture's, started
+    only then) is the queue server to use, `server_settings` more of the config's [queue_server]."""
     started: list[MasterProc] = []
     # ipc:// paths must stay under 108 bytes; pytest's tmp_path can be longer.
     ipc_dir = tempfile.mkdtemp(prefix="sm-", dir="/tmp")
@@ -142,7 +142,7 @@ def start_master(tmp_path: Path, queue_server: Any) -> Iterator[StartMaster]:
               queues: Mapping[str, Mapping[str, Any]] | None = None, server: Any = None,
               server_settings: Mapping[str, Any] | None = None, **settings: Any) -> MasterProc:
         number = len(started)
-        address = (server or queue_server).address
+        address = (server or request.getfixturevalue("queue_server")).address
         master_settings: dict[str, Any] = {
             "handler_modules": modules,
             "ipc_dir": ipc_dir,
