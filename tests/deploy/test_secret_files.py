@@ -34,7 +34,9 @@ def refused_with_chmod(result: subprocess.CompletedProcess[str], path: Path, mod
 
 
 @pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o620], ids=lambda mode: f"{mode:04o}")
-def test_a_queue_token_file_others_can_open_stops_the_queue_server(slotmap: CliRun, tmp_path: Path, mode: int) -> None:
+def test_a_queue_token_file_others_can_open_stops_the_queue_server(
+    slotmap: CliRun, tmp_path: Path, mode: int,
+) -> None:
     """On f5016ee: a warning, then the server served."""
     token_file = write(tmp_path / "queue token", TOKEN + "\n", mode)
     result = slotmap("queue-server", "--listen", f"127.0.0.1:{free_port()}", "--data-dir", str(tmp_path / "q"),
@@ -42,7 +44,9 @@ def test_a_queue_token_file_others_can_open_stops_the_queue_server(slotmap: CliR
     refused_with_chmod(result, token_file, mode)
 
 
-def test_an_admin_token_file_others_can_read_stops_the_dashboard(slotmap: CliRun, tmp_path: Path) -> None:
+def test_an_admin_token_file_others_can_read_stops_the_dashboard(
+    slotmap: CliRun, tmp_path: Path,
+) -> None:
     """On f5016ee: no word, the dashboard served."""
     token_file = write(tmp_path / "admin.token", TOKEN + "\n", 0o644)
     config = write(tmp_path / "cluster.toml", f'[admin]\nlisten = "127.0.0.1:{free_port()}"\n'

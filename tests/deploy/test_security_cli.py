@@ -52,13 +52,17 @@ def test_a_bad_manager_listen_stops_it_before_the_lock_and_the_database(
     ("bogus", "expected tcp://HOST:PORT"),
     (f"tcp://{NOT_HERE}:7510", "not an address of this machine"),
 ])
-def test_a_bad_pulsar_listen_is_a_clear_error(slotmap: CliRun, tmp_path: Path, listen: str, why: str) -> None:
+def test_a_bad_pulsar_listen_is_a_clear_error(
+    slotmap: CliRun, tmp_path: Path, listen: str, why: str,
+) -> None:
     refused(slotmap("pulsar", "--listen", listen, cwd=tmp_path), why)
     config = write(tmp_path, {"pulsar": {"listen": listen}})
     refused(slotmap("pulsar", "--config", str(config), cwd=tmp_path), "pulsar.listen", why)
 
 
-def test_new_curve_secret_on_an_existing_file_is_a_clear_error_and_keeps_the_key(slotmap: CliRun, tmp_path: Path) -> None:
+def test_new_curve_secret_on_an_existing_file_is_a_clear_error_and_keeps_the_key(
+    slotmap: CliRun, tmp_path: Path,
+) -> None:
     secret = tmp_path / "cluster.secret"
     first = slotmap("manager", "--new-curve-secret", str(secret), cwd=tmp_path)
     assert first.returncode == 0, first.stderr
@@ -69,7 +73,9 @@ def test_new_curve_secret_on_an_existing_file_is_a_clear_error_and_keeps_the_key
             "cannot create")
 
 
-def test_new_host_key_writes_a_public_and_an_owner_only_secret_certificate(slotmap: CliRun, tmp_path: Path) -> None:
+def test_new_host_key_writes_a_public_and_an_owner_only_secret_certificate(
+    slotmap: CliRun, tmp_path: Path,
+) -> None:
     result = slotmap("manager", "--new-host-key", "alpha", "--keys-dir", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "public-key" in (tmp_path / "alpha.key").read_text()
@@ -79,7 +85,9 @@ def test_new_host_key_writes_a_public_and_an_owner_only_secret_certificate(slotm
             "already exists")
 
 
-def test_a_missing_curve_secret_file_is_a_clear_error_at_start(slotmap: CliRun, tmp_path: Path) -> None:
+def test_a_missing_curve_secret_file_is_a_clear_error_at_start(
+    slotmap: CliRun, tmp_path: Path,
+) -> None:
     config = write(tmp_path, {"manager": {"database_url": f"sqlite:///{tmp_path / 'var' / 'db'}"}},
                    top=f'curve_secret_file = "{tmp_path / "missing.secret"}"\n\n')
     refused(slotmap("manager", "--config", str(config), cwd=tmp_path), "no such file")
