@@ -174,13 +174,15 @@ class CliForks:
         return reply
 
     def run(self, *args: str, cwd: Path, env: Mapping[str, str] | None = None,
-            timeout_s: float = DEADLINE_S) -> subprocess.CompletedProcess[str]:
-        """`slotmap ARGS` in `cwd`, the tests' environment with `env` over it."""
+            timeout_s: float = DEADLINE_S, modules: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
+        """`slotmap ARGS` in `cwd`, the tests' environment with `env` over it; `modules`, what
+        the command imports, are imported by the server first (once), not by each command."""
         assert self.process.stdin is not None
         self.count += 1
         out, err = self.folder / f"cli{self.count}.out", self.folder / f"cli{self.count}.err"
         request = {"args": list(args), "cwd": str(cwd), "stdout": str(out), "stderr": str(err),
-                   "env": {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})}}
+                   "env": {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})},
+                   "modules": list(modules)}
         self.process.stdin.write(json.dumps(request) + "\n")
         self.process.stdin.flush()
         returncode = self._reply(timeout_s)["returncode"]

@@ -2,7 +2,8 @@
 modules named on its command line once, then forks one child per request, so each command
 pays a fork instead of a Python start and its imports.
 
-Each request is a JSON line on stdin, {"args", "cwd", "env", "stdout", "stderr"}; the child
+Each request is a JSON line on stdin, {"args", "cwd", "env", "stdout", "stderr", "modules"}:
+the server imports `modules` (what the command will import) before it forks, once; the child
 runs `slotmap ARGS` in `cwd` with exactly `env`, its output in the two files, and exits as
 the console script would (a traceback and exit 1 on an uncaught exception). The reply is a
 JSON line on stdout, {"returncode"}.
@@ -54,6 +55,8 @@ def serve() -> None:
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         request = json.loads(line)
+        for name in request.get("modules", ()):
+            importlib.import_module(name)
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
