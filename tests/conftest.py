@@ -453,9 +453,9 @@ def reused_queue_server(_module_reused_servers: _ReusedServers) -> Iterator[Star
     """Factory: start(*extra_args, config=TOML text, instance=0) -> an empty QueueServer of
     those settings, the same process for every test of the module that asks for the same
     ones (a start costs far more than most tests); another `instance` number for a second
-    server of the same settings in one test. For tests that neither restart, kill, freeze nor read
-    the log of their server, nor need its process-wide state (connections, STATS without a
-    queue) from zero; SLOTMAP_TEST_FRESH_SERVERS=1 gives a new process every time."""
+    server of the same settings in one test. For tests that neither restart, kill nor freeze
+    their server, nor read its log (earlier tests wrote there too); SLOTMAP_TEST_FRESH_SERVERS=1
+    gives a new process every time."""
     fresh: list[QueueServer] = []
 
     def start(*extra_args: str, config: str | None = None, instance: int = 0) -> QueueServer:
