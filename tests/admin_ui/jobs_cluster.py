@@ -41,8 +41,9 @@ class JobsCluster:
 
 @contextlib.contextmanager
 def jobs_cluster(root: Path, *, token: str, extra: tuple[str, ...] = (),
-                 admin_settings: str = "") -> Iterator[JobsCluster]:
-    """`admin_settings`: more lines of the config's [admin] section."""
+                 admin_settings: str = "", queues: tuple[str, ...] = ("photos",)) -> Iterator[JobsCluster]:
+    """`admin_settings`: more lines of the config's [admin] section; `queues`: the configured ones
+    (a module sharing one cluster gives each test a queue of its own)."""
     database_url = f"sqlite:///{root / 'slotmap.db'}"
     Store.open(database_url).close()  # the manager's tables, as a manager would create them
     queue_server = server_proc.start_queue_server(root, "--fsync", "never")
@@ -52,7 +53,8 @@ def jobs_cluster(root: Path, *, token: str, extra: tuple[str, ...] = (),
             f'[queue_server]\nlisten = "{queue_server.address}"\n\n'
             f'[manager]\ndatabase_url = "{database_url}"\n\n'
             + (f'[admin]\ntoken = "{token}"\n' if token else '[admin]\n')  # no token: read-only
-            + f'{admin_settings}\n[queues.photos]\nmax_slots = 1\n'
+            + f'{admin_settings}\n'
+            + "".join(f'[queues.{queue}]\nmax_slots = 1\n' for queue in queues)
         )
         admin = start_admin(config, root, *extra)
         try:
