@@ -36,6 +36,14 @@ def database_url(_sample_file: Path, tmp_path: Path) -> str:
     return f"sqlite:///{path}"
 
 
+@pytest.fixture(scope="module")
+def module_database_url(_sample_file: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A copy of the sample database for a whole module (its tests share one dashboard)."""
+    path = tmp_path_factory.mktemp("module_db") / "slotmap.db"
+    shutil.copyfile(_sample_file, path)
+    return f"sqlite:///{path}"
+
+
 @pytest.fixture
 def engine(database_url: str) -> Iterator[Engine]:
     engine = make_engine(database_url)
