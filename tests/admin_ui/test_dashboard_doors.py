@@ -7,7 +7,7 @@ loopback address, so its own wrong-token count) and reads only the log written s
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +20,6 @@ from procs import toml_value
 from admin_ui.auth import FREE_FAILURES, SESSION_COOKIE, session_value
 
 TOKEN = "doors-test-token-0123"
-StartAdmin = Callable[..., AdminProc]
 
 
 def config_with(database_url: str, root: Path, name: str, **admin: object) -> Path:
@@ -34,19 +33,15 @@ def config_with(database_url: str, root: Path, name: str, **admin: object) -> Pa
     return config
 
 
-@pytest.fixture
-def start(database_url: str, tmp_path: Path) -> Iterator[StartAdmin]:
-    """start(**admin_settings): the dashboard with an admin token (from a 0600 file)."""
-    started: list[AdminProc] = []
-
-    def run(**admin: object) -> AdminProc:
-        proc = start_admin(config_with(database_url, tmp_path, f"cluster{len(started)}", **admin), tmp_path)
-        started.append(proc)
-        return proc
-
-    yield run
-    for proc in started:
-        proc.stop()
+@pytest.fixture(scope="module")
+def tuned_admin(module_database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AdminProc]:
+    """The dashboard with a name of its own and a trusted proxy: the host check's test sends
+    no X-Forwarded-For, the proxy's test no Host but the dashboard's own."""
+    root = tmp_path_factory.mktemp("doors_tuned")
+    proc = start_admin(config_with(module_database_url, root, "cluster", allowed_hosts=["dash.example.org"],
+                                   trusted_proxies=["127.0.0.0/8"]), root)
+    yield proc
+    proc.stop()
 
 
 @dataclass
@@ -95,9 +90,9 @@ def door(default_admin: AdminProc) -> Door:
     return Door(default_admin, f"127.0.0.{next(_ADDRESSES)}", len(default_admin.log_text()))
 
 
-def test_a_host_header_that_is_not_one_of_the_dashboards_names_gets_400(start: StartAdmin) -> None:
+def test_a_host_header_that_is_not_one_of_the_dashboards_names_gets_400(tuned_admin: AdminProc) -> None:
     """On f5016ee `Host: rebound.example` was served (200): the precondition of DNS rebinding."""
-    admin = start(allowed_hosts=["dash.example.org"])
+    admin = tuned_admin
     port = admin.port
     for host in (f"rebound.example:{port}", "rebound.example", f"127.0.0.1.rebound.example:{port}",
                  f"dash.example.org.evil:{port}"):
@@ -144,8 +139,8 @@ def test_rotating_x_forwarded_for_does_not_reset_the_throttle(default_admin: Adm
     assert "10.9." not in admin.log_text()
 
 
-def test_x_forwarded_for_from_a_trusted_proxy_names_the_client(start: StartAdmin) -> None:
-    admin = start(trusted_proxies=["127.0.0.0/8"])
+def test_x_forwarded_for_from_a_trusted_proxy_names_the_client(tuned_admin: AdminProc) -> None:
+    admin = tuned_admin
     for n in range(FREE_FAILURES + 1):
         wrong = admin.get("/api/health", headers={"Authorization": f"Bearer wrong-{n}",
                                                   "X-Forwarded-For": "10.9.0.1"})
