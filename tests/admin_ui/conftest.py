@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import admin_sample
 import pytest
+from admin_proc import reap_stopped
 from admin_testing import MakeClient, TestClient, sample_settings
 from browser_chromium import launched_browser
 from sqlalchemy.engine import Engine
@@ -76,3 +77,10 @@ def browser() -> Iterator[Browser]:
     """A headless Chromium for one test module (closed after it)."""
     with launched_browser() as launched:
         yield launched
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _reap_dashboards() -> Iterator[None]:
+    """No dashboard told to stop_later outlives the session."""
+    yield
+    reap_stopped()

@@ -68,7 +68,7 @@ def jobs_cluster(root: Path, *, token: str, extra: tuple[str, ...] = (),
         try:
             yield JobsCluster(queue_server, admin, token, database_url)
         finally:
-            admin.stop()
+            admin.stop_later()
     finally:
         queue_server.kill()
 
@@ -82,7 +82,7 @@ def other_admin(cluster: JobsCluster, root: Path, *, token: str) -> Iterator[Job
     try:
         yield JobsCluster(cluster.queue_server, admin, token, cluster.database_url)
     finally:
-        admin.stop()
+        admin.stop_later()
 
 
 def make_dead(client: QueueClient, queue: str, key: str, data: bytes = b"photo-7.jpg") -> None:

@@ -88,7 +88,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
         try:
             yield Hostile(admin, database_url)
         finally:
-            admin.stop()
+            admin.stop_later()
     finally:
         queue_server.kill()
 

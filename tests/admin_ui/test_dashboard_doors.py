@@ -41,7 +41,7 @@ def tuned_admin(module_database_url: str, tmp_path_factory: pytest.TempPathFacto
     proc = start_admin(config_with(module_database_url, root, "cluster", allowed_hosts=["dash.example.org"],
                                    trusted_proxies=["127.0.0.0/8"]), root)
     yield proc
-    proc.stop()
+    proc.stop_later()
 
 
 @dataclass
@@ -78,7 +78,7 @@ def default_admin(module_database_url: str, tmp_path_factory: pytest.TempPathFac
     root = tmp_path_factory.mktemp("doors")
     proc = start_admin(config_with(module_database_url, root, "cluster"), root)
     yield proc
-    proc.stop()
+    proc.stop_later()
 
 
 # 127.0.0.1 is the X-Forwarded-For test's.
