@@ -30,7 +30,9 @@ PLANNED_WITHIN_S = 30.0
 
 @pytest.fixture(scope="module")
 def warm_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmClusters]:
-    yield from WarmClusters.for_module(tmp_path_factory.mktemp("door_values"), {"q": {"max_slots": 4}})
+    # Two ahead: a test here is two peers' frames, lighter than a manager's start.
+    yield from WarmClusters.for_module(tmp_path_factory.mktemp("door_values"), {"q": {"max_slots": 4}},
+                                       ahead=2)
 
 
 @pytest.fixture

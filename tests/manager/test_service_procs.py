@@ -257,9 +257,11 @@ class WarmClusters:
 
     For the tests whose first manager is an active one on the module's config: a test that
     asks for a standby or changes the config first fails (Cluster.take_warm_manager).
+    `ahead` clusters start at once: more than one leaves less of a 2-core machine to the test
+    under way, worth it only where that test is light.
     """
 
-    def __init__(self, root: Path, queues: Mapping[str, Mapping[str, Any]], *, ahead: int = 2,
+    def __init__(self, root: Path, queues: Mapping[str, Mapping[str, Any]], *, ahead: int = 1,
                  **manager: Any) -> None:
         self.root = root
         self.queues = queues
@@ -274,6 +276,19 @@ class WarmClusters:
                    ) -> Iterator[WarmClusters]:
         """A module-scoped pytest fixture's body."""
         clusters = cls(root, queues, **settings)
+        try:
+            yield clusters
+        finally:
+            clusters.close()
+
+    @classmethod
+    def started_now(cls, request: pytest.FixtureRequest, users: str, root: Path,
+                    queues: Mapping[str, Mapping[str, Any]], **settings: Any) -> Iterator[WarmClusters]:
+        """As for_module, the first clusters started at once (a module-scoped fixture that an
+        earlier test of the module uses too): for the module's tests using the fixture `users`."""
+        clusters = cls(root, queues, **settings)
+        for _ in range(min(clusters.ahead, _tests_using(request, users))):
+            clusters._launch()
         try:
             yield clusters
         finally:
@@ -327,3 +342,10 @@ def _later_tests_using(request: pytest.FixtureRequest) -> int:
     return sum(1 for item in items[here + 1:]
                if isinstance(item, pytest.Function) and item.module is request.node.module
                and request.fixturename in item.fixturenames)
+
+
+def _tests_using(request: pytest.FixtureRequest, fixture: str) -> int:
+    """How many tests of this module (in this process) use `fixture`."""
+    return sum(1 for item in request.session.items
+               if isinstance(item, pytest.Function) and item.module is request.module
+               and fixture in item.fixturenames)
