@@ -21,7 +21,6 @@ from test_service_procs import (
     LIVENESS,
     Cluster,
     Proc,
-    WarmClusters,
     poll_until,
     server_proc,
     spawn_slotmap,
@@ -45,15 +44,9 @@ FLOODS_AT_LEAST = 3
 PERMIT_WAIT_S = 10.0
 
 
-@pytest.fixture(scope="module")
-def warm_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmClusters]:
-    yield from WarmClusters.for_module(tmp_path_factory.mktemp("doors"), {})
-
-
 @pytest.fixture
-def cluster(warm_clusters: WarmClusters, request: pytest.FixtureRequest) -> Iterator[Cluster]:
-    """A queue server and a manager of its own for each test, started during the ones before."""
-    yield from warm_clusters.one(request)
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    yield from Cluster.with_queue_server(tmp_path, {})
 
 
 def joined(cluster: Cluster, host: str) -> bool:
