@@ -9,11 +9,12 @@ import contextlib
 import importlib.util
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
@@ -209,3 +210,57 @@ def read_report(path: Path) -> HostReport | None:
 def log_lines(path: Path, lines: int) -> str:
     """The last `lines` lines of a child's log."""
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+# A `slotmap` command run for a test: CliRun(*args, cwd=folder, env=more variables).
+CliRun = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+class CliForks:
+    """`slotmap` commands forked from one process that imported the CLI once
+    (tests/deploy/cli_fork_server.py): for tests of what a command answers, where starting
+    a Python per command would cost more than the test. Each command is still a process of
+    its own, with its own exit code, output, folder and environment."""
+
+    def __init__(self, folder: Path, modules: Sequence[str] = ()) -> None:
+        self.folder = folder
+        self.count = 0
+        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
+        self.process = subprocess.Popen(
+            [sys.executable, str(REPO_ROOT / "tests" / "deploy" / "cli_fork_server.py"), *modules],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO_ROOT, env=env, text=True,
+            start_new_session=True)
+        self._reply(DEADLINE_S * 2)
+
+    def _reply(self, timeout_s: float) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout_s)
+        line = self.process.stdout.readline() if ready else ""
+        if not line:
+            self.close()
+            raise AssertionError(f"the CLI fork server gave no reply within {timeout_s} s "
+                                 f"(exit {self.process.returncode})")
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    def run(self, *args: str, cwd: Path, env: Mapping[str, str] | None = None,
+            timeout_s: float = DEADLINE_S, modules: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
+        """`slotmap ARGS` in `cwd`, the tests' environment with `env` over it; `modules`, what
+        the command imports, are imported by the server first (once), not by each command."""
+        assert self.process.stdin is not None
+        self.count += 1
+        out, err = self.folder / f"cli{self.count}.out", self.folder / f"cli{self.count}.err"
+        request = {"args": list(args), "cwd": str(cwd), "stdout": str(out), "stderr": str(err),
+                   "env": {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})},
+                   "modules": list(modules)}
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        returncode = self._reply(timeout_s)["returncode"]
+        return subprocess.CompletedProcess(["slotmap", *args], returncode,
+                                           out.read_text(errors="replace"), err.read_text(errors="replace"))
+
+    def close(self) -> None:
+        kill_session(self.process)
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
