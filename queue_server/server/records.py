@@ -60,14 +60,15 @@ def put(queue: str, priority: int, data: bytes, item: str | None, until: float |
 
 
 def at(when: float) -> bytes:
-    """A hand-out's ` AT <t>` option, made once per GET for all the jobs it hands out."""
+    """A hand-out's ` AT <t>` option (0: unknown, none)."""
     return b" AT " + _time(when) if when else b""
 
 
 def get(queue: str, job_id: int, priority: int, last: bool, until: float | None, then_done: bool,
         managed: bool = False, handed_at: bytes = b"") -> bytes:
-    """`SYNC GET[ LAST] <q> <id> <p>[ UNTIL <t> THEN DONE|LATER][ AT <t>][ MANAGED]`; AT (from
-    at()): when it was handed out, so a replica and a replay know when it started."""
+    """`SYNC GET[ LAST] <q> <id> <p>[ UNTIL <t> THEN DONE|LATER][ AT <t>][ BY <name>][ MANAGED]`;
+    `handed_at` is ` AT <t>[ BY <name>]`: when it was handed out and the taking connection's
+    CLIENT NAME, so a replica and a replay know when it started and who runs it."""
     line = b"SYNC GET LAST %s %d %d" if last else b"SYNC GET %s %d %d"
     record = line % (queue.encode(), job_id, priority)
     if until is not None:

@@ -83,7 +83,7 @@ class StoreIndex:
         # Keys a RESULT waits on (the server's Waiters.results, shared), and the outbox of
         # those that ended (done, dead or deleted) since the server last looked (results.py).
         self.watched: Mapping[Key, object] = {}
-        # The last hand-out time and its SYNC GET ` AT <t>` (store_core.py `_hand_out`).
+        # The last live hand-out's time and its SYNC GET ` AT <t>` (store_core.py `_handed`).
         self._at_time = 0.0
         self._at_option = b""
         self.ended: list[Key] = []
