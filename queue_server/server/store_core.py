@@ -180,12 +180,13 @@ class CoreStore(StoreIndex):
                               last=True, now=now)
 
     def _handed(self, now: float, by: bytes) -> tuple[float, bytes]:
-        """A live hand-out's time and its record's ` AT <t>[ BY <name>]`, made once per GET
-        for all the jobs it hands out."""
+        """A live hand-out's time, cut to whole microseconds (records.micro_time), and its
+        record's ` AT <t>[ BY <name>]`, made once per GET for all the jobs it hands out."""
         if now != self._at_time:
             self._at_time = now
-            self._at_option = b" AT " + repr(now).encode("ascii")
-        return now, self._at_option + by if by else self._at_option
+            self._at_rounded, at_text = records.micro_time(now)
+            self._at_option = b" AT " + at_text
+        return self._at_rounded, self._at_option + by if by else self._at_option
 
     @staticmethod
     def _expiry(state: QueueState, now: float, expire_s: float | None) -> tuple[float | None, float | None]:
@@ -254,7 +255,10 @@ class CoreStore(StoreIndex):
         results = []
         found_ids = []
         keys = self.keys
-        now = wall_clock() if at is None else at
+        if at is None:
+            now, at_text = records.micro_time(wall_clock())
+        else:
+            now, at_text = at, records.time_text(at)
         for job_id in ids:
             job = self.running.get(job_id)
             if job is None:
@@ -295,7 +299,7 @@ class CoreStore(StoreIndex):
             item_finished = self._forget(state, job.item)
             results.append(_DONE[not (state.ready or state.delayed or state.running), item_finished])
         if found_ids:
-            self.changes.append(records.done(found_ids, now, door, result))
+            self.changes.append(records.done(found_ids, at_text, door, result))
         return results
 
     def later(
@@ -389,20 +393,6 @@ class CoreStore(StoreIndex):
         """Replay of a SYNC WAKE: activate the delayed jobs due at `until`."""
         self._activate_until(until, now)
         self.changes.append(records.wake(until))
-
-    def set_counters(self, next_id: int, next_item: int, next_key: int = 1) -> None:
-        self.next_id = max(self.next_id, next_id)
-        self.next_item = max(self.next_item, next_item)
-        self.next_key = max(self.next_key, next_key)
-        self.changes.append(records.ids(self.next_id, self.next_item, self.next_key))
-
-    def skip_ids(self, next_id: int) -> bool:
-        """The next hand-out's id is at least `next_id` (a new era: lease_ids.py); False if
-        it was already. Unrecorded: the ids given carry it to the log and the replicas."""
-        if next_id <= self.next_id:
-            return False
-        self.next_id = next_id
-        return True
 
     def release_all_running(self, now: float) -> int:
         """After a crash: every job that was handed out is ready again (at least once)."""
