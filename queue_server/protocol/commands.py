@@ -343,7 +343,11 @@ def parse_line(line: bytes) -> Parsed:
         return Parsed(_parse_get(GetMode.NOW, args[1:]))
     if name == b"DONE":
         if len(args) == 4 and args[2] == b"RESULT":  # DONE <id> RESULT <len> (Part B)
-            return with_block(fin.parse_done, args[1:])
+            data_len = parse_length(args[3])
+            try:
+                return with_block(fin.parse_done, args[1:])
+            except ProtocolError as error:  # a bad id: the result is still read past (fine point 1)
+                return Parsed(None, data_len, error)
         return Parsed(Done(parse_ids(args[1:])))
     parse = _PARSERS.get(name)
     if parse is None:
