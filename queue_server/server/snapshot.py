@@ -54,7 +54,7 @@ def iter_body(store: Store) -> Iterator[bytes]:
         yield records.put(job.queue.name, job.priority, job.data, job.item, None, job.key,
                           job.meta_back(job.attempts - 1))
         yield records.get(job.queue.name, job_id, job.priority, True, job.expire_at, job.then_done,
-                          job.managed, records.at(job.taken_at) + job.by)
+                          job.managed, records.at(job.taken_at), job.by)
     for state in store.queues.values():
         for dead in state.dead.values():
             yield records.dead(dead)

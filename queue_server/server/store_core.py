@@ -132,7 +132,13 @@ class CoreStore(StoreIndex):
         before it, or is that job alone.
         """
         jobs: list[Job] = []
-        now, handed = self._handed(now, by)
+        if now != self._at_time:  # self._handed(now), inlined: a call per GET costs more than this
+            micro = int(now * 1e6)
+            self._at_time = now
+            self._at_rounded = micro / 1e6
+            self._at_option = b" AT %d.%06d" % divmod(micro, 1_000_000)
+        now = self._at_rounded
+        handed = self._at_option
         if names is not None and len(names) == 1:  # the slot's case: one queue, one expiry
             state = self.queues.get(names[0])
             if state is None:
@@ -174,19 +180,19 @@ class CoreStore(StoreIndex):
         state = self.queues[name]
         entry = self._pop_at(state, priority, last=True)
         assert entry is not None, "take_last: no ready job of that priority"
-        now, handed = self._handed(now, by)
+        now, handed = self._handed(now)
         expire_at, lock_s = self._expiry(state, now, expire_s)
         return self._hand_out(state, priority, entry, expire_at, lock_s, then_done, False, handed, by,
                               last=True, now=now)
 
-    def _handed(self, now: float, by: bytes) -> tuple[float, bytes]:
-        """A live hand-out's time, cut to whole microseconds (records.micro_time), and its
-        record's ` AT <t>[ BY <name>]`, made once per GET for all the jobs it hands out."""
+    def _handed(self, now: float) -> tuple[float, bytes]:
+        """A live hand-out's time cut to whole microseconds (records.micro_time), and its
+        record's ` AT <t>`, made once per GET for all the jobs it hands out."""
         if now != self._at_time:
             self._at_time = now
             self._at_rounded, at_text = records.micro_time(now)
             self._at_option = b" AT " + at_text
-        return self._at_rounded, self._at_option + by if by else self._at_option
+        return self._at_rounded, self._at_option
 
     @staticmethod
     def _expiry(state: QueueState, now: float, expire_s: float | None) -> tuple[float | None, float | None]:
@@ -200,7 +206,7 @@ class CoreStore(StoreIndex):
         last: bool, job_id: int = 0, now: float = 0.0, started_at: float = 0.0,
     ) -> Job:
         """`now`: a live hand-out's time; `started_at`: a replayed one's, as its record says;
-        `handed`: the record's ` AT <t>[ BY <name>]`; `by`: ` BY <name>` alone (or b"")."""
+        `handed`: the record's ` AT <t>` (or b""); `by`: its ` BY <name>` (or b"")."""
         self._drop_ready_count(state)
         self._leave_waiting(state, priority)
         state.running += 1
@@ -236,7 +242,7 @@ class CoreStore(StoreIndex):
         if self._ttl_marks:  # a TTL holds until the first hand-out only
             self._ttl_marks.pop(entry[3], None)
         self.changes.append(records.get(state.name, job_id, priority, last, expire_at, then_done,
-                                        managed, handed))
+                                        managed, handed, by))
         return job
 
     def _stop_running(self, job: Job) -> QueueState:
@@ -255,8 +261,9 @@ class CoreStore(StoreIndex):
         results = []
         found_ids = []
         keys = self.keys
-        if at is None:
-            now, at_text = records.micro_time(wall_clock())
+        if at is None:  # records.micro_time(wall_clock()), inlined (a call per DONE)
+            micro = int(wall_clock() * 1e6)
+            now, at_text = micro / 1e6, b"%d.%06d" % divmod(micro, 1_000_000)
         else:
             now, at_text = at, records.time_text(at)
         for job_id in ids:
@@ -385,8 +392,8 @@ class CoreStore(StoreIndex):
             return False
         lock_s = None if until is None else max(0.0, until - now)
         by_option = b"" if by is None else b" BY " + by.encode("ascii")
-        self._hand_out(state, priority, entry, until, lock_s, then_done, managed, records.at(at) + by_option,
-                       by_option, last=last, job_id=job_id, started_at=at)
+        self._hand_out(state, priority, entry, until, lock_s, then_done, managed, records.at(at), by_option,
+                       last=last, job_id=job_id, started_at=at)
         return True
 
     def wake(self, until: float, now: float) -> None:
