@@ -72,6 +72,8 @@ def _parse_get(mode: GetMode, args: list[bytes]) -> Get:
     if args and args[0] not in _KEYWORDS:
         queues = parse_queue_list(args[0])
         args = args[1:]
+    if not args:  # `GET q`, the hot case: no options to look for
+        return Get(mode, queues, None, None, None, False, False)
     keys = KEYS_FLAG in args
     if keys:
         if args.count(KEYS_FLAG) > 1:
