@@ -86,24 +86,37 @@ def free_port() -> int:
 
 def cluster_config(*, mode: str, batch_size: int, queue_port: int, pulsar_port: int,
                    data_dir: Path, ipc_dir: Path, limit: tuple[int, float] = (RATE_PER_S, 1.0)) -> str:
-    queue = QUEUE_OF_MODE[mode]
+    return queues_config({QUEUE_OF_MODE[mode]: batch_size}, limited=mode != "none",
+                         queue_port=queue_port, pulsar_port=pulsar_port, data_dir=data_dir,
+                         ipc_dir=ipc_dir, limit=limit)
+
+
+def queues_config(batch_sizes: dict[str, int], *, limited: bool, queue_port: int, pulsar_port: int,
+                  data_dir: Path, ipc_dir: Path, limit: tuple[int, float] = (RATE_PER_S, 1.0)) -> str:
+    """One cluster serving each queue of `batch_sizes` (queue -> batch size) with SLOTS slots."""
     permits, period_s = limit
-    limit_line = "" if mode == "none" else f"rate_limit = {{ permits = {permits}, period_s = {period_s} }}\n"
+    limit_line = f"rate_limit = {{ permits = {permits}, period_s = {period_s} }}\n" if limited else ""
+    queues = "".join(f"[queues.{queue}]\nbatch_size = {size}\nlock_timeout_s = 60.0\n{limit_line}\n"
+                     for queue, size in batch_sizes.items())
+    slots = ", ".join(f"{queue} = {SLOTS}" for queue in batch_sizes)
     return (
         f'[queue_server]\nlisten = "127.0.0.1:{queue_port}"\ndata_dir = "{data_dir}"\nfsync = "never"\n\n'
-        f"[queues.{queue}]\nbatch_size = {batch_size}\nlock_timeout_s = 60.0\n{limit_line}\n"
+        f"{queues}"
         f'[master]\npython_path = ["{HANDLERS_DIR}"]\nhandler_modules = ["sm_rate_handlers"]\n'
-        f'ipc_dir = "{ipc_dir}"\nstatic_slots = {{ {queue} = {SLOTS} }}\nmax_load_per_cpu = 1000.0\n\n'
+        f'ipc_dir = "{ipc_dir}"\nstatic_slots = {{ {slots} }}\nmax_load_per_cpu = 1000.0\n\n'
         f'[pulsar]\nlisten = "tcp://127.0.0.1:{pulsar_port}"\n'
     )
 
 
 @contextlib.contextmanager
-def cluster(workdir: Path, config_text: str, *, api_url: str) -> Iterator[str]:
-    """Queue server, pulsar and master from `config_text`; yields the queue server address."""
+def cluster(workdir: Path, config_text: str, *, api_url: str,
+            queue_apis: dict[str, str] | None = None) -> Iterator[str]:
+    """Queue server, pulsar and master from `config_text`; yields the queue server address.
+    `queue_apis` (queue -> URL): queues whose handlers call an API of their own."""
     config = workdir / "cluster.toml"
     config.write_text(config_text)
     env = dict(os.environ, SM_OUTSIDE_API=api_url, PYTHONUNBUFFERED="1")
+    env.update({f"SM_OUTSIDE_API_{queue.upper()}": url for queue, url in (queue_apis or {}).items()})
     children: list[subprocess.Popen[bytes]] = []
     try:
         for part in ("queue-server", "pulsar", "master"):
@@ -153,15 +166,28 @@ def _wait_accepting(config_text: str, process: subprocess.Popen[bytes], workdir:
 
 
 def _wait_done(client: QueueClient, queue: str, count: int, *, timeout_s: float, workdir: Path) -> None:
+    _wait_all_done(client, {queue: count}, timeout_s=timeout_s, workdir=workdir)
+
+
+def _wait_all_done(client: QueueClient, counts: dict[str, int], *, timeout_s: float,
+                   workdir: Path) -> dict[str, float]:
+    """Until each queue has done its count; when each got there (time.monotonic())."""
     deadline = time.monotonic() + timeout_s
+    done_at: dict[str, float] = {}
     while True:
-        stats = client.stats().get(queue)
-        if stats is not None and stats.done >= count:
-            return
-        if time.monotonic() >= deadline:
+        all_stats = client.stats()
+        now = time.monotonic()
+        for queue, count in counts.items():
+            stats = all_stats.get(queue)
+            if queue not in done_at and stats is not None and stats.done >= count:
+                done_at[queue] = now
+        if len(done_at) == len(counts):
+            return done_at
+        if now >= deadline:
             tail = "\n".join((workdir / "master.log").read_text(errors="replace").splitlines()[-30:])
-            raise AssertionError(f"{count} jobs of {queue} not done within {timeout_s} s "
-                                 f"(stats {stats}); master log:\n{tail}")
+            missing = {queue: all_stats.get(queue) for queue in counts if queue not in done_at}
+            raise AssertionError(f"jobs not done within {timeout_s} s (of {counts}: {missing}); "
+                                 f"master log:\n{tail}")
         time.sleep(0.1)
 
 
@@ -212,6 +238,54 @@ def _run_once(mode: str, batch_size: int, *, jobs: int, workdir: Path, burst: in
         shutil.rmtree(ipc_dir, ignore_errors=True)
     return Result(mode, batch_size, jobs, stats["accepted"], stats["refused"],
                   achieved_per_s(stats["accepted_at"]), elapsed_s, finished)
+
+
+def run_side_by_side(batch_sizes: list[int], *, jobs: int, workdir: Path,
+                     burst: int = 0) -> dict[int, Result]:
+    """The paced mode at each batch size at once, in one cluster: queue calls_paced_<size>
+    with its own SLOTS slots, its own rate_limit and its own outside API, so each measures
+    what run_once("paced", size) does; the jobs must all finish."""
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        try:
+            return _run_side_by_side(batch_sizes, jobs=jobs, workdir=workdir / f"run-{attempt}",
+                                     burst=burst)
+        except PortTaken:
+            if attempt == PORT_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _run_side_by_side(batch_sizes: list[int], *, jobs: int, workdir: Path, burst: int) -> dict[int, Result]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    queues = {f"calls_paced_{size}": size for size in batch_sizes}
+    ipc_dir = Path(tempfile.mkdtemp(prefix="sm-rl-", dir="/tmp"))
+    try:
+        with contextlib.ExitStack() as stack:
+            apis = {queue: stack.enter_context(OutsideApi(RATE_PER_S, burst=burst)) for queue in queues}
+            text = queues_config(queues, limited=True, queue_port=free_port(), pulsar_port=free_port(),
+                                 data_dir=workdir / "queue", ipc_dir=ipc_dir)
+            address = stack.enter_context(cluster(
+                workdir, text, api_url=next(iter(apis.values())).url,
+                queue_apis={queue: api.url for queue, api in apis.items()}))
+            client = stack.enter_context(QueueClient(address, timeout_s=10.0))
+            for queue in queues:
+                client.put_many(queue, [b"warm-up"] * SLOTS)
+            _wait_all_done(client, dict.fromkeys(queues, SLOTS), timeout_s=START_DEADLINE_S, workdir=workdir)
+            # A second of quiet: the warm-up's calls leave the APIs' windows.
+            time.sleep(1.0)
+            for api in apis.values():
+                api.meter.reset()
+            started = time.monotonic()
+            for queue in queues:
+                client.put_many(queue, [b'{"n": %d}' % n for n in range(jobs)])
+            done_at = _wait_all_done(client, dict.fromkeys(queues, SLOTS + jobs),
+                                     timeout_s=jobs / RATE_PER_S * 4 + 30, workdir=workdir)
+            all_stats = {queue: api.meter.stats() for queue, api in apis.items()}
+    finally:
+        shutil.rmtree(ipc_dir, ignore_errors=True)
+    return {size: Result("paced", size, jobs, all_stats[queue]["accepted"], all_stats[queue]["refused"],
+                         achieved_per_s(all_stats[queue]["accepted_at"]), done_at[queue] - started)
+            for queue, size in queues.items()}
 
 
 def main() -> int:

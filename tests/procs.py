@@ -9,11 +9,12 @@ import contextlib
 import importlib.util
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
@@ -42,6 +43,76 @@ def modules_loaded_by(module: str, candidates: Sequence[str]) -> list[str]:
     assert result.returncode == 0, result.stderr
     loaded: list[str] = json.loads(result.stdout)
     return loaded
+
+
+# One interpreter for many modules: it loads what the modules load from outside this
+# repository (SQLAlchemy, pydantic, ...) once, checks that this loaded no code of the
+# repository and none of the candidates, then forks a child per module. Each child imports its
+# module on a sys.modules holding no repository code, as a fresh interpreter would, at the cost
+# of a fork instead of a start and the third-party imports (77 modules: 45 s -> a few).
+_FORK_PROBE = """
+import importlib, json, os, sys
+repo, candidates, modules = json.loads(sys.stdin.read())
+
+def loaded(names):
+    return [name for name in names if name in sys.modules]
+
+def in_child(work):
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            out = {"value": work()}
+        except BaseException as exc:
+            out = {"error": f"{type(exc).__name__}: {exc}"}
+        with os.fdopen(write, "w") as pipe:
+            pipe.write(json.dumps(out))
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        text = pipe.read()
+    os.waitpid(pid, 0)
+    return json.loads(text)
+
+def of_repo(module):
+    paths = [getattr(module, "__file__", None) or "", *(getattr(module, "__path__", None) or [])]
+    return any(os.path.realpath(path).startswith(repo + os.sep)
+               and os.sep + ".venv" + os.sep not in path for path in paths if path)
+
+def outside():
+    for name in modules:
+        importlib.import_module(name)
+    return sorted(name for name, module in list(sys.modules.items())
+                  if not of_repo(module) and not any(name == c or name.startswith(c + ".") for c in candidates))
+
+found = in_child(outside)
+for name in found.get("value", []):
+    try:
+        importlib.import_module(name)
+    except Exception:
+        pass  # only a head start: the child imports it again if its module needs it
+early = sorted(name for name, module in list(sys.modules.items()) if of_repo(module)) + loaded(candidates)
+def probe(name):
+    importlib.import_module(name)
+    return loaded(candidates)
+print(json.dumps({"early": early, "modules": {} if early else
+                  {name: in_child(lambda name=name: probe(name)) for name in modules}}))
+"""
+
+
+def modules_loaded_by_each(modules: Sequence[str], candidates: Sequence[str]) -> dict[str, list[str]]:
+    """For each of `modules`: which of `candidates` `import module` loads on a sys.modules holding
+    no code of this repository (a forked child each: see _FORK_PROBE)."""
+    result = subprocess.run([sys.executable, "-c", _FORK_PROBE], cwd=REPO_ROOT, capture_output=True,
+                            text=True, timeout=600,
+                            input=json.dumps([os.path.realpath(REPO_ROOT), list(candidates), list(modules)]))
+    assert result.returncode == 0, result.stderr
+    answers: dict[str, Any] = json.loads(result.stdout)
+    assert not answers["early"], f"the shared imports loaded {answers['early']}"
+    failed = {name: answer["error"] for name, answer in answers["modules"].items() if "error" in answer}
+    assert not failed, f"modules that do not import: {failed}"
+    return {name: answer["value"] for name, answer in answers["modules"].items()}
 
 
 def import_by_path(name: str, path: Path) -> ModuleType:
@@ -139,3 +210,57 @@ def read_report(path: Path) -> HostReport | None:
 def log_lines(path: Path, lines: int) -> str:
     """The last `lines` lines of a child's log."""
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+# A `slotmap` command run for a test: CliRun(*args, cwd=folder, env=more variables).
+CliRun = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+class CliForks:
+    """`slotmap` commands forked from one process that imported the CLI once
+    (tests/deploy/cli_fork_server.py): for tests of what a command answers, where starting
+    a Python per command would cost more than the test. Each command is still a process of
+    its own, with its own exit code, output, folder and environment."""
+
+    def __init__(self, folder: Path, modules: Sequence[str] = ()) -> None:
+        self.folder = folder
+        self.count = 0
+        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
+        self.process = subprocess.Popen(
+            [sys.executable, str(REPO_ROOT / "tests" / "deploy" / "cli_fork_server.py"), *modules],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO_ROOT, env=env, text=True,
+            start_new_session=True)
+        self._reply(DEADLINE_S * 2)
+
+    def _reply(self, timeout_s: float) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout_s)
+        line = self.process.stdout.readline() if ready else ""
+        if not line:
+            self.close()
+            raise AssertionError(f"the CLI fork server gave no reply within {timeout_s} s "
+                                 f"(exit {self.process.returncode})")
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    def run(self, *args: str, cwd: Path, env: Mapping[str, str] | None = None,
+            timeout_s: float = DEADLINE_S, modules: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
+        """`slotmap ARGS` in `cwd`, the tests' environment with `env` over it; `modules`, what
+        the command imports, are imported by the server first (once), not by each command."""
+        assert self.process.stdin is not None
+        self.count += 1
+        out, err = self.folder / f"cli{self.count}.out", self.folder / f"cli{self.count}.err"
+        request = {"args": list(args), "cwd": str(cwd), "stdout": str(out), "stderr": str(err),
+                   "env": {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})},
+                   "modules": list(modules)}
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        returncode = self._reply(timeout_s)["returncode"]
+        return subprocess.CompletedProcess(["slotmap", *args], returncode,
+                                           out.read_text(errors="replace"), err.read_text(errors="replace"))
+
+    def close(self) -> None:
+        kill_session(self.process)
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()

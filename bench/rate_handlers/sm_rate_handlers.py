@@ -5,6 +5,8 @@ $SM_OUTSIDE_API, which answers 429 above its rate.
   reaches it; slow_down() on a 429 (and the job again in a second), ok() otherwise.
 - `calls_batch_permits`: the behaviour before per-job pacing: the permits of the whole
   batch first, then the calls back to back.
+- `calls_paced_1`, `_5`, `_20`: `calls_paced` for batch sizes run side by side in one
+  cluster, each calling its own API at $SM_OUTSIDE_API_<QUEUE> when that is set.
 """
 from __future__ import annotations
 
@@ -47,7 +49,8 @@ class OutsideApi:
 
 class _Caller(Handler):
     def setup(self) -> None:
-        self.api = OutsideApi(os.environ["SM_OUTSIDE_API"])
+        own = os.environ.get(f"SM_OUTSIDE_API_{self.queue.upper()}")
+        self.api = OutsideApi(own or os.environ["SM_OUTSIDE_API"])
 
     def call(self, job: SlotJob) -> None:
         if self.api.post(job.data) == 429:
@@ -72,3 +75,18 @@ class BatchPermitCalls(_Caller):
         self.limiter.acquire(len(jobs))
         for job in jobs:
             self.call(job)
+
+
+@handler("calls_paced_1")
+class PacedCalls1(PacedCalls):
+    pass
+
+
+@handler("calls_paced_5")
+class PacedCalls5(PacedCalls):
+    pass
+
+
+@handler("calls_paced_20")
+class PacedCalls20(PacedCalls):
+    pass

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import admin_sample
 import pytest
+from admin_proc import reap_stopped
 from admin_testing import MakeClient, TestClient, sample_settings
 from browser_chromium import launched_browser
 from sqlalchemy.engine import Engine
@@ -32,6 +33,14 @@ def _sample_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def database_url(_sample_file: Path, tmp_path: Path) -> str:
     """A private copy of the sample database (tests may write to it)."""
     path = tmp_path / "slotmap.db"
+    shutil.copyfile(_sample_file, path)
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture(scope="module")
+def module_database_url(_sample_file: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A copy of the sample database for a whole module (its tests share one dashboard)."""
+    path = tmp_path_factory.mktemp("module_db") / "slotmap.db"
     shutil.copyfile(_sample_file, path)
     return f"sqlite:///{path}"
 
@@ -68,3 +77,10 @@ def browser() -> Iterator[Browser]:
     """A headless Chromium for one test module (closed after it)."""
     with launched_browser() as launched:
         yield launched
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _reap_dashboards() -> Iterator[None]:
+    """No dashboard told to stop_later outlives the session."""
+    yield
+    reap_stopped()

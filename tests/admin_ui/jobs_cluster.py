@@ -26,6 +26,7 @@ class JobsCluster:
     queue_server: object
     admin: AdminProc
     token: str
+    database_url: str = ""
 
     @property
     def address(self) -> str:
@@ -39,28 +40,49 @@ class JobsCluster:
         return {"Authorization": f"Bearer {self.token}"}
 
 
+def _config(root: Path, address: str, database_url: str, *, token: str, admin_settings: str,
+            queues: tuple[str, ...]) -> Path:
+    config = root / "cluster.toml"
+    config.write_text(
+        f'[queue_server]\nlisten = "{address}"\n\n'
+        f'[manager]\ndatabase_url = "{database_url}"\n\n'
+        + (f'[admin]\ntoken = "{token}"\n' if token else '[admin]\n')  # no token: read-only
+        + f'{admin_settings}\n'
+        + "".join(f'[queues.{queue}]\nmax_slots = 1\n' for queue in queues)
+    )
+    return config
+
+
 @contextlib.contextmanager
 def jobs_cluster(root: Path, *, token: str, extra: tuple[str, ...] = (),
-                 admin_settings: str = "") -> Iterator[JobsCluster]:
-    """`admin_settings`: more lines of the config's [admin] section."""
+                 admin_settings: str = "", queues: tuple[str, ...] = ("photos",)) -> Iterator[JobsCluster]:
+    """`admin_settings`: more lines of the config's [admin] section; `queues`: the configured ones
+    (a module sharing one cluster gives each test a queue of its own)."""
     database_url = f"sqlite:///{root / 'slotmap.db'}"
     Store.open(database_url).close()  # the manager's tables, as a manager would create them
     queue_server = server_proc.start_queue_server(root, "--fsync", "never")
     try:
-        config = root / "cluster.toml"
-        config.write_text(
-            f'[queue_server]\nlisten = "{queue_server.address}"\n\n'
-            f'[manager]\ndatabase_url = "{database_url}"\n\n'
-            + (f'[admin]\ntoken = "{token}"\n' if token else '[admin]\n')  # no token: read-only
-            + f'{admin_settings}\n[queues.photos]\nmax_slots = 1\n'
-        )
+        config = _config(root, str(queue_server.address), database_url, token=token,
+                         admin_settings=admin_settings, queues=queues)
         admin = start_admin(config, root, *extra)
         try:
-            yield JobsCluster(queue_server, admin, token)
+            yield JobsCluster(queue_server, admin, token, database_url)
         finally:
-            admin.stop()
+            admin.stop_later()
     finally:
         queue_server.kill()
+
+
+@contextlib.contextmanager
+def other_admin(cluster: JobsCluster, root: Path, *, token: str) -> Iterator[JobsCluster]:
+    """Another dashboard (another token, or none) over `cluster`'s queue server and database."""
+    config = _config(root, cluster.address, cluster.database_url, token=token, admin_settings="",
+                     queues=("photos",))
+    admin = start_admin(config, root)
+    try:
+        yield JobsCluster(cluster.queue_server, admin, token, cluster.database_url)
+    finally:
+        admin.stop_later()
 
 
 def make_dead(client: QueueClient, queue: str, key: str, data: bytes = b"photo-7.jpg") -> None:

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from admin_proc import AdminProc, sample_admin
 from browser_chromium import CHROMIUM, needs_chromium
-from polling import DEADLINE_S
+from polling import DEADLINE_S, poll_until
 from sqlalchemy.orm import Session
 
 from manager.storage.db import QueueOverride, make_engine
@@ -20,12 +19,18 @@ TOKEN = "browser-guard-token"
 pytestmark = needs_chromium
 
 if CHROMIUM.exists():
-    from playwright.sync_api import Browser, BrowserContext
+    from playwright.sync_api import Browser, BrowserContext, Frame, Page
 
 
-@pytest.fixture
-def admin(database_url: str, tmp_path: Path) -> Iterator[AdminProc]:
-    with sample_admin(database_url, tmp_path, token=TOKEN) as proc:
+@pytest.fixture(scope="module")
+def database_url(module_database_url: str) -> str:
+    return module_database_url
+
+
+@pytest.fixture(scope="module")
+def admin(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AdminProc]:
+    """One dashboard for the module: only the first test changes a queue (mail_send)."""
+    with sample_admin(database_url, tmp_path_factory.mktemp("browser_guard"), token=TOKEN) as proc:
         yield proc
 
 
@@ -78,11 +83,21 @@ def test_a_form_posted_from_an_opaque_origin_changes_nothing(
     assert found is not None and found.paused
 
 
+def navigated_children(page: Page) -> list[Frame]:
+    """The page's frames once each has left its initial empty document, else []."""
+    children = [frame for frame in page.frames if frame != page.main_frame]
+    return children if children and all(frame.url not in ("", "about:blank") for frame in children) else []
+
+
 def test_another_origin_cannot_frame_the_dashboard(admin: AdminProc, logged_in: BrowserContext) -> None:
     attacker = logged_in.new_page()
     # An about:blank page of its own (a data: page's frames fail for reasons of their own).
     attacker.set_content(f'<iframe id="victim" src="{admin.url}/queues"></iframe>')
-    attacker.wait_for_timeout(1500)  # a refused frame load has no event of its own to wait on
+    # A refused frame load has no event of its own: wait until the frame has gone somewhere
+    # (Chromium's error page when refused, the dashboard when not) and loaded there.
+    children = poll_until(lambda: navigated_children(attacker), what="the frame navigated")
+    for frame in children:
+        frame.wait_for_load_state("load")
     framed = [frame.content() for frame in attacker.frames if frame != attacker.main_frame]
     assert framed and not any("Slotmap admin" in content for content in framed), framed
     # The same page opened directly shows the queues.

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 import pytest
 from browser_chromium import CHROMIUM, browser_page, needs_chromium, shoot
-from jobs_cluster import JobsCluster, jobs_cluster, make_dead, make_dead_of
+from jobs_cluster import JobsCluster, jobs_cluster, make_dead, make_dead_of, other_admin
 
 from queue_server.client import QueueClient
 
@@ -165,13 +165,13 @@ def test_without_javascript_a_bulk_action_gets_a_confirmation_page(cluster: Jobs
 
 
 def test_a_read_only_dashboard_says_why_the_buttons_are_missing_and_how_to_get_them(
-    tmp_path: Path, page: Page,
+    cluster: JobsCluster, tmp_path: Path, page: Page,
 ) -> None:
-    with jobs_cluster(tmp_path, token="") as read_only:
+    with other_admin(cluster, tmp_path, token="") as read_only:
         with read_only.client() as client:
-            make_dead(client, "photos", "photo-7")
-        page.goto(f"{read_only.admin.url}/queues/photos/jobs?state=dead")
-        assert shown_keys(page) == ["photo-7"]
+            make_dead(client, "readonly", "readonly-7")
+        page.goto(f"{read_only.admin.url}/queues/readonly/jobs?state=dead")
+        assert shown_keys(page) == ["readonly-7"]
         assert page.query_selector("#delete-all") is None and page.query_selector("[data-retry]") is None
         why = page.text_content("#why-no-actions") or ""
         assert "Read-only" in why and "no admin token" in why and "[admin]" in why and "log in" in why

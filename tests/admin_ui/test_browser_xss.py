@@ -11,6 +11,7 @@ Needs Debian's chromium at /usr/bin/chromium, like test_browser.py.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Iterator
@@ -40,7 +41,7 @@ ROUTABLE = [name for name in NAMES if "/" not in name]
 pytestmark = needs_chromium
 
 if CHROMIUM.exists():
-    from playwright.sync_api import Browser, Dialog, Page
+    from playwright.sync_api import Browser, BrowserContext, Dialog, Page
     from playwright.sync_api import Error as PlaywrightError
 
 # Every element's attributes: any named on* is an injected handler (the pages have none).
@@ -87,19 +88,32 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
         try:
             yield Hostile(admin, database_url)
         finally:
-            admin.stop()
+            admin.stop_later()
     finally:
         queue_server.kill()
 
 
-@pytest.fixture
-def page(browser: Browser, hostile: Hostile) -> Iterator[Page]:
-    """Logged in (the action forms carry queue names too); alert and friends mark a run."""
+@pytest.fixture(scope="module")
+def logged_in(browser: Browser, hostile: Hostile) -> Iterator[BrowserContext]:
+    """One context logged in once for the module (the action forms carry queue names too):
+    the tests only read, each on a page of its own. Alert and friends mark a run."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(10_000)
     context.add_init_script("for (const f of ['alert', 'confirm', 'prompt']) "
                             "window[f] = (...a) => { window.__xss = f + ':' + a.join(','); };")
+    with watched(context) as login:
+        login.goto(f"{hostile.admin.url}/login?next=/queues")
+        login.fill("input[name=token]", TOKEN)
+        login.click("form.login button[type=submit]")
+        login.wait_for_url(f"{hostile.admin.url}/queues")
+    yield context
+    context.close()
+
+
+@contextlib.contextmanager
+def watched(context: BrowserContext) -> Iterator[Page]:
+    """A new page of `context`, closed at the end, which must have opened no dialog."""
     opened = context.new_page()
-    opened.set_default_timeout(10_000)
     dialogs: list[str] = []
 
     def on_dialog(dialog: Dialog) -> None:
@@ -107,13 +121,15 @@ def page(browser: Browser, hostile: Hostile) -> Iterator[Page]:
         dialog.dismiss()
 
     opened.on("dialog", on_dialog)
-    opened.goto(f"{hostile.admin.url}/login?next=/queues")
-    opened.fill("input[name=token]", TOKEN)
-    opened.click("form.login button[type=submit]")
-    opened.wait_for_url(f"{hostile.admin.url}/queues")
     yield opened
-    context.close()
+    opened.close()
     assert dialogs == []
+
+
+@pytest.fixture
+def page(logged_in: BrowserContext) -> Iterator[Page]:
+    with watched(logged_in) as opened:
+        yield opened
 
 
 def assert_inert(page: Page, what: str) -> None:

@@ -28,13 +28,21 @@ def csp_of(response: httpx.Response) -> str:
     return response.headers.get("content-security-policy", "")
 
 
-@pytest.fixture
-def admin(database_url: str, tmp_path: Path) -> Iterator[AdminProc]:
-    token_file = tmp_path / "admin.token"
+@pytest.fixture(scope="module")
+def admin(module_database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AdminProc]:
+    """One dashboard for the module: the tests change no queue but their own, and each
+    guesser's address is its own (127.0.0.1 stays unthrottled for the others)."""
+    root = tmp_path_factory.mktemp("guard")
+    token_file = root / "admin.token"
     token_file.write_text(TOKEN + "\n")
     token_file.chmod(0o600)
-    with sample_admin(database_url, tmp_path, extra_toml=f'\n[admin]\ntoken_file = "{token_file}"\n') as proc:
+    with sample_admin(module_database_url, root, extra_toml=f'\n[admin]\ntoken_file = "{token_file}"\n') as proc:
         yield proc
+
+
+@pytest.fixture
+def database_url(module_database_url: str) -> str:
+    return module_database_url
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -120,8 +128,9 @@ def blocked_round(admin: AdminProc, other: httpx.Client, address: str) -> httpx.
 
 
 def test_wrong_tokens_slow_that_client_down_while_another_client_is_served(admin: AdminProc) -> None:
-    # Each round from another loopback address (another client): 127.0.0.2 is the other one.
-    addresses = iter(["127.0.0.1", *(f"127.0.0.{n}" for n in range(3, 255))])
+    # Each round from another loopback address (another client): 127.0.0.2 is the other one,
+    # 127.0.0.1 the other tests' (a round given up leaves its address blocked).
+    addresses = iter(f"127.0.0.{n}" for n in range(3, 255))
     address = ""
 
     def decided() -> httpx.Response | None:
@@ -149,7 +158,7 @@ def test_the_token_comes_from_its_file_and_is_not_on_the_command_line(admin: Adm
     assert admin.get("/api/health", headers=bearer(TOKEN)).status_code == 200
     cmdline = Path(f"/proc/{admin.process.pid}/cmdline").read_bytes()
     assert TOKEN.encode() not in cmdline
-    assert httpx.post(admin.url + "/api/queues/mail_send/pause", headers=bearer(TOKEN),
+    assert httpx.post(admin.url + "/api/queues/push_notify/pause", headers=bearer(TOKEN),
                       timeout=5.0).status_code == 200
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import psutil
 import pytest
-from procs import REPO_ROOT, free_port, pg_schema, poll_until, slotmap_command, to_toml
+from procs import REPO_ROOT, CliRun, free_port, pg_schema, poll_until, slotmap_command, to_toml
 from sqlalchemy import make_url
-from test_security_cli import EXIT_CONFIG_ERROR, slotmap
+from test_security_cli import EXIT_CONFIG_ERROR
 
 from config.load import load_config, without_password
 from deploy.launcher import DEFAULT_CONFIG, child_specs
@@ -48,7 +48,9 @@ def test_the_launchers_overview_names_the_database_without_its_password() -> Non
         assert PASSWORD not in spec.where and PASSWORD not in " ".join(spec.args), spec
 
 
-def test_the_dashboard_refuses_a_database_password_on_its_command_line(tmp_path: Path) -> None:
+def test_the_dashboard_refuses_a_database_password_on_its_command_line(
+    slotmap: CliRun, tmp_path: Path,
+) -> None:
     """Before: it served, with the password in its argv for every local user's `ps`."""
     result = slotmap("admin", "--listen", f"127.0.0.1:{free_port()}", "--database-url", URL, cwd=tmp_path)
     output = result.stdout + result.stderr

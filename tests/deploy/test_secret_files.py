@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import zmq
-from procs import free_port
-from test_security_cli import EXIT_CONFIG_ERROR, slotmap
+from procs import CliRun, free_port
+from test_security_cli import EXIT_CONFIG_ERROR
 
 from config.errors import ConfigError
 from config.load import load_config
@@ -34,7 +34,9 @@ def refused_with_chmod(result: subprocess.CompletedProcess[str], path: Path, mod
 
 
 @pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o620], ids=lambda mode: f"{mode:04o}")
-def test_a_queue_token_file_others_can_open_stops_the_queue_server(tmp_path: Path, mode: int) -> None:
+def test_a_queue_token_file_others_can_open_stops_the_queue_server(
+    slotmap: CliRun, tmp_path: Path, mode: int,
+) -> None:
     """On f5016ee: a warning, then the server served."""
     token_file = write(tmp_path / "queue token", TOKEN + "\n", mode)
     result = slotmap("queue-server", "--listen", f"127.0.0.1:{free_port()}", "--data-dir", str(tmp_path / "q"),
@@ -42,7 +44,9 @@ def test_a_queue_token_file_others_can_open_stops_the_queue_server(tmp_path: Pat
     refused_with_chmod(result, token_file, mode)
 
 
-def test_an_admin_token_file_others_can_read_stops_the_dashboard(tmp_path: Path) -> None:
+def test_an_admin_token_file_others_can_read_stops_the_dashboard(
+    slotmap: CliRun, tmp_path: Path,
+) -> None:
     """On f5016ee: no word, the dashboard served."""
     token_file = write(tmp_path / "admin.token", TOKEN + "\n", 0o644)
     config = write(tmp_path / "cluster.toml", f'[admin]\nlisten = "127.0.0.1:{free_port()}"\n'
@@ -50,7 +54,7 @@ def test_an_admin_token_file_others_can_read_stops_the_dashboard(tmp_path: Path)
     refused_with_chmod(slotmap("admin", "--config", str(config), cwd=tmp_path), token_file, 0o644)
 
 
-def test_a_curve_secret_others_can_read_stops_the_manager(tmp_path: Path) -> None:
+def test_a_curve_secret_others_can_read_stops_the_manager(slotmap: CliRun, tmp_path: Path) -> None:
     """On f5016ee: no word, the manager took its lock and served."""
     secret = write(tmp_path / "cluster.secret", zmq.curve_keypair()[1].decode() + "\n", 0o644)
     config = write(tmp_path / "cluster.toml", f'curve_secret_file = "{secret}"\n[manager]\n'
@@ -68,7 +72,7 @@ def test_a_curve_secret_others_can_read_stops_the_manager(tmp_path: Path) -> Non
      "the password in manager.database_url"),
 ])
 def test_a_config_holding_a_secret_that_others_can_read_is_refused(
-    tmp_path: Path, command: str, section: str, held: str,
+    slotmap: CliRun, tmp_path: Path, command: str, section: str, held: str,
 ) -> None:
     """On f5016ee: no word; each process served (the manager waited for its database)."""
     config = write(tmp_path / "cluster.toml", section.format(token=TOKEN, port=free_port()), 0o644)

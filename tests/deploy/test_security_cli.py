@@ -1,28 +1,22 @@
 """Config and command-line mistakes that used to weaken a door silently or fail late (issue 10):
-each is now a one-line error (exit 2, no traceback) before the process touches anything."""
+each is now a one-line error (exit 2, no traceback) before the process touches anything.
+
+The commands are forked from one process that imported the CLI once (the `slotmap` fixture,
+procs.CliForks): each is still a `slotmap` process of its own, without a Python start."""
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from procs import REPO_ROOT, free_port, slotmap_command, to_toml
+from procs import CliRun, free_port, to_toml
 
 from config.errors import ConfigError
 from config.load import parse_config
 
 EXIT_CONFIG_ERROR = 2
-DEADLINE_S = 30.0
 # TEST-NET-1 (RFC 5737): never an address of this machine.
 NOT_HERE = "192.0.2.1"
-
-
-def slotmap(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*slotmap_command(), *args], cwd=cwd, capture_output=True, text=True, timeout=DEADLINE_S,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})},
-    )
 
 
 def refused(result: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -46,7 +40,7 @@ def write(folder: Path, sections: dict[str, dict[str, object]], *, top: str = ""
     (f"tcp://{NOT_HERE}:7500", "not an address of this machine"),
 ])
 def test_a_bad_manager_listen_stops_it_before_the_lock_and_the_database(
-    tmp_path: Path, listen: str, why: str,
+    slotmap: CliRun, tmp_path: Path, listen: str, why: str,
 ) -> None:
     database = tmp_path / "var" / "slotmap.db"
     config = write(tmp_path, {"manager": {"listen": listen, "database_url": f"sqlite:///{database}"}})
@@ -58,13 +52,17 @@ def test_a_bad_manager_listen_stops_it_before_the_lock_and_the_database(
     ("bogus", "expected tcp://HOST:PORT"),
     (f"tcp://{NOT_HERE}:7510", "not an address of this machine"),
 ])
-def test_a_bad_pulsar_listen_is_a_clear_error(tmp_path: Path, listen: str, why: str) -> None:
+def test_a_bad_pulsar_listen_is_a_clear_error(
+    slotmap: CliRun, tmp_path: Path, listen: str, why: str,
+) -> None:
     refused(slotmap("pulsar", "--listen", listen, cwd=tmp_path), why)
     config = write(tmp_path, {"pulsar": {"listen": listen}})
     refused(slotmap("pulsar", "--config", str(config), cwd=tmp_path), "pulsar.listen", why)
 
 
-def test_new_curve_secret_on_an_existing_file_is_a_clear_error_and_keeps_the_key(tmp_path: Path) -> None:
+def test_new_curve_secret_on_an_existing_file_is_a_clear_error_and_keeps_the_key(
+    slotmap: CliRun, tmp_path: Path,
+) -> None:
     secret = tmp_path / "cluster.secret"
     first = slotmap("manager", "--new-curve-secret", str(secret), cwd=tmp_path)
     assert first.returncode == 0, first.stderr
@@ -75,7 +73,9 @@ def test_new_curve_secret_on_an_existing_file_is_a_clear_error_and_keeps_the_key
             "cannot create")
 
 
-def test_new_host_key_writes_a_public_and_an_owner_only_secret_certificate(tmp_path: Path) -> None:
+def test_new_host_key_writes_a_public_and_an_owner_only_secret_certificate(
+    slotmap: CliRun, tmp_path: Path,
+) -> None:
     result = slotmap("manager", "--new-host-key", "alpha", "--keys-dir", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "public-key" in (tmp_path / "alpha.key").read_text()
@@ -85,7 +85,9 @@ def test_new_host_key_writes_a_public_and_an_owner_only_secret_certificate(tmp_p
             "already exists")
 
 
-def test_a_missing_curve_secret_file_is_a_clear_error_at_start(tmp_path: Path) -> None:
+def test_a_missing_curve_secret_file_is_a_clear_error_at_start(
+    slotmap: CliRun, tmp_path: Path,
+) -> None:
     config = write(tmp_path, {"manager": {"database_url": f"sqlite:///{tmp_path / 'var' / 'db'}"}},
                    top=f'curve_secret_file = "{tmp_path / "missing.secret"}"\n\n')
     refused(slotmap("manager", "--config", str(config), cwd=tmp_path), "no such file")
@@ -102,14 +104,14 @@ def test_a_missing_curve_secret_file_is_a_clear_error_at_start(tmp_path: Path) -
     ({"token_file": "/nonexistent/token"}, {}, "cannot be read"),
 ])
 def test_admin_tokens_that_would_weaken_the_dashboard_stop_it(
-    tmp_path: Path, admin: dict[str, object], env: dict[str, str], why: str,
+    slotmap: CliRun, tmp_path: Path, admin: dict[str, object], env: dict[str, str], why: str,
 ) -> None:
     config = write(tmp_path, {"admin": {"listen": f"127.0.0.1:{free_port()}", **admin},
                               "manager": {"database_url": f"sqlite:///{tmp_path / 'db'}"}})
     refused(slotmap("admin", "--config", str(config), cwd=tmp_path, env=env), why)
 
 
-def test_a_bad_admin_listen_flag_is_a_clear_error(tmp_path: Path) -> None:
+def test_a_bad_admin_listen_flag_is_a_clear_error(slotmap: CliRun, tmp_path: Path) -> None:
     refused(slotmap("admin", "--listen", "999.1.1.1:8400", cwd=tmp_path), "--listen", "not an IPv4 address")
     refused(slotmap("admin", "--listen", f"{NOT_HERE}:8400", cwd=tmp_path), "not an address of this machine")
 

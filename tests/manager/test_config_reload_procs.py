@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from procs import server_proc
 from test_schedules_procs import job_keys, tick_of
-from test_service_procs import Cluster, Proc, poll_until, wait_running
+from test_service_procs import Cluster, Proc, WarmClusters, poll_until, wait_running
 
 from manager.storage.store import EventKind
 from queue_server.client import QueueClient
@@ -23,13 +23,26 @@ from queue_server.client import QueueClient
 DEADLINE_S = 30.0
 
 
+QUEUES = {"beats": {}, "gone": {}, "fresh": {}, "demo_noop": {"min_slots": 1, "max_slots": 1}}
+
+
+@pytest.fixture(scope="module")
+def warm_clusters(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                  ) -> Iterator[WarmClusters]:
+    yield from WarmClusters.started_now(request, "warm_cluster", tmp_path_factory.mktemp("config_reload"),
+                                        QUEUES)
+
+
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    started = Cluster.create(tmp_path, {"beats": {}, "gone": {}, "fresh": {},
-                                        "demo_noop": {"min_slots": 1, "max_slots": 1}})
-    started.start_queue_server()
-    yield started
-    started.close()
+def cluster(tmp_path: Path, warm_clusters: WarmClusters) -> Iterator[Cluster]:
+    """A cluster of the test's own (its manager to be started); the next tests' start meanwhile."""
+    yield from Cluster.with_queue_server(tmp_path, QUEUES)
+
+
+@pytest.fixture
+def warm_cluster(warm_clusters: WarmClusters, request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """For a test whose first manager reads the queues only: started during the tests before."""
+    yield from warm_clusters.one(request)
 
 
 def reload(cluster: Cluster, manager: Proc, kind: str) -> float:
@@ -115,21 +128,21 @@ def test_sighup_reloads_schedules_and_refuses_a_bad_file(cluster: Cluster) -> No
     assert manager.alive()
 
 
-def test_sighup_new_slot_counts_reach_the_master_with_the_next_map(cluster: Cluster) -> None:
-    manager = cluster.start_manager("manager")
-    master = cluster.start_master("h1")
-    wait_running(master, cluster, {"demo_noop": 1}, timeout_s=DEADLINE_S)
-    cluster.queues["demo_noop"] = {"min_slots": 2, "max_slots": 2}
-    path = cluster.config("manager")  # the manager's file only: the master's own is unchanged
+def test_sighup_new_slot_counts_reach_the_master_with_the_next_map(warm_cluster: Cluster) -> None:
+    manager = warm_cluster.start_manager("manager")
+    master = warm_cluster.start_master("h1")
+    wait_running(master, warm_cluster, {"demo_noop": 1}, timeout_s=DEADLINE_S)
+    warm_cluster.queues["demo_noop"] = {"min_slots": 2, "max_slots": 2}
+    path = warm_cluster.config("manager")  # the manager's file only: the master's own is unchanged
     # Asked through the database (`slotmap config-reload`), as from another host.
     asked = subprocess.run([*server_proc.slotmap_command(), "config-reload", "--config", str(path)],
-                           capture_output=True, text=True, timeout=DEADLINE_S + 5, cwd=cluster.root)
+                           capture_output=True, text=True, timeout=DEADLINE_S + 5, cwd=warm_cluster.root)
     assert asked.returncode == 0, asked.stderr
     assert "queues.demo_noop.min_slots: 1 -> 2" in asked.stdout
-    wait_running(master, cluster, {"demo_noop": 2}, timeout_s=DEADLINE_S)
+    wait_running(master, warm_cluster, {"demo_noop": 2}, timeout_s=DEADLINE_S)
     assert "queues.demo_noop.min_slots: 1 -> 2" in manager.log_text()
     # The queue server reloads nothing, and says so; it used to die of the SIGHUP (point 5).
-    server = cluster.queue_server
+    server = warm_cluster.queue_server
     server.process.send_signal(signal.SIGHUP)
     poll_until(lambda: "SIGHUP: the queue server reloads no settings" in server.log_text(),
                timeout_s=DEADLINE_S, what=lambda: f"the queue server's word\n{server.log_text()}")
@@ -138,31 +151,31 @@ def test_sighup_new_slot_counts_reach_the_master_with_the_next_map(cluster: Clus
         assert server.process.poll() is None and "demo_noop" in client.stats("demo_noop")
 
 
-def test_sighup_new_queue_settings_reach_the_masters_slots(cluster: Cluster) -> None:
+def test_sighup_new_queue_settings_reach_the_masters_slots(warm_cluster: Cluster) -> None:
     """Batch size, retries and limits are the slots' settings: a managed master takes them from
     the manager's reload (its own file is not read again), and tells its serving slots in place."""
-    manager = cluster.start_manager("manager")
-    master = cluster.start_master("h1")
-    wait_running(master, cluster, {"demo_noop": 1}, timeout_s=DEADLINE_S)
+    manager = warm_cluster.start_manager("manager")
+    master = warm_cluster.start_master("h1")
+    wait_running(master, warm_cluster, {"demo_noop": 1}, timeout_s=DEADLINE_S)
     report = master.report()
     assert report is not None and report.queues_version == ""
     before = report.queue_settings["demo_noop"].batch_size
-    cluster.queues["demo_noop"] = {"min_slots": 1, "max_slots": 1, "batch_size": before + 7,
+    warm_cluster.queues["demo_noop"] = {"min_slots": 1, "max_slots": 1, "batch_size": before + 7,
                                    "max_attempts": 9}
-    cluster.config("manager")  # the manager's file only: the master's own is unchanged
-    reload(cluster, manager, EventKind.CONFIG_RELOADED)
+    warm_cluster.config("manager")  # the manager's file only: the master's own is unchanged
+    reload(warm_cluster, manager, EventKind.CONFIG_RELOADED)
 
     def in_force() -> str | None:
         found = master.report()
         settings = found.queue_settings.get("demo_noop") if found else None
         return found.queues_version if found and settings and settings.batch_size == before + 7 else None
 
-    version = poll_until(in_force, timeout_s=DEADLINE_S, what=lambda: f"the new batch size\n{cluster.logs()}")
+    version = poll_until(in_force, timeout_s=DEADLINE_S, what=lambda: f"the new batch size\n{warm_cluster.logs()}")
     assert f"queue settings from the manager's config reload (version {version}): 1 serving slots told" \
         in master.log_text()
     # The same slot serves on (told in place, not re-forked), and jobs still get done.
     assert master.log_text().count("forked slot") == 1, master.log_text()
-    with QueueClient(cluster.queue_server.address) as client:
+    with QueueClient(warm_cluster.queue_server.address) as client:
         client.put_many("demo_noop", [b"{}"] * 20)
         poll_until(lambda: client.stats("demo_noop")["demo_noop"].done >= 20, timeout_s=DEADLINE_S,
-                   what=lambda: f"20 jobs done\n{cluster.logs()}")
+                   what=lambda: f"20 jobs done\n{warm_cluster.logs()}")

@@ -18,7 +18,7 @@ from hostile_peer import RawMaster, master_frame, report_dict, rss_bytes
 from polling import DEADLINE_S
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
-from test_service_procs import Cluster, Proc, poll_until
+from test_service_procs import Cluster, Proc, WarmClusters, poll_until
 
 from manager.storage.db import HostSample, make_engine
 from manager.storage.store import EventKind
@@ -28,9 +28,17 @@ SEND_EVERY_S = 0.1
 PLANNED_WITHIN_S = 30.0
 
 
+@pytest.fixture(scope="module")
+def warm_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmClusters]:
+    # Two ahead: a test here is two peers' frames, lighter than a manager's start.
+    yield from WarmClusters.for_module(tmp_path_factory.mktemp("door_values"), {"q": {"max_slots": 4}},
+                                       ahead=2)
+
+
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    yield from Cluster.with_queue_server(tmp_path, {"q": {"max_slots": 4}})
+def cluster(warm_clusters: WarmClusters, request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """A queue server and a manager of its own for each test, started during the one before."""
+    yield from warm_clusters.one(request)
 
 
 # Each builder takes the report's sequence number: the slot's jobs_done grows with it, so

@@ -5,7 +5,6 @@ import contextlib
 import os
 import signal
 from collections.abc import Iterator
-from pathlib import Path
 
 import psutil
 import pytest
@@ -13,7 +12,15 @@ from polling import DEADLINE_S
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
-from test_service_procs import HEARTBEAT_S, LIVENESS, Cluster, Proc, poll_until, wait_running
+from test_service_procs import (
+    HEARTBEAT_S,
+    LIVENESS,
+    Cluster,
+    Proc,
+    WarmClusters,
+    poll_until,
+    wait_running,
+)
 
 from manager.storage.db import QueueOverride, QueueSample, SlotMapRow, make_engine
 from queue_server.client import QueueClient
@@ -26,9 +33,15 @@ QUEUES = {
 }
 
 
+@pytest.fixture(scope="module")
+def warm_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmClusters]:
+    yield from WarmClusters.for_module(tmp_path_factory.mktemp("service"), QUEUES)
+
+
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    yield from Cluster.with_queue_server(tmp_path, QUEUES)
+def cluster(warm_clusters: WarmClusters, request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """A queue server and a manager of its own for each test, started during the ones before."""
+    yield from warm_clusters.one(request)
 
 
 def test_a_master_runs_the_slots_the_manager_plans_and_jobs_get_done(cluster: Cluster) -> None:
@@ -92,13 +105,18 @@ FOUR_NOOP_SLOTS = {
 }
 
 
+@pytest.fixture(scope="module")
+def warm_four_slots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmClusters]:
+    yield from WarmClusters.for_module(tmp_path_factory.mktemp("four_slots"), FOUR_NOOP_SLOTS)
+
+
 @pytest.fixture
-def two_masters(tmp_path: Path) -> Iterator[tuple[Cluster, Proc, Proc, Proc]]:
+def two_masters(warm_four_slots: WarmClusters, request: pytest.FixtureRequest,
+                ) -> Iterator[tuple[Cluster, Proc, Proc, Proc]]:
     """A manager and two masters running 4 slots between them: (cluster, manager, the master
     with the most slots, the other)."""
-    cluster = Cluster.create(tmp_path, FOUR_NOOP_SLOTS)
+    cluster = warm_four_slots.take(request)
     try:
-        cluster.start_queue_server()
         manager = cluster.start_manager()
         masters = [cluster.start_master("alpha"), cluster.start_master("beta")]
         poll_until(lambda: len(cluster.events("master_joined")) == 2

@@ -6,14 +6,17 @@ test leaves behind (slots included) dies with it.
 """
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from polling import DEADLINE_S
 from procs import REPO_ROOT as REPO_ROOT
 from procs import (
@@ -96,6 +99,9 @@ class Cluster:
     manager_settings: dict[str, Any] = field(default_factory=dict)
     # More tables for every config written (e.g. "schedules.<name>").
     extra_sections: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # A manager WarmClusters started before the test, and the config it read.
+    warm_manager: Proc | None = None
+    warm_config: str = ""
 
     @classmethod
     def create(cls, root: Path, queues: Mapping[str, Mapping[str, Any]], *,
@@ -127,6 +133,11 @@ class Cluster:
         self.queue_server = server_proc.start_queue_server(self.root, "--fsync", "never")
 
     def config(self, name: str, *, host_name: str = "unused", **master: Any) -> Path:
+        path = self.root / f"{name}.toml"
+        path.write_text(self.config_text(host_name=host_name, **master))
+        return path
+
+    def config_text(self, *, host_name: str = "unused", **master: Any) -> str:
         assert self.queue_server is not None, "start the queue server first"
         sections: dict[str, Mapping[str, Any]] = {
             "queue_server": {"listen": self.queue_server.address},
@@ -150,9 +161,7 @@ class Cluster:
             },
             **self.extra_sections,
         }
-        path = self.root / f"{name}.toml"
-        path.write_text(to_toml(sections))
-        return path
+        return to_toml(sections)
 
     def spawn(self, name: str, args: list[str], *, report: bool = False) -> Proc:
         log_path = self.root / f"{name}.log"
@@ -166,7 +175,10 @@ class Cluster:
     def start_manager(self, name: str = "manager", *, standby: bool = False) -> Proc:
         """A manager on this cluster's port, returned once it listens there; with `standby`
         (it is to wait for the lease: another manager holds it, or its database cannot be
-        reached) returned at once."""
+        reached) returned at once. The first is the one WarmClusters started ahead, if any."""
+        warm = self.take_warm_manager(standby=standby)
+        if warm is not None:
+            return warm
         for _ in range(server_proc.BIND_ATTEMPTS):
             proc = self.spawn(name, ["manager", "--config", str(self.config(name))])
             if standby or wait_listening(proc.process, self.manager_port, proc.log_path, what=name):
@@ -177,6 +189,19 @@ class Cluster:
             assert not told, f"{name}: port {self.manager_port} taken by another process; {told} use it"
             self.manager_port = server_proc.free_port()
         raise AssertionError(f"{name}: no free port in {server_proc.BIND_ATTEMPTS} attempts\n{self.logs()}")
+
+    def take_warm_manager(self, *, standby: bool) -> Proc | None:
+        """The manager started ahead (WarmClusters). It has written to the database already:
+        a test that wants another manager first (a standby, another config) must not use
+        WarmClusters, and is told so."""
+        warm, self.warm_manager = self.warm_manager, None
+        if warm is None:
+            return None
+        assert not standby and self.config_text() == self.warm_config, (
+            "a test with WarmClusters asks for a manager unlike the warm one (a standby, or "
+            "another config): give it a cluster of its own")
+        assert warm.alive(), f"the warm manager exited\n{self.logs()}"
+        return warm
 
     def start_master(self, host: str, **settings: Any) -> Proc:
         config = self.config(f"master-{host}", host_name=host, **settings)
@@ -223,3 +248,104 @@ def wait_running(master: Proc, cluster: Cluster, expected: Mapping[str, int], *,
                                     f"{cluster.logs()}")
     assert found is not None
     return found
+
+
+class WarmClusters:
+    """One module's clusters, each started (queue server, then an active manager listening)
+    while the module's previous tests run, in threads: a test starts with what it would have
+    started itself, and the manager's first-plan wait (its masters' liveness, 2 s) is behind it.
+
+    For the tests whose first manager is an active one on the module's config: a test that
+    asks for a standby or changes the config first fails (Cluster.take_warm_manager).
+    `ahead` clusters start at once: more than one leaves less of a 2-core machine to the test
+    under way, worth it only where that test is light.
+    """
+
+    def __init__(self, root: Path, queues: Mapping[str, Mapping[str, Any]], *, ahead: int = 1,
+                 **manager: Any) -> None:
+        self.root = root
+        self.queues = queues
+        self.manager = manager
+        self.ahead = ahead
+        self.count = 0
+        self.pool = ThreadPoolExecutor(max_workers=ahead, thread_name_prefix="warm-cluster")
+        self.started: list[Future[Cluster]] = []
+
+    @classmethod
+    def for_module(cls, root: Path, queues: Mapping[str, Mapping[str, Any]], **settings: Any,
+                   ) -> Iterator[WarmClusters]:
+        """A module-scoped pytest fixture's body."""
+        clusters = cls(root, queues, **settings)
+        try:
+            yield clusters
+        finally:
+            clusters.close()
+
+    @classmethod
+    def started_now(cls, request: pytest.FixtureRequest, users: str, root: Path,
+                    queues: Mapping[str, Mapping[str, Any]], **settings: Any) -> Iterator[WarmClusters]:
+        """As for_module, the first clusters started at once (a module-scoped fixture that an
+        earlier test of the module uses too): for the module's tests using the fixture `users`."""
+        clusters = cls(root, queues, **settings)
+        for _ in range(min(clusters.ahead, _tests_using(request, users))):
+            clusters._launch()
+        try:
+            yield clusters
+        finally:
+            clusters.close()
+
+    def _start(self, root: Path) -> Cluster:
+        cluster = Cluster.create(root, self.queues, **self.manager)
+        try:
+            cluster.start_queue_server()
+            cluster.warm_manager = cluster.start_manager("manager")
+            cluster.warm_config = cluster.config_text()
+        except BaseException:
+            cluster.close()
+            raise
+        return cluster
+
+    def _launch(self) -> None:
+        self.count += 1
+        root = self.root / f"cluster{self.count}"
+        root.mkdir()
+        self.started.append(self.pool.submit(self._start, root))
+
+    def take(self, request: pytest.FixtureRequest) -> Cluster:
+        """This test's cluster (the next tests' started meanwhile); the caller closes it."""
+        if not self.started:
+            self._launch()
+        taken = self.started.pop(0)
+        while len(self.started) < min(self.ahead, _later_tests_using(request)):
+            self._launch()
+        return taken.result()
+
+    def one(self, request: pytest.FixtureRequest) -> Iterator[Cluster]:
+        """A function-scoped fixture's body: this test's cluster, closed after."""
+        cluster = self.take(request)
+        try:
+            yield cluster
+        finally:
+            cluster.close()
+
+    def close(self) -> None:
+        for future in self.started:
+            with contextlib.suppress(Exception):
+                future.result().close()
+        self.pool.shutdown()
+
+
+def _later_tests_using(request: pytest.FixtureRequest) -> int:
+    """How many later tests of this module (in this process) use the same fixture."""
+    items = request.session.items
+    here = items.index(request.node) if request.node in items else len(items)
+    return sum(1 for item in items[here + 1:]
+               if isinstance(item, pytest.Function) and item.module is request.node.module
+               and request.fixturename in item.fixturenames)
+
+
+def _tests_using(request: pytest.FixtureRequest, fixture: str) -> int:
+    """How many tests of this module (in this process) use `fixture`."""
+    return sum(1 for item in request.session.items
+               if isinstance(item, pytest.Function) and item.module is request.module
+               and fixture in item.fixturenames)

@@ -108,10 +108,48 @@ StartMaster = Callable[..., MasterProc]
 ServerFor = Callable[[Mapping[str, Mapping[str, Any]]], Any]
 
 
+class _ServerAhead:
+    """The next test's `--fsync never` queue server, launched when this test takes its own:
+    it starts while this test runs instead of before the next one's master."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.count = 0
+        self.launched: Any = None
+
+    def _launch(self) -> Any:
+        self.count += 1
+        return server_proc.launch_queue_server(self.root, "--fsync", "never", name=f"ahead{self.count}",
+                                               data_dir=self.root / f"data{self.count}")
+
+    def take(self) -> Any:
+        launched = self.launched or self._launch()
+        self.launched = self._launch()
+        if server_proc.wait_listening(launched):
+            return launched
+        if not server_proc.port_was_taken(launched):
+            raise AssertionError(f"queue server exited at start:\n{launched.log_text()}")
+        return server_proc.start_queue_server(self.root, "--fsync", "never")
+
+    def close(self) -> None:
+        if self.launched is not None:
+            self.launched.kill()
+
+
+@pytest.fixture(scope="session")
+def _server_ahead(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_ServerAhead]:
+    ahead = _ServerAhead(tmp_path_factory.mktemp("servers_ahead"))
+    yield ahead
+    ahead.close()
+
+
 @pytest.fixture
-def queue_server(tmp_path: Path) -> Iterator[Any]:
-    with server_proc.running_queue_server(tmp_path, "--fsync", "never") as server:
+def queue_server(_server_ahead: _ServerAhead) -> Iterator[Any]:
+    server = _server_ahead.take()
+    try:
         yield server
+    finally:
+        server.kill()
 
 
 @pytest.fixture
@@ -130,10 +168,10 @@ def queue_server_for(tmp_path: Path) -> Iterator[ServerFor]:
 
 
 @pytest.fixture
-def start_master(tmp_path: Path, queue_server: Any) -> Iterator[StartMaster]:
+def start_master(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[StartMaster]:
     """start(modules=[...], static_slots={...}, queues={...}, server=None, server_settings=None,
-    **master settings) -> MasterProc; `server` (default: the queue_server fixture's) is the
-    queue server to use, `server_settings` more of the config's [queue_server]."""
+    **master settings) -> MasterProc; `server` (default: the queue_server fixture's, started
+    only then) is the queue server to use, `server_settings` more of the config's [queue_server]."""
     started: list[MasterProc] = []
     # ipc:// paths must stay under 108 bytes; pytest's tmp_path can be longer.
     ipc_dir = tempfile.mkdtemp(prefix="sm-", dir="/tmp")
@@ -142,7 +180,7 @@ def start_master(tmp_path: Path, queue_server: Any) -> Iterator[StartMaster]:
               queues: Mapping[str, Mapping[str, Any]] | None = None, server: Any = None,
               server_settings: Mapping[str, Any] | None = None, **settings: Any) -> MasterProc:
         number = len(started)
-        address = (server or queue_server).address
+        address = (server or request.getfixturevalue("queue_server")).address
         master_settings: dict[str, Any] = {
             "handler_modules": modules,
             "ipc_dir": ipc_dir,

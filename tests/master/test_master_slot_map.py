@@ -53,11 +53,11 @@ def test_sigterm_lets_busy_slots_finish_their_batch_then_the_master_exits(
 def test_a_slot_that_ignores_sigterm_is_killed_at_the_stop_deadline(
     start_master: StartMaster, tmp_path: Path
 ) -> None:
-    master = start_master(modules=["sm_test_behaviours"], static_slots={"sleepy": 1},
-                          queues={"sleepy": {"lock_timeout_s": 60.0}}, stop_timeout_s=1.0)
-    master.wait_running("sleepy", 1)
-    log = tmp_path / "sleepy.log"
-    master.client().put("sleepy", json.dumps({"log": str(log), "marker": str(tmp_path / "m"), "n": 0}))
+    master = start_master(modules=["sm_test_behaviours"], static_slots={"deaf": 1},
+                          queues={"deaf": {"lock_timeout_s": 60.0}}, stop_timeout_s=1.0)
+    master.wait_running("deaf", 1)
+    log = tmp_path / "deaf.log"
+    master.client().put("deaf", json.dumps({"log": str(log), "marker": str(tmp_path / "m"), "n": 0}))
     poll_until(lambda: log.exists() and "hang" in log.read_text(), what="the slot hanging")
     master.process.send_signal(signal.SIGTERM)
     assert master.process.wait(timeout=DEADLINE_S) == 0

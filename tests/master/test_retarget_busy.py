@@ -28,7 +28,8 @@ def test_a_slot_busy_in_a_batch_starts_its_new_queue_within_one_job_and_gives_ba
     pid = master.wait_running("plod", 1).slots[0].pid
     log = tmp_path / "jobs.log"
     client = master.client()
-    client.put_many("plod", [json.dumps({"log": str(log), "n": n, "sleep_s": PLOD_JOB_S})
+    hurry = tmp_path / "hurry"
+    client.put_many("plod", [json.dumps({"log": str(log), "n": n, "sleep_s": PLOD_JOB_S, "hurry": str(hurry)})
                              for n in range(PLOD_JOBS)])
     poll_until(lambda: log.exists() and "start 1 " in log.read_text(), what="the batch under way")
     client.put("quick", json.dumps({"log": str(log)}))
@@ -48,6 +49,8 @@ def test_a_slot_busy_in_a_batch_starts_its_new_queue_within_one_job_and_gives_ba
     assert "given back to the head of the queue (LATER ... FRONT" in master.log_text()
     assert client.total("plod").running == 0
 
+    # The switch is measured: the jobs given back need not take their second each any more.
+    hurry.touch()
     master.reload({"plod": 1})
     poll_until(lambda: log.read_text().count("end ") == PLOD_JOBS, timeout_s=DEADLINE_S,
                what=lambda: log.read_text())
@@ -72,7 +75,8 @@ def retarget_mid_batch(start_master: StartMaster, tmp_path: Path, queue: str) ->
     master.wait_running(queue, 1)
     log = tmp_path / "jobs.log"
     client = master.client()
-    slow = [json.dumps({"log": str(log), "n": n}) for n in range(PLOD_JOBS)]
+    slow = [json.dumps({"log": str(log), "n": n, "hurry": str(tmp_path / "hurry")})
+            for n in range(PLOD_JOBS)]
     backlog = [json.dumps({"log": str(log), "n": n, "sleep_s": QUICK_JOB_S})
                for n in range(PLOD_JOBS, PLOD_JOBS + BACKLOG_JOBS)]
     client.put_many(queue, slow + backlog)
@@ -85,6 +89,8 @@ def retarget_mid_batch(start_master: StartMaster, tmp_path: Path, queue: str) ->
 def come_back_in_put_order(master: MasterProc, queue: str, log: Path) -> None:
     """With the given-back jobs back in `queue`, put more behind them, send a slot back to it,
     and check every job ran once, on its first attempt, in the order it was put."""
+    # The slow jobs were slow for the retarget to land mid-batch: given back, they may hurry.
+    (log.parent / "hurry").touch()
     client = master.client()
     first = PLOD_JOBS + BACKLOG_JOBS
     client.put_many(queue, [json.dumps({"log": str(log), "n": n, "sleep_s": QUICK_JOB_S})

@@ -1,11 +1,13 @@
-"""ClientSource against a real queue server: keyed fetches, pipelined FAILs, a lease gone."""
+"""ClientSource against a real queue server: keyed fetches, pipelined FAILs, a lease gone.
+The tests share one server, each with queues and keys of its own."""
 from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
+import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from procs import poll_until
 
@@ -15,12 +17,17 @@ from slot.loop import SourceUnavailable
 from slot.outcomes import Failure
 from slot.source import ClientSource
 from slot.wake import Waker
-from tests.queue_server.server_proc import running_queue_server
+from tests.queue_server.server_proc import ServerProc, running_queue_server
 
 
-def test_a_fetch_gives_keys_and_attempts_and_fails_go_in_one_pipelined_request(tmp_path: Path) -> None:
-    with running_queue_server(tmp_path, "--fsync", "never") as server, \
-            QueueClient(server.address) as producer, QueueClient(server.address) as client:
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc]:
+    with running_queue_server(tmp_path_factory.mktemp("source"), "--fsync", "never") as started:
+        yield started
+
+
+def test_a_fetch_gives_keys_and_attempts_and_fails_go_in_one_pipelined_request(server: ServerProc) -> None:
+    with QueueClient(server.address) as producer, QueueClient(server.address) as client:
         for n in range(3):
             producer.put_job("src", b"job %d" % n, key=f"src-{n}")
         source = ClientSource(client, Waker())
@@ -45,10 +52,9 @@ def test_a_fetch_gives_keys_and_attempts_and_fails_go_in_one_pipelined_request(t
 
 
 def test_a_wake_ends_a_blocked_fetch_and_the_server_hands_the_dropped_waiter_nothing(
-    tmp_path: Path,
+    server: ServerProc,
 ) -> None:
-    with running_queue_server(tmp_path, "--fsync", "never") as server, \
-            QueueClient(server.address) as producer, QueueClient(server.address) as client, \
+    with QueueClient(server.address) as producer, QueueClient(server.address) as client, \
             ThreadPoolExecutor(1) as pool:
         waker = Waker()
         source = ClientSource(client, waker)
@@ -67,11 +73,10 @@ def test_a_wake_ends_a_blocked_fetch_and_the_server_hands_the_dropped_waiter_not
         assert jobs is not None and [job.data for job in jobs] == [b"next"]
 
 
-def test_a_reply_that_comes_with_the_wake_is_kept(tmp_path: Path) -> None:
+def test_a_reply_that_comes_with_the_wake_is_kept(server: ServerProc) -> None:
     """The wake fd is readable before GETB goes out and a job is ready: the server answers
     at once, the client sees the wake first, and still reads the reply (half-close)."""
-    with running_queue_server(tmp_path, "--fsync", "never") as server, \
-            QueueClient(server.address) as producer, QueueClient(server.address) as client:
+    with QueueClient(server.address) as producer, QueueClient(server.address) as client:
         read_fd, write_fd = os.pipe()
         os.write(write_fd, b"\0")
         for n in range(20):
@@ -84,11 +89,10 @@ def test_a_reply_that_comes_with_the_wake_is_kept(tmp_path: Path) -> None:
         os.close(write_fd)
 
 
-def test_a_job_arriving_as_the_wake_comes_is_fetched_or_stays_ready(tmp_path: Path) -> None:
+def test_a_job_arriving_as_the_wake_comes_is_fetched_or_stays_ready(server: ServerProc) -> None:
     """The race the signal-raising waker lost: PUT and wake at the same moment, many times.
     Each job is either returned by the fetch or still ready, never running unheld."""
-    with running_queue_server(tmp_path, "--fsync", "never") as server, \
-            QueueClient(server.address) as producer, QueueClient(server.address) as client, \
+    with QueueClient(server.address) as producer, QueueClient(server.address) as client, \
             ThreadPoolExecutor(1) as pool:
         waker = Waker()
         source = ClientSource(client, waker)
@@ -114,9 +118,8 @@ def test_a_job_arriving_as_the_wake_comes_is_fetched_or_stays_ready(tmp_path: Pa
         assert sum(outcomes.values()) == 60, outcomes
 
 
-def test_jobs_given_back_go_to_the_head_of_the_queue_in_their_order_in_one_later(tmp_path: Path) -> None:
-    with running_queue_server(tmp_path, "--fsync", "never") as server, \
-            QueueClient(server.address) as producer, QueueClient(server.address) as client:
+def test_jobs_given_back_go_to_the_head_of_the_queue_in_their_order_in_one_later(server: ServerProc) -> None:
+    with QueueClient(server.address) as producer, QueueClient(server.address) as client:
         producer.put_many("gb", [b"job %d" % n for n in range(5)])
         source = ClientSource(client, Waker())
         jobs = source.fetch("gb", count=3, lock_s=60.0)
@@ -138,16 +141,15 @@ class OlderServerClient(QueueClient):
         return super().later(*ids, delay_s=delay_s, solo=solo, until=until)
 
 
-def test_a_server_that_refuses_front_gets_a_plain_later_so_the_jobs_are_not_charged(tmp_path: Path) -> None:
-    with running_queue_server(tmp_path, "--fsync", "never") as server, \
-            QueueClient(server.address) as producer, OlderServerClient(server.address) as client:
-        producer.put_many("gb", [b"job 0", b"job 1"])
+def test_a_server_that_refuses_front_gets_a_plain_later_so_the_jobs_are_not_charged(server: ServerProc) -> None:
+    with QueueClient(server.address) as producer, OlderServerClient(server.address) as client:
+        producer.put_many("gb_older", [b"job 0", b"job 1"])
         source = ClientSource(client, Waker())
-        jobs = source.fetch("gb", count=1, lock_s=60.0)
+        jobs = source.fetch("gb_older", count=1, lock_s=60.0)
         assert jobs is not None
         source.later([jobs[0].id], delay_s=None, front=True)
         # Taken back (not left to its lock), at the end of the queue as before FRONT.
-        assert [job.data for job in producer.get("gb", count=2)] == [b"job 1", b"job 0"]
+        assert [job.data for job in producer.get("gb_older", count=2)] == [b"job 1", b"job 0"]
 
 
 class NoTracesServerClient(QueueClient):
@@ -159,9 +161,8 @@ class NoTracesServerClient(QueueClient):
         return super().get(*args, **kwargs)  # type: ignore[arg-type]
 
 
-def test_a_fetch_gives_the_trace_and_a_server_refusing_traces_keeps_keys(tmp_path: Path) -> None:
-    with running_queue_server(tmp_path, "--fsync", "never") as server, \
-            QueueClient(server.address) as producer, QueueClient(server.address) as client, \
+def test_a_fetch_gives_the_trace_and_a_server_refusing_traces_keeps_keys(server: ServerProc) -> None:
+    with QueueClient(server.address) as producer, QueueClient(server.address) as client, \
             NoTracesServerClient(server.address) as older:
         producer.put("tr", b"plain", key="plain")
         with TracerProvider().get_tracer("test").start_as_current_span("produce") as span:

@@ -5,10 +5,11 @@ API answering 429 to any call that finds ten accepted in the second before it
 
 The queue's `rate_limit` is the API's 10/s with the default margin of 2%: permits go out
 exactly 1/rate apart, so at 100% a call that leaves 0.6 ms earlier, relative to the one
-ten before it, than its turn says is refused, and one 429 halves the cluster's rate."""
-from __future__ import annotations
+ten before it, than its turn says is refused, and one 429 halves the cluster's rate.
 
-from pathlib import Path
+The three batch sizes run side by side in one cluster (a queue, two slots, a rate_limit and an
+outside API of their own each): one cluster start and one measured window instead of three."""
+from __future__ import annotations
 
 import pytest
 
@@ -19,12 +20,21 @@ JOBS = 80
 BURST = 0
 
 
+BATCH_SIZES = [1, 5, 20]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[int, object]:
+    return rate_limit.run_side_by_side(BATCH_SIZES, jobs=JOBS, workdir=tmp_path_factory.mktemp("rate"),
+                                       burst=BURST)
+
+
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("batch_size", [1, 5, 20])
+@pytest.mark.parametrize("batch_size", BATCH_SIZES)
 def test_paced_permits_keep_the_outside_api_under_its_limit_at_any_batch_size(
-    tmp_path: Path, batch_size: int,
+    results: dict[int, object], batch_size: int,
 ) -> None:
-    result = rate_limit.run_once("paced", batch_size, jobs=JOBS, workdir=tmp_path, burst=BURST)
+    result = results[batch_size]
     assert result.accepted == JOBS
     # None of 80 calls refused and at least 90% of the rate used; on a CPU-starved machine
     # (two busy loops beside the suite on 2 cores) a slot descheduled for over 20 ms between

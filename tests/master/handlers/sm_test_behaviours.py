@@ -57,6 +57,15 @@ class Sleepy(Handler):
             record(request["log"], f"done {request['n']}")
 
 
+@handler("deaf")
+class Deaf(Sleepy):
+    """Sleepy without its 1 s batch timeout: only the master's stop deadline ends the hang
+    (with Sleepy's, a SIGTERM that reached a loaded master more than 1 s after the hang began
+    found the slot already killed as hung)."""
+
+    batch_timeout_s = 3600.0
+
+
 @handler("frozen")
 class Frozen(Handler):
     """The first job ever stops the whole process (SIGSTOP): no beacon thread either."""
