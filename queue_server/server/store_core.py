@@ -132,7 +132,7 @@ class CoreStore(StoreIndex):
         before it, or is that job alone.
         """
         jobs: list[Job] = []
-        if now != self._at_time:  # self._handed(now), inlined: a call per GET costs more than this
+        if now != self._at_time:  # self._handed(now), inlined: one call less per GET
             micro = int(now * 1e6)
             self._at_time = now
             self._at_rounded = micro / 1e6
