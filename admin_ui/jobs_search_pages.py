@@ -20,6 +20,7 @@ from admin_ui.failure_groups import failure_groups
 from admin_ui.job_search import search_jobs
 from admin_ui.jobs_access import JobsReaderDep, jobs_reader
 from admin_ui.jobs_pages import find_job_page, render
+from admin_ui.queue_roles import read_roles
 from admin_ui.schemas import JOB_STATES
 from admin_ui.search_schemas import FailureGroup, JobsSearchQuery, JobsSearchView
 from config.models import QUEUE_NAME_PATTERN
@@ -77,8 +78,10 @@ def jobs_search_page(request: Request, settings: SettingsDep,
 @pages.get("/busy")
 def busy_page(request: Request, settings: SettingsDep, access: JobsReaderDep) -> HTMLResponse:
     view = search_jobs(settings, page_query(request, now=settings.clock(), state="running"))
+    # With two or more queue servers, which is the primary (ROLE, read now).
+    servers = read_roles(settings) if len(settings.queue_servers) > 1 else []
     return render(request, "busy.html", access, settings, nav="busy", view=view,
-                  next_href=next_link(view, request))
+                  next_href=next_link(view, request), queue_servers=servers)
 
 
 @pages.get("/failures")

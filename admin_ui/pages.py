@@ -58,8 +58,9 @@ def queues_page(
                              limiters=queue_limiters(settings))
     # Never faster for an admin who turned refreshing off (refresh_s 0).
     live_s = min(settings.refresh_s, LIVE_REFRESH_S) if settings.refresh_s > 0 else 0.0
+    servers = read_roles(settings) if len(settings.queue_servers) > 1 else []
     return render(request, "queues.html", access, settings, refresh_s=live_s, view=view, nav="queues",
-                  default_order=views.default_order)
+                  default_order=views.default_order, queue_servers=servers)
 
 
 @router.get("/queues/{queue}")

@@ -307,6 +307,9 @@ class JobView(_View):
         default=None, description="one job only (not lists): the errors of its last failed attempts, "
                                   "oldest first (errors_kept per queue, default 5)")
     started_at: float | None = Field(default=None, description="running and done jobs: when it was handed out")
+    running_by: str | None = Field(default=None, description="running jobs: the CLIENT NAME of the connection it was handed to (a slot: slot.<host>.<slot id>; null: unnamed)")
+    running_host: str | None = Field(default=None, description="running jobs on a slot: its host")
+    running_slot: int | None = Field(default=None, description="running jobs on a slot: its slot id on that host")
     done_at: float | None = Field(default=None, description="done jobs: when it finished")
     runtime_s: float | None = Field(default=None, description="done jobs: done_at - started_at")
     ran_by: str | None = Field(default=None, description="done jobs: the connection that finished it (a slot: slot.<host>.<slot id>)")

@@ -47,7 +47,7 @@ class Transport:
     def write_eof(self): pass
     def close(self): pass
 
-LOAD, N = sys.argv[1], int(sys.argv[2])
+LOAD, N, NAME = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 PUT = b"PUT q 0 32\\r\\n" + b"x" * 32
 
 async def main():
@@ -57,6 +57,8 @@ async def main():
     conn = Connection(server)
     transport = Transport()
     conn.connection_made(transport)
+    if NAME:  # a slot's connection: CLIENT NAME first (a tree without it answers 400, no harm)
+        conn.data_received(b"CLIENT NAME " + NAME.encode() + b"\\r\\n")
     if LOAD == "put":
         for _ in range(N):
             conn.data_received(PUT)
@@ -88,10 +90,10 @@ def code_at(commit: str | None, root: str) -> str:
     return target
 
 
-def instructions(code: str, script: str, load: str, n: int) -> int:
+def instructions(code: str, script: str, load: str, n: int, name: str) -> int:
     result = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-         script, load, str(n)],
+         script, load, str(n), name],
         env=dict(os.environ, PYTHONPATH=code, PYTHONHASHSEED="0"), capture_output=True,
         text=True, check=True, cwd=code,
     )
@@ -101,8 +103,9 @@ def instructions(code: str, script: str, load: str, n: int) -> int:
     return int(match.group(1))
 
 
-def per_op(code: str, script: str, load: str, small: int, large: int) -> float:
-    return (instructions(code, script, load, large) - instructions(code, script, load, small)) / (large - small)
+def per_op(code: str, script: str, load: str, small: int, large: int, name: str) -> float:
+    return ((instructions(code, script, load, large, name) - instructions(code, script, load, small, name))
+            / (large - small))
 
 
 def main() -> int:
@@ -111,6 +114,8 @@ def main() -> int:
     parser.add_argument("--new", help="a commit instead of the checkout as it is")
     parser.add_argument("--small", type=int, default=2000)
     parser.add_argument("--large", type=int, default=8000)
+    parser.add_argument("--name", default="", help="CLIENT NAME the connection gives first (a slot's: "
+                        "slot.<host>.<id>); default none, as a plain sockPQd client")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         print("needs valgrind (apt-get install valgrind)", file=sys.stderr)
@@ -119,11 +124,12 @@ def main() -> int:
         script = os.path.join(root, "workload.py")
         Path(script).write_text(WORKLOAD)
         codes = {"base": code_at(args.base, root), "new": code_at(args.new, root)}
-        cost = {(name, load): per_op(code, script, load, args.small, args.large)
+        cost = {(name, load): per_op(code, script, load, args.small, args.large, args.name)
                 for name, code in codes.items() for load in LOADS}
     for name in codes:  # GET+DONE ran after a pipelined preload of as many jobs
         cost[name, "getdone"] -= cost[name, "pipe"]
-    print(f"instructions per operation (callgrind), base {args.base} vs {args.new or 'checkout'}")
+    named = f", connection named {args.name}" if args.name else ""
+    print(f"instructions per operation (callgrind), base {args.base} vs {args.new or 'checkout'}{named}")
     print("| load | base | new | new/base |\n| --- | ---: | ---: | ---: |")
     for load in LOADS:
         base, new = cost["base", load], cost["new", load]

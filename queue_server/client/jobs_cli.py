@@ -245,6 +245,9 @@ def job_text(info: JobInfo) -> str:
                       ("started at", info.started_at), ("done at", info.done_at)):
         if at is not None:
             fields.append((label, _time(at) + " UTC"))
+    if info.running_by is not None:
+        place = f" (host {info.running_host}, slot {info.running_slot})" if info.running_host is not None else ""
+        fields.append(("running on", info.running_by + place))
     if info.runtime_s is not None:
         fields.append(("runtime", f"{info.runtime_s:.3f} s"))
     if info.ran_by is not None:

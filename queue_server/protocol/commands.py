@@ -72,6 +72,8 @@ def _parse_get(mode: GetMode, args: list[bytes]) -> Get:
     if args and args[0] not in _KEYWORDS:
         queues = parse_queue_list(args[0])
         args = args[1:]
+    if not args:  # `GET q`, the hot case: no options to look for
+        return Get(mode, queues, None, None, None, False, False)
     keys = KEYS_FLAG in args
     if keys:
         if args.count(KEYS_FLAG) > 1:
@@ -343,7 +345,11 @@ def parse_line(line: bytes) -> Parsed:
         return Parsed(_parse_get(GetMode.NOW, args[1:]))
     if name == b"DONE":
         if len(args) == 4 and args[2] == b"RESULT":  # DONE <id> RESULT <len> (Part B)
-            return with_block(fin.parse_done, args[1:])
+            data_len = parse_length(args[3])
+            try:
+                return with_block(fin.parse_done, args[1:])
+            except ProtocolError as error:  # a bad id: the result is still read past (fine point 1)
+                return Parsed(None, data_len, error)
         return Parsed(Done(parse_ids(args[1:])))
     parse = _PARSERS.get(name)
     if parse is None:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from queue_server.protocol.errors import bad_request
 from queue_server.protocol.fields import parse_name
 from queue_server.protocol.jobs import (
-    DOOR_RE,
     error_lengths,
+    parse_door,
     parse_job_key,
     parse_trace,
 )
@@ -87,12 +87,6 @@ def parse_result(args: list[bytes]) -> ResultWait:
     return ResultWait(parse_name(args[0]), parse_job_key(args[1]), timeout_s)
 
 
-def _door(raw: bytes) -> str:
-    if DOOR_RE.fullmatch(raw) is None:
-        raise bad_request("bad BY door")
-    return raw.decode("ascii")
-
-
 def parse_sync_done(rest: list[bytes]) -> tuple[SyncDone, int]:
     """`SYNC DONE <id> ...[ AT <t>][ BY <door>][ RESULT <len>|LARGE <n>]` -> (record, block length
     or -1). Without AT (a log written before finished jobs were kept) the replay's clock is used."""
@@ -108,7 +102,7 @@ def parse_sync_done(rest: list[bytes]) -> tuple[SyncDone, int]:
     if b"AT" in values:
         record.at = parse_unix_time(values[b"AT"])
     if b"BY" in values:
-        record.door = _door(values[b"BY"])
+        record.door = parse_door(values[b"BY"])
     if b"LARGE" in values:
         record.large = parse_uint(values[b"LARGE"], "LARGE")
     if b"RESULT" not in values:
@@ -144,7 +138,7 @@ def parse_sync_kept(rest: list[bytes]) -> tuple[SyncKept, int]:
         parse_unix_time(values[b"DONE"]),
         parse_unix_time(values[b"STARTED"]) if b"STARTED" in values else 0.0,
         parse_name(values[b"IS"], "item name") if b"IS" in values else None,
-        _door(values[b"BY"]) if b"BY" in values else None,
+        parse_door(values[b"BY"]) if b"BY" in values else None,
         errors_len, result_len,
         parse_uint(values[b"LARGE"], "LARGE") if b"LARGE" in values else None,
         parse_trace(values[b"TRACE"]) if b"TRACE" in values else None,

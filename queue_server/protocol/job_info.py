@@ -53,6 +53,11 @@ class JobInfo(BaseModel):
     errors: list[JobError] | None = None
     # Running and done jobs: when it was handed out (None: by a record logged before issue 26).
     started_at: float | None = None
+    # Running jobs: the CLIENT NAME of the connection it was handed to (None: unnamed), and
+    # the host and slot id when that name is a slot's `slot.<host>.<slot id>`.
+    running_by: str | None = None
+    running_host: str | None = None
+    running_slot: int | None = None
     # Done jobs (kept for keep_done_s, at most keep_done_max per queue):
     done_at: float | None = None
     runtime_s: float | None = None

@@ -254,6 +254,24 @@ def parse_cancel(args: list[bytes]) -> Cancel:
     return Cancel(parse_name(args[0]), parse_job_keys(args[1:])[0])
 
 
+def slot_of(door: str | None) -> tuple[str, int] | None:
+    """(host, slot id) of a slot's CLIENT NAME `slot.<host>.<slot id>` (slot/process.py
+    slot_door; a host name may hold dots), None for any other name."""
+    if door is None or not door.startswith("slot."):
+        return None
+    host, _, slot_id = door[5:].rpartition(".")
+    if not host or not slot_id.isdigit():
+        return None
+    return host, int(slot_id)
+
+
+def parse_door(raw: bytes) -> str:
+    """A record's `BY <name>`: a CLIENT NAME."""
+    if DOOR_RE.fullmatch(raw) is None:
+        raise bad_request("bad BY door")
+    return raw.decode("ascii")
+
+
 def parse_client(args: list[bytes]) -> ClientName:
     if len(args) != 2 or args[0] != b"NAME":
         raise bad_request("CLIENT NAME <name> expected")

@@ -78,6 +78,8 @@ def parse_id(raw: bytes) -> int:
 
 
 def parse_ids(raws: list[bytes]) -> tuple[int, ...]:
+    if len(raws) == 1:  # a DONE of one job, the hot case: no generator expression
+        return (parse_id(raws[0]),)
     if not raws:
         raise bad_request("job id expected")
     return tuple(parse_id(raw) for raw in raws)

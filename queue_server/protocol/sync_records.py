@@ -47,6 +47,7 @@ class SyncGet:
     then_done: bool | None
     managed: bool = False
     at: float = 0.0  # AT: when the primary handed it out (0: a record from before issue 26)
+    by: str | None = None  # BY: the taking connection's CLIENT NAME (None: unnamed, or an older record)
 
 
 @dataclass(slots=True)
@@ -111,6 +112,9 @@ def parse_sync_put(rest: list[bytes], data_len: int) -> SyncPut:
     )
 
 
+_SYNC_GET_VALUES = frozenset((b"UNTIL", b"THEN", b"AT", b"BY"))
+
+
 def parse_sync_get(rest: list[bytes]) -> SyncGet:
     last = bool(rest) and rest[0] == b"LAST"
     if last:
@@ -120,8 +124,9 @@ def parse_sync_get(rest: list[bytes]) -> SyncGet:
         rest = rest[:-1]
     if len(rest) < 3:
         raise bad_request("SYNC GET [LAST] <q> <id> <p> expected")
-    values = keyword_values(rest[3:], frozenset((b"UNTIL", b"THEN", b"AT")))
+    values = keyword_values(rest[3:], _SYNC_GET_VALUES)
     until = parse_unix_time(values[b"UNTIL"]) if b"UNTIL" in values else None
     then_done = parse_then(values[b"THEN"]) if b"THEN" in values else None
     return SyncGet(parse_name(rest[0]), parse_id(rest[1]), parse_priority(rest[2]), last, until,
-                   then_done, managed, parse_unix_time(values[b"AT"]) if b"AT" in values else 0.0)
+                   then_done, managed, parse_unix_time(values[b"AT"]) if b"AT" in values else 0.0,
+                   pj.parse_door(values[b"BY"]) if b"BY" in values else None)

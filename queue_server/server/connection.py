@@ -81,6 +81,9 @@ class Connection(Output, asyncio.Protocol):
         self.quick = True
         self.answered_at = 0.0
         self.door: str | None = None  # CLIENT NAME: who its RETRY/DELETE are counted for
+        # ` BY <name>` of its hand-outs' SYNC GET, encoded once at CLIENT NAME (b"" unnamed):
+        # each job it takes keeps a reference to it as who runs it.
+        self.door_by = b""
 
     # ------------------------------------------------------------ asyncio callbacks
 

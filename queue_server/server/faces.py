@@ -43,6 +43,7 @@ class Conn(Guest, Member, TurnConn, Asker, Link, Protocol):
     hold: str | None  # why its requests are not read for now
     waiter: Waiter | None
     door: str | None  # CLIENT NAME
+    door_by: bytes  # b" BY <CLIENT NAME>", b"" without one (its hand-outs' records)
     active: bool  # sent something since the idle sweep last looked
     idle_since: float
 

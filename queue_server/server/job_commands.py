@@ -72,6 +72,8 @@ def delete(server: Server, conn: Conn, command: pj.Delete) -> None:
 
 
 def client_name(server: Server, conn: Conn, command: pj.ClientName) -> None:
-    """CLIENT NAME <name>: the door this connection's RETRY and DELETE are counted under."""
+    """CLIENT NAME <name>: the door this connection's RETRY and DELETE are counted under,
+    and who runs the jobs it takes."""
     conn.door = command.name
+    conn.door_by = b" BY " + command.name.encode("ascii")
     conn.write(responses.OK)

@@ -8,6 +8,7 @@ from itertools import islice
 from operator import itemgetter
 from typing import Any
 
+from queue_server.protocol.jobs import slot_of
 from queue_server.protocol.keyed import (
     DeadJob,
     Errors,
@@ -94,6 +95,10 @@ def _running(job: Job, limit: int | None) -> dict[str, Any]:
                  failed_at=history.failed_at if history else None, lease_id=job.id,
                  trace=history.trace if history else None)
     view["started_at"] = job.taken_at or None  # None: by a record logged before issue 26
+    by = job.running_by
+    place = slot_of(by)
+    view.update(running_by=by, running_host=place[0] if place else None,
+                running_slot=place[1] if place else None)
     return view
 
 

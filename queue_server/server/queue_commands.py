@@ -69,7 +69,8 @@ def _deliver_output(server: Server, queue: str, priority: int, item: str, now: f
         server.waiters.remove(waiter)
         waiter = server.waiters.output_waiter(queue, item)
     if waiter is not None:
-        job = server.store.take_last(queue, priority, now, waiter.expire_s, waiter.then_done)
+        job = server.store.take_last(queue, priority, now, waiter.expire_s, waiter.then_done,
+                                     waiter.conn.door_by)
         server.answer(waiter, responses.job_reply(job))
 
 
@@ -79,7 +80,7 @@ def get(server: Server, conn: Conn, command: p.Get) -> None:
         return
     store = server.store
     jobs = store.take(command.queues, command.count or 1, time.time(), command.expire_s,
-                      command.then_done, command.keys)
+                      command.then_done, command.keys, conn.door_by)
     if jobs:
         conn.write_parts(responses.job_reply(jobs[0], command.keys, command.traces)
                          if command.count is None
@@ -120,7 +121,8 @@ def settle(server: Server) -> None:
                 server.waiters.remove(waiter)
                 continue
             get = waiter.get
-            jobs = store.take(get.queues, get.count or 1, now, get.expire_s, get.then_done, get.keys)
+            jobs = store.take(get.queues, get.count or 1, now, get.expire_s, get.then_done, get.keys,
+                              waiter.conn.door_by)
             server.answer(waiter, responses.job_reply(jobs[0], get.keys, get.traces)
                           if get.count is None else responses.batch_reply(jobs, get.keys, get.traces))
     for state in idled:

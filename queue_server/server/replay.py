@@ -142,7 +142,7 @@ def _keyed(store: Store, command: pj.SyncKeyed, now: float) -> bytes:
 def _get(store: Store, command: sr.SyncGet, now: float) -> bytes:
     found = store.sync_get(command.queue, command.job_id, command.priority, now, last=command.last,
                            until=command.until, then_done=command.then_done, managed=command.managed,
-                           at=command.at)
+                           at=command.at, by=command.by)
     return OK if found else b"404 Queue Empty\r\n"
 
 

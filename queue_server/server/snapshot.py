@@ -7,8 +7,10 @@ Format, version 4 (what SNAPSHOT sends, CLONE takes and the data directory keeps
     SYNC PUT <q> <p> <len>[ IS <item>][ UNTIL <unix>] KEY <key>[ ATTEMPTS <n>]
         [ ERRORS <m>][ SOLO][ FAILED]\r\n<data><errors>
                                         (ready jobs, FIFO order; delayed ones with UNTIL)
-    SYNC PUT ...\r\n<data> SYNC GET LAST <q> <id> <p>[ UNTIL <unix> THEN DONE|LATER][ MANAGED]\r\n
-                                        (each running job, its attempts before this run)
+    SYNC PUT ...\r\n<data> SYNC GET LAST <q> <id> <p>[ UNTIL <unix> THEN DONE|LATER][ AT <unix>]
+        [ BY <name>][ MANAGED]\r\n    (each running job, its attempts before this run; AT: when
+                                        it was handed out, BY: to which CLIENT NAME, both
+                                        optional: a version 4 snapshot without them still reads)
     SYNC DEAD <q> <p> <len> KEY <key> ATTEMPTS <n> DIED <unix>[ IS <item>][ ERRORS <m>]
         \r\n<data><errors>              (dead jobs, oldest first per queue)
     SYNC KEPT <q> <p> <len> KEY <key> ATTEMPTS <n> READY <unix> DONE <unix>[ STARTED <unix>]
@@ -52,7 +54,7 @@ def iter_body(store: Store) -> Iterator[bytes]:
         yield records.put(job.queue.name, job.priority, job.data, job.item, None, job.key,
                           job.meta_back(job.attempts - 1))
         yield records.get(job.queue.name, job_id, job.priority, True, job.expire_at, job.then_done,
-                          job.managed, records.at(job.taken_at))
+                          job.managed, records.at(job.taken_at), job.by)
     for state in store.queues.values():
         for dead in state.dead.values():
             yield records.dead(dead)

@@ -123,14 +123,22 @@ class CoreStore(StoreIndex):
 
     def take(
         self, names: tuple[str, ...] | None, count: int, now: float,
-        expire_s: float | None, then_done: bool | None, managed: bool = False,
+        expire_s: float | None, then_done: bool | None, managed: bool = False, by: bytes = b"",
     ) -> list[Job]:
         """Hand out up to `count` jobs: each batch member chosen as a GET would choose.
+        `by`: ` BY <CLIENT NAME>` of the taking connection (b"": unnamed).
 
         A solo job (failed with SOLO) is handed out alone: a batch that reaches it stops
         before it, or is that job alone.
         """
         jobs: list[Job] = []
+        if now != self._at_time:  # self._handed(now), inlined: one call less per GET
+            micro = int(now * 1e6)
+            self._at_time = now
+            self._at_rounded = micro / 1e6
+            self._at_option = b" AT %d.%06d" % divmod(micro, 1_000_000)
+        now = self._at_rounded
+        handed = self._at_option
         if names is not None and len(names) == 1:  # the slot's case: one queue, one expiry
             state = self.queues.get(names[0])
             if state is None:
@@ -143,10 +151,10 @@ class CoreStore(StoreIndex):
                         self._push_front(state, priority, entry)
                         break
                     jobs.append(self._hand_out(state, priority, entry, expire_at, lock_s, then_done,
-                                               managed, last=False, now=now))
+                                               managed, handed, by, last=False, now=now))
                     break
                 jobs.append(self._hand_out(state, priority, entry, expire_at, lock_s, then_done,
-                                           managed, last=False, now=now))
+                                           managed, handed, by, last=False, now=now))
             return jobs
         while len(jobs) < count:
             state = self.choose_queue(names)
@@ -159,21 +167,32 @@ class CoreStore(StoreIndex):
                 break
             expire_at, lock_s = self._expiry(state, now, expire_s)
             jobs.append(self._hand_out(state, priority, entry, expire_at, lock_s, then_done,
-                                       managed, last=False, now=now))
+                                       managed, handed, by, last=False, now=now))
             if solo:
                 break
         return jobs
 
     def take_last(
         self, name: str, priority: int, now: float, expire_s: float | None, then_done: bool | None,
+        by: bytes = b"",
     ) -> Job:
         """Hand out the job just made ready in `name` (it is the last of its priority)."""
         state = self.queues[name]
         entry = self._pop_at(state, priority, last=True)
         assert entry is not None, "take_last: no ready job of that priority"
+        now, handed = self._handed(now)
         expire_at, lock_s = self._expiry(state, now, expire_s)
-        return self._hand_out(state, priority, entry, expire_at, lock_s, then_done, False, last=True,
-                              now=now)
+        return self._hand_out(state, priority, entry, expire_at, lock_s, then_done, False, handed, by,
+                              last=True, now=now)
+
+    def _handed(self, now: float) -> tuple[float, bytes]:
+        """A live hand-out's time cut to whole microseconds (records.micro_time), and its
+        record's ` AT <t>`, made once per GET for all the jobs it hands out."""
+        if now != self._at_time:
+            self._at_time = now
+            self._at_rounded, at_text = records.micro_time(now)
+            self._at_option = b" AT " + at_text
+        return self._at_rounded, self._at_option
 
     @staticmethod
     def _expiry(state: QueueState, now: float, expire_s: float | None) -> tuple[float | None, float | None]:
@@ -183,10 +202,11 @@ class CoreStore(StoreIndex):
 
     def _hand_out(
         self, state: QueueState, priority: int, entry: Entry, expire_at: float | None,
-        lock_s: float | None, then_done: bool | None, managed: bool, *, last: bool, job_id: int = 0,
-        now: float = 0.0, started_at: float = 0.0,
+        lock_s: float | None, then_done: bool | None, managed: bool, handed: bytes, by: bytes, *,
+        last: bool, job_id: int = 0, now: float = 0.0, started_at: float = 0.0,
     ) -> Job:
-        """`now`: a live hand-out's time; `started_at`: a replayed one's, as its record says."""
+        """`now`: a live hand-out's time; `started_at`: a replayed one's, as its record says;
+        `handed`: the record's ` AT <t>` (or b""); `by`: its ` BY <name>` (or b"")."""
         self._drop_ready_count(state)
         self._leave_waiting(state, priority)
         state.running += 1
@@ -207,25 +227,22 @@ class CoreStore(StoreIndex):
             cells[bisect_left(BOUNDS, wait) if wait > FIRST else 0] += 1  # (most waits: no bisect)
             cells[WAIT_SUM] += wait
         started = now or started_at
-        if started != self._at_time:  # one AT for all the jobs of one GET (records.at, inlined)
-            self._at_time = started
-            self._at_option = b" AT " + repr(started).encode("ascii") if started else b""
         meta = entry[4]
         if type(meta) is int:
             job = Job(state, priority, entry[0], entry[1], job_id, entry[3], meta + 1, None,
-                      expire_at, lock_s, managed, then_done, entry[2], started)
+                      expire_at, lock_s, managed, then_done, entry[2], started, by)
         else:  # a job that failed before or is traced: its errors and trace stay with it
             # (solo and retry-wait end)
             history = (JobMeta(meta.attempts, meta.errors, trace=meta.trace)  # type: ignore[union-attr]
                        if meta.errors or meta.trace is not None else None)  # type: ignore[union-attr]
             job = Job(state, priority, entry[0], entry[1], job_id, entry[3], meta.attempts + 1,  # type: ignore[union-attr]
-                      history, expire_at, lock_s, managed, then_done, entry[2], started)
+                      history, expire_at, lock_s, managed, then_done, entry[2], started, by)
         self.running[job_id] = job
         self.keys[entry[3]] = job
         if self._ttl_marks:  # a TTL holds until the first hand-out only
             self._ttl_marks.pop(entry[3], None)
         self.changes.append(records.get(state.name, job_id, priority, last, expire_at, then_done,
-                                        managed, self._at_option))
+                                        managed, handed, by))
         return job
 
     def _stop_running(self, job: Job) -> QueueState:
@@ -244,7 +261,11 @@ class CoreStore(StoreIndex):
         results = []
         found_ids = []
         keys = self.keys
-        now = wall_clock() if at is None else at
+        if at is None:  # records.micro_time(wall_clock()), inlined (a call per DONE)
+            micro = int(wall_clock() * 1e6)
+            now, at_text = micro / 1e6, b"%d.%06d" % divmod(micro, 1_000_000)
+        else:
+            now, at_text = at, records.time_text(at)
         for job_id in ids:
             job = self.running.get(job_id)
             if job is None:
@@ -285,7 +306,7 @@ class CoreStore(StoreIndex):
             item_finished = self._forget(state, job.item)
             results.append(_DONE[not (state.ready or state.delayed or state.running), item_finished])
         if found_ids:
-            self.changes.append(records.done(found_ids, now, door, result))
+            self.changes.append(records.done(found_ids, at_text, door, result))
         return results
 
     def later(
@@ -359,9 +380,10 @@ class CoreStore(StoreIndex):
     def sync_get(
         self, name: str, job_id: int, priority: int, now: float,
         *, last: bool, until: float | None, then_done: bool | None, managed: bool = False,
-        at: float = 0.0,
+        at: float = 0.0, by: str | None = None,
     ) -> bool:
-        """SYNC GET [LAST]: the first (last) ready job of `priority` runs under `job_id`."""
+        """SYNC GET [LAST]: the first (last) ready job of `priority` runs under `job_id`,
+        handed out at `at` to the connection named `by`."""
         state = self.queues.get(name)
         if state is None or job_id in self.running:
             return False
@@ -369,28 +391,15 @@ class CoreStore(StoreIndex):
         if entry is None:
             return False
         lock_s = None if until is None else max(0.0, until - now)
-        self._hand_out(state, priority, entry, until, lock_s, then_done, managed, last=last, job_id=job_id,
-                       started_at=at)
+        by_option = b"" if by is None else b" BY " + by.encode("ascii")
+        self._hand_out(state, priority, entry, until, lock_s, then_done, managed, records.at(at), by_option,
+                       last=last, job_id=job_id, started_at=at)
         return True
 
     def wake(self, until: float, now: float) -> None:
         """Replay of a SYNC WAKE: activate the delayed jobs due at `until`."""
         self._activate_until(until, now)
         self.changes.append(records.wake(until))
-
-    def set_counters(self, next_id: int, next_item: int, next_key: int = 1) -> None:
-        self.next_id = max(self.next_id, next_id)
-        self.next_item = max(self.next_item, next_item)
-        self.next_key = max(self.next_key, next_key)
-        self.changes.append(records.ids(self.next_id, self.next_item, self.next_key))
-
-    def skip_ids(self, next_id: int) -> bool:
-        """The next hand-out's id is at least `next_id` (a new era: lease_ids.py); False if
-        it was already. Unrecorded: the ids given carry it to the log and the replicas."""
-        if next_id <= self.next_id:
-            return False
-        self.next_id = next_id
-        return True
 
     def release_all_running(self, now: float) -> int:
         """After a crash: every job that was handed out is ready again (at least once)."""

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from queue_server.protocol.keyed import DeadJob, Key, is_retry_wait
 from queue_server.protocol.retry import DEFAULT_KEEP_DONE_TOTAL, DEFAULT_POLICY, QueuePolicy
+from queue_server.server import records
 from queue_server.server.store_types import (
     Delayed,
     Entry,
@@ -83,8 +84,10 @@ class StoreIndex:
         # Keys a RESULT waits on (the server's Waiters.results, shared), and the outbox of
         # those that ended (done, dead or deleted) since the server last looked (results.py).
         self.watched: Mapping[Key, object] = {}
-        # The last hand-out time and its SYNC GET ` AT <t>` (store_core.py `_hand_out`).
+        # The last live hand-out's clock, that time cut to microseconds and its SYNC GET
+        # ` AT <t>` (store_core.py `_handed`).
         self._at_time = 0.0
+        self._at_rounded = 0.0
         self._at_option = b""
         self.ended: list[Key] = []
 
@@ -160,6 +163,20 @@ class StoreIndex:
         """The live delayed jobs, soonest first."""
         keys = self.keys
         return sorted(entry for entry in self._delayed if keys.get(entry[6]) is entry)
+
+    def set_counters(self, next_id: int, next_item: int, next_key: int = 1) -> None:
+        self.next_id = max(self.next_id, next_id)
+        self.next_item = max(self.next_item, next_item)
+        self.next_key = max(self.next_key, next_key)
+        self.changes.append(records.ids(self.next_id, self.next_item, self.next_key))
+
+    def skip_ids(self, next_id: int) -> bool:
+        """The next hand-out's id is at least `next_id` (a new era: lease_ids.py); False if
+        it was already. Unrecorded: the ids given carry it to the log and the replicas."""
+        if next_id <= self.next_id:
+            return False
+        self.next_id = next_id
+        return True
 
     def new_item_name(self) -> str:
         name = f"_{self.next_item}"

@@ -36,13 +36,13 @@ K_DONE_AT: Final = 10
 class Job:
     """A running job under the id it was handed out with."""
 
-    __slots__ = ("attempts", "data", "expire_at", "history", "id", "item", "key", "lock_s",
+    __slots__ = ("attempts", "by", "data", "expire_at", "history", "id", "item", "key", "lock_s",
                  "managed", "priority", "queue", "ready_at", "taken_at", "then_done")
 
     def __init__(self, queue: QueueState, priority: int, data: bytes, item: str | None, job_id: int,
                  key: Key, attempts: int, history: JobMeta | None, expire_at: float | None,
                  lock_s: float | None, managed: bool, then_done: bool, ready_at: float = 0.0,
-                 taken_at: float = 0.0) -> None:
+                 taken_at: float = 0.0, by: bytes = b"") -> None:
         # Every field set once, here (the hand-out is a hot path: no second assignment).
         self.queue = queue
         self.priority = priority
@@ -60,6 +60,15 @@ class Job:
         # hand-out has its record's AT); taken_at 0: by a record older than issue 26.
         self.ready_at = ready_at
         self.taken_at = taken_at
+        # Who runs it: ` BY <CLIENT NAME>` as its SYNC GET record carries it (the taking
+        # connection's bytes, shared, not copied), b"" for an unnamed connection or a
+        # record from before the name was kept (running_by in job_views.py).
+        self.by = by
+
+    @property
+    def running_by(self) -> str | None:
+        """The CLIENT NAME of the connection it was handed to, None when unnamed."""
+        return self.by[4:].decode("ascii") if self.by else None
 
     def meta_back(self, attempts: int) -> Meta:
         """Its meta when it waits again with `attempts` made (solo and retry-wait cleared)."""

@@ -11,6 +11,8 @@ import pytest
 from browser_chromium import CHROMIUM, browser_page, needs_chromium, shoot
 from jobs_cluster import JobsCluster, jobs_cluster, make_dead, make_dead_of, other_admin
 
+from queue_server.client import QueueClient
+
 TOKEN = "browser-search-token"
 
 pytestmark = needs_chromium
@@ -89,15 +91,28 @@ def test_failures_are_grouped_by_type_and_each_count_opens_its_jobs(cluster: Job
     assert sorted(shown_keys(page)) == ["photo-0", "photo-2", "photo-4"]
 
 
-def test_the_busy_view_lists_the_running_jobs_since_when(cluster: JobsCluster, page: Page) -> None:
-    with cluster.client() as client:
-        client.put_job("thumbs", b"busy", key="busy-1")
-        [job] = client.get("thumbs", keys=True)
+def test_the_busy_view_lists_the_running_jobs_with_host_slot_and_since_when(cluster: JobsCluster,
+                                                                         page: Page) -> None:
+    # A connection named as a slot names its own (slot/process.py slot_door), and one unnamed.
+    with QueueClient(cluster.address, name="slot.web-1.example.4") as slot, cluster.client() as other:
+        slot.put_job("thumbs", b"busy", key="busy-1")
+        [job] = slot.get("thumbs", keys=True)
+        other.put_job("thumbs", b"busy", key="busy-2")
+        [unnamed] = other.get("thumbs", keys=True)
         log_in(page, cluster, "/busy")
-        assert page.eval_on_selector_all("#busy tbody tr", "rows => rows.map(r => r.dataset.key)") == ["busy-1"]
-        assert page.text_content('#busy tr[data-key="busy-1"] td[data-field=running_for]')
+        assert page.eval_on_selector_all("#busy tbody tr", "rows => rows.map(r => r.dataset.key)") == [
+            "busy-1", "busy-2"]
+        row = '#busy tr[data-key="busy-1"]'
+        assert page.text_content(f"{row} td[data-field=running_for]")
+        assert page.text_content(f"{row} td[data-field=running_host]") == "web-1.example"
+        assert page.get_attribute(f"{row} td[data-field=running_host] a", "href") == "/slotmap#host-web-1.example"
+        assert page.text_content(f"{row} td[data-field=running_slot]") == "4"
+        other_row = '#busy tr[data-key="busy-2"]'
+        assert page.text_content(f"{other_row} td[data-field=running_host]") == ""
+        assert page.text_content(f"{other_row} td[data-field=running_slot]") == ""
         shoot(page, "jobs-busy")
-        client.done(job.id)
+        slot.done(job.id)
+        other.done(unnamed.id)
 
 
 def test_bulk_actions_ask_first_and_a_dismissed_question_changes_nothing(cluster: JobsCluster, page: Page) -> None:

@@ -23,3 +23,10 @@ def test_the_page_and_the_api_show_primary_replica_and_the_unreachable_one(  # t
     html = client.get("/slotmap").text
     assert 'id="queue-servers"' in html and "unreachable" in html
     assert f"127.0.0.1:{replica.port} (" in html
+    # The Queues and Busy pages say which is the primary too (Busy reads the running jobs).
+    for page in ("/queues", "/busy"):
+        html = client.get(page).text
+        assert 'id="queue-server-roles"' in html, page
+        for server, shown in ((primary.address, "primary"), (replica.address, "replica"),
+                              ("127.0.0.1:1", "unreachable")):
+            assert f'data-server="{server}" data-role="{shown}"' in html, (page, server)

@@ -142,3 +142,13 @@ def test_a_replica_keeps_the_same_finished_jobs_and_drops_them_with_its_primary(
         # The primary's age sweep is recorded (SYNC PRUNE): the replica drops it with it.
         poll_until(lambda: client.job("r1") is None, timeout_s=DEADLINE_S, what="r1 dropped after keep_done_s")
         poll_until(lambda: follower.job("r1") is None, timeout_s=DEADLINE_S, what="r1 dropped on the replica")
+
+
+def test_a_done_with_result_and_a_bad_id_still_reads_its_result_past(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    # Found by the recovery property test: the id was parsed before the length, so the
+    # result's bytes were read as the next request (fine point 1 of PROTOCOL.md).
+    server = start_queue_server("--fsync", "never")
+    raw = server.connect()
+    raw.send(b"DONE 1000000000000000000 RESULT 6\r\nPING\r\nPING\r\n")
+    assert raw.line().startswith(b"400 Bad Request: job id must be")
+    assert raw.line() == b"200 PONG"

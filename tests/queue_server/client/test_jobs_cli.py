@@ -207,3 +207,17 @@ def test_job_shows_a_finished_job_and_result_prints_its_result(server: ServerPro
     assert (waiting.returncode, waiting.stderr) == (1, "slotmap result: photo-10 is still ready after 0.2 s\n")
     listed = json.loads(slotmap("jobs", "photos", "--state", "done", "--json", "--server", server.address).stdout)
     assert [(job["key"], job["result"]) for job in listed] == [("photo-9", '{"thumb": "photo-9-small.jpg"}')]
+
+
+def test_job_shows_the_host_and_slot_running_a_job(server: ServerProc) -> None:
+    with QueueClient(server.address, name="slot.render-2.11") as client:
+        client.put("photos", b"photo-11.jpg", key="photo-11")
+        [job] = client.get("photos", keys=True)
+        shown = slotmap("job", "photo-11", "--server", server.address)
+        assert shown.returncode == 0, shown.stderr
+        assert "state: running\n" in shown.stdout
+        assert "running on: slot.render-2.11 (host render-2, slot 11)\n" in shown.stdout
+        listed = json.loads(slotmap("jobs", "photos", "--state", "running", "--json", "--server",
+                                    server.address).stdout)
+        assert [(j["key"], j["running_host"], j["running_slot"]) for j in listed] == [("photo-11", "render-2", 11)]
+        assert client.done(job.id)[0].found

@@ -219,7 +219,14 @@ def retry_or_delete(draw: st.DrawFn, session: Session) -> None:
     _lines(session, f"{verb} {queue} " + " ".join(keys), len(keys), rb"200 OK|404 Job Not Found|409 Job Running")
 
 
-ACTIONS = (put, put, get, get, done, later, touch, fail, retry_or_delete)
+def client_name(draw: st.DrawFn, session: Session) -> None:
+    """Later hand-outs on this connection are run by that name (SYNC GET ... BY, JOB's running_by)."""
+    name = draw(st.sampled_from(["slot.host-a.3", "slot.a.b.c.12", "cli.ops", "w:1"]))
+    session.send(f"CLIENT NAME {name}\r\n".encode())
+    assert session.client.line() == b"200 OK"
+
+
+ACTIONS = (put, put, get, get, done, later, touch, fail, retry_or_delete, client_name)
 
 
 def dump(client: RawClient) -> dict[str, Any]:

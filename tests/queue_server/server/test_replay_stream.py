@@ -13,8 +13,8 @@ RECORDS = [
     records.put("q", 3, b"data with\r\nnewlines", None, None),
     records.put("r", -2, b"", "item_1", 1_900_000_000.25),
     records.get("q", 7, 3, False, 1_900_000_030.5, True),
-    records.done([7, 8, 9], 1_900_000_031.0),
-    records.done([11], 1_900_000_032.0, "slot.h1.2", b"a result\r\nwith newlines"),
+    records.done([7, 8, 9], records.time_text(1_900_000_031.0)),
+    records.done([11], records.time_text(1_900_000_032.0), "slot.h1.2", b"a result\r\nwith newlines"),
     records.later([10], None),
     records.wake(1_900_000_001.0),
     records.ids(11, 2),
@@ -51,4 +51,4 @@ def test_an_incomplete_data_block_waits_for_the_rest() -> None:
 
 def test_a_line_that_is_not_a_sync_record_is_an_error() -> None:
     with pytest.raises(SnapshotError, match="not a SYNC record"):
-        replay.parse_records(records.done([1], 1_900_000_000.0) + b"PUT q 0 1\r\nx")
+        replay.parse_records(records.done([1], records.time_text(1_900_000_000.0)) + b"PUT q 0 1\r\nx")
