@@ -17,7 +17,7 @@ from queue_server.protocol.keyed import (
 )
 from queue_server.server import records
 from queue_server.server.kept import KeptJobs
-from queue_server.server.store_core import CoreStore
+from queue_server.server.store_replay import ReplayedStore
 from queue_server.server.store_types import (
     NOT_FOUND,
     Delayed,
@@ -35,7 +35,7 @@ EXPIRED_DOOR = "expired"  # who finished a job whose lock ran out with THEN DONE
 __all__ = ["NOT_FOUND", "Delayed", "DoneResult", "Entry", "Job", "QueueState", "Store", "Totals"]
 
 
-class Store(KeptJobs, CoreStore):
+class Store(KeptJobs, ReplayedStore):
     def fire_due(self, now: float) -> None:
         """Activate delayed jobs and expire running jobs whose time has come."""
         if self._delayed and self._delayed[0][0] <= now:
