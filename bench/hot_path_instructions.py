@@ -21,9 +21,11 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-LOADS = ("put", "pipe", "getdone")
+LOADS = ("put", "pipe", "getdone", "batch")
 LABELS = {"put": "PUT, one request per read", "pipe": "PUT pipelined 1000 per read",
-          "getdone": "GET then DONE, one request per read (pipelined preload subtracted)"}
+          "getdone": "GET then DONE, one request per read (pipelined preload subtracted)",
+          # What a slot does: a batch of 10 per GET ... COUNT and one DONE naming all 10.
+          "batch": "per job of GET COUNT 10 then DONE of 10 ids (pipelined preload subtracted)"}
 
 WORKLOAD = '''
 import asyncio, sys, tempfile
@@ -47,7 +49,9 @@ class Transport:
     def write_eof(self): pass
     def close(self): pass
 
+import re
 LOAD, N, NAME = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+BLOCK = re.compile(rb"q (\\d+) 0 32\\r\\n")
 PUT = b"PUT q 0 32\\r\\n" + b"x" * 32
 
 async def main():
@@ -70,6 +74,13 @@ async def main():
             conn.data_received(b"GET q\\r\\n")
             job_id = transport.out[-1].split(b" ", 4)[3]
             conn.data_received(b"DONE " + job_id + b"\\r\\n")
+    if LOAD == "batch":
+        for _ in range(N // 10):
+            mark = len(transport.out)
+            conn.data_received(b"GET q COUNT 10\\r\\n")
+            ids = BLOCK.findall(b"".join(transport.out[mark:]))
+            assert len(ids) == 10, ids
+            conn.data_received(b"DONE " + b" ".join(ids) + b"\\r\\n")
 
 asyncio.run(main())
 '''
@@ -126,8 +137,9 @@ def main() -> int:
         codes = {"base": code_at(args.base, root), "new": code_at(args.new, root)}
         cost = {(name, load): per_op(code, script, load, args.small, args.large, args.name)
                 for name, code in codes.items() for load in LOADS}
-    for name in codes:  # GET+DONE ran after a pipelined preload of as many jobs
+    for name in codes:  # GET+DONE and the batches ran after a pipelined preload of as many jobs
         cost[name, "getdone"] -= cost[name, "pipe"]
+        cost[name, "batch"] -= cost[name, "pipe"]
     named = f", connection named {args.name}" if args.name else ""
     print(f"instructions per operation (callgrind), base {args.base} vs {args.new or 'checkout'}{named}")
     print("| load | base | new | new/base |\n| --- | ---: | ---: | ---: |")
