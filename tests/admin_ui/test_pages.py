@@ -40,6 +40,8 @@ def test_slot_map_page_shows_host_memory_and_the_lost_host(client: TestClient) -
     html = client.get("/slotmap").text
     assert "32.0 GiB" in html and "52.0 MiB" in html
     assert re.search(r'<tr data-key="node06" data-sig="01000" class="lost">', html)
+    # The Busy page links a running job's host here.
+    assert '<th scope="row" id="host-node06">' in html
 
 
 def test_slot_map_page_marks_a_host_capped_by_load(client: TestClient) -> None:
