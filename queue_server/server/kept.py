@@ -27,6 +27,8 @@ from queue_server.server.store_types import K_DONE_AT, Kept
 
 
 class KeptJobs(StoreIndex):
+    __slots__ = ()  # store_index.py StoreIndex has them all
+
     def kept_jobs(self, name: str) -> Iterator[Kept]:
         """The finished jobs `name` keeps, newest first."""
         state = self.queues.get(name)

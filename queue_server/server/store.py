@@ -36,6 +36,8 @@ __all__ = ["NOT_FOUND", "Delayed", "DoneResult", "Entry", "Job", "QueueState", "
 
 
 class Store(KeptJobs, ReplayedStore):
+    __slots__ = ()  # store_index.py StoreIndex has them all
+
     def fire_due(self, now: float) -> None:
         """Activate delayed jobs and expire running jobs whose time has come."""
         if self._delayed and self._delayed[0][0] <= now:

@@ -43,6 +43,8 @@ class CoreStore(StoreIndex):
     store_index.py's indexes and counters); store.py's Store adds failures, dead jobs,
     TOUCH, RETRY and DELETE."""
 
+    __slots__ = ()  # store_index.py StoreIndex has them all
+
     # ------------------------------------------------------------ changes
 
     def put(

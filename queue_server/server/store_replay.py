@@ -7,6 +7,8 @@ from queue_server.server.store_core import CoreStore
 
 
 class ReplayedStore(CoreStore):
+    __slots__ = ()  # store_index.py StoreIndex has them all
+
     def sync_get(
         self, name: str, job_id: int, priority: int, now: float,
         *, last: bool, until: float | None, then_done: bool | None, managed: bool = False,
