@@ -181,6 +181,7 @@ class DoneResult:
 
 NOT_FOUND = DoneResult(False)
 _DONE = {(finq, fini): DoneResult(True, finq, fini) for finq in (False, True) for fini in (False, True)}
+_DONE_HOLDING = _DONE[False, False]  # done, its queue holds jobs still, no item finished
 
 
 @dataclass(frozen=True, slots=True)
