@@ -274,7 +274,7 @@ class CoreStore(StoreIndex):
             now, at_text = at, records.time_text(at)
         # The jobs of one GET ... COUNT share their hand-out time, so their run time's bucket
         # is found once per batch (the bisect was a tenth of a slot's DONE of 10).
-        run_from, run_state, run, run_cell = -1.0, None, 0.0, 0
+        run_from, run, run_cell = -1.0, 0.0, 0
         for job_id in ids:
             job = running.pop(job_id, None)
             if job is None:
@@ -291,8 +291,8 @@ class CoreStore(StoreIndex):
             taken_at = job.taken_at
             if taken_at and live:  # a live DONE (latency.py): its run and ready-to-done times, inlined
                 cells = (state.latency or new_latency(state)).cells  # (none yet: handed out elsewhere)
-                if taken_at != run_from or state is not run_state:
-                    run_from, run_state, run = taken_at, state, now - taken_at
+                if taken_at != run_from:
+                    run_from, run = taken_at, now - taken_at
                     run_cell = RUN + (bisect_left(BOUNDS, run) if run > FIRST else 0)
                 total = now - job.ready_at
                 cells[run_cell] += 1
