@@ -211,8 +211,19 @@ class CoreStore(StoreIndex):
     ) -> Job:
         """`now`: a live hand-out's time; `started_at`: a replayed one's, as its record says;
         `handed`: the record's ` AT <t>` (or b""); `by`: its ` BY <name>` (or b"")."""
-        self._drop_ready_count(state)
-        self._leave_waiting(state, priority)
+        # _drop_ready_count and _leave_waiting without their calls while the queue and its
+        # priority keep other jobs (each call was about 1% of a job of a GET ... COUNT batch)
+        if state.ready > 1:
+            state.ready -= 1
+        else:
+            self._drop_ready_count(state)
+        by_priority = state.waiting_by_priority
+        count = by_priority[priority]
+        if count > 1:
+            by_priority[priority] = count - 1
+            self._waiting -= 1
+        else:
+            self._leave_waiting(state, priority)
         state.running += 1
         if not job_id:
             job_id = self.next_id
@@ -266,6 +277,8 @@ class CoreStore(StoreIndex):
         found_ids = []
         keys = self.keys
         running = self.running
+        index = self.kept
+        watched = self.watched
         live = at is None
         if at is None:  # records.micro_time(wall_clock()), inlined (a call per DONE)
             micro = int(wall_clock() * 1e6)
@@ -314,13 +327,12 @@ class CoreStore(StoreIndex):
                         kept = state.kept = deque()
                     self.with_kept[state.name] = state
                 kept.append(entry)
-                index = self.kept
                 index[key] = entry
                 if len(kept) > state.keep_max or len(index) > self.keep_done_total:
                     oldest = kept.popleft()
                     if index.get(oldest[0]) is oldest:
                         del index[oldest[0]]
-            if self.watched and key in self.watched:
+            if watched and key in watched:
                 self.ended.append(key)
             if job.item is None and (state.ready or state.delayed or state.running):
                 results.append(_DONE_HOLDING)  # _forget has nothing to count (hot)
