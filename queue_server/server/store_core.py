@@ -36,7 +36,6 @@ from queue_server.server.store_types import (
     Job,
     Kept,
     QueueState,
-    TtlMark,
 )
 
 
@@ -97,22 +96,6 @@ class CoreStore(StoreIndex):
         if ttl_at is not None:
             self._mark_ttl(key, ttl_at, priority, entry)
         return key
-
-    def _mark_ttl(self, key: Key, deadline: float, priority: int, entry: Entry | None) -> None:
-        mark: TtlMark = [deadline, priority, entry]
-        self._ttl_marks[key] = mark
-        self._ttl_seq += 1
-        heapq.heappush(self._ttl, (deadline, self._ttl_seq, key, mark))
-
-    def _delay(self, state: QueueState, priority: int, data: bytes, item: str | None, until: float,
-               key: Key, meta: Meta) -> None:
-        state.delayed += 1
-        if is_retry_wait(meta):
-            state.failed += 1
-        self._delayed_seq += 1
-        entry = (until, self._delayed_seq, state.name, priority, data, item, key, meta)
-        heapq.heappush(self._delayed, entry)
-        self.keys[key] = entry
 
     def choose_queue(self, names: tuple[str, ...] | None) -> QueueState | None:
         """Uniformly among non-empty queues (of `names`, or of all queues)."""

@@ -11,7 +11,7 @@ import random
 from collections import deque
 from collections.abc import Mapping
 
-from queue_server.protocol.keyed import DeadJob, Key, is_retry_wait
+from queue_server.protocol.keyed import DeadJob, Key, Meta, is_retry_wait
 from queue_server.protocol.retry import DEFAULT_KEEP_DONE_TOTAL, DEFAULT_POLICY, QueuePolicy
 from queue_server.server import records
 from queue_server.server.store_types import (
@@ -225,6 +225,22 @@ class StoreIndex:
             self._classes += 1
         by_priority[priority] = count + 1
         self._waiting += 1
+
+    def _mark_ttl(self, key: Key, deadline: float, priority: int, entry: Entry | None) -> None:
+        mark: TtlMark = [deadline, priority, entry]
+        self._ttl_marks[key] = mark
+        self._ttl_seq += 1
+        heapq.heappush(self._ttl, (deadline, self._ttl_seq, key, mark))
+
+    def _delay(self, state: QueueState, priority: int, data: bytes, item: str | None, until: float,
+               key: Key, meta: Meta) -> None:
+        state.delayed += 1
+        if is_retry_wait(meta):
+            state.failed += 1
+        self._delayed_seq += 1
+        entry = (until, self._delayed_seq, state.name, priority, data, item, key, meta)
+        heapq.heappush(self._delayed, entry)
+        self.keys[key] = entry
 
     def _leave_waiting(self, state: QueueState, priority: int) -> None:
         by_priority = state.waiting_by_priority
