@@ -28,7 +28,7 @@ from queue_server.server.store_types import (
 class StoreIndex:
     # Slots, not a dict: past 30 attributes (issue 26 brought 37) CPython 3.11 keeps an
     # instance's attributes in a dict of its own, and then no `self.<method>()` on the store
-    # specializes (each PUT paid about 1,400 instructions more, callgrind: bench/RESULTS.md).
+    # specializes (each PUT paid about 1,900 instructions more, callgrind: bench/RESULTS.md).
     # The subclasses add none of their own (`__slots__ = ()`).
     __slots__ = (
         "_at_option", "_at_rounded", "_at_time", "_classes", "_delayed", "_delayed_seq",
