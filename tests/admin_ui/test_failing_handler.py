@@ -12,22 +12,22 @@ import subprocess
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import pytest
 from admin_proc import AdminProc, cluster_admin
 from admin_testing import poll_until
+from browser_chromium import ARTIFACTS, launched_browser, needs_chromium
 from procs import import_by_path, server_proc, to_toml
 from prometheus_client.parser import text_string_to_metric_families
 
 from queue_server.client import QueueClient
 
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 TOKEN = "failing-handler-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 POLICY = {"max_attempts": 3, "retry_base_s": 0.2, "retry_max_s": 0.5}
@@ -51,13 +51,7 @@ class Photos(Handler):
         resize(job.data)
 '''
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="browser tests need Debian's chromium at /usr/bin/chromium: apt-get install -y chromium",
-)
-
-if CHROMIUM.exists():
-    from playwright.sync_api import Browser, sync_playwright
+pytestmark = needs_chromium
 
 procs = import_by_path("test_service_procs", REPO_ROOT / "tests" / "manager" / "test_service_procs.py")
 
@@ -78,13 +72,9 @@ def started(tmp_path: Path) -> Iterator[tuple[Any, AdminProc, Browser]]:
                                       python_path=[str(tmp_path)])
         with ThreadPoolExecutor(1) as pool:
             running = pool.submit(procs.wait_running, master, cluster, {"photos": 1}, timeout_s=30.0)
-            with cluster_admin(cluster, token=TOKEN) as admin, sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-                try:
-                    running.result()
-                    yield cluster, admin, browser
-                finally:
-                    browser.close()
+            with cluster_admin(cluster, token=TOKEN) as admin, launched_browser() as browser:
+                running.result()
+                yield cluster, admin, browser
     finally:
         cluster.close()
 
