@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from admin_proc import AdminProc, cluster_admin
+from admin_proc import AdminProc, cluster_admin_while
 from admin_testing import poll_until
 from procs import import_by_path
 from sqlalchemy import select
@@ -65,21 +64,19 @@ def test_the_queues_api_shows_a_burst_s_slots_before_the_next_plan_and_says_how_
     cluster.start_manager()
     master = cluster.start_master("h1", handler_modules=["sm_test_retarget"], python_path=[str(HANDLERS_DIR)])
     # The dashboard starts while the manager waits out its first plan's grace (2 s).
-    with ThreadPoolExecutor(1) as pool:
-        running = pool.submit(procs.wait_running, master, cluster, {"plod": 1, "demo_noop": 1})
-        with cluster_admin(cluster, token=TOKEN) as admin:
-            running.result()
-            poll_until(lambda: (row := plod_row(admin)) and row["slots_current"] == 1,
-                       deadline_s=DEADLINE_S, what="plod at its one slot")
-            with QueueClient(cluster.queue_server.address) as client:
-                log = str(cluster.root / "plod.log")
-                client.put_many("plod", [json.dumps({"log": log, "n": n, "sleep_s": 5.0}) for n in range(300)])
-            procs.wait_running(master, cluster, {"plod": 3, "demo_noop": 1})
-            grown = poll_until(lambda: (row := plod_row(admin)) and row["slots_current"] == 3 and row,
-                               deadline_s=DEADLINE_S, what="the API showing plod's 3 slots")
-            # The Queues page refreshes every half second and says how old its slot counts are.
-            page = admin.get("/queues", headers={"Authorization": f"Bearer {TOKEN}"}).text
-            assert 'data-refresh-ms="500"' in page and 'data-field="slots_age_s"' in page
+    with cluster_admin_while(lambda: procs.wait_running(master, cluster, {"plod": 1, "demo_noop": 1}),
+                             cluster, token=TOKEN) as admin:
+        poll_until(lambda: (row := plod_row(admin)) and row["slots_current"] == 1,
+                   deadline_s=DEADLINE_S, what="plod at its one slot")
+        with QueueClient(cluster.queue_server.address) as client:
+            log = str(cluster.root / "plod.log")
+            client.put_many("plod", [json.dumps({"log": log, "n": n, "sleep_s": 5.0}) for n in range(300)])
+        procs.wait_running(master, cluster, {"plod": 3, "demo_noop": 1})
+        grown = poll_until(lambda: (row := plod_row(admin)) and row["slots_current"] == 3 and row,
+                           deadline_s=DEADLINE_S, what="the API showing plod's 3 slots")
+        # The Queues page refreshes every half second and says how old its slot counts are.
+        page = admin.get("/queues", headers={"Authorization": f"Bearer {TOKEN}"}).text
+        assert 'data-refresh-ms="500"' in page and 'data-field="slots_age_s"' in page
     # No plan's sample said more than 1 (the burst plan writes none): the 3 came from the
     # masters' reports through the manager's live rows, with their age.
     assert max(sampled_slots(cluster.database_url, "plod")) == 1
