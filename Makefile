@@ -19,8 +19,10 @@ run: $(STAMP)
 # files longest first (tests/file_order.py), not xdist's most-tests-first.
 TEST_WORKERS ?= 2
 
+# PYTHONDONTWRITEBYTECODE is unset for the run: with it, each worker rewrote every test
+# module's asserts again on every run (collection 9.5 s of CPU against 3.7 s cached).
 test: $(STAMP) browser
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=25
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=25
 
 # The dashboard's browser tests drive Debian's Chromium; without it they skip and say why.
 browser:

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 # The one launcher of queue servers, server_proc.py (no pytest there), for every server the tests start.
-from tests import file_order
+from tests import bytecode, file_order
 from tests.queue_server import server_proc
 from tests.queue_server.server_proc import EXIT_DEADLINE_S, ServerProc
 from tests.queue_server.server_proc import HOST as HOST
@@ -352,6 +352,8 @@ def _reused_server(_warm_pool: _WarmPool) -> Iterator[_ReusedServer]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller, before the workers start
+        bytecode.compile_product()
     config.addinivalue_line(
         "markers", "fresh_server: the queue_server fixture must be a never-used server process"
     )

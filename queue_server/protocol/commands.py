@@ -23,6 +23,7 @@ from queue_server.protocol.command_types import (
 )
 from queue_server.protocol.errors import UNKNOWN_COMMAND, ProtocolError, bad_request
 from queue_server.protocol.fields import keyword_values, parse_name, parse_queue_list, parse_then
+from queue_server.protocol.framing import MAX_LINE_BYTES
 from queue_server.protocol.keyed import Key
 from queue_server.protocol.numbers import (
     INT64_MAX,
@@ -57,7 +58,6 @@ __all__ = [
     "Parsed",
 ]
 
-MAX_LINE_BYTES = 65536
 _KEYWORDS = frozenset((b"EXPIRE", b"THEN", b"COUNT", b"KEYS"))
 KEYS_FLAG = b"KEYS"
 # Not a first-argument keyword: a plain `GET TRACES` is still the queue named TRACES.

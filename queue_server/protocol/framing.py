@@ -23,7 +23,11 @@ per line keeps the hot path to one `del` per read (bench/hot_path_instructions.p
 """
 from __future__ import annotations
 
-__all__ = ["FrameReader", "LineTooLong"]
+__all__ = ["MAX_LINE_BYTES", "FrameReader", "LineTooLong"]
+
+# The longest request or reply line (without CR/LF). Here, not in commands.py, so that a
+# client reading replies does not import the whole command parser for it.
+MAX_LINE_BYTES = 65536
 
 
 class LineTooLong(Exception):

@@ -14,8 +14,7 @@ from enum import Enum
 from typing import Final, TypeVar
 
 from queue_server.protocol.client_errors import AuthError, BadReply, OfflineError, QueueServerError
-from queue_server.protocol.commands import MAX_LINE_BYTES
-from queue_server.protocol.framing import FrameReader, LineTooLong
+from queue_server.protocol.framing import MAX_LINE_BYTES, FrameReader, LineTooLong
 
 T = TypeVar("T")
 Parser = Callable[[FrameReader], T]

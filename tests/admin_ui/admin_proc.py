@@ -6,7 +6,8 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,6 +117,18 @@ def cluster_admin(cluster: Any, extra_toml: str = "", *, token: str | None = Non
         yield proc
     finally:
         proc.stop_later()
+
+
+@contextlib.contextmanager
+def cluster_admin_while(waiting: Callable[[], object], cluster: Any, extra_toml: str = "", *,
+                        token: str | None = None) -> Iterator[AdminProc]:
+    """cluster_admin, started while `waiting` runs in a thread (a master's wait for its first
+    plan, the manager's 2 s grace); yields once both are done, raising `waiting`'s error."""
+    with ThreadPoolExecutor(1) as pool:
+        waited = pool.submit(waiting)
+        with cluster_admin(cluster, extra_toml, token=token) as proc:
+            waited.result()
+            yield proc
 
 
 @contextlib.contextmanager

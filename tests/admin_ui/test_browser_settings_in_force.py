@@ -13,8 +13,9 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from admin_proc import AdminProc, cluster_admin
@@ -23,6 +24,9 @@ from browser_chromium import launched_browser, needs_chromium
 from procs import import_by_path
 
 from queue_server.client import QueueClient
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
@@ -84,33 +88,32 @@ def free_endpoint() -> str:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def parts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, AdminProc, Browser]]:
+    """The cluster, its dashboard and Chromium: the dashboard and Chromium start while the
+    manager waits out its first plan's grace (2 s)."""
     root = tmp_path_factory.mktemp("in_force")
     (root / "first_app_handlers.py").write_text(HANDLERS)
-    started = procs.Cluster.create(root, QUEUES)
+    cluster = procs.Cluster.create(root, QUEUES)
     pulsar_section = f'\n[pulsar]\nlisten = "{free_endpoint()}"\n'
-    started.pulsar_section = pulsar_section
     try:
-        started.start_queue_server()
-        pulsar_config = started.config("pulsar")
+        cluster.start_queue_server()
+        pulsar_config = cluster.config("pulsar")
         pulsar_config.write_text(pulsar_config.read_text() + pulsar_section)
-        started.spawn("pulsar", ["pulsar", "--config", str(pulsar_config)])
-        started.start_manager()
-        master_config = started.config("master-alpha", host_name="alpha",
+        cluster.spawn("pulsar", ["pulsar", "--config", str(pulsar_config)])
+        cluster.start_manager()
+        master_config = cluster.config("master-alpha", host_name="alpha",
                                        handler_modules=["first_app_handlers"], python_path=[str(root)])
         master_config.write_text(master_config.read_text() + pulsar_section)
-        master = started.spawn("master-alpha", ["master", "--config", str(master_config),
-                                                "--manager", started.manager_endpoint], report=True)
-        procs.wait_running(master, started, {"thumbs": 1, "mail": 1, "calls": 1}, timeout_s=30.0)
-        yield started
+        master = cluster.spawn("master-alpha", ["master", "--config", str(master_config),
+                                                "--manager", cluster.manager_endpoint], report=True)
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(procs.wait_running, master, cluster,
+                                  {"thumbs": 1, "mail": 1, "calls": 1}, timeout_s=30.0)
+            with cluster_admin(cluster, pulsar_section) as admin, launched_browser() as browser:
+                running.result()
+                yield cluster, admin, browser
     finally:
-        started.close()
-
-
-@pytest.fixture(scope="module")
-def admin(cluster: Any) -> Iterator[AdminProc]:
-    with cluster_admin(cluster, cluster.pulsar_section) as proc:
-        yield proc
+        cluster.close()
 
 
 def batches(cluster: Any, queue: str) -> list[int]:
@@ -124,8 +127,9 @@ def queue_api(admin: AdminProc, queue: str) -> dict[str, Any]:
 
 
 def test_the_dashboard_and_api_show_the_batch_size_the_slots_use_and_the_limiter(
-    cluster: Any, admin: AdminProc,
+    parts: tuple[Any, AdminProc, Browser],
 ) -> None:
+    cluster, admin, browser = parts
     with QueueClient(cluster.queue_server.address) as client:
         client.put_many("thumbs", [b"t%d" % n for n in range(40)])
         client.put_many("mail", [b"m%d" % n for n in range(40)])
@@ -169,41 +173,40 @@ def test_the_dashboard_and_api_show_the_batch_size_the_slots_use_and_the_limiter
     assert limiter["cuts"] == 1 and limiter["current_per_s"] < RATE_PER_S
     assert limiter["pauses"] == 0
 
-    with launched_browser() as browser:
-        page = browser.new_page(viewport={"width": 1440, "height": 900})
-        page.set_default_timeout(10_000)
-        page.goto(f"{admin.url}/queues/thumbs")
-        assert " ".join((page.text_content("#batch-size") or "").split()).startswith("5 (handler class)")
-        assert page.query_selector("#limiter") is None
-        page.goto(f"{admin.url}/queues/mail")
-        assert " ".join((page.text_content("#batch-size") or "").split()).startswith("8 (config)")
-        page.goto(f"{admin.url}/queues/calls")
-        shown = " ".join((page.text_content("#limiter") or "").split())
-        assert shown.startswith(f"calls: configured {RATE_PER_S}.00/s, in force ")
-        granted = page.get_attribute("#limiter [data-field=granted_total]", "data-value")
-        assert granted is not None and int(granted) >= 10
-        assert page.text_content("#limiter [data-field=cuts]") == "1"
-        assert page.query_selector("#limiter-error") is None
-        ARTIFACTS.mkdir(exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / "queue-limiter.png"), full_page=True)
-        page.goto(f"{admin.url}/queues")
-        assert page.text_content("#queues tr[data-key=thumbs] [data-batch-source]") == "5 (h)"
-        assert page.text_content("#queues tr[data-key=mail] [data-batch-source]") == "8 (c)"
-        rate = " ".join((page.text_content("#queues tr[data-key=calls] [data-limiter]") or "").split())
-        assert rate.endswith(f"/ {RATE_PER_S}.0") and not rate.startswith("\u2013"), rate
-        assert page.text_content("#queues tr[data-key=thumbs] [data-limiter]") == "\u2013"
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.set_default_timeout(10_000)
+    page.goto(f"{admin.url}/queues/thumbs")
+    assert " ".join((page.text_content("#batch-size") or "").split()).startswith("5 (handler class)")
+    assert page.query_selector("#limiter") is None
+    page.goto(f"{admin.url}/queues/mail")
+    assert " ".join((page.text_content("#batch-size") or "").split()).startswith("8 (config)")
+    page.goto(f"{admin.url}/queues/calls")
+    shown = " ".join((page.text_content("#limiter") or "").split())
+    assert shown.startswith(f"calls: configured {RATE_PER_S}.00/s, in force ")
+    granted = page.get_attribute("#limiter [data-field=granted_total]", "data-value")
+    assert granted is not None and int(granted) >= 10
+    assert page.text_content("#limiter [data-field=cuts]") == "1"
+    assert page.query_selector("#limiter-error") is None
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "queue-limiter.png"), full_page=True)
+    page.goto(f"{admin.url}/queues")
+    assert page.text_content("#queues tr[data-key=thumbs] [data-batch-source]") == "5 (h)"
+    assert page.text_content("#queues tr[data-key=mail] [data-batch-source]") == "8 (c)"
+    rate = " ".join((page.text_content("#queues tr[data-key=calls] [data-limiter]") or "").split())
+    assert rate.endswith(f"/ {RATE_PER_S}.0") and not rate.startswith("\u2013"), rate
+    assert page.text_content("#queues tr[data-key=thumbs] [data-limiter]") == "\u2013"
 
-        # The pulsar goes away: the page and the API say so, without hanging.
-        pulsar = next(proc for proc in cluster.procs if proc.name == "pulsar")
-        pulsar.kill_group()
-        started = time.monotonic()
-        down = queue_api(admin, "calls")["limiter"]
-        assert time.monotonic() - started < 10.0  # the 0.5 s reply timeout, not a hang
-        assert not down["reachable"] and down["granted_total"] is None
-        assert "did not answer" in down["error"]
-        page.goto(f"{admin.url}/queues/calls")
-        assert "the pulsar did not answer" in (page.text_content("#limiter-error") or "")
-        page.goto(f"{admin.url}/queues")
-        assert "no pulsar" in (page.text_content("#queues tr[data-key=calls] [data-limiter]") or "")
-        page.goto(f"{admin.url}/queues/calls")
-        page.screenshot(path=str(ARTIFACTS / "queue-limiter-no-pulsar.png"), full_page=True)
+    # The pulsar goes away: the page and the API say so, without hanging.
+    pulsar = next(proc for proc in cluster.procs if proc.name == "pulsar")
+    pulsar.kill_group()
+    started = time.monotonic()
+    down = queue_api(admin, "calls")["limiter"]
+    assert time.monotonic() - started < 10.0  # the 0.5 s reply timeout, not a hang
+    assert not down["reachable"] and down["granted_total"] is None
+    assert "did not answer" in down["error"]
+    page.goto(f"{admin.url}/queues/calls")
+    assert "the pulsar did not answer" in (page.text_content("#limiter-error") or "")
+    page.goto(f"{admin.url}/queues")
+    assert "no pulsar" in (page.text_content("#queues tr[data-key=calls] [data-limiter]") or "")
+    page.goto(f"{admin.url}/queues/calls")
+    page.screenshot(path=str(ARTIFACTS / "queue-limiter-no-pulsar.png"), full_page=True)

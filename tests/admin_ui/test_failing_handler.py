@@ -10,23 +10,24 @@ import json
 import os
 import subprocess
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import pytest
 from admin_proc import AdminProc, cluster_admin
 from admin_testing import poll_until
+from browser_chromium import ARTIFACTS, launched_browser, needs_chromium
 from procs import import_by_path, server_proc, to_toml
 from prometheus_client.parser import text_string_to_metric_families
 
 from queue_server.client import QueueClient
 
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 TOKEN = "failing-handler-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 POLICY = {"max_attempts": 3, "retry_base_s": 0.2, "retry_max_s": 0.5}
@@ -50,39 +51,32 @@ class Photos(Handler):
         resize(job.data)
 '''
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="browser tests need Debian's chromium at /usr/bin/chromium: apt-get install -y chromium",
-)
-
-if CHROMIUM.exists():
-    from playwright.sync_api import sync_playwright
+pytestmark = needs_chromium
 
 procs = import_by_path("test_service_procs", REPO_ROOT / "tests" / "manager" / "test_service_procs.py")
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Any]:
+def started(tmp_path: Path) -> Iterator[tuple[Any, AdminProc, Browser]]:
+    """The cluster, its dashboard and Chromium: the dashboard and Chromium start while the
+    manager waits out its first plan's grace (2 s)."""
     (tmp_path / "failing_handlers.py").write_text(HANDLER)
-    started = procs.Cluster.create(tmp_path, QUEUES)
+    cluster = procs.Cluster.create(tmp_path, QUEUES)
     try:
         policy = tmp_path / "queue-server.toml"
         policy.write_text(to_toml({"queues.photos": QUEUES["photos"]}))
-        started.queue_server = server_proc.start_queue_server(tmp_path, "--fsync", "never",
+        cluster.queue_server = server_proc.start_queue_server(tmp_path, "--fsync", "never",
                                                               "--config", str(policy))
-        started.start_manager()
-        master = started.start_master("alpha", handler_modules=["failing_handlers"],
+        cluster.start_manager()
+        master = cluster.start_master("alpha", handler_modules=["failing_handlers"],
                                       python_path=[str(tmp_path)])
-        procs.wait_running(master, started, {"photos": 1}, timeout_s=30.0)
-        yield started
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(procs.wait_running, master, cluster, {"photos": 1}, timeout_s=30.0)
+            with cluster_admin(cluster, token=TOKEN) as admin, launched_browser() as browser:
+                running.result()
+                yield cluster, admin, browser
     finally:
-        started.close()
-
-
-@pytest.fixture
-def admin(cluster: Any) -> Iterator[AdminProc]:
-    with cluster_admin(cluster, token=TOKEN) as proc:
-        yield proc
+        cluster.close()
 
 
 def slotmap(*args: str) -> subprocess.CompletedProcess[str]:
@@ -99,8 +93,9 @@ def metric(admin: AdminProc, name: str) -> float | None:
 
 
 def test_a_job_failing_three_times_is_dead_shown_everywhere_retried_from_the_dashboard_then_done(
-    cluster: Any, admin: AdminProc,
+    started: tuple[Any, AdminProc, Browser],
 ) -> None:
+    cluster, admin, browser = started
     address = cluster.queue_server.address
     with QueueClient(address) as client:
         client.put_many("photos", [f"good-{n}" for n in range(20)])
@@ -134,28 +129,23 @@ def test_a_job_failing_three_times_is_dead_shown_everywhere_retried_from_the_das
 
     # The dashboard: the fix is deployed, the admin retries the job from the dead list
     (cluster.root / "fixed").write_text("")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1440, "height": 900})
-            page.set_default_timeout(10_000)
-            target = "/queues/photos/jobs?state=dead"
-            page.goto(f"{admin.url}/login?next={quote(target)}")
-            page.fill("input[name=token]", TOKEN)
-            page.click("form.login button[type=submit]")
-            page.wait_for_url(admin.url + target)
-            row = "#jobs tr[data-key=photo-7]"
-            assert page.text_content(f"{row} [data-field=attempts]") == "3"
-            assert page.text_content(f"{row} summary") == "ValueError: bad photo bad-7"
-            page.click(f"{row} summary")
-            assert "Traceback (most recent call last)" in (page.text_content(f"{row} details pre") or "")
-            ARTIFACTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / "failing-handler-dead.png"), full_page=True)
-            page.click(f"{row} [data-retry=photo-7]")
-            page.wait_for_selector("#jobs-notice")
-            assert page.text_content("#jobs-notice") == "1 job retried"
-        finally:
-            browser.close()
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.set_default_timeout(10_000)
+    target = "/queues/photos/jobs?state=dead"
+    page.goto(f"{admin.url}/login?next={quote(target)}")
+    page.fill("input[name=token]", TOKEN)
+    page.click("form.login button[type=submit]")
+    page.wait_for_url(admin.url + target)
+    row = "#jobs tr[data-key=photo-7]"
+    assert page.text_content(f"{row} [data-field=attempts]") == "3"
+    assert page.text_content(f"{row} summary") == "ValueError: bad photo bad-7"
+    page.click(f"{row} summary")
+    assert "Traceback (most recent call last)" in (page.text_content(f"{row} details pre") or "")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "failing-handler-dead.png"), full_page=True)
+    page.click(f"{row} [data-retry=photo-7]")
+    page.wait_for_selector("#jobs-notice")
+    assert page.text_content("#jobs-notice") == "1 job retried"
     with QueueClient(address) as client:
         poll_until(lambda: (info := client.job("photo-7")) is not None and info.state == "done",
                    deadline_s=DEADLINE_S,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from admin_proc import AdminProc, cluster_admin
+from admin_proc import AdminProc, cluster_admin_while
 from admin_testing import poll_until
 from procs import import_by_path
 from sqlalchemy import select
@@ -63,8 +63,9 @@ def plod_row(admin: AdminProc) -> dict[str, Any] | None:
 def test_the_queues_api_shows_a_burst_s_slots_before_the_next_plan_and_says_how_old(cluster: Any) -> None:
     cluster.start_manager()
     master = cluster.start_master("h1", handler_modules=["sm_test_retarget"], python_path=[str(HANDLERS_DIR)])
-    procs.wait_running(master, cluster, {"plod": 1, "demo_noop": 1})
-    with cluster_admin(cluster, token=TOKEN) as admin:
+    # The dashboard starts while the manager waits out its first plan's grace (2 s).
+    with cluster_admin_while(lambda: procs.wait_running(master, cluster, {"plod": 1, "demo_noop": 1}),
+                             cluster, token=TOKEN) as admin:
         poll_until(lambda: (row := plod_row(admin)) and row["slots_current"] == 1,
                    deadline_s=DEADLINE_S, what="plod at its one slot")
         with QueueClient(cluster.queue_server.address) as client:

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from admin_proc import AdminProc, cluster_admin
+from admin_proc import AdminProc, cluster_admin_while
 from admin_testing import poll_until
 from procs import import_by_path, slotmap_command
 from prometheus_client.parser import text_string_to_metric_families
@@ -40,22 +40,28 @@ procs = import_by_path("test_service_procs", REPO_ROOT / "tests" / "manager" / "
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    started = procs.Cluster.create(tmp_path_factory.mktemp("manager_run"), QUEUES)
+def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, AdminProc]]:
+    """The cluster and its dashboard, started while the manager waits out its first plan's grace."""
+    cluster = procs.Cluster.create(tmp_path_factory.mktemp("manager_run"), QUEUES)
     try:
-        started.start_queue_server()
-        started.start_manager()
-        master = started.start_master("alpha")
-        procs.wait_running(master, started, {"demo_noop": 2, "demo_resize": 1})
-        yield started
+        cluster.start_queue_server()
+        cluster.start_manager()
+        master = cluster.start_master("alpha")
+        with cluster_admin_while(lambda: procs.wait_running(master, cluster, {"demo_noop": 2, "demo_resize": 1}),
+                                 cluster, token=TOKEN) as admin:
+            yield cluster, admin
     finally:
-        started.close()
+        cluster.close()
 
 
 @pytest.fixture(scope="module")
-def admin(cluster: Any) -> Iterator[AdminProc]:
-    with cluster_admin(cluster, token=TOKEN) as proc:
-        yield proc
+def cluster(started: tuple[Any, AdminProc]) -> Any:
+    return started[0]
+
+
+@pytest.fixture(scope="module")
+def admin(started: tuple[Any, AdminProc]) -> AdminProc:
+    return started[1]
 
 
 def master_of(cluster: Any) -> Any:

@@ -73,6 +73,8 @@ class Producer(_ProducerThread):
     # (port, monotonic time) of each acknowledgement, in order
     acked_at: list[tuple[int, float]] = field(default_factory=list)
     refused: int = 0
+    # How long a reply may take before the producer moves on (at most PRODUCER_TIMEOUT_S).
+    timeout_s: float = PRODUCER_TIMEOUT_S
     join_s: ClassVar[float] = PRODUCER_TIMEOUT_S + 5
 
     def _run(self) -> None:
@@ -81,7 +83,7 @@ class Producer(_ProducerThread):
         while not self.stop.is_set():
             address = self.addresses[target % len(self.addresses)]
             try:
-                with socket.create_connection(address, timeout=PRODUCER_TIMEOUT_S) as sock:
+                with socket.create_connection(address, timeout=self.timeout_s) as sock:
                     reader = sock.makefile("rb")
                     while not self.stop.is_set():
                         data = f"{self.name}-{number}".encode()

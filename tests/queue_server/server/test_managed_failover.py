@@ -30,6 +30,8 @@ from tests.queue_server.server.ha_cluster import (
 )
 from tests.queue_server.util import poll_until
 
+FROZEN_REPLY_TIMEOUT_S = 3.0
+
 
 @pytest.fixture
 def ha(tmp_path: Path, start_queue_server) -> Iterator[HaCluster]:  # type: ignore[no-untyped-def]
@@ -56,9 +58,9 @@ def _epoch(server) -> int:  # type: ignore[no-untyped-def]
     return int(role(server.connect(timeout_s=REPLY_TIMEOUT_S))[4])
 
 
-def _run_producers(cluster: HaCluster, count: int = 6) -> list[Producer]:
+def _run_producers(cluster: HaCluster, count: int = 6, **producer: float) -> list[Producer]:
     addresses = [("127.0.0.1", server.port) for server in cluster.servers]
-    return [Producer(f"p{n}", addresses).start() for n in range(count)]
+    return [Producer(f"p{n}", addresses, **producer).start() for n in range(count)]
 
 
 def _acked(producers: list[Producer]) -> int:
@@ -91,7 +93,10 @@ def test_the_primarys_kill_promotes_an_in_sync_replica_and_loses_nothing(ha: HaC
 
 def test_a_frozen_primary_is_replaced_and_acknowledges_nothing_after_its_thaw(ha: HaCluster) -> None:
     old = ha.servers[0]
-    producers = _run_producers(ha)
+    # A frozen server's kernel still takes the PUT; the producers wait for its reply this
+    # long before they move on (the default 10 s was most of this test's 10.3 s); still
+    # past the promotion delay (1.5 s), so they give up once a new primary can take it.
+    producers = _run_producers(ha, timeout_s=FROZEN_REPLY_TIMEOUT_S)
     poll_until(lambda: _acked(producers) >= 300, timeout_s=FAILOVER_DEADLINE_S)
     with frozen(old):
         new = poll_until(lambda: ha.primary(epoch_above=1), timeout_s=FAILOVER_DEADLINE_S,
