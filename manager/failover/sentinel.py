@@ -221,10 +221,10 @@ class Sentinel:
             if self.stopping():
                 return False
             echo, echo_heard = self.echo.get(record.primary, (0, 0.0))
-            # Received or not, it may count: from the echo's arrival (before which the
-            # primary read its clock), or, with no echo yet, from now.
-            counted_from = echo_heard if echo else time.monotonic()
-            self.granted_until = max(self.granted_until, counted_from + self.lease_s)
+            # Received or not, it may count, from the echo's arrival (before which the
+            # primary read its clock). With no echo yet it grants nothing (authority.py).
+            if echo:
+                self.granted_until = max(self.granted_until, echo_heard + self.lease_s)
             reply = link.ask(b"LEASE %d %d %d%s" % (record.epoch, self.lease_ms, echo, consent))
             words = (reply or b"").split()
             if len(words) != 3 or words[:2] != [b"200", b"OK"] or not words[2].isdigit():

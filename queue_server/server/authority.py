@@ -5,7 +5,9 @@ authority on who is primary; a server never decides it alone.
 `LEASE <epoch> <ms> <echo>`: the primary may acknowledge until `<echo> + <ms>`, where
 `<echo>` is this server's own monotonic clock (ms) from its reply to the previous grant:
 the lease runs from a moment *before* the manager decided, on this server's clock, so a
-grant that waited in a frozen server's socket buffer grants nothing new. A server told of
+grant that waited in a frozen server's socket buffer grants nothing new. `<echo>` 0 (no
+clock known yet) grants nothing: read as a time, it would lease a server booted less than
+`<ms>` ago until `<ms>` after its boot, however long the grant waited. A server told of
 a newer epoch (LEASE, PROMOTE, FOLLOW) never goes back to an older one. Pure logic.
 """
 from __future__ import annotations
@@ -48,7 +50,8 @@ class Term:
             self.lease_until = -math.inf
         self.epoch = epoch
         self.managed = True
-        self.lease_until = max(self.lease_until, (echo_ms + lease_ms) / 1000)
+        if echo_ms:  # echo 0: the manager has no clock of ours yet; it asks for one
+            self.lease_until = max(self.lease_until, (echo_ms + lease_ms) / 1000)
         return b"200 OK %d\r\n" % clock_ms(now)
 
     def adopt(self, epoch: int) -> bool:
