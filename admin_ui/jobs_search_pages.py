@@ -36,11 +36,12 @@ def page_query(request: Request, *, now: float, state: str | None = None) -> Job
     """The form's fields (blank ones left out; `within` becomes `since`) as a query."""
     fields: dict[str, object] = {name: value.strip() for name, value in request.query_params.items()
                                  if name in QUERY_FIELDS and value.strip()}
-    within = request.query_params.get("within", "")
-    if within in WITHIN_S and "since" not in fields:
-        fields["since"] = now - WITHIN_S[within]
     if state is not None:
         fields["state"] = state
+    within = request.query_params.get("within", "")
+    # Ready jobs have no time: the form's "within" choice left set when picking Ready means nothing.
+    if within in WITHIN_S and "since" not in fields and fields.get("state") != "ready":
+        fields["since"] = now - WITHIN_S[within]
     try:
         return JobsSearchQuery.model_validate(fields)
     except ValidationError as exc:

@@ -73,6 +73,25 @@ def test_bad_search_fields_are_refused_and_jobs_need_the_token(cluster: JobsClus
     assert cluster.admin.get("/api/jobs", params={"state": "dead"}).status_code == 401
 
 
+@pytest.mark.parametrize("params", [
+    {"since": "inf"}, {"since": "1e300"}, {"until": "100000000001"}, {"since": "nan"},
+    {"since": 2_000_000_000, "until": 1_000}, {"since": 1_000, "until": 1_000},
+    {"state": "ready", "since": 1_000}, {"state": "ready", "until": 2_000},
+])
+def test_times_out_of_range_reversed_or_on_ready_jobs_are_a_422_on_the_api_and_the_page(
+        cluster: JobsCluster, params: dict[str, object]) -> None:
+    answer = cluster.admin.get("/api/jobs", params=params, headers=cluster.auth)
+    assert answer.status_code == 422, answer.text
+    page = cluster.admin.get("/jobs", params=params, headers=cluster.auth)
+    assert page.status_code == 422, page.text[:300]
+
+
+def test_the_pages_within_choice_is_left_out_for_ready_jobs_which_have_no_time(cluster: JobsCluster) -> None:
+    page = cluster.admin.get("/jobs", params={"state": "ready", "within": "1 h"}, headers=cluster.auth)
+    assert page.status_code == 200, page.text[:300]
+    assert "thumb-ready" in page.text
+
+
 def test_failures_are_grouped_by_error_type_with_counts_and_a_sample_traceback(cluster: JobsCluster) -> None:
     answer = cluster.admin.get("/api/failures", headers=cluster.auth)
     assert answer.status_code == 200, answer.text
