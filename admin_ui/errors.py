@@ -54,6 +54,12 @@ class JobNotFound(AdminError):
     status_code = 404
 
 
+class JobAlreadyFinished(AdminError):
+    """A cancel of a job its queue keeps as done: nothing runs or waits to stop."""
+
+    status_code = 409
+
+
 class InvalidJobsAction(AdminError):
     """A retry/delete that names no job, or both keys and all, or deletes all but dead jobs."""
 

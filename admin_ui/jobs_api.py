@@ -66,6 +66,7 @@ def delete(queue: QueueName, action: JobsAction, request: Request, store: StoreD
 def cancel(queue: QueueName, key: JobKey, request: Request, store: StoreDep,
            settings: SettingsDep, _: ActorDep) -> JobsActionResult:
     """Cancel one job: a waiting one is removed ("removed"); a running one ends dead with
-    "cancelled by api" ("cancelled"). 404 when the queue holds no such job."""
+    "cancelled by api" ("cancelled"). 409 when the queue keeps it as finished (done);
+    404 when the queue holds no such job."""
     return cancel_job(settings, store, queue, key, now=settings.clock(), door="api",
                       client_host=request.client.host if request.client else None)

@@ -4,6 +4,7 @@ and the manager (manager/events/cancel_events.py)."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -12,6 +13,7 @@ from queue_server.client.operations import Client
 from queue_server.protocol.cancels import NO_RING, cancelled_request
 from queue_server.protocol.client_errors import BadReply
 from queue_server.protocol.framing import FrameReader
+from queue_server.protocol.job_info import JobInfo
 from queue_server.protocol.reply_reading import sized_block
 
 
@@ -53,3 +55,14 @@ def cancelled(client: Client, ring: str = NO_RING, since: int = 0, *,
     """CANCELLED (Part B): the cancels after position `since` of ring `ring` (NO_RING: all
     the ring holds). `until`: as done()'s (operations.py)."""
     return client._request(cancelled_request(ring, since), parse_cancel_page, read_only=True, until=until)
+
+
+def not_cancelled_text(queue: str, key: str, info: JobInfo | None) -> tuple[str, bool]:
+    """Why CANCEL found nothing, from what JOB says of the key just after: (text, finished).
+    `finished`: the queue still holds it as done (kept), so "not found" would mislead."""
+    if info is not None and info.queue == queue and info.state == "done":
+        at = datetime.fromtimestamp(info.done_at, UTC).strftime(" at %Y-%m-%d %H:%M:%S UTC") if info.done_at else ""
+        return f"{key} of {queue} already finished{at}: a finished job cannot be cancelled", True
+    if info is not None and info.queue != queue:
+        return f"{key}: not found in {queue} (a job {key} is in {info.queue})", False
+    return f"{key}: not found in {queue} (done, deleted, or never put)", False

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from queue_server.client import QueueClient
+from queue_server.client.cancels import not_cancelled_text
 from queue_server.client.commands_cli import (
     EXIT_FAILED,
     EXIT_OK,
@@ -192,8 +193,8 @@ def _delete(client: QueueClient, args: argparse.Namespace) -> int:
 def _cancel(client: QueueClient, args: argparse.Namespace) -> int:
     outcome = client.cancel(args.queue, args.key)
     if outcome == "not_found":
-        print(f"slotmap cancel: {args.key}: not found in {args.queue} (done, deleted, or never put)",
-              file=sys.stderr)
+        text, _ = not_cancelled_text(args.queue, args.key, client.job(args.key))
+        print(f"slotmap cancel: {text}", file=sys.stderr)
         return EXIT_FAILED
     print(f"{args.key}: {outcome}")
     return EXIT_OK

@@ -3,6 +3,7 @@ DONE ... RESULT, and `result()`, which waits for a job to finish as RQ's `job.re
 Celery's `AsyncResult.get` do, in the server (RESULT ... TIMEOUT): nothing polls."""
 from __future__ import annotations
 
+import math
 import time
 
 from queue_server.client.core import CLIENT_TIMEOUT
@@ -58,7 +59,10 @@ def done_with_result(client: Client, job_id: int, result: bytes | str, *,
 def finished(client: Client, queue: str, key: str, *, timeout_s: float = 0.0) -> Op[JobInfo | None]:
     """RESULT: the job as JOB shows it once it has finished (state "done") or died (state
     "dead"), waiting in the server up to `timeout_s`; as it is then if still waiting or
-    running; None when `queue` holds no such job."""
+    running; None when `queue` holds no such job. ValueError for a NaN `timeout_s` (inf waits on)."""
+    if math.isnan(timeout_s):
+        # No deadline is ever reached with NaN, and each turn would ask again without a wait.
+        raise ValueError("timeout must be a number of seconds, got nan")
     deadline = time.monotonic() + timeout_s
     while True:
         wait_s = min(MAX_RESULT_WAIT_S, max(0.0, deadline - time.monotonic()))

@@ -55,6 +55,18 @@ def test_the_api_removes_a_waiting_job_and_a_missing_one_is_404(cluster: JobsClu
     assert missing.status_code == 404 and "ghost" in missing.json()["detail"]
 
 
+def test_the_api_says_a_finished_job_finished_rather_than_not_found(cluster: JobsCluster) -> None:
+    with cluster.client() as client:
+        client.put_job("photos", b"quick", key="quick-1")
+        [job] = client.get("photos", keys=True)
+        assert client.done(job.id)[0].found
+    finished = httpx.post(cluster.admin.url + "/api/queues/photos/jobs/quick-1/cancel", headers=cluster.auth)
+    assert finished.status_code == 409, finished.text
+    assert "already finished at " in finished.json()["detail"]
+    elsewhere = httpx.post(cluster.admin.url + "/api/queues/other/jobs/quick-1/cancel", headers=cluster.auth)
+    assert elsewhere.status_code == 404 and "is in photos" in elsewhere.json()["detail"]
+
+
 def test_the_operator_token_cancels_and_the_viewer_token_is_refused(cluster: JobsCluster) -> None:
     with cluster.client() as client:
         url = cluster.admin.url + "/api/queues/roles/jobs/slow-2/cancel"

@@ -51,6 +51,14 @@ def test_cancel_after_done_is_not_found_and_the_job_stays_done(server: ServerPro
         assert client.done(job.id)[0].found
         assert client.cancel("photos", "quick-1") == "not_found"
         assert client.jobs("photos", "dead") == []
+    # The shell says it finished (its queue keeps it as done), not that nothing has that key.
+    result = slotmap("cancel", "photos", "quick-1", "--server", server.address)
+    assert result.returncode == 1
+    assert result.stderr.startswith("slotmap cancel: quick-1 of photos already finished at ")
+    assert result.stderr.endswith(" UTC: a finished job cannot be cancelled\n")
+    elsewhere = slotmap("cancel", "videos", "quick-1", "--server", server.address)
+    assert (elsewhere.returncode, elsewhere.stderr) == (
+        1, "slotmap cancel: quick-1: not found in videos (a job quick-1 is in photos)\n")
 
 
 def test_cancel_an_unknown_key_says_so(server: ServerProc) -> None:
