@@ -8,10 +8,12 @@ import json
 import time
 from typing import Any
 
+import pytest
 from polling import DEADLINE_S
 from util import poll_until
 
 from queue_server.client import QueueClient
+from tests.queue_server.client.test_jobs_cli import slotmap
 
 CONFIG = """
 [queue_server]
@@ -152,3 +154,16 @@ def test_a_done_with_result_and_a_bad_id_still_reads_its_result_past(start_queue
     raw.send(b"DONE 1000000000000000000 RESULT 6\r\nPING\r\nPING\r\n")
     assert raw.line().startswith(b"400 Bad Request: job id must be")
     assert raw.line() == b"200 PONG"
+
+
+def test_a_nan_timeout_is_refused_at_once_rather_than_asking_the_server_forever(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    # With NaN no deadline was ever reached and each turn asked again with no wait in the server.
+    server = start_queue_server("--fsync", "never")
+    address = f"127.0.0.1:{server.port}"
+    with QueueClient(address) as client:
+        client.put("small", b"x", key="n1")
+        with pytest.raises(ValueError, match="nan"):
+            client.result("small", "n1", timeout=float("nan"))
+        assert client.job("n1").state == "ready"  # type: ignore[union-attr]
+    shell = slotmap("result", "small", "n1", "--wait", "nan", "--server", address)
+    assert shell.returncode == 2 and "nan" in shell.stderr, shell
