@@ -39,7 +39,7 @@ COUNTERS = (
     ("slotmap_jobs_dead_dropped", "dead_dropped",
      "Dead jobs dropped over dead_max or dead_max_age_s since the queue server started."),
     ("slotmap_jobs_retried", "retried", "Jobs retried by hand (RETRY) since the queue server started."),
-    ("slotmap_jobs_deleted", "deleted", "Jobs deleted by hand (DELETE) since the queue server started."),
+    ("slotmap_jobs_deleted", "deleted", "Jobs deleted by hand (DELETE, or a CANCEL of a job not running) since the queue server started."),
     ("slotmap_jobs_later", "later", "Jobs postponed (LATER) since the queue server started."),
     ("slotmap_jobs_expired", "expired", "Locks that expired since the queue server started."),
 )

@@ -67,9 +67,13 @@ def new_latency(state: Any) -> QueueLatency:
 
 def error_type(text: str) -> str:
     """A FAIL's error type: the last line's `Name:` of a Python traceback (`ValueError: bad
-    photo`, `requests.Timeout`), the server's own lock expiry as `LockExpired`, else `other`."""
+    photo`, `requests.Timeout`), the server's own lock expiry as `LockExpired`, a CANCEL of a
+    running job (cancel.py: "cancelled by <door>") as `Cancelled`, else `other`."""
     if text.startswith("lock expired after "):
         return "LockExpired"
+    if text.startswith("cancelled by "):
+        # Else a cancel counted as `other`, among the failures a "by type" panel shows as errors.
+        return "Cancelled"
     lines = text.strip().splitlines()
     match = _TYPE.match(lines[-1].strip()) if lines else None
     return match.group(1) if match else OTHER_TYPE

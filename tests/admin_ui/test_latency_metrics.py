@@ -37,6 +37,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[JobsCluster,
             client.fail(jobs[5].id, "Traceback ...\nKeyError: 'size'", dead=True)
             assert client.retry("photos", jobs[4].key) == [True]  # dead -> ready
             assert client.delete("photos", "k8", "k9") == ["ok", "ok"]
+            # a cancel: of a running job (dead, a failed attempt of type Cancelled), of a waiting one (deleted)
+            client.put_job("cancels", b"c", key="c1")
+            client.put_job("cancels", b"c", key="c2")
+            client.get("cancels", keys=True)
+            assert [client.cancel("cancels", key) for key in ("c1", "c2")] == ["cancelled", "removed"]
             # a queue failing with more types than are kept apart
             for index in range(MAX_ERROR_TYPES + 2):
                 client.put("noisy", b"n")
@@ -83,6 +88,21 @@ def test_the_counters_agree_with_each_other_after_every_kind_of_outcome(
                if name == "slotmap_jobs_failed_by_type_total" and labels[0] == ("queue", "photos")}
     assert by_type == {"TimeoutError": 1, "ValueError": 1, "KeyError": 1}
     assert sum(by_type.values()) == failed
+
+
+def test_a_cancel_counts_as_its_own_type_and_the_counters_still_agree(
+    run: tuple[JobsCluster, Samples, float],
+) -> None:
+    cluster, samples, _ = run
+    q = {"queue": "cancels"}
+    assert value(samples, "slotmap_jobs_failed_by_type_total", type="Cancelled", **q) == 1
+    assert OTHER_TYPE not in {labels[1][1] for (name, labels), _ in samples.items()
+                              if name == "slotmap_jobs_failed_by_type_total" and labels[0] == ("queue", "cancels")}
+    put, done = value(samples, "slotmap_jobs_put_total", **q), value(samples, "slotmap_jobs_done_total", **q)
+    deleted, dead = value(samples, "slotmap_jobs_deleted_total", **q), value(samples, "slotmap_jobs_dead", **q)
+    assert (put, done, deleted, dead) == (2, 0, 1, 1)
+    found = cluster.admin.get("/api/jobs", params={"state": "dead", "error_type": "Cancelled"}, headers=cluster.auth)
+    assert [job["key"] for job in found.json()["jobs"]] == ["c1"], found.text
 
 
 def test_histograms_have_buckets_from_1_ms_to_1_h_and_sums_within_the_run(
