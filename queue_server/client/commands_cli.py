@@ -12,7 +12,7 @@ from config.errors import ConfigError
 from config.load import CONFIG_ENV, load_config
 from config.tokens import TOKEN_ENV, TOKEN_FILE_ENV, resolve_token
 from queue_server.client import QueueClient
-from queue_server.protocol.client_errors import ConnectionLost, QueueServerError
+from queue_server.protocol.client_errors import ConnectionLost, OfflineError, QueueServerError
 from queue_server.protocol.replies import Job, QueueStats
 from queue_server.protocol.requests import DEFAULT_SERVER
 
@@ -110,6 +110,14 @@ def _command(action: Action) -> Callable[[argparse.Namespace], int]:
             return EXIT_USAGE
         except ConnectionLost as exc:
             print(f"{name}: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        except OfflineError as exc:
+            # Seen after a failover with a config naming only the old primary (a bare `listen`):
+            # that server now follows the new one, and nothing here knows where it is.
+            known = ", ".join(f"{host}:{port}" for host, port in client.addresses)
+            print(f"{name}: the server answered {exc}: {known} is not the primary (a replica, or a "
+                  "failover that did not end); give every queue server of the cluster: "
+                  "[queue_server] servers in the config, or one --server each", file=sys.stderr)
             return EXIT_FAILED
         except QueueServerError as exc:
             print(f"{name}: the server answered {exc}", file=sys.stderr)

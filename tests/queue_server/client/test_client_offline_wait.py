@@ -12,6 +12,7 @@ import pytest
 from queue_server.client import QueueClient
 from queue_server.client.aio import AsyncQueueClient
 from queue_server.protocol.client_errors import OfflineError
+from tests.queue_server.client.test_jobs_cli import slotmap
 from tests.queue_server.server_proc import ServerProc, raw_command, running_queue_server
 
 FAST = ("--fsync", "never")
@@ -62,3 +63,13 @@ def test_the_asyncio_client_waits_too(tmp_path: Path) -> None:
     with running_queue_server(tmp_path, *FAST) as server:
         assert raw_command(server, b"OFFLINE").startswith(b"200 OK")
         assert asyncio.run(scenario(server)) == 1
+
+
+def test_the_shell_says_the_server_is_not_the_primary_and_how_to_name_the_others(tmp_path: Path) -> None:
+    # A config naming only the old primary after a failover: the refusal alone left the user guessing.
+    with running_queue_server(tmp_path, *FAST) as server:
+        assert raw_command(server, b"OFFLINE").startswith(b"200 OK")
+        result = slotmap("put", "q", "x", "--server", server.address, "--timeout", "0.5")
+        assert result.returncode == 1, result
+        assert f"{server.address} is not the primary" in result.stderr
+        assert "[queue_server] servers in the config, or one --server each" in result.stderr
