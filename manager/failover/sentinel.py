@@ -113,8 +113,9 @@ class Sentinel:
         # before our start are unknown: count a whole lease from it.
         self.granted_until = start + lease_s
         self.primary_heard = start
-        # server -> (its clock in ms from its last LEASE reply, our clock when that came)
-        self.echo: dict[str, tuple[int, float]] = {}
+        # server -> (its clock in ms from its last LEASE reply, our clock when that came,
+        # the epoch it was in then)
+        self.echo: dict[str, tuple[int, float, int]] = {}
         self.refused_promotion = False
         self.restart_noted = False
         self.takeover_waiting = ""  # the last "not taking over yet" said (said once)
@@ -148,6 +149,7 @@ class Sentinel:
             return
         primary = views.get(record.primary)
         if primary is not None and primary.role == "primary" and primary.epoch <= record.epoch:
+            self._forget_clock_of_a_restart(record.primary, primary.epoch)
             if self._restarted(record, primary, views):
                 pass  # silent as far as the promotion goes: a replica in sync takes over
             else:
@@ -168,6 +170,16 @@ class Sentinel:
         """The next turn LEASE_RENEW_S after this one began, or at the promotion's moment if
         that comes first (a failover waits for no turn's granularity)."""
         return min(started + LEASE_RENEW_S, max(started, self.promotion_due()))
+
+    def _forget_clock_of_a_restart(self, address: str, epoch: int) -> None:
+        """A server goes back to an older epoch only by restarting (its term is not
+        persisted), maybe on a rebooted machine whose monotonic clock began again: the clock
+        we hold from before may be ahead of its clock now (every grant refused as not a time
+        of it until its new uptime passed the old one) or just behind (a lease running past
+        what promotion_due counts). Forgotten: the next grant asks for its clock first."""
+        echo = self.echo.get(address)
+        if echo is not None and epoch < echo[2]:
+            del self.echo[address]
 
     def _restarted(self, record: Record, primary: View, views: dict[str, View | None]) -> bool:
         """The primary lost its epoch (its term is not persisted: it restarted) while a
@@ -220,7 +232,7 @@ class Sentinel:
         for _ in range(2):
             if self.stopping():
                 return False
-            echo, echo_heard = self.echo.get(record.primary, (0, 0.0))
+            echo, echo_heard, _ = self.echo.get(record.primary, (0, 0.0, 0))
             # Received or not, it may count, from the echo's arrival (before which the
             # primary read its clock). With no echo yet it grants nothing (authority.py).
             if echo:
@@ -231,7 +243,7 @@ class Sentinel:
                 if reply is not None:
                     log.warning("queue server %s refused the lease: %r", record.primary, reply[:100])
                 return False
-            self.echo[record.primary] = (int(words[2]), time.monotonic())
+            self.echo[record.primary] = (int(words[2]), time.monotonic(), record.epoch)
             if echo and not alone:
                 return True
         return True
