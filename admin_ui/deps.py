@@ -5,7 +5,7 @@ from collections.abc import Iterator
 from typing import Annotated
 from urllib.parse import parse_qs, urlsplit
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 
 from admin_ui.auth import Access, access_of, require_act, require_read
 from admin_ui.errors import DatabaseNotReady, NotAuthenticated
@@ -101,3 +101,6 @@ ReadableDep = Annotated[Access, Depends(readable)]
 ActorDep = Annotated[Access, Depends(actor)]
 AccessDep = Annotated[Access, Depends(get_access)]
 FormDep = Annotated[dict[str, str], Depends(form_fields)]
+# An event id as SQL stores it (a signed 64-bit integer): a larger `before_id` was an
+# OverflowError out of the database driver, a 500, not a 422.
+EventId = Annotated[int, Query(ge=1, le=2**63 - 1)]

@@ -12,7 +12,16 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from admin_ui import actions, jobs, jobs_pages, jobs_search_pages, views
 from admin_ui.auth import SESSION_COOKIE, Access, role_of_token, session_value
 from admin_ui.charts import QUEUE_CHARTS, queue_chart
-from admin_ui.deps import ActorDep, FormDep, ReadsDep, SettingsDep, StoreDep, get_access, readable
+from admin_ui.deps import (
+    ActorDep,
+    EventId,
+    FormDep,
+    ReadsDep,
+    SettingsDep,
+    StoreDep,
+    get_access,
+    readable,
+)
 from admin_ui.errors import AdminError, InvalidLimits, UnknownQueue
 from admin_ui.limiters_shown import queue_limiter, queue_limiters
 from admin_ui.queue_roles import read_roles
@@ -151,7 +160,7 @@ def events_page(
     request: Request, reads: ReadsDep, settings: SettingsDep,
     access: Annotated[Access, Depends(readable)],
     kind: str | None = None, queue: str | None = None, host: str | None = None,
-    since: str | None = None, until: str | None = None, before_id: int | None = None,
+    since: str | None = None, until: str | None = None, before_id: EventId | None = None,
 ) -> HTMLResponse:
     flt = EventFilter(kind=kind or None, queue=queue or None, host=host or None,
                       since_unix=_parse_utc("since", since), until_unix=_parse_utc("until", until),

@@ -191,6 +191,13 @@ def test_events_page_back_with_before_id(client: TestClient) -> None:
     assert len(ids) == len(set(ids)) == len(admin_sample.event_rows(now=NOW))
 
 
+def test_a_before_id_past_what_sql_holds_is_a_422_not_a_500(client: TestClient) -> None:
+    for path in ("/api/events", "/events"):
+        assert client.get(path, params={"before_id": 10**23}).status_code == 422
+        assert client.get(path, params={"before_id": 0}).status_code == 422
+        assert client.get(path, params={"before_id": 2**63 - 1}).status_code == 200
+
+
 def test_a_database_without_the_managers_tables_answers_503_with_the_reason(tmp_path: Path) -> None:
     engine = make_engine(f"sqlite:///{tmp_path / 'empty.db'}")
     with TestClient(create_app(Store(engine), AdminSettings(allowed_hosts=TEST_CLIENT_HOSTS))) as client:
