@@ -77,8 +77,8 @@ class Assignment(_Frame):
     # runs longer (the slot renews its lock meanwhile, so the lock time is no limit).
     batch_timeout_s: float | None = Field(default=None, gt=0)
     # The queue server's max_job_bytes: a result longer than the server reads in one block
-    # is not sent (a plain DONE, logged); a shorter one over the queue's max_result_bytes is
-    # sent so the finished job says how long it was.
+    # is not sent (DONE <id> LARGE <n>, logged: the finished job says how long it was); a
+    # shorter one over the queue's max_result_bytes is sent, and the server says the same.
     max_result_bytes: int = Field(default=1024 * 1024, ge=0)
 
     def retry_policy(self) -> RetryPolicy:

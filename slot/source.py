@@ -105,14 +105,18 @@ class ClientSource:
         self._not_running("DONE", [i for i, result in zip(ids, results, strict=True) if not result.found])
 
     def done_with_result(self, job_id: int, result: bytes, *, max_bytes: int) -> None:
-        if len(result) > max_bytes or not self.results:
-            if len(result) > max_bytes:
-                log.warning("job %d's result of %d bytes is over the queue server's max_job_bytes "
-                            "(%d): not sent, not kept", job_id, len(result), max_bytes)
+        if not self.results:
             self.done([job_id])
             return
+        too_large = len(result) > max_bytes
+        if too_large:
+            log.warning("job %d's result of %d bytes is over the queue server's max_job_bytes "
+                        "(%d): not sent, not kept (the finished job says how large)", job_id, len(result), max_bytes)
         try:
-            found = self.client.done_with_result(job_id, result, until=self._until()).found
+            if too_large:  # else the finished job would look as if it returned nothing
+                found = self.client.done_large(job_id, len(result), until=self._until()).found
+            else:
+                found = self.client.done_with_result(job_id, result, until=self._until()).found
         except QueueServerError as exc:
             if exc.code != BAD_REQUEST:
                 raise _unavailable(exc) from exc

@@ -209,6 +209,7 @@ class AsyncQueueClient(ClientCore[_Connection]):
     cancel = _awaiting(ops.cancel)
     cancelled = _awaiting(cancel_ops.cancelled)
     done_with_result = _awaiting(result_ops.done_with_result)
+    done_large = _awaiting(result_ops.done_large)
     finished = _awaiting(result_ops.finished)
     result = _awaiting(result_ops.result)
     stats = _awaiting(ops.stats)

@@ -56,6 +56,16 @@ def done_with_result(client: Client, job_id: int, result: bytes | str, *,
     return outcome
 
 
+def done_large(client: Client, job_id: int, result_len: int, *,
+               until: float | None = None) -> Op[DoneResult]:
+    """DONE <id> LARGE <n>: the job is finished with a result of `result_len` bytes, too large
+    to send (over the server's max_job_bytes): not kept, and the finished job says how large
+    (as for one over max_result_bytes), rather than looking as if it returned nothing."""
+    request = b"DONE " + req.job_id(job_id) + b" LARGE %d\r\n" % result_len
+    [outcome] = yield from client._request(request, done_parser(1), until=until)
+    return outcome
+
+
 def finished(client: Client, queue: str, key: str, *, timeout_s: float = 0.0) -> Op[JobInfo | None]:
     """RESULT: the job as JOB shows it once it has finished (state "done") or died (state
     "dead"), waiting in the server up to `timeout_s`; as it is then if still waiting or

@@ -232,6 +232,7 @@ class QueueClient(ClientCore[_Connection]):
     cancel = _blocking(ops.cancel)
     cancelled = _blocking(cancel_ops.cancelled)
     done_with_result = _blocking(result_ops.done_with_result)
+    done_large = _blocking(result_ops.done_large)
     finished = _blocking(result_ops.finished)
     result = _blocking(result_ops.result)
     stats = _blocking(ops.stats)

@@ -332,7 +332,7 @@ _PARSERS: dict[bytes, Callable[[list[bytes]], Parsed]] = {
 
 
 def _parse_done(args: list[bytes]) -> Parsed:
-    if len(args) == 3 and args[1] == b"RESULT":  # DONE <id> RESULT <len> (Part B)
+    if len(args) == 3 and args[1] in (b"RESULT", b"LARGE"):  # DONE <id> RESULT <len> (Part B)
         return with_block(fin.parse_done, args)
     return Parsed(Done(parse_ids(args)))
 
@@ -344,12 +344,15 @@ def parse_line(line: bytes) -> Parsed:
     if name == b"GET":  # the two hot ones without the table's extra call
         return Parsed(_parse_get(GetMode.NOW, args[1:]))
     if name == b"DONE":
-        if len(args) == 4 and args[2] == b"RESULT":  # DONE <id> RESULT <len> (Part B)
-            data_len = parse_length(args[3])
-            try:
+        if len(args) == 4:  # one test for a plain DONE, as before the LARGE form
+            if args[2] == b"RESULT":  # DONE <id> RESULT <len> (Part B)
+                data_len = parse_length(args[3])
+                try:
+                    return with_block(fin.parse_done, args[1:])
+                except ProtocolError as error:  # a bad id: the result is still read past (fine point 1)
+                    return Parsed(None, data_len, error)
+            if args[2] == b"LARGE":  # DONE <id> LARGE <n>: no block (Part B)
                 return with_block(fin.parse_done, args[1:])
-            except ProtocolError as error:  # a bad id: the result is still read past (fine point 1)
-                return Parsed(None, data_len, error)
         return Parsed(Done(parse_ids(args[1:])))
     parse = _PARSERS.get(name)
     if parse is None:

@@ -30,10 +30,12 @@ MAX_RESULT_WAIT_S = 3600.0
 
 @dataclass(slots=True)
 class DoneWithResult:
-    """`DONE <id> RESULT <len>` CRLF `<result>`: one job finished, with what it returned."""
+    """`DONE <id> RESULT <len>` CRLF `<result>`: one job finished, with what it returned; or
+    `DONE <id> LARGE <n>`: with a result of n bytes, too large to send (over max_job_bytes)."""
 
     job_id: int
     data: bytes = b""
+    large: int | None = None
 
 
 @dataclass(slots=True)
@@ -72,9 +74,11 @@ class SyncPrune:
 
 
 def parse_done(args: list[bytes]) -> tuple[DoneWithResult, int]:
-    """`DONE <id> RESULT <len>` -> (command, len)."""
+    """`DONE <id> RESULT <len>` -> (command, len); `DONE <id> LARGE <n>` -> (command, -1: no block)."""
+    if len(args) == 3 and args[1] == b"LARGE":
+        return DoneWithResult(parse_id(args[0]), large=parse_uint(args[2], "LARGE")), -1
     if len(args) != 3 or args[1] != b"RESULT":
-        raise bad_request("DONE <id> RESULT <len> expected")
+        raise bad_request("DONE <id> RESULT <len> or DONE <id> LARGE <n> expected")
     return DoneWithResult(parse_id(args[0])), parse_length(args[2])
 
 

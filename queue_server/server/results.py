@@ -24,7 +24,7 @@ def done_with_result(server: Server, conn: Conn, command: fin.DoneWithResult) ->
         return
     store = server.store
     job = store.running.get(command.job_id)
-    result: bytes | int = command.data
+    result: bytes | int = command.data if command.large is None else command.large
     if job is not None and len(command.data) > store.policy(job.queue.name).max_result_bytes:
         result = len(command.data)  # not kept: the finished job says how large it was
     conn.write(responses.done_reply(store.done((command.job_id,), conn.door, result)))

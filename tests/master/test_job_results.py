@@ -15,6 +15,7 @@ from master_procs import ServerFor, StartMaster, poll_until
 from queue_server.client import JobNotFinished, NoResult, QueueClient
 
 QUEUES = {"results_sum": {"max_result_bytes": 1024}}
+HUGER_BYTES = 2 * 1024 * 1024  # over the queue server's default max_job_bytes
 
 
 def test_a_handlers_return_value_is_the_jobs_result_and_result_waits_for_it(
@@ -62,3 +63,11 @@ def test_a_handlers_return_value_is_the_jobs_result_and_result_waits_for_it(
             client.result("results_sum", "never-put")
         with pytest.raises(NoResult):  # a key of another queue is not this queue's
             client.result("other_queue", "s1")
+        # Over the server's max_job_bytes (1 MiB) the result cannot be sent: it finished all the
+        # same, and says how large its result was rather than looking as if it returned None.
+        client.put("results_sum", json.dumps({"huger": HUGER_BYTES}), key="s5")
+        with pytest.raises(NoResult, match=f"{HUGER_BYTES} bytes"):
+            client.result("results_sum", "s5", timeout=60.0)
+        s5 = client.job("s5")
+        assert s5 is not None and (s5.state, s5.result, s5.result_len, s5.result_kept) == (
+            "done", None, HUGER_BYTES, False)

@@ -167,3 +167,19 @@ def test_a_nan_timeout_is_refused_at_once_rather_than_asking_the_server_forever(
         assert client.job("n1").state == "ready"  # type: ignore[union-attr]
     shell = slotmap("result", "small", "n1", "--wait", "nan", "--server", address)
     assert shell.returncode == 2 and "nan" in shell.stderr, shell
+
+
+def test_done_large_finishes_the_job_with_the_length_of_a_result_too_large_to_send(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    server = start_queue_server("--fsync", "never")
+    raw = server.connect()
+    raw.send(b"PUT small 0 1 KEY big1\r\nx")
+    assert raw.line() == b"200 OK KEY big1"
+    raw.send(b"GET small KEYS\r\n")
+    job_id = int(raw.line().split()[3])
+    raw.exact(1)
+    raw.send(b"DONE %d LARGE 2097152\r\nPING\r\n" % job_id)  # no block: PING is the next request
+    assert raw.line() == b"200 OK FINQ" and raw.line() == b"200 PONG"
+    done = _json(raw, b"JOB big1\r\n")
+    assert (done["state"], done["result"], done["result_len"], done["result_kept"]) == ("done", None, 2097152, False)
+    raw.send(b"DONE %d LARGE many\r\nPING\r\n" % job_id)
+    assert raw.line().startswith(b"400 Bad Request") and raw.line() == b"200 PONG"

@@ -19,6 +19,8 @@ class Sum(Handler):
         if request.get("explicit"):
             job.result(b"explicit bytes")
             return None
+        if request.get("huger"):
+            return "y" * request["huger"]  # over the queue server's max_job_bytes: cannot be sent
         if request.get("huge"):
             return "x" * 5000  # over this queue's max_result_bytes in the test's config
         if request.get("wait_for"):
