@@ -120,9 +120,13 @@ class ClientSource:
         except QueueServerError as exc:
             if exc.code != BAD_REQUEST:
                 raise _unavailable(exc) from exc
-            self.results = False
-            log.warning("the queue server refused DONE ... RESULT (%s): an older server; jobs are "
-                        "done without their results", exc)
+            if too_large:  # a server from before LARGE: it may still keep the smaller results
+                log.warning("the queue server refused DONE ... LARGE (%s): an older server; job %d "
+                            "is done without a word of its result", exc, job_id)
+            else:
+                self.results = False
+                log.warning("the queue server refused DONE ... RESULT (%s): an older server; jobs "
+                            "are done without their results", exc)
             self.done([job_id])
             return
         except OSError as exc:
