@@ -13,10 +13,12 @@ A new setting that names a file or folder must be listed here (tests/config/
 test_config_paths.py fails for a field named *_file, *_dir or *_path that is not).
 `slotmap run` without --config reads deploy/default_cluster.toml against the current folder
 (as the embedded defaults), and hands its children a derived file whose paths are absolute.
+What `slotmap run` writes of its own (RunFiles) follows the same rule.
 """
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from config.models import ClusterConfig
@@ -41,6 +43,33 @@ PATH_KEYS: tuple[tuple[str, str], ...] = (
 PATH_LIST_KEYS: tuple[tuple[str, str], ...] = (("master", "python_path"),)
 # Database URLs: a SQLite file's path is a path like the others.
 URL_KEYS: tuple[tuple[str, str], ...] = (("manager", "database_url"),)
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """What `slotmap run` writes besides the config's own paths: its children's logs, the
+    file they run on (cluster-derived.toml), the role tokens and the master's report, all
+    under `var/` of the folder the config's relative paths resolve against (`slotmap reload
+    --config` finds the report there from any folder)."""
+
+    home: Path
+
+    @property
+    def log_dir(self) -> Path:
+        return self.home / "var" / "log"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.home / "var" / "run"
+
+    @property
+    def master_report(self) -> Path:
+        return self.run_dir / "master.report.json"
+
+
+def run_files(config_file: Path | None) -> RunFiles:
+    """Beside `config_file`; in the current folder without one (the embedded demo's)."""
+    return RunFiles(Path.cwd() if config_file is None else config_file.resolve().parent)
 
 
 def absolute(path: str, folder: Path) -> str:

@@ -146,8 +146,8 @@ ended it and the pulsar): its settings (listen address, data folder, fsync, toke
 are bound to its socket, files and clients at start, so each needs a restart (with a replica,
 docs/GUIDE.md's failover section restarts one server at a time without losing a job). Under `slotmap run`, a
 SIGHUP reads your `--config` file again (a bad one: nothing reloads, and it says why), writes
-the file its children run on (`var/log/cluster-derived.toml`: yours with the role tokens and
-replicas added), and sends SIGHUP to the pulsar, the manager and the master; nothing stops.
+the file its children run on (`var/log/cluster-derived.toml` beside yours: yours with the
+role tokens and replicas added), and sends SIGHUP to the pulsar, the manager and the master; nothing stops.
 """
 
 

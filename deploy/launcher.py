@@ -1,7 +1,8 @@
 """`slotmap run [--config FILE]`: the whole chain on one box as child processes (what `make run` starts).
 
 Queue server, manager, one master (taking its map from the manager), the dashboard when
-`slotmap admin` exists, and the demo producer. Each child's output goes to ./var/log/.
+`slotmap admin` exists, and the demo producer. Each child's output goes to var/log/ beside
+the config file (config/paths.py RunFiles; the current folder's for the embedded demo).
 Ctrl-C or SIGTERM stops them in reverse order (SIGTERM, wait, SIGKILL); when one child
 dies on its own, the launcher says which and stops the rest, except a queue server with
 replicas beside it (--replicas): the manager fails over, and it is started again. The cluster is "up" only
@@ -31,11 +32,9 @@ from deploy.children import STOP_DEADLINE_S, Child, ChildSpec
 
 if TYPE_CHECKING:
     from config.models import ClusterConfig
+    from config.paths import RunFiles
 
 DEFAULT_CONFIG = Path(__file__).resolve().with_name("default_cluster.toml")
-LOG_DIR = Path("var/log")
-RUN_DIR = Path("var/run")
-MASTER_REPORT = RUN_DIR / "master.report.json"
 # config/tokens.py reads the queue server token from here.
 QUEUE_TOKEN_ENV = "SLOTMAP_QUEUE_TOKEN"
 READY_DEADLINE_S = 20.0
@@ -56,7 +55,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "run", help="run the whole demo cluster here: queue server, manager, master, dashboard, producer"
     )
-    parser.add_argument("--config", help=f"cluster config (TOML); default {DEFAULT_CONFIG.name}")
+    parser.add_argument("--config", help=f"cluster config (TOML); default ${{SLOTMAP_CONFIG}}, else "
+                        f"the embedded {DEFAULT_CONFIG.name}; logs, tokens and the master's report go to var/ "
+                        "beside it (the current folder's for the embedded one)")
     parser.add_argument("--no-producer", action="store_true", help="do not start the demo producer")
     parser.add_argument("--producer-scale", type=float, default=1.0, help="multiply the demo job rate")
     parser.add_argument("--replicas", type=int, default=0, choices=range(0, 3), metavar="N",
@@ -66,8 +67,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def child_specs(
-    config: ClusterConfig, config_path: Path, *, with_admin: bool, with_producer: bool,
-    producer_scale: float = 1.0, queue_token: str | None = None, replicas: int = 0,
+    config: ClusterConfig, config_path: Path, files: RunFiles, *, with_admin: bool,
+    with_producer: bool, producer_scale: float = 1.0, queue_token: str | None = None, replicas: int = 0,
 ) -> list[ChildSpec]:
     """The children in start order (pure). `queue_token` is the queue server's token as
     resolved from the environment, a token file or the config (config/tokens.py)."""
@@ -84,7 +85,7 @@ def child_specs(
         ChildSpec("pulsar", ("pulsar", *cfg), f"{config.pulsar.listen} (cluster rate limits)"),
         ChildSpec("manager", ("manager", *cfg),
                   f"{config.manager.listen} for masters (history in {without_password(config.manager.database_url)})"),
-        ChildSpec("master", ("master", *cfg, "--report-file", str(MASTER_REPORT.absolute()),
+        ChildSpec("master", ("master", *cfg, "--report-file", str(files.master_report),
                              "--manager", config.manager.listen),
                   f"slots on ipc:// under {config.master.ipc_dir}",
                   stop_deadline_s=max(config.master.stop_deadline_s, config.master.stop_timeout_s)
@@ -112,10 +113,11 @@ def admin_available() -> bool:
 
 
 class Launcher:
-    def __init__(self, specs: Sequence[ChildSpec], config: ClusterConfig, *, out: TextIO,
-                 queue_token: str | None = None) -> None:
+    def __init__(self, specs: Sequence[ChildSpec], config: ClusterConfig, files: RunFiles, *,
+                 out: TextIO, queue_token: str | None = None) -> None:
         self.specs = list(specs)
         self.config = config
+        self.files = files
         self.queue_token = queue_token
         self.out = out
         self.children: list[Child] = []
@@ -154,14 +156,14 @@ class Launcher:
         return 0
 
     def start_all(self) -> bool:
-        LOG_DIR.mkdir(parents=True, exist_ok=True)
-        RUN_DIR.mkdir(parents=True, exist_ok=True)
+        self.files.log_dir.mkdir(parents=True, exist_ok=True)
+        self.files.run_dir.mkdir(parents=True, exist_ok=True)
         # A report left by an earlier run must not pass for this master's.
-        MASTER_REPORT.unlink(missing_ok=True)
+        self.files.master_report.unlink(missing_ok=True)
         for spec in self.specs:
             if self.stopping:
                 return False
-            child = Child(spec, LOG_DIR)
+            child = Child(spec, self.files.log_dir)
             self.children.append(child)
             print(f"slotmap run: started {spec.name} (pid {child.pid}), log {child.log_path}",
                   file=self.out, flush=True)
@@ -180,7 +182,7 @@ class Launcher:
             if self.check_children():
                 return False
             try:
-                report = HostReport.decode(MASTER_REPORT.read_bytes())
+                report = HostReport.decode(self.files.master_report.read_bytes())
             except (FileNotFoundError, ReportError):
                 self.wait(0.05)
                 continue
@@ -283,7 +285,7 @@ class Launcher:
 
         child.stop()  # reaped; whatever it left in its session goes too
         spec = replace(child.spec, args=restart_args(child.spec.args))
-        again = Child(spec, LOG_DIR)
+        again = Child(spec, self.files.log_dir)
         print(f"slotmap run: {child.spec.name} (pid {child.pid}) exited with {_describe_exit(code)}; "
               f"the manager fails over to a replica in sync, and it is started again as pid "
               f"{again.pid} to follow the primary", file=self.out, flush=True)
@@ -326,41 +328,45 @@ def _describe_exit(code: int) -> str:
     return f"code {code}"
 
 
-def derive_config(config_path: Path, replicas: int) -> tuple[ClusterConfig, Path]:
-    """The file read (ConfigError when it is bad) and what the children run on: with the
-    replicas and the role tokens (kept in var/run/tokens: the same on every call) added, a
-    file written beside the logs; else the file itself."""
+def derive_config(config_path: Path, replicas: int) -> tuple[ClusterConfig, Path, RunFiles]:
+    """The file read (ConfigError when it is bad), what the children run on, and where the
+    run's own files go: with the replicas and the role tokens (kept in var/run/tokens: the
+    same on every call) added, a file written beside the logs; else the file itself."""
     from config.load import load_config
+    from config.paths import run_files
     from deploy.replicas import with_replicas, write_config
     from deploy.role_tokens import with_role_tokens
 
     # The embedded demo file's relative paths (./var/...) are the current folder's, as with no
     # file at all; the children then read a derived file, whose paths are all absolute.
     embedded = config_path.resolve() == DEFAULT_CONFIG
-    config = load_config(config_path, paths_against=Path.cwd() if embedded else None)
+    files = run_files(None if embedded else config_path)
+    config = load_config(config_path, paths_against=files.home if embedded else None)
     derived = with_replicas(config, replicas) if replicas else config
-    derived = with_role_tokens(derived, (RUN_DIR / "tokens").absolute())
+    derived = with_role_tokens(derived, files.run_dir / "tokens")
     if derived is config and not embedded:
-        return config, config_path
-    return derived, write_config(derived, LOG_DIR / "cluster-derived.toml")
+        return config, config_path, files
+    return derived, write_config(derived, files.log_dir / "cluster-derived.toml"), files
 
 
 def run(args: argparse.Namespace) -> int:
+    from config.load import CONFIG_ENV
     from config.tokens import role_token
 
-    source = Path(args.config) if args.config else DEFAULT_CONFIG
-    config, config_path = derive_config(source, args.replicas)
+    chosen = args.config or os.environ.get(CONFIG_ENV)
+    source = Path(chosen) if chosen else DEFAULT_CONFIG
+    config, config_path, files = derive_config(source, args.replicas)
     try:
         # The demo producer's and the status line's (STATS): the producer role's token.
         token = role_token(config.queue_server, "producer")
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     specs = child_specs(
-        config, config_path.resolve(), with_admin=admin_available(),
+        config, config_path.resolve(), files, with_admin=admin_available(),
         with_producer=not args.no_producer, producer_scale=args.producer_scale, queue_token=token,
         replicas=args.replicas,
     )
-    launcher = Launcher(specs, config, out=sys.stdout, queue_token=token)
+    launcher = Launcher(specs, config, files, out=sys.stdout, queue_token=token)
     # SIGHUP: the children re-read the file they run on, so it is derived again from yours first.
     launcher.rederive = lambda: derive_config(source, args.replicas)[1]
     return launcher.run()

@@ -1,5 +1,6 @@
 """`slotmap reload`: ask a running master to reload its handler code (SIGHUP) and wait for
-its answer in its report file: rolled to a new version, refused (exit 1), or unchanged."""
+its answer in its report file: rolled to a new version, refused (exit 1), or unchanged. The
+report of `slotmap run --config FILE` is found with the same --config (or $SLOTMAP_CONFIG)."""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +12,6 @@ from pathlib import Path
 
 from master.report import HostReport, ReportError
 
-DEFAULT_REPORT = Path("var/run/master.report.json")  # `slotmap run`'s (deploy/launcher.py)
 POLL_S = 0.2
 MAX_WAIT_S = 86400.0
 
@@ -20,11 +20,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "reload", help="reload a running master's handler code (as SIGHUP) and wait for the result"
     )
-    parser.add_argument("--report-file", type=Path, default=DEFAULT_REPORT,
-                        help=f"the master's --report-file (default {DEFAULT_REPORT}, as `slotmap run` writes it)")
+    parser.add_argument("--config", help="the config `slotmap run` runs: its report is var/run/"
+                        "master.report.json beside it (default $SLOTMAP_CONFIG, else the current folder's)")
+    parser.add_argument("--report-file", type=Path,
+                        help="the master's --report-file, when it is not `slotmap run`'s")
     parser.add_argument("--timeout-s", type=float, default=600.0,
                         help="give up waiting after this long (the reload goes on); 0: do not wait")
     parser.set_defaults(func=run)
+
+
+def report_path(args: argparse.Namespace) -> Path:
+    from config.load import CONFIG_ENV
+    from config.paths import run_files
+
+    if args.report_file is not None:
+        return Path(args.report_file)
+    config = args.config or os.environ.get(CONFIG_ENV)
+    return run_files(Path(config) if config else None).master_report
 
 
 def read(path: Path) -> HostReport:
@@ -48,9 +60,10 @@ def run(args: argparse.Namespace) -> int:
     timeout_s = args.timeout_s
     if not (0 <= timeout_s <= MAX_WAIT_S):
         raise SystemExit(f"slotmap reload: --timeout-s must be within 0..{MAX_WAIT_S:g}")
-    before = read(args.report_file)
+    report_file = report_path(args)
+    before = read(report_file)
     if not is_master(before.master_pid):
-        raise SystemExit(f"slotmap reload: pid {before.master_pid} in {args.report_file} is not a "
+        raise SystemExit(f"slotmap reload: pid {before.master_pid} in {report_file} is not a "
                          "running slotmap master (a stale report?)")
     os.kill(before.master_pid, signal.SIGHUP)
     print(f"slotmap reload: SIGHUP to the master of {before.host} (pid {before.master_pid}), "
@@ -58,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         time.sleep(POLL_S)
-        report = read(args.report_file)
+        report = read(report_file)
         if report.master_pid != before.master_pid:
             print("slotmap reload: the master restarted meanwhile", file=sys.stderr)
             return 1

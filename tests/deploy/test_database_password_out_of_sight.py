@@ -17,6 +17,7 @@ from sqlalchemy import make_url
 from test_security_cli import EXIT_CONFIG_ERROR
 
 from config.load import load_config, without_password
+from config.paths import run_files
 from deploy.launcher import DEFAULT_CONFIG, child_specs
 from deploy.replicas import with_replicas, write_config
 
@@ -41,7 +42,7 @@ def test_the_launchers_overview_names_the_database_without_its_password() -> Non
     """Before: the manager's line of 'the cluster is up' printed the whole URL."""
     config = load_config(DEFAULT_CONFIG)
     config = config.model_copy(update={"manager": config.manager.model_copy(update={"database_url": URL})})
-    specs = child_specs(config, DEFAULT_CONFIG, with_admin=True, with_producer=True)
+    specs = child_specs(config, DEFAULT_CONFIG, run_files(None), with_admin=True, with_producer=True)
     manager = next(spec for spec in specs if spec.name == "manager")
     assert "slotmap:***@db.example:5432/slotmap" in manager.where
     for spec in specs:

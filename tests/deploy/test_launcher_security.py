@@ -84,8 +84,13 @@ def test_a_handler_module_that_fails_to_import_fails_the_start(
 def test_the_queue_token_is_in_the_producers_environment_not_its_command_line(
     run: list[subprocess.Popen[bytes]], tmp_path: Path,
 ) -> None:
-    config, queue_address = cluster_config(tmp_path)
-    output = start(run, tmp_path, config)
+    # Started from another folder than the config's (issue 26 point 8): what `slotmap run`
+    # writes (logs, tokens, the master's report) lands beside the config, as its data does.
+    app, shell = tmp_path / "app", tmp_path / "shell"
+    app.mkdir()
+    shell.mkdir()
+    config, queue_address = cluster_config(app)
+    output = start(run, shell, config)
 
     def log() -> str:
         return output.read_text(errors="replace")
@@ -93,12 +98,13 @@ def test_the_queue_token_is_in_the_producers_environment_not_its_command_line(
     poll_until(lambda: "the cluster is up" in log() or run[0].poll() is not None, timeout_s=DEADLINE_S,
                what=lambda: f"the cluster up\n{log()}")
     assert run[0].poll() is None, log()
+    assert sorted(path.name for path in shell.iterdir()) == ["run.out"], "written in the shell's folder"
     pids = {name: int(pid) for name, pid in re.findall(r"started (\S+) \(pid (\d+)\)", log())}
     for name, pid in pids.items():
         assert TOKEN.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes(), name
     # Least privilege (issue 29): each role's token generated once, private to its owner; the
     # producer is handed the producer's, never the admin's.
-    tokens = {role: tmp_path / "var" / "run" / "tokens" / f"{role}.token"
+    tokens = {role: app / "var" / "run" / "tokens" / f"{role}.token"
               for role in ("producer", "worker", "operator", "cluster")}
     for path in tokens.values():
         assert path.stat().st_mode & 0o777 == 0o600, path
@@ -114,7 +120,7 @@ def test_the_queue_token_is_in_the_producers_environment_not_its_command_line(
     assert _replies(queue_address, f"AUTH {producer_token}\r\nOFFLINE\r\n") == [
         b"200 OK", b"403 Forbidden: OFFLINE needs the admin role"]
     # The manager read the same file: it planned on the queue server's figures.
-    manager_log = tmp_path / "var" / "log" / "manager.log"
+    manager_log = app / "var" / "log" / "manager.log"
     poll_until(lambda: "demo_noop: +" in manager_log.read_text(), timeout_s=30.0,
                what=lambda: f"a plan\n{manager_log.read_text()}")
     assert "stats unavailable" not in manager_log.read_text(), manager_log.read_text()
@@ -126,16 +132,18 @@ def test_the_queue_token_is_in_the_producers_environment_not_its_command_line(
     # derived again at the SIGHUP.
     config.write_text(config.read_text().replace("max_slots = 2", "max_slots = 3"))
     run[0].send_signal(signal.SIGHUP)
-    master_log = tmp_path / "var" / "log" / "master.log"
+    master_log = app / "var" / "log" / "master.log"
     poll_until(lambda: "handler code unchanged" in master_log.read_text(), timeout_s=30.0,
                what=lambda: f"the master's reload\n{log()}\n{master_log.read_text()}")
     assert "SIGHUP to the master" in log() and run[0].poll() is None
     # The manager and the pulsar read the config again too (a config change needed a restart).
     for name, reloaded in (("manager", "queues.demo_noop.max_slots: 2 -> 3"), ("pulsar", "limits reloaded")):
-        child_log = tmp_path / "var" / "log" / f"{name}.log"
+        child_log = app / "var" / "log" / f"{name}.log"
         poll_until(lambda: reloaded in child_log.read_text(), timeout_s=30.0,  # noqa: B023
                    what=lambda: f"the {name}'s reload\n{log()}\n{child_log.read_text()}")  # noqa: B023
-    answer = subprocess.run([*slotmap_command(), "reload", "--timeout-s", "30"], cwd=tmp_path,
+    # From the shell's folder, `slotmap reload` finds the report through the same config.
+    answer = subprocess.run([*slotmap_command(), "reload", "--timeout-s", "30"], cwd=shell,
+                            env={**os.environ, "SLOTMAP_CONFIG": str(config)},
                             capture_output=True, text=True, timeout=60)
     assert answer.returncode == 0 and "handler code unchanged" in answer.stdout, answer
     assert run[0].poll() is None, log()

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from config.load import load_config
+from config.paths import run_files
 from deploy.launcher import DEFAULT_CONFIG, child_specs
 from deploy.replicas import with_replicas, write_config
 
@@ -19,7 +20,7 @@ def test_a_replica_starts_beside_the_primary_and_follows_it(tmp_path: Path) -> N
     # As `slotmap run` reads its embedded file: ./var is the current folder's.
     derived = with_replicas(load_config(DEFAULT_CONFIG, paths_against=tmp_path), 1)
     path = write_config(derived, tmp_path / "derived.toml")
-    specs = child_specs(derived, path, with_admin=False, with_producer=False, replicas=1)
+    specs = child_specs(derived, path, run_files(path), with_admin=False, with_producer=False, replicas=1)
     assert [s.name for s in specs][:2] == ["queue-server", "queue-replica-1"]
     replica = specs[1].args
     assert replica[replica.index("--replica-of") + 1] == "127.0.0.1:7400"

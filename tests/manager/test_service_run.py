@@ -14,6 +14,7 @@ import pytest
 from test_service_procs import REPO_ROOT, poll_until, server_proc, to_toml
 
 from config.load import load_config
+from config.paths import run_files
 from deploy.launcher import DEFAULT_CONFIG, child_specs
 from queue_server.client import QueueClient
 
@@ -99,10 +100,10 @@ def test_slotmap_run_starts_the_chain_jobs_get_done_and_sigterm_stops_every_chil
 
 def test_the_children_start_in_dependency_order_and_stop_in_reverse() -> None:
     config = load_config(DEFAULT_CONFIG)
-    specs = child_specs(config, DEFAULT_CONFIG, with_admin=True, with_producer=True)
+    specs = child_specs(config, DEFAULT_CONFIG, run_files(None), with_admin=True, with_producer=True)
     assert [s.name for s in specs] == ["queue-server", "pulsar", "manager", "master", "admin", "demo-producer"]
     master = specs[3]
     assert master.args[-2:] == ("--manager", "tcp://127.0.0.1:7500")
     assert master.stop_deadline_s > config.master.stop_deadline_s
-    bare = child_specs(config, DEFAULT_CONFIG, with_admin=False, with_producer=False)
+    bare = child_specs(config, DEFAULT_CONFIG, run_files(None), with_admin=False, with_producer=False)
     assert [s.name for s in bare] == ["queue-server", "pulsar", "manager", "master"]
