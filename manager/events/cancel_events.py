@@ -31,7 +31,7 @@ DOOR_WORDS = {"cli": "with the CLI (slotmap cancel)", "client": "by a queue clie
 
 
 def cancel_event(entry: CancelEntry, ring: str) -> NewEvent:
-    what = "removed (it was waiting)" if entry.lease == 0 else "cancelled while running (its slot is stopped)"
+    what = "removed (it was not running)" if entry.lease == 0 else "cancelled while running (its slot is stopped)"
     words = DOOR_WORDS.get(entry.door, f"by queue client {entry.door!r} (CANCEL request)")
     return NewEvent(
         kind=EventKind.JOB_CANCELLED, queue=entry.queue, actor=entry.door,

@@ -32,7 +32,7 @@ RING_SIZE = 4096
 @dataclass(frozen=True, slots=True)
 class Cancelled:
     seq: int
-    lease: int  # the running job's lease id; 0: it was waiting and was removed
+    lease: int  # the running job's lease id; 0: it was not running (waiting, delayed or dead) and was removed
     queue: str
     key: str
     door: str

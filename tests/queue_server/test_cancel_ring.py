@@ -40,7 +40,7 @@ def test_the_manager_writes_one_event_per_cancel_but_the_dashboards_own() -> Non
     events = cancel_events(page(ring, NO_RING, 0), since=0, known_ring=False)
     assert [(e.actor, (e.detail or {})["key"], (e.detail or {})["seq"]) for e in events] == [
         ("cli", "waiting", 1), ("nightly", "running", 2)]
-    assert events[0].message == "q: job waiting removed (it was waiting) with the CLI (slotmap cancel)"
+    assert events[0].message == "q: job waiting removed (it was not running) with the CLI (slotmap cancel)"
     assert events[1].message == ("q: job running cancelled while running (its slot is stopped) by queue "
                                  "client 'nightly' (CANCEL request)")
     assert cancel_events(page(ring, ring.ring, 2), since=2, known_ring=True) == []
