@@ -55,7 +55,12 @@ def write_config(config: ClusterConfig, path: Path) -> Path:
     """The derived config, private to its owner: it holds the original's secrets (a token,
     a database password), and the children refuse a config with a secret others may read."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_private_text(path, to_toml(config.model_dump(mode="json", exclude_none=True)))
+    document = config.model_dump(mode="json", exclude_none=True)
+    # A queue's keys as written in yours, not every default: a key written there wins over
+    # the handler class's (batch_size), so a default spelled out here would hide the class's.
+    document["queues"] = {name: queue.model_dump(mode="json", exclude_none=True, exclude_unset=True)
+                          for name, queue in config.queues.items()}
+    write_private_text(path, to_toml(document))
     return path
 
 
@@ -68,7 +73,7 @@ def to_toml(document: Mapping[str, Any]) -> str:
 
 def _table(lines: list[str], name: tuple[str, ...], table: Mapping[str, Any]) -> None:
     scalars = {k: v for k, v in table.items() if not isinstance(v, dict) or _inline(k, v)}
-    if name and scalars:
+    if name and (scalars or not table):  # an empty table ([queues.q] of defaults) is still one
         lines.append(f"[{'.'.join(_key(part) for part in name)}]")
     for key, value in scalars.items():
         lines.append(f"{_key(key)} = {toml_value(value)}")

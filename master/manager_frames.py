@@ -6,7 +6,9 @@ host report and pydantic, not the master's or the slot's running machinery.
 """
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any
+
+from pydantic import Field, field_serializer
 
 from config.bounded import MAX_QUEUES, MAX_SLOTS, Name, Pid, QueueName, SlotNumber
 from config.frames import Frame
@@ -53,3 +55,11 @@ class ManagerFrame(_Frame):
     # them to its slots, as a SIGHUP of an unmanaged master does). None: keep the master's own.
     queues: dict[QueueName, QueueConfig] | None = Field(default=None, max_length=MAX_QUEUES)
     queues_version: Name = ""
+
+    @field_serializer("queues")
+    def _queues_as_written(self, queues: dict[str, QueueConfig] | None) -> dict[str, Any] | None:
+        # Only the keys the manager's file writes: a key written wins over the handler class's
+        # (batch_size), so a default sent here would hide the class's on the master.
+        if queues is None:
+            return None
+        return {name: queue.model_dump(mode="json", exclude_unset=True) for name, queue in queues.items()}

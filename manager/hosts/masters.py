@@ -92,7 +92,8 @@ class Masters:
     def queue_settings(self, queues: Mapping[str, QueueConfig]) -> None:
         """A config reload's queues, for the masters with the next frames: their slots get the
         new batch sizes, retries, timeouts and limits (master/reloading.py apply_queues)."""
-        payload = json.dumps({name: q.model_dump(mode="json") for name, q in sorted(queues.items())},
+        # As the frame sends them (only the keys written): writing a default out changes the version.
+        payload = json.dumps({name: q.model_dump(mode="json", exclude_unset=True) for name, q in sorted(queues.items())},
                              sort_keys=True).encode()
         if len(payload) > MAX_QUEUES_PAYLOAD_BYTES:
             log.error("the reloaded queue settings take %d bytes, over the %d a master frame may carry: "

@@ -26,3 +26,14 @@ def test_a_replica_starts_beside_the_primary_and_follows_it(tmp_path: Path) -> N
     assert replica[replica.index("--replica-of") + 1] == "127.0.0.1:7400"
     assert replica[replica.index("--listen") + 1] == "127.0.0.1:7401"
     assert replica[replica.index("--data-dir") + 1] == str(tmp_path / "var" / "queue-replica1")
+
+
+def test_the_derived_config_writes_only_the_queue_keys_of_yours(tmp_path: Path) -> None:
+    """A queue key written wins over the handler class's (batch_size): under `slotmap run` every
+    default spelled out in the derived file hid the class's batch size from the master."""
+    mine = tmp_path / "cluster.toml"
+    mine.write_text("[queues.thumbs]\nmax_slots = 3\n\n[queues.plain]\n\n[queues.sized]\nbatch_size = 10\n")
+    derived = load_config(write_config(load_config(mine), tmp_path / "var" / "derived.toml"))
+    assert derived.queues["thumbs"].model_fields_set == {"max_slots"}
+    assert derived.queues["plain"].model_fields_set == set()  # an empty table is still a queue
+    assert derived.queues["sized"].model_fields_set == {"batch_size"}

@@ -179,3 +179,18 @@ def test_sighup_new_queue_settings_reach_the_masters_slots(warm_cluster: Cluster
         client.put_many("demo_noop", [b"{}"] * 20)
         poll_until(lambda: client.stats("demo_noop")["demo_noop"].done >= 20, timeout_s=DEADLINE_S,
                    what=lambda: f"20 jobs done\n{warm_cluster.logs()}")
+    # batch_size taken out of the file again: the handler class's counts, not the default 10
+    # (the frames used to carry every key, so a key left out reached the master as written).
+    warm_cluster.queues["demo_noop"] = {"min_slots": 1, "max_slots": 1, "max_attempts": 8}
+    warm_cluster.config("manager")
+    reload(warm_cluster, manager, EventKind.CONFIG_RELOADED)
+
+    def class_value() -> str | None:
+        found = master.report()
+        settings = found.queue_settings.get("demo_noop") if found else None
+        return settings.batch_size_source if settings and found and found.queues_version != version else None
+
+    assert poll_until(class_value, timeout_s=DEADLINE_S, what=lambda: f"a new version\n{warm_cluster.logs()}") \
+        == "handler"
+    report = master.report()
+    assert report is not None and report.queue_settings["demo_noop"].batch_size == before, report
