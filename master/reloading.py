@@ -65,6 +65,7 @@ def try_setup(handlers: Mapping[str, type[Handler]], queues: Collection[str]) ->
     forget_parent_signals()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGTERM, signal.SIGINT))  # blocked by spawn
     for queue in sorted(queues):
         cls = handlers[queue]
         try:

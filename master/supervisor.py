@@ -5,12 +5,14 @@ import contextlib
 import gc
 import logging
 import os
+import signal
 import stat
 import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from slot.exit_codes import SlotExit
+from slot.wake import STOP_SIGNALS
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +79,17 @@ def drop_sockets(keep: Collection[SocketId]) -> int:
 
 def spawn(body: Callable[[], int], *, keep_sockets: Collection[SocketId] = ()) -> int:
     """Fork; the child drops the master's sockets but `keep_sockets` (drop_sockets), runs
-    `body` and exits with its code, never returning into the master."""
+    `body` and exits with its code, never returning into the master.
+
+    The child starts with SIGTERM and SIGINT blocked, and `body` unblocks them once its own
+    handlers are in (slot/wake.py Waker.install, reloading.try_setup): until then the
+    master's handlers, inherited, would swallow a stop sent right after the fork (a code
+    reload or a graceful stop just after a replacement slot was forked), and that slot
+    would run a whole batch on the old code. A stop sent meanwhile stays pending."""
+    masked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     pid = os.fork()
     if pid:
+        signal.pthread_sigmask(signal.SIG_SETMASK, masked)
         return pid
     code = int(SlotExit.CRASHED)
     # The master's objects (those made after the preload's freeze) stay out of the slot's

@@ -32,6 +32,9 @@ class Waker:
         signal.set_wakeup_fd(self._write_fd, warn_on_full_buffer=False)
         for signum in STOP_SIGNALS:
             signal.signal(signum, self._on_stop)
+        # Blocked since the fork (master/supervisor.py spawn): a stop sent before now is
+        # delivered here, to the handler above.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
     def wake(self) -> None:
         """From any thread: end the current or the next wait."""

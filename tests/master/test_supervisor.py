@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import socket
 from collections.abc import Iterator
 
@@ -118,3 +119,39 @@ def test_a_slots_collections_leave_the_masters_objects_alone() -> None:
             os.close(fd)
     assert seen == b"0"
     assert any(obj is marker for obj in gc.get_objects())  # the master still collects its own
+
+
+def test_a_stop_sent_before_the_slot_installs_its_handlers_is_not_lost() -> None:
+    """A code reload asks a replacement slot forked a moment before to stop: the master's
+    handlers came along with the fork, and used to swallow that SIGTERM, so the slot ran its
+    whole batch on the old code. The child holds it until its Waker is in."""
+    from master.signal_queue import SignalQueue
+    from slot.process import forget_parent_signals
+    from slot.wake import Waker
+
+    handled = (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGHUP)
+    before = {signum: signal.getsignal(signum) for signum in handled}
+    signals = SignalQueue()
+    signals.install()  # the master's handlers, inherited by the fork
+    go_read, go_write = os.pipe()
+
+    def body() -> int:
+        forget_parent_signals()
+        os.read(go_read, 1)  # the slot's start-up: the stop comes meanwhile
+        waker = Waker()
+        waker.install()
+        return 0 if waker.stop_requested else 7
+
+    try:
+        pid = spawn(body)
+        os.kill(pid, signal.SIGTERM)
+        os.write(go_write, b"x")
+        _, status = os.waitpid(pid, 0)
+    finally:
+        signals.close()
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+        os.close(go_read)
+        os.close(go_write)
+    assert os.waitstatus_to_exitcode(status) == 0, "the stop sent before Waker.install was lost"
+    assert not signal.pthread_sigmask(signal.SIG_BLOCK, []) & {signal.SIGTERM, signal.SIGINT}
