@@ -75,7 +75,9 @@ def run(args: argparse.Namespace) -> int:
         if report.master_pid != before.master_pid:
             print("slotmap reload: the master restarted meanwhile", file=sys.stderr)
             return 1
-        if report.code_reloads_answered <= before.code_reloads_answered:
+        # A SIGHUP during a reload is answered after that one ends: its end, counted, is not
+        # ours, so wait until no reload is under way (ours follows it within the same turn).
+        if report.code_reloads_answered <= before.code_reloads_answered or report.code_reloading:
             continue
         if report.code_reload_failure and report.code_generation == before.code_generation:
             print(f"slotmap reload: {report.code_reload_failure}", file=sys.stderr)

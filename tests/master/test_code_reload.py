@@ -166,3 +166,26 @@ def test_a_job_still_running_at_stop_timeout_is_killed_and_given_back_uncharged(
     info = master.client().job(key)
     # Back in the queue, its hand-out taken back: it runs again from its start on attempt 1.
     assert info is not None and info.state == "ready" and info.attempts == 0, info
+
+
+def test_slotmap_reload_during_a_roll_answers_when_its_own_code_has_rolled(
+    start_master: StartMaster, tmp_path: Path,
+) -> None:
+    """Asked while an earlier reload still rolls, `slotmap reload` took the end of that roll for
+    its answer: 'every slot runs version ...' while a slot still ran a job on the code before."""
+    master = start(start_master, tmp_path, 1)
+    log = tmp_path / "runs.log"
+    put(master, log, 0, 1, sleep_s=0.5)
+    put(master, log, 1, 1, sleep_s=2.5)
+    poll_until(lambda: len(lines(log, "start")) >= 1, what=lambda: master.log_tail())
+    write_app(tmp_path / "app", "v2")
+    master.process.send_signal(signal.SIGHUP)
+    master.wait_report(lambda r: r.code_generation == 1 and r.code_reloading, what="the v2 roll under way")
+    write_app(tmp_path / "app", "v3")
+    # The v2 slot (forked as the v2 roll starts) runs job-1 past the v3 roll's start: the
+    # answer comes when it has run it to its end and only v3 serves.
+    done = reload_command(master)
+    assert done.returncode == 0 and "(generation 2)" in done.stdout, done
+    assert [(run[1], run[3]) for run in ended(log)] == [("v1", "job-0"), ("v2", "job-1")]
+    report = master.report()
+    assert report is not None and report.code_generation == 2 and not report.code_reloading, report
