@@ -65,10 +65,11 @@ each queue where both are given and differ, once at start.
 **Secrets and file modes.** A config file that holds a secret (`queue_server.token`,
 `admin.token`, a password in `manager.database_url`) must be private to its owner: when
 its group or others have any permission bit (0644, 0640), every process refuses it at
-start with the `chmod 600 <file>` to run. The same holds for the files named by
-`queue_server.token_file`, `admin.token_file` and `curve_secret_file`. A config without
-secrets (tokens in `token_file` or the environment) may be readable by all. See
-docs/SECURITY.md.
+start with the `chmod 600 <file>` to run. The same holds for the files named by every
+`token_file` key (`queue_server`'s and its roles', `admin`'s, its viewer's and operator's)
+and `curve_secret_file`; `slotmap run` reads every token file before it starts anything. A
+config without secrets (tokens in `token_file` or the environment) may be readable by all.
+See docs/SECURITY.md.
 """
 
 

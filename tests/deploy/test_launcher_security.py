@@ -81,6 +81,23 @@ def test_a_handler_module_that_fails_to_import_fails_the_start(
     assert "stopping the others" in text
 
 
+def test_a_token_file_others_may_read_stops_the_start_before_any_child(
+    run: list[subprocess.Popen[bytes]], tmp_path: Path,
+) -> None:
+    """The dashboard, started last, refused its viewer token file after 'the cluster is up'
+    and took every other part down with it: now nothing starts."""
+    config, _ = cluster_config(tmp_path)
+    viewer = tmp_path / "viewer.token"
+    viewer.write_text("viewer-secret-token-42\n")
+    viewer.chmod(0o644)
+    config.write_text(config.read_text() + f'viewer_token_file = "{viewer}"\n')  # [admin] is last
+    output = start(run, tmp_path, config, "--no-producer")
+    code = run[0].wait(timeout=DEADLINE_S)
+    text = output.read_text(errors="replace")
+    assert code != 0 and f"run `chmod 600 {viewer}`" in text, text
+    assert "started" not in text and "viewer-secret-token-42" not in text
+
+
 def test_the_queue_token_is_in_the_producers_environment_not_its_command_line(
     run: list[subprocess.Popen[bytes]], tmp_path: Path,
 ) -> None:
