@@ -15,7 +15,7 @@ from jobs_cluster import TRACEBACK, JobsCluster, jobs_cluster, make_dead
 from prometheus_client.parser import text_string_to_metric_families
 
 TOKEN = "jobs-token"
-QUEUES = ("photos", "attempts", "retries", "deletes", "counted", "secrets")
+QUEUES = ("photos", "attempts", "retries", "deletes", "counted", "secrets", "later")
 
 
 @pytest.fixture(scope="module")
@@ -172,3 +172,19 @@ def test_with_a_token_configured_reading_jobs_needs_it_while_counts_stay_open(cl
     assert page.status_code == 303 and page.headers["location"].startswith("/login?next=")
     assert metric(cluster, "slotmap_jobs_dead", "secrets") == 1
     assert 'data-count="dead">1<' in cluster.admin.get("/queues/secrets").text
+
+
+def test_a_failed_job_is_counted_under_failed_only_so_each_count_is_as_many_as_its_list(
+    cluster: JobsCluster,
+) -> None:
+    with cluster.client() as client:
+        client.put_job("later", b"a", key="later-failed")
+        [job] = client.get("later", keys=True)
+        client.fail(job.id, TRACEBACK, delay_s=3600)  # failed, waiting an hour for its retry
+        client.put_job("later", b"b", key="later-delayed", delay_s=3600)
+        assert (client.stats("later")["later"].delayed, client.stats("later")["later"].failed) == (2, 1)
+    page = cluster.admin.get("/queues/later", headers=cluster.auth).text
+    for state, key in (("delayed", "later-delayed"), ("failed", "later-failed")):
+        assert f'data-count="{state}">1<' in page, state  # the queue server's STATS says 2 delayed
+        listed = cluster.admin.get(f"/api/queues/later/jobs?state={state}", headers=cluster.auth).json()
+        assert [job["key"] for job in listed["jobs"]] == [key]
