@@ -36,7 +36,7 @@ from admin_ui.auth import (
     request_role,
 )
 from admin_ui.deps import cross_site
-from admin_ui.errors import AdminError, NotAuthenticated
+from admin_ui.errors import LOGIN_REASONS, AdminError, NotAuthenticated
 from admin_ui.format import fmt, json_text, path_segment
 from admin_ui.host_check import HostCheck
 from admin_ui.metrics import make_registry
@@ -130,7 +130,8 @@ def handle_admin_error(request: Request, exc: Exception) -> Response:
         return JSONResponse({"detail": str(exc)}, status_code=exc.status_code, headers=headers)
     if isinstance(exc, NotAuthenticated) and request.method == "GET":
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-        return RedirectResponse(f"/login?next={quote(target)}", status_code=303)
+        why = f"&why={exc.why}" if exc.why in LOGIN_REASONS else ""
+        return RedirectResponse(f"/login?next={quote(target)}{why}", status_code=303)
     settings: AdminSettings = request.app.state.settings
     response: Response = request.app.state.templates.TemplateResponse(
         request, "message.html",

@@ -138,7 +138,7 @@ def access_of(request: Request, settings: AdminSettings) -> Access:
 
 def require_read(access: Access) -> None:
     if not access.can_read:
-        raise NotAuthenticated("this dashboard needs a token to read (viewer, operator or admin)")
+        raise NotAuthenticated("this dashboard needs a token to read (viewer, operator or admin)", why="read")
 
 
 def require_act(access: Access) -> None:

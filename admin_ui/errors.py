@@ -25,9 +25,23 @@ class DatabaseNotReady(AdminError):
 
 
 class NotAuthenticated(AdminError):
-    """The request carries no valid token (Bearer, HTTP basic password or login cookie)."""
+    """The request carries no valid token (Bearer, HTTP basic password or login cookie).
+    `why`: a key of LOGIN_REASONS, which the login page a GET is sent to explains."""
 
     status_code = 401
+
+    def __init__(self, message: str, *, why: str = "") -> None:
+        super().__init__(message)
+        self.why = why
+
+
+# What the login page says when a page sent its reader there. Fixed texts chosen by a key in
+# the address, so a link from elsewhere cannot put words of its own on the login page.
+LOGIN_REASONS = {
+    "read": "This dashboard needs a token to read: the viewer's, the operator's or the admin's.",
+    "job-data": "This page shows job data and errors (what producers and handlers put there): "
+                "it needs the operator or admin token.",
+}
 
 
 class ActionsDisabled(AdminError):

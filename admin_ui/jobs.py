@@ -27,6 +27,7 @@ from admin_ui.schemas import (
     JobView,
 )
 from admin_ui.settings import AdminSettings
+from admin_ui.views import delayed_only
 from manager.storage.store import EventKind, NewEvent, Store
 from queue_server.client import QueueClient
 from queue_server.protocol.job_info import JobInfo, error_summary
@@ -54,7 +55,7 @@ def _counts(client: QueueClient, queue: str) -> JobCounts | None:
     stats = client.stats(queue).get(queue)
     if stats is None:
         return None
-    return JobCounts(ready=stats.ready, delayed=stats.delayed, failed=stats.failed,
+    return JobCounts(ready=stats.ready, delayed=delayed_only(stats.delayed, stats.failed), failed=stats.failed,
                      running=stats.running, dead=stats.dead, done=stats.kept)
 
 

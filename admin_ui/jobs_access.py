@@ -18,7 +18,7 @@ def jobs_reader(access: Annotated[Access, Depends(get_access)]) -> Access:
     if not access.can_read_jobs:
         raise NotAuthenticated("job data and errors need the operator or admin token"
                                + (" (signed in as viewer; [admin] viewer_job_data allows it)"
-                                  if access.role == "viewer" else ""))
+                                  if access.role == "viewer" else ""), why="job-data")
     return access
 
 

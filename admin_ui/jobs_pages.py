@@ -101,8 +101,14 @@ def jobs_action(
     settings: SettingsDep, fields: Annotated[dict[str, list[str]], Depends(jobs_form)], access: ActorDep,
 ) -> RedirectResponse | HTMLResponse:
     change = form_action(fields)
-    if not fields.get("one") and fields.get("confirm") != ["yes"]:
-        return confirm_page(request, access, settings, fields, queue, action, change)
+    now_count = _count_now(settings, queue, change)
+    seen = (fields.get("seen") or [""])[0]
+    # "Delete all 12" confirmed on a page shown a while ago: more may have died since. Asked
+    # again with the count of now, an operator never changes jobs the question did not count.
+    moved = now_count is not None and seen != "" and seen != str(now_count)
+    if (not fields.get("one") and fields.get("confirm") != ["yes"]) or moved:
+        return confirm_page(request, access, settings, fields, queue, action, change,
+                            now_count=now_count, seen=seen if moved else "")
     result = jobs.change_jobs(settings, store, queue, change, action, now=settings.clock(), door="dashboard",
                               client_host=request.client.host if request.client else None)
     state = (fields.get("state") or ["failed"])[0]
@@ -114,13 +120,29 @@ def jobs_action(
     return RedirectResponse(f"/queues/{queue}/jobs?{urlencode(query)}", status_code=303)
 
 
+def _count_now(settings: AdminSettings, queue: str, change: JobsAction) -> int | None:
+    """How many jobs an "all" action would change now (None: not an "all" action, or unknown)."""
+    if change.all is None:
+        return None
+    counts = jobs.job_counts(settings, queue)
+    return None if counts is None else int(getattr(counts, change.all))
+
+
 def confirm_page(request: Request, access: Access, settings: AdminSettings, fields: dict[str, list[str]], queue: str,
-                 verb: str, change: JobsAction) -> HTMLResponse:
-    """A bulk retry or delete posted without its confirmation (no JavaScript ran): ask first."""
-    what = f"all {change.all} jobs" if change.all is not None else f"the {len(change.keys)} selected jobs"
+                 verb: str, change: JobsAction, *, now_count: int | None, seen: str) -> HTMLResponse:
+    """A bulk retry or delete posted without its confirmation (no JavaScript ran), or confirmed
+    for a count that has changed since (`seen`): ask first, saying how many jobs it changes."""
+    if change.all is None:
+        what = f"the {len(change.keys)} selected jobs"
+    else:
+        what = f"all {now_count} {change.all} jobs" if now_count is not None else f"all {change.all} jobs"
     state = (fields.get("state") or ["failed"])[0]
     kept = {name: values for name, values in fields.items() if name in ("all", "key", "state", "next")}
-    question = f"{verb.capitalize()} {what} of {queue}?" + (" This cannot be undone." if verb == "delete" else "")
+    if now_count is not None:
+        kept["seen"] = [str(now_count)]
+    changed = f"The page showed {seen}; there are {now_count} now. " if seen else ""
+    question = (f"{changed}{verb.capitalize()} {what} of {queue}?"
+                + (" This cannot be undone." if verb == "delete" else ""))
     return render(request, "confirm.html", access, settings, title="Confirm", question=question, fields=kept,
                   button=f"Yes, {verb}", nav="queues",
                   action=f"/queues/{quote(queue, safe='')}/jobs/{verb}",

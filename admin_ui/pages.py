@@ -22,7 +22,7 @@ from admin_ui.deps import (
     get_access,
     readable,
 )
-from admin_ui.errors import AdminError, InvalidLimits, UnknownQueue
+from admin_ui.errors import LOGIN_REASONS, AdminError, InvalidLimits, UnknownQueue
 from admin_ui.limiters_shown import queue_limiter, queue_limiters
 from admin_ui.queue_roles import read_roles
 from admin_ui.schemas import EventFilter, LimitsChange, QueueSortKey, SortOrder
@@ -196,8 +196,9 @@ def _local_path(target: str | None) -> str:
 
 @public.get("/login")
 def login_page(request: Request, settings: SettingsDep, access: Annotated[Access, Depends(get_access)],
-               next: str | None = None) -> HTMLResponse:
-    return render(request, "login.html", access, settings, nav="login", next=_local_path(next), error=None)
+               next: str | None = None, why: str = "") -> HTMLResponse:
+    return render(request, "login.html", access, settings, nav="login", next=_local_path(next), error=None,
+                  why=why if why in LOGIN_REASONS else "", reasons=LOGIN_REASONS)
 
 
 @public.post("/login")
@@ -206,8 +207,10 @@ def login(request: Request, settings: SettingsDep, access: Annotated[Access, Dep
     target = _local_path(fields.get("next"))
     found = role_of_token(fields.get("token", ""), settings)
     if found is None:
+        why = fields.get("why", "")
         response = render(request, "login.html", access, settings, nav="login", next=target,
-                          error="wrong token" if access.token_configured else "no admin token is configured")
+                          error="wrong token" if access.token_configured else "no admin token is configured",
+                          why=why if why in LOGIN_REASONS else "", reasons=LOGIN_REASONS)
         response.status_code = 401
         return response
     redirect = RedirectResponse(target, status_code=303)

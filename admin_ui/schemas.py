@@ -47,11 +47,11 @@ class QueueRow(_View):
     trend: Trend = Field(description="up: the manager wants more slots, down: fewer")
     waiting: int
     running: int = Field(description="locked jobs (being processed)")
-    delayed: int
+    delayed: int = Field(description="delayed jobs not ready before their time, failed ones not counted (they are in failed)")
     jobs_per_s: float
     mean_job_s: float
     errors: int = Field(description="failed attempts in the interval (the queue server's count)")
-    failed: int = Field(default=0, description="failed jobs waiting for their retry now (also counted in delayed)")
+    failed: int = Field(default=0, description="failed jobs waiting for their retry now (not counted in delayed)")
     dead: int = Field(default=0, description="dead jobs kept now: out of attempts; retry or delete them")
     configured: bool = Field(default=True, description="False: no config names the queue, so no slot serves it")
     handled: bool | None = Field(
@@ -79,7 +79,7 @@ class QueueTotals(_View):
     slots_desired: int
     waiting: int
     running: int
-    delayed: int
+    delayed: int = Field(description="delayed jobs not ready before their time, failed ones not counted (they are in failed)")
     jobs_per_s: float
     errors: int
     failed: int = Field(default=0, description="failed jobs waiting for their retry, all queues")
@@ -320,7 +320,8 @@ class JobView(_View):
 
 
 class JobCounts(_View):
-    """How many jobs of the queue are in each state (STATS; failed jobs are also delayed)."""
+    """How many jobs of the queue are in each state, each as many as its list shows (STATS counts
+    failed jobs among the delayed ones; here they are in failed only)."""
 
     ready: int
     delayed: int

@@ -70,6 +70,12 @@ def override_view(override: Override) -> OverrideView:
     )
 
 
+def delayed_only(delayed: int, failed: int) -> int:
+    """The queue server counts failed jobs (waiting for their retry) among the delayed ones; the
+    dashboard's Delayed count leaves them to Failed, so it is as many as its Delayed list shows."""
+    return max(0, delayed - failed)
+
+
 def queue_row(sample: QueueReading, override: OverrideView | None,
               limiter: LimiterStatus | None = None) -> QueueRow:
     row = _queue_row(sample, override, limiter)
@@ -84,7 +90,8 @@ def _queue_row(sample: QueueReading, override: OverrideView | None,
         slots_current=sample.slots_current, slots_avg=sample.slots_avg,
         slots_desired=sample.slots_desired, load=sample.load,
         trend=trend_of(sample.slots_current, sample.slots_desired),
-        waiting=sample.waiting, running=sample.running, delayed=sample.delayed,
+        waiting=sample.waiting, running=sample.running,
+        delayed=delayed_only(sample.delayed, sample.failed or 0),
         jobs_per_s=sample.jobs_per_s, mean_job_s=sample.mean_job_s, errors=sample.errors,
         failed=sample.failed or 0, dead=sample.dead or 0,
         configured=sample.configured is not False, handled=sample.handled,

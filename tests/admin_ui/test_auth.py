@@ -185,7 +185,7 @@ def test_login_only_redirects_within_the_site(make_client: MakeClient) -> None:
 def test_protected_reads_send_pages_to_login_and_the_api_a_401(make_client: MakeClient) -> None:
     client = make_client(token=TOKEN, protect_reads=True)
     page = client.get("/slotmap?x=1", follow_redirects=False)
-    assert page.status_code == 303 and page.headers["location"] == "/login?next=/slotmap%3Fx%3D1"
+    assert page.status_code == 303 and page.headers["location"] == "/login?next=/slotmap%3Fx%3D1&why=read"
     assert client.get("/api/queues").status_code == 401
     assert client.get("/metrics").status_code == 401
     assert client.get("/queues/mail_send/charts/slots.svg", follow_redirects=False).status_code == 303
@@ -199,3 +199,27 @@ def test_protect_reads_without_a_token_is_a_config_error(make_client: MakeClient
     # It used to leave reads open without a word (issue 10): now the dashboard does not start.
     with pytest.raises(ConfigError, match="protect_reads needs an admin token"):
         make_client(token=None, protect_reads=True)
+
+
+def test_a_page_sent_to_log_in_says_why_and_which_tokens_open_it(make_client: MakeClient) -> None:
+    client = make_client(token=TOKEN)
+    for path in ("/failures", "/busy", "/jobs?state=dead&queue=mail_send"):
+        sent = client.get(path, follow_redirects=False)
+        assert sent.status_code == 303 and sent.headers["location"].endswith("&why=job-data"), path
+        login = client.get(sent.headers["location"]).text
+        assert "it needs the operator or admin token" in login and "job data and errors" in login
+        assert f"Log in to open <code>{path.replace('&', '&amp;')}</code>" in login
+        assert 'name="why" value="job-data"' in login  # a wrong token's answer still says why
+    # The form names every token that signs in, not the admin's alone (an operator's works too).
+    assert ">Token <input" in client.get("/login").text and "operator" in client.get("/login").text
+    # Only the fixed reasons are shown: an address cannot put words of its own on the page.
+    assert 'id="login-why"' not in client.get("/login?next=/queues&why=Your+session+expired").text
+    wrong = client.post("/login", data={"token": "nope", "next": "/failures", "why": "job-data"})
+    assert wrong.status_code == 401 and 'id="login-why"' in wrong.text
+
+
+def test_the_log_in_link_keeps_the_query_so_a_search_comes_back_after_signing_in(
+    make_client: MakeClient,
+) -> None:
+    page = make_client(token=TOKEN).get("/events?kind=slots_moved").text
+    assert 'id="login-link"' in page and "/login?next=/events%3Fkind%3Dslots_moved" in page

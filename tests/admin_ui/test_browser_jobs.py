@@ -182,3 +182,25 @@ def test_the_job_page_cancels_a_running_job(cluster: JobsCluster, page: Page) ->
         assert page.text_content("#job-error") == "cancelled by dashboard"
         assert page.query_selector("#job-cancel") is None
         assert not client.done(job.id)[0].found  # the handler's late DONE finds no lease
+
+
+def test_at_a_phones_width_the_top_bar_wraps_and_the_dead_list_keeps_its_buttons_on_screen(
+    cluster: JobsCluster, page: Page,
+) -> None:
+    with cluster.client() as client:
+        make_dead(client, "narrow", "narrow-1", data=b"x" * 120)  # a long data cell widens the table
+    log_in(page, cluster, "/queues/narrow/jobs?state=dead")
+    page.set_viewport_size({"width": 375, "height": 740})
+    for target in ("/queues/narrow/jobs?state=dead", "/jobs/narrow-1", "/queues"):
+        page.goto(f"{cluster.admin.url}{target}")
+        # The page is as wide as the window: nothing lies off to the right of the dark top bar.
+        assert page.evaluate("document.documentElement.scrollWidth") == 375, target
+        for selector in ("form[action='/logout'] button", "a[href='/metrics']", "#nav-busy"):
+            box = page.locator(selector).bounding_box()
+            assert box is not None and box["x"] + box["width"] <= 375, (target, selector, box)
+    page.goto(f"{cluster.admin.url}/queues/narrow/jobs?state=dead")
+    for selector in ("#retry-all", "#delete-all", "[data-retry=narrow-1]", "[data-delete=narrow-1]"):
+        page.locator(selector).scroll_into_view_if_needed()  # the table scrolls in its own box
+        box = page.locator(selector).bounding_box()
+        assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= 375, (selector, box)
+    shoot(page, "jobs-dead-narrow")

@@ -154,7 +154,7 @@ def test_without_javascript_a_bulk_action_gets_a_confirmation_page(cluster: Jobs
         log_in(page, cluster, "/queues/nojs/jobs?state=dead")
         page.click("#delete-all")
         page.wait_for_selector("#confirm-question")
-        assert page.text_content("#confirm-question") == "Delete all dead jobs of nojs? This cannot be undone."
+        assert page.text_content("#confirm-question") == "Delete all 1 dead jobs of nojs? This cannot be undone."  # with the count
         with cluster.client() as client:
             assert client.job("nojs-1") is not None  # nothing deleted yet
         page.click("#confirm-yes")

@@ -15,7 +15,7 @@ from jobs_cluster import TRACEBACK, JobsCluster, jobs_cluster, make_dead
 from prometheus_client.parser import text_string_to_metric_families
 
 TOKEN = "jobs-token"
-QUEUES = ("photos", "attempts", "retries", "deletes", "counted", "secrets")
+QUEUES = ("photos", "attempts", "retries", "deletes", "counted", "secrets", "later", "bulk")
 
 
 @pytest.fixture(scope="module")
@@ -172,3 +172,39 @@ def test_with_a_token_configured_reading_jobs_needs_it_while_counts_stay_open(cl
     assert page.status_code == 303 and page.headers["location"].startswith("/login?next=")
     assert metric(cluster, "slotmap_jobs_dead", "secrets") == 1
     assert 'data-count="dead">1<' in cluster.admin.get("/queues/secrets").text
+
+
+def test_a_failed_job_is_counted_under_failed_only_so_each_count_is_as_many_as_its_list(
+    cluster: JobsCluster,
+) -> None:
+    with cluster.client() as client:
+        client.put_job("later", b"a", key="later-failed")
+        [job] = client.get("later", keys=True)
+        client.fail(job.id, TRACEBACK, delay_s=3600)  # failed, waiting an hour for its retry
+        client.put_job("later", b"b", key="later-delayed", delay_s=3600)
+        assert (client.stats("later")["later"].delayed, client.stats("later")["later"].failed) == (2, 1)
+    page = cluster.admin.get("/queues/later", headers=cluster.auth).text
+    for state, key in (("delayed", "later-delayed"), ("failed", "later-failed")):
+        assert f'data-count="{state}">1<' in page, state  # the queue server's STATS says 2 delayed
+        listed = cluster.admin.get(f"/api/queues/later/jobs?state={state}", headers=cluster.auth).json()
+        assert [job["key"] for job in listed["jobs"]] == [key]
+
+
+def test_delete_all_confirmed_for_fewer_dead_jobs_than_there_are_now_asks_again_with_the_new_count(
+    cluster: JobsCluster,
+) -> None:
+    with cluster.client() as client:
+        make_dead(client, "bulk", "bulk-1")
+    page = cluster.admin.get("/queues/bulk/jobs?state=dead", headers=cluster.auth).text
+    assert '<input type="hidden" name="seen" value="1">' in page  # "Delete all dead (1)"
+    with cluster.client() as client:
+        make_dead(client, "bulk", "bulk-2")  # dies while the operator reads the page
+    url = cluster.admin.url + "/queues/bulk/jobs/delete"
+    form = {"all": "dead", "state": "dead", "seen": "1", "confirm": "yes"}
+    asked = httpx.post(url, data=form, headers=cluster.auth)
+    assert asked.status_code == 200 and "The page showed 1; there are 2 now. Delete all 2 dead jobs" in asked.text
+    assert '<input type="hidden" name="seen" value="2">' in asked.text
+    with cluster.client() as client:
+        assert [client.job(key) is not None for key in ("bulk-1", "bulk-2")] == [True, True]
+    done = httpx.post(url, data={**form, "seen": "2"}, headers=cluster.auth)
+    assert done.status_code == 303 and "deleted=2" in done.headers["location"]

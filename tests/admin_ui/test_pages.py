@@ -86,3 +86,14 @@ def test_an_unknown_queue_page_is_a_404_page(client: TestClient) -> None:
 
 def test_the_root_redirects_to_the_queues(client: TestClient) -> None:
     assert client.get("/", follow_redirects=False).headers["location"] == "/queues"
+
+
+def test_every_column_that_counts_something_says_what_in_its_title(client: TestClient) -> None:
+    # The queue's name, a host's name and its state need no title; every count or figure does.
+    plain = {"Queue", "Host", "State", "Total", "Code"}
+    for path, table in (("/queues", "queues"), (f"/queues/{QUEUES[0].name}", "queue-stats"), ("/slotmap", "hosts")):
+        page = client.get(path).text
+        head = page[page.index(f'id="{table}"'):]
+        head = head[:head.index("</thead>")]
+        for attributes, name in re.findall(r"<th([^>]*)>(?:<a [^>]*>)?([^<]+)<", head):
+            assert name in plain or 'title="' in attributes, (path, name)
