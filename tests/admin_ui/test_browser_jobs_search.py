@@ -79,14 +79,14 @@ def test_the_jobs_page_searches_every_queue_and_pages_on_the_server(cluster: Job
     shoot(page, "jobs-search")
 
 
-def test_failures_are_grouped_by_type_and_each_count_opens_its_jobs(cluster: JobsCluster, page: Page) -> None:
+def test_failures_are_grouped_by_type_and_each_group_opens_its_jobs(cluster: JobsCluster, page: Page) -> None:
     log_in(page, cluster, "/failures")
     row = '#failure-groups tr[data-key="photos:OSError"]'
-    assert page.text_content(f"{row} a[data-count]") == "3"
+    assert page.text_content(f"{row} td[data-field=failed_attempts]") == "3"
     page.click(f"{row} summary")
     assert "Traceback (most recent call last)" in (page.text_content(f"{row} details pre") or "")
     shoot(page, "jobs-failures")
-    page.click(f"{row} a[data-count]")
+    page.click(f"{row} a[data-list=dead]")
     page.wait_for_selector("#jobs")
     assert sorted(shown_keys(page)) == ["photo-0", "photo-2", "photo-4"]
 
