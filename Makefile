@@ -15,10 +15,12 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/slotmap run
 
-# Three workers on two cores: most tests wait on real processes, and with two workers a
-# quiet fresh clone left 35% of the CPU idle (8:51; three: 6:44, idle 14%, same CPU work).
+# Four workers on two cores: most tests wait on real processes. Quiet fresh clones, one
+# 2-core box: two workers 8:51 (35% of the CPU idle), three 6:44, four 6:15; a faster
+# 2-core box: three 4:50 (33% idle), four 4:32 (16% idle). Four stayed green three times
+# in a row under ../shared/tools/test-under-load (bench/RESULTS.md has the runs).
 # Files longest first (tests/file_order.py), not xdist's most-tests-first.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 4
 
 # PYTHONDONTWRITEBYTECODE is unset for the run: with it, each worker rewrote every test
 # module's asserts again on every run (collection 9.5 s of CPU against 3.7 s cached).
