@@ -21,7 +21,7 @@ class ScheduleRow:
     catch_up: str
     enabled: bool
     paused: bool
-    next_fire_unix: float | None    # None while disabled or paused
+    next_fire_unix: float | None    # None while disabled, paused or not fired by the manager
     last_job_key: str | None
     last_fired_at_unix: float | None
     last_job_state: str | None
@@ -35,7 +35,10 @@ class ScheduleRow:
 def describe(rule: ScheduleConfig) -> str:
     if rule.cron is not None:
         return f"cron {rule.cron} ({rule.timezone})"
-    return f"every {rule.every_s:g} s"
+    assert rule.every_s is not None
+    # Whole milliseconds (config/schedules.py), written out in full: `:g` kept six digits, so
+    # every_s = 1234.567 read "every 1234.57 s" and 31622400 "every 3.16224e+07 s".
+    return f"every {f'{rule.every_s:.3f}'.rstrip('0').rstrip('.')} s"
 
 
 def schedule_rows(rules: Mapping[str, ScheduleConfig], states: Mapping[str, ScheduleState], *,
@@ -44,14 +47,19 @@ def schedule_rows(rules: Mapping[str, ScheduleConfig], states: Mapping[str, Sche
     running = {name: state.running_rule for name, state in states.items() if state.running_rule is not None}
     for name, rule in sorted({**running, **rules}.items()):
         state = states.get(name) or ScheduleState(name)
-        active = rule.enabled and not state.paused
+        # The next fire is the rule the active manager fires (it differs from the file's until
+        # a reload), none for one it does not fire; with no manager's rules known, the file's.
+        firing = state.running_rule if running else rule
+        next_fire = None
+        if firing is not None and firing.enabled and not state.paused:
+            next_fire = next_tick(firing, unix_to_ms(now_unix)) / 1000
         last_state = None
         if state.last_job_key is not None and job_state is not None:
             last_state = job_state(state.last_job_key)
         rows.append(ScheduleRow(
             name=name, queue=rule.queue, rule=describe(rule), catch_up=rule.catch_up,
             enabled=rule.enabled, paused=state.paused,
-            next_fire_unix=next_tick(rule, unix_to_ms(now_unix)) / 1000 if active else None,
+            next_fire_unix=next_fire,
             last_job_key=state.last_job_key, last_fired_at_unix=state.last_fired_at_unix,
             last_job_state=last_state, run_requested=state.run_requested_at_unix is not None,
             manager_differs=differs(rules.get(name), state.running_rule),
