@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+from pathlib import Path
 from types import FrameType
 
 LOG_FORMAT = "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         config, token=token,
         protect_reads=config.admin.protect_reads if args.protect_reads is None else args.protect_reads,
         refresh_s=config.admin.refresh_s if args.refresh_s is None else args.refresh_s,
-        listen_host=host,
+        listen_host=host, config_file=None if args.config is None else Path(args.config).resolve(),
     )
     app = create_app(Store.connect(database_url), settings)
     log.info("dashboard on http://%s:%d/ reading %s (%s)", host, port, without_password(database_url),

@@ -40,10 +40,10 @@ def schedule_views(settings: AdminSettings, store: Store) -> list[ScheduleView]:
                 info = client.job(key)
                 return "done" if info is None else str(info.state)
 
-            rows = schedule_rows(settings.schedules, states, now_unix=settings.clock(), job_state=job_state)
+            rows = schedule_rows(settings.current_schedules(), states, now_unix=settings.clock(), job_state=job_state)
     except (AdminError, QueueServerError, OSError):
         _JOB_STATES.failed()
-        rows = schedule_rows(settings.schedules, states, now_unix=settings.clock(),
+        rows = schedule_rows(settings.current_schedules(), states, now_unix=settings.clock(),
                              job_state=lambda key: "unknown")
     else:
         _JOB_STATES.succeeded()
@@ -54,7 +54,7 @@ def _act(settings: AdminSettings, store: Store, name: str, action: Action, door:
          request: Request) -> str:
     client = request.client.host if request.client else None
     try:
-        return act(store, settings.schedules, name, action, door=door, now_unix=settings.clock(),
+        return act(store, settings.current_schedules(), name, action, door=door, now_unix=settings.clock(),
                    client=client)
     except UnknownSchedule as exc:
         raise UnknownQueue(str(exc)) from None

@@ -4,9 +4,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from admin_ui.host_check import ALWAYS_ALLOWED, allowed_names
 from admin_ui.limiters import LimiterReader
+from admin_ui.schedule_file import ScheduleFile
 from config.curve import client_curve
 from config.endpoints import parse_host_port
 from config.errors import ConfigError
@@ -36,8 +38,14 @@ class AdminSettings:
     # Where rate-limited queues' limiter figures come from (None: the pages say none is set).
     limiters: LimiterReader | None = None
     schedules: Mapping[str, ScheduleConfig] = field(default_factory=dict)
+    # The config file, read again for its schedules when it changes (None: `schedules` only).
+    schedule_file: ScheduleFile | None = None
     # Host header names answered (admin_ui/host_check.py); "*" in it: any.
     allowed_hosts: frozenset[str] = frozenset(ALWAYS_ALLOWED)
+
+    def current_schedules(self) -> Mapping[str, ScheduleConfig]:
+        """The schedules of the config file as it is now (what a manager's reload fires)."""
+        return self.schedules if self.schedule_file is None else self.schedule_file.current()
 
     @property
     def forget_after_s(self) -> float:
@@ -47,7 +55,7 @@ class AdminSettings:
     @classmethod
     def from_config(
         cls, config: ClusterConfig, *, token: str | None = None, protect_reads: bool = False,
-        refresh_s: float = 5.0, listen_host: str | None = None,
+        refresh_s: float = 5.0, listen_host: str | None = None, config_file: Path | None = None,
     ) -> AdminSettings:
         if listen_host is None:
             listen_host = parse_host_port(config.admin.listen)[0]
@@ -64,6 +72,7 @@ class AdminSettings:
             queue_token=queue_token(config),
             limiters=LimiterReader(config.pulsar.listen, curve=client_curve(config)),
             schedules=dict(config.schedules),
+            schedule_file=None if config_file is None else ScheduleFile(config_file, config.schedules),
             allowed_hosts=allowed_names(config.admin.allowed_hosts, listen_host),
         )
 

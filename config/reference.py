@@ -132,6 +132,8 @@ one applies at once:
   changed schedule goes on from the change by its new rule (no tick of the time before it);
   a removed one stops. `slotmap schedules --config FILE` marks where FILE differs from what
   the active manager fires (`not running`, `not in the file`, `manager runs: ...`).
+  The dashboard's Schedules page does the same with its own `--config` file, read again
+  when it changes; the next fire shown is always that of the rule the manager fires.
 - The difference is logged line by line and recorded as a `config_reloaded` event.
 
 Changed but not applied until a restart (the log and the event list them as "needs a

@@ -10,6 +10,7 @@ from admin_testing import CLOCK, MakeClient
 from procs import server_proc
 from sqlalchemy.engine import Engine
 
+from admin_ui.schedule_file import ScheduleFile
 from config.schedules import ScheduleConfig
 from manager.schedules.state import ScheduleStates
 from queue_server.client import QueueClient
@@ -89,3 +90,23 @@ def test_a_queue_server_away_shows_unknown_states_and_says_why_once(
     assert len(said) == 1, said
     assert said[0].startswith("reading the schedules' last jobs from the queue server failed (")
     assert 'their states show as "unknown" until it answers' in said[0]
+
+
+def test_after_the_managers_reload_the_page_compares_it_with_the_file_as_it_is_now(
+    make_client: MakeClient, engine: Engine, tmp_path: Path,
+) -> None:
+    """Before the audit_sched branch: the dashboard compared the manager with the file of its own
+    start, so a schedule added and reloaded showed "not in the file" and its run now was a 404."""
+    config = tmp_path / "cluster.toml"
+    config.write_text('[schedules.pulse]\nevery_s = 10\nqueue = "reports"\n')
+    pulse = {"pulse": ScheduleConfig(every_s=10, queue="reports")}
+    client = make_client(token=TOKEN, schedules=pulse, schedule_file=ScheduleFile(config, pulse))
+    config.write_text(config.read_text() + '\n[schedules.added]\nevery_s = 3.5\nqueue = "reports"\n')
+    ScheduleStates(engine).set_running({**pulse, "added": ScheduleConfig(every_s=3.5, queue="reports")},
+                                       now_unix=CLOCK)  # what the manager's reload does
+    rows = {row["name"]: row for row in client.get("/api/schedules", headers=BEARER).json()}
+    assert rows["added"]["manager_differs"] == "" and rows["pulse"]["manager_differs"] == ""
+    assert client.post("/api/schedules/added/run", headers=BEARER).status_code == 200
+    config.write_text("not = [toml")  # a broken file: the last good schedules stay
+    rows = {row["name"]: row for row in client.get("/api/schedules", headers=BEARER).json()}
+    assert rows["added"]["manager_differs"] == ""
