@@ -41,7 +41,7 @@ class ScheduleConfig(BaseModel):
     timezone: str = Field(
         default="UTC",
         description="The zone a cron expression is read in (an IANA name such as "
-                    "Europe/Berlin); daylight saving follows cron's rules: a time skipped in "
+                    "Europe/Berlin; not localtime, each machine's own); daylight saving follows cron's rules: a time skipped in "
                     "spring fires right after the change, a repeated one in autumn fires once.")
     queue: str = Field(pattern=r"^[A-Za-z0-9_]{1,128}$",
                        description="The queue each fire puts its job into.")
@@ -75,6 +75,11 @@ class ScheduleConfig(BaseModel):
     @field_validator("timezone")
     @classmethod
     def _zone_is_known(cls, value: str) -> str:
+        # Debian's zone database links "localtime" to the machine's /etc/localtime: managers
+        # on hosts set to different zones would then fire a cron at different instants.
+        if value.lower() == "localtime":
+            raise ValueError("timezone 'localtime' is this machine's zone, which another manager's "
+                             "may not share: name the zone (an IANA name such as Europe/Berlin)")
         try:
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError):

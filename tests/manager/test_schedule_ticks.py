@@ -108,6 +108,7 @@ def test_a_clock_stepped_back_re_anchors_at_now_and_a_small_skew_only_waits() ->
     ({"queue": "q"}, "exactly one of cron and every_s"),
     ({"cron": "* * * * *", "every_s": 5, "queue": "q"}, "exactly one of cron and every_s"),
     ({"cron": "* * * * *", "timezone": "Mars/Olympus", "queue": "q"}, "unknown time zone"),
+    ({"cron": "* * * * *", "timezone": "localtime", "queue": "q"}, "this machine's zone"),  # was taken
     ({"every_s": 0.5, "queue": "q"}, "greater than or equal to 1"),
     ({"every_s": float("nan"), "queue": "q"}, "finite number"),
     ({"every_s": 1.0005, "queue": "q"}, "whole number of milliseconds"),
