@@ -6,9 +6,11 @@ manager did meanwhile (a restarted queue server starts them at 0 again, as Prome
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
+from functools import partial
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -51,11 +53,13 @@ GAUGES = (
 )
 # A dead queue server is logged once a minute, not at every scrape.
 WARN_EVERY_S = 60.0
-# Series per scrape: the queues holding the most jobs, then one series labelled "*" for all
-# the others summed (STATS TOP, docs/PROTOCOL.md Part B). 50,000 queues made /metrics 30 MB
-# in 10.6 s; a queue server without STATS TOP (400) is read in full, as before.
+# Series per scrape: the configured queues, the queues holding the most jobs, then one series
+# labelled "*" for all the others summed (STATS TOP, docs/PROTOCOL.md Part B). 50,000 queues
+# made /metrics 30 MB in 10.6 s; a queue server without STATS TOP (400) is read in full.
 TOP_QUEUES = 200
 OTHERS = "*"
+# Names per STATS q1|q2|... and STATS LATENCY request (the server takes up to 1,000).
+NAMES_PER_REQUEST = 400
 
 
 class QueueServerCollector(Collector):
@@ -68,7 +72,7 @@ class QueueServerCollector(Collector):
             return
         up = GaugeMetricFamily("slotmap_queue_server_up", "1 when the dashboard could read the queue server's STATS.")
         try:
-            stats, latency = ask(self.settings, _top_queues)
+            stats, latency = ask(self.settings, partial(_top_queues, configured=sorted(self.settings.queues)))
         except QueueServerUnavailable as exc:
             self._warn(exc)
             up.add_metric([], 0.0)
@@ -86,23 +90,45 @@ class QueueServerCollector(Collector):
             log.warning("no queue server counters on /metrics (%s); slotmap_queue_server_up is 0", exc)
 
 
-def _top_queues(client: QueueClient) -> tuple[dict[str, QueueStats], dict[str, Any]]:
-    """STATS TOP, then STATS LATENCY of those queues (nothing from a server without it: 400)."""
+def _top_queues(client: QueueClient, *, configured: Sequence[str]) -> tuple[dict[str, QueueStats], dict[str, Any]]:
+    """STATS TOP, the configured queues not in it, then STATS LATENCY of them all (nothing
+    from a server without it: 400). A configured queue always has its own series: ranked by
+    the jobs it holds, a busy queue that keeps up (holding none) would move in and out of
+    "*" between scrapes, its series vanishing and its counts jumping into "*"'s counters."""
     try:
         stats = client.stats_top(TOP_QUEUES)
     except QueueServerError as exc:
         if exc.code != 400:
             raise
         stats = client.stats()
-    names = sorted(name for name in stats if name != OTHERS)[:TOP_QUEUES]
+    missing = [name for name in configured if name not in stats]
+    for start in range(0, len(missing), NAMES_PER_REQUEST):
+        found = client.stats_of(missing[start:start + NAMES_PER_REQUEST])
+        if OTHERS in stats:
+            stats[OTHERS] = _without(stats[OTHERS], found.values())
+        stats.update(found)
+    names = sorted(name for name in stats if name != OTHERS)
     latency: dict[str, Any] = {}
-    if names:
-        try:
-            latency = client.stats_latency(names)
-        except QueueServerError as exc:
-            if exc.code != 400:
-                raise
+    try:
+        for start in range(0, len(names), NAMES_PER_REQUEST):
+            part = client.stats_latency(names[start:start + NAMES_PER_REQUEST])
+            latency.setdefault("bounds_s", part.get("bounds_s", []))
+            latency.setdefault("queues", {}).update(part.get("queues", {}))
+    except QueueServerError as exc:
+        if exc.code != 400:
+            raise
     return stats, latency
+
+
+# The counts "*" sums; its oldest_ready_age_s (a max) stays: it may be a configured queue's.
+_SUMMED = tuple(field.name for field in dataclasses.fields(QueueStats) if field.type == "int")
+
+
+def _without(others: QueueStats, queues: Collection[QueueStats]) -> QueueStats:
+    """"*" less the queues now shown on their own (an unknown queue reads all zeros)."""
+    less = {name: getattr(others, name) - sum(getattr(entry, name) for entry in queues)
+            for name in _SUMMED}
+    return dataclasses.replace(others, **{name: max(0, value) for name, value in less.items()})
 
 
 def families(stats: dict[str, QueueStats]) -> Iterator[Metric]:
