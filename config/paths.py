@@ -120,5 +120,12 @@ def with_paths_against(config: ClusterConfig, folder: Path) -> ClusterConfig:
     return config.model_copy(update=top) if top else config
 
 
+def token_files(config: ClusterConfig, *, sections: tuple[str, ...]) -> list[str]:
+    """The token files `config` names (PATH_KEYS' *token_file keys) in `sections`."""
+    return [path for section, key in PATH_KEYS
+            if section in sections and key.endswith("token_file")
+            and (path := getattr(_section(config, section), key)) is not None]
+
+
 def _section(config: ClusterConfig, section: str) -> object:
     return getattr(config, section) if section else config

@@ -353,18 +353,14 @@ def check_token_files(config: ClusterConfig, *, with_admin: bool) -> None:
     """Every token file a child will read, read now (ConfigError): a file others may read, or
     an empty one, stops `slotmap run` before it starts anything, not a child after 'the cluster
     is up' (the dashboard, started last, took the whole cluster down with it)."""
-    from config.tokens import ROLE_FILES, read_token_file
+    from config.paths import token_files
+    from config.tokens import read_token_file
 
-    qs, admin = config.queue_server, config.admin
-    paths = [qs.token_file, *(getattr(qs, key) for key in ROLE_FILES.values())]
-    if with_admin:
-        paths += [admin.token_file, admin.viewer_token_file, admin.operator_token_file]
-    for path in paths:
-        if path is not None:
-            try:
-                read_token_file(path)
-            except ValueError as exc:
-                raise ConfigError(str(exc)) from exc
+    for path in token_files(config, sections=("queue_server", "admin") if with_admin else ("queue_server",)):
+        try:
+            read_token_file(path)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
 
 
 def run(args: argparse.Namespace) -> int:
@@ -374,14 +370,15 @@ def run(args: argparse.Namespace) -> int:
     chosen = args.config or os.environ.get(CONFIG_ENV)
     source = Path(chosen) if chosen else DEFAULT_CONFIG
     config, config_path, files = derive_config(source, args.replicas)
-    check_token_files(config, with_admin=admin_available())
+    with_admin = admin_available()
+    check_token_files(config, with_admin=with_admin)
     try:
         # The demo producer's and the status line's (STATS): the producer role's token.
         token = role_token(config.queue_server, "producer")
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     specs = child_specs(
-        config, config_path.resolve(), files, with_admin=admin_available(),
+        config, config_path.resolve(), files, with_admin=with_admin,
         with_producer=not args.no_producer, producer_scale=args.producer_scale, queue_token=token,
         replicas=args.replicas,
     )
