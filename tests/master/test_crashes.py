@@ -53,7 +53,9 @@ def test_the_issue_scenario_good_jobs_done_fast_poison_jobs_dead_with_three_atte
     done_runs = runs(log, "done")
     assert sorted(run.n for run in done_runs) == sorted(good)
     assert {run.attempt for run in done_runs} == {1}
-    stats = master.client().stats(queue)[queue]
+    # A handler writes "done" before its slot sends DONE: the server's count follows.
+    stats = poll_until(lambda: (now := master.client().stats(queue)[queue]).done >= len(good) and now,
+                       what="the good jobs' DONEs")
     # Every FAIL the server took was a poison job's: 3 each, none for a good job.
     assert (stats.done, stats.dead, stats.failed_total) == (180, 20, 60), stats
     report = master.wait_report(lambda r: sum(r.crash_counts.get(queue, {}).values()) >= 30,
