@@ -6,7 +6,11 @@ A kept job is one tuple of atomic values (store_types.py `Kept`), made by DONE i
 cost its collections nothing (as Job objects, a full collection took 1.2 s). Each queue
 keeps its finished jobs oldest first in a deque, and `store.kept` maps a key to its newest
 finished job: a producer's key that finished twice leaves a stale entry in the deque,
-skipped here.
+skipped here. Each queue counts its stale entries (`kept_stale`), and keep_max and STATS
+count the others only: counting the deque's length, a key finished three times in a queue
+of keep_done_max 3 pushed every other finished job out, and STATS said 3 kept beside a
+listing of 1. A deque more than half stale is compacted (store_index.py) (amortized O(1) per DONE), so a key
+finished again and again cannot grow it past twice its queue's live entries.
 
 Durable as the rest of the queue: SYNC DONE carries the finish time, the finishing
 connection and the result, so a log replay and a replica keep the same jobs, and a
@@ -52,6 +56,8 @@ class KeptJobs(StoreIndex):
                 if index.get(entry[0]) is entry:
                     del index[entry[0]]
                     dropped += 1
+                else:
+                    state.kept_stale -= 1
             if not kept:
                 del self.with_kept[name]
         if dropped:
@@ -73,11 +79,16 @@ class KeptJobs(StoreIndex):
             kept = state.kept = deque()
         kept.append(entry)
         self.with_kept[name] = state
+        replaced = self.kept.get(key)
         self.kept[key] = entry
-        if len(kept) > state.keep_max or len(self.kept) > self.keep_done_total:
+        if replaced is not None:
+            self.kept_replaced(replaced)
+        if kept and (len(kept) - state.kept_stale > state.keep_max or len(self.kept) > self.keep_done_total):
             oldest = kept.popleft()
             if self.kept.get(oldest[0]) is oldest:
                 del self.kept[oldest[0]]
+            else:
+                self.drop_oldest_kept(state)
         self.changes.append(records.kept(entry))
 
     def kept_records(self) -> Iterator[bytes]:

@@ -312,11 +312,16 @@ class CoreStore(StoreIndex):
                         kept = state.kept = deque()
                     self.with_kept[state.name] = state
                 kept.append(entry)
+                replaced = index.get(key)
                 index[key] = entry
-                if len(kept) > state.keep_max or len(index) > self.keep_done_total:
+                if replaced is not None:  # the key finished before: that entry is stale (kept.py)
+                    self.kept_replaced(replaced)
+                if len(kept) - state.kept_stale > state.keep_max or len(index) > self.keep_done_total:
                     oldest = kept.popleft()
                     if index.get(oldest[0]) is oldest:
                         del index[oldest[0]]
+                    else:
+                        self.drop_oldest_kept(state)
             if watched and key in watched:
                 self.ended.append(key)
             if job.item is None and (state.ready or state.delayed or state.running):
