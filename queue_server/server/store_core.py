@@ -75,6 +75,7 @@ class CoreStore(StoreIndex):
             old = self.keys.get(key)
             if type(old) is DeadJob:
                 self._unbury(old)  # type: ignore[arg-type]
+                self.queues[old.queue].dead_dropped += 1  # type: ignore[union-attr]  # (else in no counter)
         if not (state.ready or state.delayed or state.running):  # _enter without a call: hot
             self._holding += 1
         self._count_waiting(state, priority)
@@ -393,8 +394,3 @@ class CoreStore(StoreIndex):
                 mark = self._ttl_marks.get(key)
                 if mark is not None:
                     mark[2] = ready
-
-    def _unbury(self, dead: DeadJob) -> None:
-        state = self.queues[dead.queue]
-        del state.dead[dead.key]
-        del self.keys[dead.key]

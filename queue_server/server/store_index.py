@@ -139,6 +139,11 @@ class StoreIndex:
     def policy(self, name: str) -> QueuePolicy:
         return self.policies.get(name, DEFAULT_POLICY)
 
+    def _unbury(self, dead: DeadJob) -> None:
+        state = self.queues[dead.queue]
+        del state.dead[dead.key]
+        del self.keys[dead.key]
+
     def kept_replaced(self, old: Kept) -> None:
         """DONE of a key that was kept finished already: `old` (no longer indexed) is stale
         in its queue's deque; compact that deque once most of it is stale."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from jobs_cluster import TRACEBACK, JobsCluster, jobs_cluster
-from polling import DEADLINE_S
+from polling import DEADLINE_S, poll_until
 from prometheus_client.parser import text_string_to_metric_families
 
 from queue_server.server.latency import BOUNDS, MAX_ERROR_TYPES, OTHER_TYPE
@@ -42,6 +42,13 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[JobsCluster,
             client.put_job("cancels", b"c", key="c2")
             client.get("cancels", keys=True)
             assert [client.cancel("cancels", key) for key in ("c1", "c2")] == ["cancelled", "removed"]
+            # a dead job whose key a new PUT takes over, and a job whose TTL runs out unhanded
+            client.put_job("rekeyed", b"r", key="rk1")
+            [job] = client.get("rekeyed", keys=True)
+            assert client.fail(job.id, "OSError: gone", dead=True).dead
+            assert client.put_job("rekeyed", b"again", key="rk1").existing_state is None
+            client.put_job("rekeyed", b"t", key="ttl1", ttl_s=0.05)
+            poll_until(lambda: client.stats("rekeyed")["rekeyed"].ttl_expired == 1, what="ttl1 expired")
             # a queue failing with more types than are kept apart
             for index in range(MAX_ERROR_TYPES + 2):
                 client.put("noisy", b"n")
@@ -88,6 +95,20 @@ def test_the_counters_agree_with_each_other_after_every_kind_of_outcome(
                if name == "slotmap_jobs_failed_by_type_total" and labels[0] == ("queue", "photos")}
     assert by_type == {"TimeoutError": 1, "ValueError": 1, "KeyError": 1}
     assert sum(by_type.values()) == failed
+
+
+def test_a_taken_over_dead_key_and_a_ttl_expiry_are_counted_so_the_counters_add_up(
+    run: tuple[JobsCluster, Samples, float],
+) -> None:
+    # Before: the dead job whose key a PUT took over, and the job whose TTL ran out, were in
+    # no /metrics counter (ttl_expired was only in STATS): put was 3, the rest summed to 1.
+    _, samples, _ = run
+    q = {"queue": "rekeyed"}
+    counted = {name: value(samples, f"slotmap_jobs_{name}_total", **q)
+               for name in ("put", "done", "deleted", "died", "dead_dropped", "ttl_expired")}
+    assert counted == {"put": 3, "done": 0, "deleted": 0, "died": 1, "dead_dropped": 1, "ttl_expired": 1}
+    assert counted["put"] == (counted["done"] + counted["deleted"] + value(samples, "slotmap_jobs_dead", **q)
+                              + counted["dead_dropped"] + counted["ttl_expired"] + 1)  # rk1 waits again
 
 
 def test_a_cancel_counts_as_its_own_type_and_the_counters_still_agree(
