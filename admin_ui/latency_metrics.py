@@ -28,8 +28,8 @@ HISTOGRAMS = (
 )
 FAILED_BY_TYPE = (
     "slotmap_jobs_failed_by_type",
-    "Failed attempts (FAIL, a slot's crash, an expired managed lock: LockExpired, a running "
-    "job cancelled: Cancelled) by error type (a Python traceback's last `Name:`), since the queue server started; per queue the "
+    "Failed attempts (FAIL, a slot's crash: SlotCrashed, an expired managed lock: LockExpired, a "
+    "running job cancelled: Cancelled) by error type (a Python traceback's last `Name:`), since the queue server started; per queue the "
     "first 10 types seen have their own series, later ones count as `other`.")
 
 
