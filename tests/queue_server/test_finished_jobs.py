@@ -198,3 +198,16 @@ def test_a_key_finished_again_and_again_counts_once_in_keep_done_max_and_stats(s
         assert listed == ["again", "other"]
         assert client.stats("few")["few"].kept == len(listed)
         assert client.result("few", "other") == "kept" and client.result("few", "again") == "run 2"
+
+
+def test_a_result_stays_readable_when_its_key_is_put_again_in_another_queue(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    # Keys are one namespace: once photo-42 finished in "few", a job of "small" may take the
+    # key. RESULT few photo-42 answered 404 then, though JOBS few done listed it with its result.
+    server = start_queue_server("--fsync", "never", config=CONFIG)
+    with QueueClient(f"127.0.0.1:{server.port}") as client:
+        _done(client, "few", "photo-42", b"thumb")
+        client.put("small", b"next step", key="photo-42")
+        assert client.result("few", "photo-42") == "thumb"
+        assert client.job("photo-42").queue == "small"  # type: ignore[union-attr]
+        waiting = client.finished("small", "photo-42")
+        assert waiting is not None and waiting.state == "ready"
