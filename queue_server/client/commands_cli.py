@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                      help="the job's key (unique jobs: nothing is added while a job holds it); "
                           "default: the server makes one")
     put.add_argument("--json", action="store_true",
-                     help='print {"key", "queue", "item", "existing_state"} as one JSON object')
+                     help='print {"key", "queue", "item", "existing_state", "existing_queue"} as one JSON object')
     _add_server_options(put)
     put.set_defaults(func=_command(_put))
 
@@ -151,11 +151,12 @@ def _put(client: QueueClient, args: argparse.Namespace) -> int:
         print(f"slotmap put: warning: {warning}", file=sys.stderr)
     if args.json:
         print(json.dumps({"key": result.key, "queue": args.queue, "item": result.item,
-                          "existing_state": result.existing_state}))
+                          "existing_state": result.existing_state, "existing_queue": result.existing_queue}))
     else:
         print(result.key if result.item is None else f"{result.key} {result.item}")
     if result.existing_state is not None:
-        print(f"slotmap put: nothing added: job {result.key} exists ({result.existing_state})",
+        where = "" if result.existing_queue is None else f" in queue {result.existing_queue}"
+        print(f"slotmap put: nothing added: job {result.key} exists ({result.existing_state}){where}",
               file=sys.stderr)
     return EXIT_OK
 
