@@ -165,6 +165,12 @@ def test_every_grafana_query_names_a_metric_the_dashboard_exports(run: tuple[Job
     exported = {family.name for family in text_string_to_metric_families(cluster.admin.get("/metrics").text)}
     document = json.loads(DASHBOARD.read_text())
     queries = [target["expr"] for panel in document["panels"] for target in panel["targets"]]
+    # Grafana's $__rate_interval (at least four scrape intervals, following the zoom), not a
+    # fixed [5m]: too short for a slow scrape (no data), too coarse when zoomed in.
+    ranges = [(query, window) for query in queries for window in re.findall(r"\[([^\]]*)\]", query)]
+    assert sum("rate(" in query for query in queries) >= 5
+    assert all("rate(" not in query or "[$__rate_interval]" in query for query in queries), queries
+    assert [pair for pair in ranges if pair[1] != "$__rate_interval"] == []
     queries += [variable["definition"] for variable in document["templating"]["list"] if "definition" in variable]
     # The GUIDE's PromQL examples too (tests/docs/test_guide.py leaves them to this test).
     guide = (DASHBOARD.parents[2] / "docs" / "GUIDE.md").read_text()
