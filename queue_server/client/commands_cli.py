@@ -12,6 +12,7 @@ from config.errors import ConfigError
 from config.load import CONFIG_ENV, load_config
 from config.tokens import TOKEN_ENV, TOKEN_FILE_ENV, resolve_token
 from queue_server.client import QueueClient
+from queue_server.client.text_table import text_table
 from queue_server.protocol.client_errors import ConnectionLost, OfflineError, QueueServerError
 from queue_server.protocol.replies import Job, QueueStats
 from queue_server.protocol.requests import DEFAULT_SERVER
@@ -219,9 +220,4 @@ def stats_table(stats: Iterable[QueueStats]) -> str:
                                      s.later, s.expired)), _age(s)]
         for s in sorted(stats, key=lambda s: s.queue)
     ]
-    widths = [max(len(cell) for cell in column) for column in zip(STATS_COLUMNS, *rows, strict=True)]
-    lines = []
-    for row in [list(STATS_COLUMNS), *rows]:
-        cells = [row[0].ljust(widths[0]), *(cell.rjust(w) for cell, w in zip(row[1:], widths[1:], strict=True))]
-        lines.append("  ".join(cells).rstrip() + "\n")
-    return "".join(lines)
+    return text_table(STATS_COLUMNS, rows, right=range(1, len(STATS_COLUMNS)))

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 from queue_server.client import QueueClient
 from queue_server.client.cancels import not_cancelled_text
+from queue_server.client.text_table import text_table
 from queue_server.client.commands_cli import (
     EXIT_FAILED,
     EXIT_OK,
@@ -226,12 +227,7 @@ def jobs_table(found: Sequence[JobInfo]) -> str:
     """Aligned columns (the error and data last, unaligned: they are long)."""
     rows = [[info.key, str(info.attempts), _when(info), error_summary(info.error) or "-", _preview(info.data)]
             for info in found]
-    widths = [max(len(row[i]) for row in [list(JOB_COLUMNS), *rows]) for i in range(3)]
-    lines = []
-    for row in [list(JOB_COLUMNS), *rows]:
-        head = [row[0].ljust(widths[0]), row[1].rjust(widths[1]), row[2].ljust(widths[2])]
-        lines.append("  ".join([*head, row[3], row[4]]).rstrip() + "\n")
-    return "".join(lines)
+    return text_table(JOB_COLUMNS, rows, right={1}, aligned=3)
 
 
 def job_text(info: JobInfo) -> str:
