@@ -14,13 +14,13 @@ from datetime import UTC, datetime
 
 from queue_server.client import QueueClient
 from queue_server.client.cancels import not_cancelled_text
-from queue_server.client.text_table import text_table
 from queue_server.client.commands_cli import (
     EXIT_FAILED,
     EXIT_OK,
     _add_server_options,
     _command,
 )
+from queue_server.client.text_table import text_table
 from queue_server.protocol.job_info import JOB_STATES, JobInfo, error_summary
 from queue_server.protocol.job_requests import JOBS_LIMIT_MAX
 
