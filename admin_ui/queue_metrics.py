@@ -85,7 +85,7 @@ class QueueServerCollector(Collector):
         up.add_metric([], 1.0)
         yield up
         yield from families(stats)
-        yield from latency_metrics.families(latency)
+        yield from latency_metrics.families(latency, configured=self.settings.queues)
 
     def _warn(self, exc: Exception) -> None:
         now = time.monotonic()

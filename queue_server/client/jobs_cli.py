@@ -20,6 +20,7 @@ from queue_server.client.commands_cli import (
     _add_server_options,
     _command,
 )
+from queue_server.client.text_table import text_table
 from queue_server.protocol.job_info import JOB_STATES, JobInfo, error_summary
 from queue_server.protocol.job_requests import JOBS_LIMIT_MAX
 
@@ -252,12 +253,7 @@ def jobs_table(found: Sequence[JobInfo]) -> str:
     """Aligned columns (the error and data last, unaligned: they are long)."""
     rows = [[info.key, str(info.attempts), _when(info), error_summary(info.error) or "-", _preview(info.data)]
             for info in found]
-    widths = [max(len(row[i]) for row in [list(JOB_COLUMNS), *rows]) for i in range(3)]
-    lines = []
-    for row in [list(JOB_COLUMNS), *rows]:
-        head = [row[0].ljust(widths[0]), row[1].rjust(widths[1]), row[2].ljust(widths[2])]
-        lines.append("  ".join([*head, row[3], row[4]]).rstrip() + "\n")
-    return "".join(lines)
+    return text_table(JOB_COLUMNS, rows, right={1}, aligned=3)
 
 
 def job_text(info: JobInfo) -> str:

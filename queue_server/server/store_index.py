@@ -247,6 +247,20 @@ class StoreIndex:
             return "dead"
         return "failed" if is_retry_wait(place[7]) else "delayed"  # type: ignore[index]
 
+    def queue_of(self, key: Key) -> str | None:
+        """The queue of the job holding `key` (ready, delayed, failed, running or dead); None
+        for an unknown key."""
+        place = self.keys.get(key)
+        if place is None:
+            return None
+        if isinstance(place, QueueState):
+            return place.name
+        if isinstance(place, Job):
+            return place.queue.name
+        if isinstance(place, DeadJob):
+            return place.queue
+        return place[2]  # a Delayed tuple
+
     # ------------------------------------------------------------ counters
 
     def _enter(self, state: QueueState, priority: int) -> None:

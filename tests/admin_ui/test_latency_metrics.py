@@ -18,13 +18,15 @@ from prometheus_client.parser import text_string_to_metric_families
 from queue_server.server.latency import BOUNDS, MAX_ERROR_TYPES, OTHER_TYPE
 
 TOKEN = "latency-token"
+IDLE = "idle"
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[JobsCluster, Samples, float]]:
     """One run, scraped once: every test below only reads it."""
-    with jobs_cluster(tmp_path_factory.mktemp("latency"), token=TOKEN) as cluster:
+    # "idle" is configured and never gets a job: its histograms are there from the start.
+    with jobs_cluster(tmp_path_factory.mktemp("latency"), token=TOKEN, queues=("photos", IDLE)) as cluster:
         started = time.monotonic()
         with cluster.client() as client:
             for index in range(10):
@@ -49,6 +51,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[JobsCluster,
             assert client.put_job("rekeyed", b"again", key="rk1").existing_state is None
             client.put_job("rekeyed", b"t", key="ttl1", ttl_s=0.05)
             poll_until(lambda: client.stats("rekeyed")["rekeyed"].ttl_expired == 1, what="ttl1 expired")
+            client.put_job("backlog", b"b", key="b1")  # neither configured nor handed out
             # a queue failing with more types than are kept apart
             for index in range(MAX_ERROR_TYPES + 2):
                 client.put("noisy", b"n")
@@ -139,6 +142,24 @@ def test_histograms_have_buckets_from_1_ms_to_1_h_and_sums_within_the_run(
         assert 0 <= value(samples, f"{name}_sum", **q) <= elapsed * count  # no job took longer than the run
 
 
+def test_a_configured_queue_never_handed_out_has_zero_histograms_from_the_start(
+    run: tuple[JobsCluster, Samples, float],
+) -> None:
+    """A Grafana panel or an alert on a new queue reads 0, not "no data"."""
+    cluster, samples, _ = run
+    q = {"queue": IDLE}
+    for name in ("slotmap_queue_wait_seconds", "slotmap_queue_run_seconds", "slotmap_queue_ready_to_done_seconds"):
+        buckets = [value(samples, f"{name}_bucket", le=le, **q) for le in [*map(repr, BOUNDS), "+Inf"]]
+        assert buckets == [0.0] * (len(BOUNDS) + 1), name
+        assert value(samples, f"{name}_count", **q) == value(samples, f"{name}_sum", **q) == 0.0
+    with cluster.client() as client:  # the queue server itself has nothing for it
+        assert IDLE not in client.stats_latency([IDLE]).get("queues", {})
+    # A queue neither configured nor handed out has its counters but no histogram.
+    assert value(samples, "slotmap_jobs_put_total", queue="backlog") == 1
+    assert not any(name.startswith("slotmap_queue_wait_seconds") and dict(labels).get("queue") == "backlog"
+                   for name, labels in samples)
+
+
 def test_the_oldest_waiting_job_has_an_age(run: tuple[JobsCluster, Samples, float]) -> None:
     _, samples, elapsed = run
     # k6, k7 and the retried k4 are ready; the oldest was put at the start of the run
@@ -165,6 +186,12 @@ def test_every_grafana_query_names_a_metric_the_dashboard_exports(run: tuple[Job
     exported = {family.name for family in text_string_to_metric_families(cluster.admin.get("/metrics").text)}
     document = json.loads(DASHBOARD.read_text())
     queries = [target["expr"] for panel in document["panels"] for target in panel["targets"]]
+    # Grafana's $__rate_interval (at least four scrape intervals, following the zoom), not a
+    # fixed [5m]: too short for a slow scrape (no data), too coarse when zoomed in.
+    ranges = [(query, window) for query in queries for window in re.findall(r"\[([^\]]*)\]", query)]
+    assert sum("rate(" in query for query in queries) >= 5
+    assert all("rate(" not in query or "[$__rate_interval]" in query for query in queries), queries
+    assert [pair for pair in ranges if pair[1] != "$__rate_interval"] == []
     queries += [variable["definition"] for variable in document["templating"]["list"] if "definition" in variable]
     # The GUIDE's PromQL examples too (tests/docs/test_guide.py leaves them to this test).
     guide = (DASHBOARD.parents[2] / "docs" / "GUIDE.md").read_text()
