@@ -15,6 +15,7 @@ from time import time as wall_clock
 
 from queue_server.protocol.keyed import DeadJob, JobMeta, Key, Meta, is_retry_wait, solo_meta
 from queue_server.protocol.numbers import counter_of_name
+from queue_server.server import kept as kept_jobs
 from queue_server.server import records
 from queue_server.server.latency import (
     BOUNDS,
@@ -316,13 +317,13 @@ class CoreStore(StoreIndex):
                 replaced = index.get(key)
                 index[key] = entry
                 if replaced is not None:  # the key finished before: that entry is stale (kept.py)
-                    self.kept_replaced(replaced)
+                    kept_jobs.mark_stale(self, replaced)
                 if len(kept) - state.kept_stale > state.keep_max or len(index) > self.keep_done_total:
                     oldest = kept.popleft()
                     if index.get(oldest[0]) is oldest:
                         del index[oldest[0]]
                     else:
-                        self.drop_oldest_kept(state)
+                        kept_jobs.drop_oldest(self, state)
             if watched and key in watched:
                 self.ended.append(key)
             if job.item is None and (state.ready or state.delayed or state.running):

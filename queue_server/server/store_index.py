@@ -24,10 +24,6 @@ from queue_server.server.store_types import (
     TtlMark,
 )
 
-# Below this many stale finished jobs a queue's deque is left as it is (kept.py: compacting
-# costs a pass over it).
-COMPACT_MIN_STALE = 64
-
 
 class StoreIndex:
     # Slots, not a dict: past 30 attributes (issue 26 brought 37) CPython 3.11 keeps an
@@ -143,34 +139,6 @@ class StoreIndex:
         state = self.queues[dead.queue]
         del state.dead[dead.key]
         del self.keys[dead.key]
-
-    def kept_replaced(self, old: Kept) -> None:
-        """DONE of a key that was kept finished already: `old` (no longer indexed) is stale
-        in its queue's deque; compact that deque once most of it is stale."""
-        state = self.queues.get(old[1])
-        if state is None or not state.kept:
-            return
-        state.kept_stale += 1
-        kept = state.kept
-        if state.kept_stale >= COMPACT_MIN_STALE and 2 * state.kept_stale > len(kept):
-            index = self.kept
-            live = [entry for entry in kept if index.get(entry[0]) is entry]
-            kept.clear()  # in place: DONE holds this deque
-            kept.extend(live)
-            state.kept_stale = 0
-
-    def drop_oldest_kept(self, state: QueueState) -> None:
-        """Over a bound, DONE dropped the oldest entry of `state`, a stale one, which counted for
-        nothing: drop stale ones until the oldest live finished job goes."""
-        state.kept_stale -= 1
-        kept = state.kept
-        index = self.kept
-        while kept:
-            oldest = kept.popleft()
-            if index.get(oldest[0]) is oldest:
-                del index[oldest[0]]
-                return
-            state.kept_stale -= 1
 
     def totals(self, name: str | None = None) -> Totals:
         if name is None:
