@@ -4,7 +4,8 @@ time range, paginated on the queue server (JOBS search, PROTOCOL.md Part B).
 The queue server examines at most SCAN_PER_CALL jobs per request and says where it stopped;
 a page asks at most MAX_CALLS times, so one page costs the server a bounded amount of work
 however large the queues. The cursor is (queue, key): the queue the next page starts in and
-the job after which it goes on there. Queues whose STATS count for the state is 0 are skipped
+the job after which it goes on there, with that job's position (JOBS ... AT), so the search
+goes on there even when that job left the state meanwhile. Queues whose STATS count for the state is 0 are skipped
 without a request.
 """
 from __future__ import annotations
@@ -46,25 +47,28 @@ def _run(client: QueueClient, query: JobsSearchQuery) -> JobsSearchView:
     found: list[JobView] = []
     scanned = calls = 0
     names = _queues(client, query)
-    after = query.after if query.from_queue is not None or query.queue is not None else None
+    resuming = query.from_queue is not None or query.queue is not None
+    after = query.after if resuming else None
+    at = query.at if resuming and after is not None else None
     for index, name in enumerate(names):
         following = names[index + 1] if index + 1 < len(names) else None
         while True:
             if calls >= MAX_CALLS:
                 return JobsSearchView(query=query, jobs=found, scanned=scanned, next_queue=name,
-                                      next_after=after, cut_short=True)
+                                      next_after=after, next_at=at, cut_short=True)
             page = client.search_jobs(name, query.state, limit=query.limit - len(found), after=after,
-                                      prefix=query.prefix, error_type=query.error_type,
+                                      at=at, prefix=query.prefix, error_type=query.error_type,
                                       since=query.since, until=query.until, scan=SCAN_PER_CALL)
             calls += 1
             scanned += page.scanned
             found += [job_view(info) for info in page.jobs]
-            after = page.after
+            after, at = page.after, page.position
             if len(found) >= query.limit:
                 if after is None and following is None:
                     return JobsSearchView(query=query, jobs=found, scanned=scanned)
                 return JobsSearchView(query=query, jobs=found, scanned=scanned,
-                                      next_queue=name if after is not None else following, next_after=after)
+                                      next_queue=name if after is not None else following, next_after=after,
+                                      next_at=at)
             if after is None:
                 break
     return JobsSearchView(query=query, jobs=found, scanned=scanned)

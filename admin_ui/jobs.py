@@ -68,13 +68,17 @@ def job_counts(settings: AdminSettings, queue: str) -> JobCounts | None:
 
 
 def list_jobs(settings: AdminSettings, queue: str, state: JobState, *, limit: int = 100,
-              after: str | None = None) -> JobsView:
-    """A page of `queue`'s jobs in `state` (the queue server's order), with the counts per state."""
+              after: str | None = None, at: str | None = None) -> JobsView:
+    """A page of `queue`'s jobs in `state` (the queue server's order), with the counts per state.
+    `after` and `at`: the last job of the page before and its position (paging goes on past
+    it even when that job left the state meanwhile)."""
     def request(client: QueueClient) -> JobsView:
-        infos = client.jobs(queue, state, limit=limit, after=after)
+        infos = client.jobs(queue, state, limit=limit, after=after, at=at if after is not None else None)
         jobs = [job_view(info) for info in infos]
+        full = bool(infos) and len(infos) >= limit
         return JobsView(queue=queue, state=state, limit=limit, jobs=jobs, counts=_counts(client, queue),
-                        next_after=jobs[-1].key if jobs and len(jobs) >= limit else None)
+                        next_after=infos[-1].key if full else None,
+                        next_at=infos[-1].position if full else None)
     return ask(settings, request)
 
 

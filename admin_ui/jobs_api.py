@@ -21,6 +21,7 @@ from admin_ui.schemas import (
     JobView,
 )
 from config.models import QUEUE_NAME_PATTERN
+from queue_server.protocol.job_positions import POSITION_PATTERN
 
 router = APIRouter(tags=["jobs"])
 QueueName = Annotated[str, Path(pattern=QUEUE_NAME_PATTERN)]
@@ -32,11 +33,14 @@ def queue_jobs(
     queue: QueueName, settings: SettingsDep, _: JobsReaderDep, state: JobState = "failed",
     limit: Annotated[int, Query(ge=1, le=jobs.MAX_LIMIT)] = 100,
     after: Annotated[str | None, Query(pattern=JOB_KEY_PATTERN)] = None,
+    at: Annotated[str | None, Query(pattern=POSITION_PATTERN)] = None,
 ) -> JobsView:
     """The queue's jobs in `state` (failed: waiting for a retry; dead: out of attempts), `limit`
-    at a time; pass the answer's `next_after` as `after` for the next page. Data is cut at 1 KiB.
-    With an admin token configured, reading jobs needs it."""
-    return jobs.list_jobs(settings, queue, state, limit=limit, after=after)
+    at a time; pass the answer's `next_after` and `next_at` as `after` and `at` for the next
+    page (with `at` it goes on even when that job left the state meanwhile; `after` alone
+    gives an empty page then). Data is cut at 1 KiB. With an admin token configured,
+    reading jobs needs it."""
+    return jobs.list_jobs(settings, queue, state, limit=limit, after=after, at=at)
 
 
 @router.get("/api/jobs/{key}")

@@ -21,6 +21,7 @@ from admin_ui.jobs_access import JobsReaderDep
 from admin_ui.schemas import JOB_KEY_PATTERN, JOB_STATES, JobsAction, JobState
 from admin_ui.settings import AdminSettings
 from config.models import QUEUE_NAME_PATTERN
+from queue_server.protocol.job_positions import POSITION_PATTERN
 
 router = APIRouter(include_in_schema=False)
 QueueName = Annotated[str, Path(pattern=QUEUE_NAME_PATTERN)]
@@ -46,9 +47,10 @@ def jobs_page(
     queue: QueueName, request: Request, settings: SettingsDep,
     access: JobsReaderDep, state: JobState = "failed",
     after: Annotated[str | None, Query(pattern=JOB_KEY_PATTERN)] = None,
+    at: Annotated[str | None, Query(pattern=POSITION_PATTERN)] = None,
     retried: int | None = None, deleted: int | None = None,
 ) -> HTMLResponse:
-    view = jobs.list_jobs(settings, queue, state, limit=PAGE_SIZE, after=after)
+    view = jobs.list_jobs(settings, queue, state, limit=PAGE_SIZE, after=after, at=at)
     notice = None
     if retried is not None:
         notice = f"{retried} job{'s' if retried != 1 else ''} retried"

@@ -29,7 +29,8 @@ pages = APIRouter(include_in_schema=False)
 api = APIRouter(tags=["jobs"])
 # The page's "finished/failed/died within" choice: label -> seconds.
 WITHIN_S: Final = {"15 min": 900, "1 h": 3600, "24 h": 86400, "7 days": 7 * 86400}
-QUERY_FIELDS: Final = ("state", "queue", "prefix", "error_type", "since", "until", "limit", "from_queue", "after")
+QUERY_FIELDS: Final = ("state", "queue", "prefix", "error_type", "since", "until", "limit", "from_queue", "after",
+                           "at")
 
 
 def page_query(request: Request, *, now: float, state: str | None = None) -> JobsSearchQuery:
@@ -54,12 +55,12 @@ def next_link(view: JobsSearchView, request: Request) -> str | None:
     if view.next_queue is None:
         return None
     kept = {name: value for name, value in request.query_params.items()
-            if name not in ("from_queue", "after", "key") and value}
+            if name not in ("from_queue", "after", "at", "key") and value}
     kept["from_queue"] = view.next_queue
     if view.next_after is not None:
         kept["after"] = view.next_after
-    else:
-        kept.pop("after", None)
+    if view.next_at is not None:
+        kept["at"] = view.next_at
     return f"{request.url.path}?{urlencode(kept)}"
 
 
@@ -97,8 +98,9 @@ def jobs_search(settings: SettingsDep, _: JobsReaderDep,
                 query: Annotated[JobsSearchQuery, Query()]) -> JobsSearchView:
     """Jobs over every queue (or `queue`) in `state`: key `prefix`, last error's `error_type`,
     the state's own time in [`since`, `until`). Paginated on the queue server: pass the
-    answer's `next_queue` and `next_after` as `from_queue` and `after` for the next page
-    (both null: the search is over). A page may come back short with `cut_short` when it
+    answer's `next_queue`, `next_after` and `next_at` as `from_queue`, `after` and `at` for
+    the next page (`next_queue` null: the search is over; `at` lets it go on past a job that
+    left the state meanwhile, where `after` alone ends that queue's search). A page may come back short with `cut_short` when it
     reached its bound of work on the queue server; the next page goes on."""
     return search_jobs(settings, query)
 

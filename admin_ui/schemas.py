@@ -338,6 +338,9 @@ class JobsView(_View):
     jobs: list[JobView]
     counts: JobCounts | None = Field(description="None when the queue server does not know the queue")
     next_after: str | None = Field(description="pass as `after` for the next page; None at the end")
+    next_at: str | None = Field(default=None, description=(
+        "pass as `at` with `after`: the last job's position, so the next page goes on past it "
+        "even when that job left the state meanwhile"))
 
 
 class JobsAction(BaseModel):

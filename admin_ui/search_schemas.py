@@ -7,6 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from admin_ui.schemas import JobState, JobView
 from config.models import QUEUE_NAME_PATTERN
+from queue_server.protocol.job_positions import POSITION_PATTERN
 from queue_server.protocol.numbers import MAX_UNIX_TIME
 
 MAX_SEARCH_LIMIT = 200
@@ -15,7 +16,8 @@ ERROR_TYPE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.]{0,99}$"
 
 
 class JobsSearchQuery(BaseModel):
-    """What to look for; `from_queue` and `after` are the previous page's `next_queue` and `next_after`."""
+    """What to look for; `from_queue`, `after` and `at` are the previous page's `next_queue`,
+    `next_after` and `next_at`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     state: JobState = "dead"
@@ -34,6 +36,7 @@ class JobsSearchQuery(BaseModel):
     limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT)] = 50
     from_queue: Annotated[str | None, Field(pattern=QUEUE_NAME_PATTERN)] = None
     after: Annotated[str | None, Field(pattern=PREFIX_PATTERN)] = None
+    at: Annotated[str | None, Field(pattern=POSITION_PATTERN)] = None  # after's position (next_at)
 
     @model_validator(mode="after")
     def _time_range_makes_sense(self) -> JobsSearchQuery:
@@ -55,6 +58,9 @@ class JobsSearchView(BaseModel):
     scanned: int = Field(description="jobs the queue server examined for this page")
     next_queue: str | None = Field(default=None, description="pass as from_queue for the next page")
     next_after: str | None = Field(default=None, description="pass as after for the next page")
+    next_at: str | None = Field(default=None, description=(
+        "pass as at for the next page: where next_after stood, so the search goes on past it "
+        "even when that job left the state meanwhile"))
     cut_short: bool = Field(default=False, description=(
         "the page stopped at its bound of work on the queue server before it was full: the next "
         "page goes on searching"))

@@ -17,6 +17,7 @@ from queue_server.client.cancels import not_cancelled_text
 from queue_server.client.commands_cli import (
     EXIT_FAILED,
     EXIT_OK,
+    EXIT_USAGE,
     _add_server_options,
     _command,
 )
@@ -42,6 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     jobs.add_argument("--limit", type=int, default=DEFAULT_LIMIT, metavar="N",
                       help=f"at most N jobs (default {DEFAULT_LIMIT})")
     jobs.add_argument("--after", metavar="KEY", help="start after this key (the last of a page)")
+    jobs.add_argument("--at", metavar="POSITION",
+                      help="with --after: that row's position (--json gives it), so the list goes "
+                           "on past it even if the job left the state meanwhile")
     jobs.add_argument("--json", action="store_true", help="one JSON array of job objects")
     _add_server_options(jobs)
     jobs.set_defaults(func=_command(_jobs))
@@ -98,23 +102,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def fetch_jobs(client: QueueClient, queue: str, state: str, *, limit: int,
-               after: str | None = None) -> list[JobInfo]:
-    """Up to `limit` jobs, JOBS_LIMIT_MAX per request."""
+               after: str | None = None, at: str | None = None) -> list[JobInfo]:
+    """Up to `limit` jobs, JOBS_LIMIT_MAX per request, each page going on at the position of
+    the last row (a job that left its state between two requests ended the list early)."""
     if limit < 1:
         raise ValueError(f"--limit must be at least 1, got {limit}")
     found: list[JobInfo] = []
     while len(found) < limit:
         want = min(limit - len(found), JOBS_LIMIT_MAX)
-        page = client.jobs(queue, state, limit=want, after=after)
+        page = client.jobs(queue, state, limit=want, after=after, at=at)
         found += page
         if len(page) < want:
             break
-        after = page[-1].key
+        after, at = page[-1].key, page[-1].position
     return found
 
 
 def _jobs(client: QueueClient, args: argparse.Namespace) -> int:
-    found = fetch_jobs(client, args.queue, args.state, limit=args.limit, after=args.after)
+    if args.at is not None and args.after is None:
+        print("slotmap jobs: --at needs --after (the key of the row it is the position of)", file=sys.stderr)
+        return EXIT_USAGE
+    found = fetch_jobs(client, args.queue, args.state, limit=args.limit, after=args.after, at=args.at)
     if args.json:
         print(json.dumps([info.model_dump(mode="json") for info in found], ensure_ascii=False))
     elif found:

@@ -49,6 +49,10 @@ class JobInfo(BaseModel):
     data: str  # UTF-8, invalid bytes replaced; JOBS cuts it at 1 KiB
     data_truncated: bool = False
     trace: str | None = None  # the W3C traceparent it was put with (PUT ... TRACE)
+    # JOBS rows: where it stands in the listing; pass it as `at` with its key as `after` and
+    # the next page goes on past it even if it left the state meanwhile (None: JOB, or a
+    # server older than positions).
+    position: str | None = None
     # The errors of its last failed attempts, oldest first: only when asked (JOB ... ERRORS).
     errors: list[JobError] | None = None
     # Running and done jobs: when it was handed out (None: by a record logged before issue 26).

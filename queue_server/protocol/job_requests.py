@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Final, Protocol
 
 from queue_server.protocol.job_info import JOB_STATES
+from queue_server.protocol.job_positions import check_position
 from queue_server.protocol.job_search import JobsSearch, search_words
 from queue_server.protocol.requests import CRLF, job_id, key, name, seconds
 
@@ -73,8 +74,9 @@ def job_request(value: str, *, errors: bool = False) -> bytes:
 
 
 def jobs_request(queue: str, state: str, *, limit: int = 100, after: str | None = None,
-                 search: JobsSearch | None = None) -> bytes:
-    """`JOBS <q> <state> [LIMIT <n>] [AFTER <key>]`, and with `search` its words (a search)."""
+                 at: str | None = None, search: JobsSearch | None = None) -> bytes:
+    """`JOBS <q> <state> [LIMIT <n>] [AFTER <key> [AT <position>]]`, and with `search` its
+    words (a search)."""
     if state not in JOB_STATES:
         raise ValueError(f"state must be one of {', '.join(JOB_STATES)}, got {state!r}")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= JOBS_LIMIT_MAX:
@@ -82,6 +84,10 @@ def jobs_request(queue: str, state: str, *, limit: int = 100, after: str | None 
     parts = [b"JOBS ", name(queue), b" ", state.encode(), b" LIMIT %d" % limit]
     if after is not None:
         parts += (b" AFTER ", key(after))
+        if at is not None:
+            parts += (b" AT ", check_position(at))
+    elif at is not None:
+        raise ValueError("at (a row's position) needs after (that row's key)")
     if search is not None:
         parts += search_words(search)
     parts.append(CRLF)

@@ -1,7 +1,7 @@
 """JOBS search (PROTOCOL.md Part B, issue 26): the opt-in filters of a JOBS listing, on the
 wire both ways, and its reply. Pure: no I/O.
 
-`JOBS <q> <state> [LIMIT <n>] [AFTER <key>] [PREFIX <p>] [ERROR <type>] [SINCE <unix>]
+`JOBS <q> <state> [LIMIT <n>] [AFTER <key> [AT <position>]] [PREFIX <p>] [ERROR <type>] [SINCE <unix>]
 [UNTIL <unix>] [SCAN <n>]`. Any of the last five asks for a search: the server examines at
 most SCAN jobs of the listing (after AFTER) and answers an object with the jobs that
 matched and where it stopped, so one request on a queue of millions cannot hold the
@@ -43,11 +43,13 @@ class JobsSearch:
 @dataclass(frozen=True, slots=True)
 class JobsPage:
     """A JOBS search's reply: the matches, how many jobs were examined, and `after`: the key
-    to pass as AFTER to go on (None: the listing ended)."""
+    to pass as AFTER to go on (None: the listing ended), with `position`, its place to pass
+    as AT (None from a server older than positions: AFTER alone, job_positions.py)."""
 
     jobs: list[JobInfo]
     after: str | None
     scanned: int
+    position: str | None = None
 
 
 def parse_search_word(search: JobsSearch, word: bytes, value: bytes) -> JobsSearch | None:
@@ -103,8 +105,9 @@ def search_words(search: JobsSearch) -> list[bytes]:
     return parts
 
 
-def page_json(jobs: list[dict[str, object]], after: str | None, scanned: int) -> dict[str, object]:
-    return {"jobs": jobs, "after": after, "scanned": scanned}
+def page_json(jobs: list[dict[str, object]], after: str | None, scanned: int,
+              position: str | None = None) -> dict[str, object]:
+    return {"jobs": jobs, "after": after, "scanned": scanned, "position": position}
 
 
 def parse_page(data: bytes) -> JobsPage:
@@ -113,6 +116,8 @@ def parse_page(data: bytes) -> JobsPage:
     if not isinstance(document, dict) or not isinstance(document.get("jobs"), list):
         raise ValueError(f"JOBS search reply is not an object with jobs: {data[:200]!r}")
     after = document.get("after")
+    position = document.get("position")
     return JobsPage(jobs=[JobInfo.model_validate(entry) for entry in document["jobs"]],
                     after=after if isinstance(after, str) else None,
-                    scanned=int(document.get("scanned") or 0))
+                    scanned=int(document.get("scanned") or 0),
+                    position=position if isinstance(position, str) and after is not None else None)

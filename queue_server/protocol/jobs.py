@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from queue_server.protocol.errors import ProtocolError, bad_request
 from queue_server.protocol.fields import parse_name
+from queue_server.protocol.job_positions import ListPosition, parse_position
 from queue_server.protocol.job_search import JobsSearch, check_search, parse_search_word
 from queue_server.protocol.keyed import KEY_RE, TRACEPARENT_RE, Key, parse_key
 from queue_server.protocol.numbers import (
@@ -74,6 +75,7 @@ class JobsList:
     limit: int
     after: Key | None
     search: JobsSearch | None = None  # PREFIX/ERROR/SINCE/UNTIL/SCAN: a bounded search (job_search.py)
+    at: ListPosition | None = None  # AT: where AFTER stood in the listing (job_positions.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,13 +195,14 @@ def parse_job(args: list[bytes]) -> JobLookup:
 
 def parse_jobs(args: list[bytes]) -> JobsList:
     if len(args) < 2:
-        raise bad_request("JOBS <q> <state> [LIMIT <n>] [AFTER <key>] [PREFIX <p>] [ERROR <type>] "
-                          "[SINCE <unix>] [UNTIL <unix>] [SCAN <n>] expected")
+        raise bad_request("JOBS <q> <state> [LIMIT <n>] [AFTER <key> [AT <position>]] [PREFIX <p>] "
+                          "[ERROR <type>] [SINCE <unix>] [UNTIL <unix>] [SCAN <n>] expected")
     queue = parse_name(args[0])
     if args[1] not in JOB_STATES:
         raise bad_request("state must be ready, delayed, failed, running, dead or done")
     limit = JOBS_LIMIT_DEFAULT
     after: Key | None = None
+    at: ListPosition | None = None
     search: JobsSearch | None = None
     rest = args[2:]
     if len(rest) % 2:
@@ -214,6 +217,8 @@ def parse_jobs(args: list[bytes]) -> JobsList:
             limit = parse_bounded(value, "LIMIT", 1, JOBS_LIMIT_MAX)
         elif word == b"AFTER":
             after = parse_job_key(value)
+        elif word == b"AT":
+            at = parse_position(args[1].decode("ascii"), value)
         else:
             search = parse_search_word(search or JobsSearch(), word, value)
             if search is None:
@@ -221,7 +226,9 @@ def parse_jobs(args: list[bytes]) -> JobsList:
     state = args[1].decode("ascii")
     if search is not None:
         check_search(state, search)
-    return JobsList(queue, state, limit, after, search)
+    if at is not None and after is None:
+        raise bad_request("AT needs AFTER (the key of the row it is the position of)")
+    return JobsList(queue, state, limit, after, search, at)
 
 
 def parse_retry(args: list[bytes]) -> Retry:

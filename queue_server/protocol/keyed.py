@@ -98,10 +98,11 @@ class DeadJob(LastError):
     """A job that used up its attempts (or was failed with DEAD): kept, never handed out."""
 
     __slots__ = ("attempts", "data", "died_at", "errors", "item", "key", "priority", "queue",
-                 "trace")
+                 "seq", "trace")
 
     def __init__(self, key: Key, queue: str, priority: int, data: bytes, item: str | None,
-                 attempts: int, errors: Errors, died_at: float, trace: bytes | None = None) -> None:
+                 attempts: int, errors: Errors, died_at: float, trace: bytes | None = None,
+                 seq: int = 0) -> None:
         self.key = key
         self.queue = queue
         self.priority = priority
@@ -111,6 +112,9 @@ class DeadJob(LastError):
         self.errors = errors  # the last attempts' errors, oldest first
         self.died_at = died_at
         self.trace = trace  # PUT ... TRACE, kept for a RETRY
+        # Its place in the order of death (the server's count): JOBS dead pages resume after it
+        # even when the job left meanwhile (job_positions.py).
+        self.seq = seq
 
 
 def key_text(key: Key) -> str:

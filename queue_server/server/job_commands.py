@@ -39,10 +39,11 @@ def job(server: Server, conn: Conn, command: pj.JobLookup) -> None:
 def jobs(server: Server, conn: Conn, command: pj.JobsList) -> None:
     if command.search is not None:
         page = search_jobs(server.store, command.queue, command.state, command.limit, command.after,
-                           command.search)
+                           command.search, command.at)
         conn.write(job_views.json_block(page))
         return
-    found = job_views.jobs_view(server.store, command.queue, command.state, command.limit, command.after)
+    found = job_views.jobs_view(server.store, command.queue, command.state, command.limit, command.after,
+                                command.at)
     conn.write(job_views.json_block(found))
 
 

@@ -4,7 +4,8 @@ whose key starts with PREFIX, whose last error is of type ERROR (in any case: a 
 `valueerror` as Flower's search lets them) and whose time (died_at, done_at, ...: TIME_FIELD)
 is in [SINCE, UNTIL).
 
-Read only, answered offline too. The scan bound is what keeps one request short: a prefix
+Read only, answered offline too. With AT the walk resumes at that position, whether or
+not the AFTER job is still listed (job_positions.py). The scan bound is what keeps one request short: a prefix
 test costs well under a microsecond, a full check (the job's view built) a few, so a search
 of SCAN_DEFAULT jobs holds the loop for milliseconds, and the caller goes on from `after`.
 Skipping to AFTER walks the listing as a plain JOBS page does (no view is built; for ready
@@ -14,8 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from queue_server.protocol.job_positions import ListPosition
 from queue_server.protocol.job_search import TIME_FIELD, JobsSearch, page_json
 from queue_server.protocol.keyed import Key, key_text
+from queue_server.server.job_positions import position_of
 from queue_server.server.job_views import describe, listing
 from queue_server.server.latency import error_type
 from queue_server.server.store import Store
@@ -38,19 +41,23 @@ def _matches(view: dict[str, Any], state_name: str, search: JobsSearch, wanted_t
 
 
 def search_jobs(store: Store, queue: str, state_name: str, limit: int, after: Key | None,
-                search: JobsSearch) -> dict[str, Any]:
-    """`{"jobs": [...], "after": <key to go on from, or null at the listing's end>, "scanned": n}`."""
+                search: JobsSearch, at: ListPosition | None = None) -> dict[str, Any]:
+    """`{"jobs": [...], "after": <key to go on from, or null at the listing's end>, "scanned": n,
+    "position": <its position (AT), or null>}`."""
     found: list[dict[str, Any]] = []
     scanned = 0
     last: Key | None = None
+    last_thing: Any = None
     prefix = search.prefix
     # Types are ASCII names (ERROR_TYPE_RE, latency._TYPE), so lower() is the whole of case folding.
     wanted_type = search.error_type.lower() if search.error_type is not None else None
-    for key, thing in listing(store, queue, state_name, after):
+    for key, thing in listing(store, queue, state_name, after, at):
         if scanned >= search.scan or len(found) >= limit:
-            return page_json(found, key_text(last) if last is not None else None, scanned)
+            if last is None:
+                return page_json(found, None, scanned)
+            return page_json(found, key_text(last), scanned, position_of(store, state_name, last_thing))
         scanned += 1
-        last = key
+        last, last_thing = key, thing
         if prefix is not None and not key_text(key).startswith(prefix):
             continue
         view = describe(store, queue, state_name, key, thing)

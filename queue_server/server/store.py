@@ -19,6 +19,7 @@ from queue_server.server import records
 from queue_server.server.kept import KeptJobs
 from queue_server.server.store_replay import ReplayedStore
 from queue_server.server.store_types import (
+    DEATHS,
     NOT_FOUND,
     Delayed,
     DoneResult,
@@ -87,18 +88,7 @@ class Store(KeptJobs, ReplayedStore):
         place = self.keys[key]
         if type(place) is QueueState:
             state, priority, entry = place, mark[1], mark[2]
-            level = state.levels[priority]
-            gone = state.gone
-            while gone and id(level[0]) in gone:  # skipped ones before it go first
-                gone.discard(id(level.popleft()))
-            if level[0] is entry:
-                level.popleft()
-                while level and gone and id(level[0]) in gone:
-                    gone.discard(id(level.popleft()))
-                if not level:
-                    del state.levels[priority]
-            else:
-                gone.add(id(entry))
+            self._take_out_ready(state, priority, entry)
             del self.keys[key]
             self._drop_ready_count(state)
             self._leave_waiting(state, priority)
@@ -160,7 +150,7 @@ class Store(KeptJobs, ReplayedStore):
         state = self._stop_running(job)
         self._forget(state, job.item)
         dead = DeadJob(job.key, state.name, job.priority, job.data, job.item, job.attempts,
-                       errors, now, job.history.trace if job.history else None)
+                       errors, now, job.history.trace if job.history else None, next(DEATHS))
         state.dead[job.key] = dead
         self.with_dead[state.name] = state
         self.keys[job.key] = dead
@@ -363,13 +353,11 @@ class Store(KeptJobs, ReplayedStore):
         return results
 
     def _delete_ready(self, state: QueueState, key: Key) -> None:
-        """A ready job out of the middle of its level: O(n) in the queue, an admin's command."""
+        """A ready job out of its level: found in O(n), an admin's command."""
         for priority, level in state.levels.items():
-            for index, entry in enumerate(level):
+            for entry in level:
                 if entry[3] == key and id(entry) not in state.gone:
-                    del level[index]
-                    if not level:
-                        del state.levels[priority]
+                    self._take_out_ready(state, priority, entry)
                     del self.keys[key]
                     self._drop_ready_count(state)
                     self._leave_waiting(state, priority)
@@ -393,7 +381,7 @@ class Store(KeptJobs, ReplayedStore):
         state = self.queue(name)
         if type(key) is int and key >= self.next_key:
             self.next_key = key + 1
-        dead = DeadJob(key, name, priority, data, item, attempts, errors, died_at, trace)
+        dead = DeadJob(key, name, priority, data, item, attempts, errors, died_at, trace, next(DEATHS))
         state.dead[key] = dead
         self.with_dead[name] = state
         self.keys[key] = dead

@@ -7,18 +7,20 @@ counting helpers here, so that the totals stay O(1).
 from __future__ import annotations
 
 import heapq
+import os
 import random
-from collections import deque
 from collections.abc import Mapping
 
 from queue_server.protocol.keyed import DeadJob, Key, Meta, is_retry_wait
 from queue_server.protocol.retry import DEFAULT_KEEP_DONE_TOTAL, DEFAULT_POLICY, QueuePolicy
 from queue_server.server import records
 from queue_server.server.store_types import (
+    LEVEL_GENS,
     Delayed,
     Entry,
     Job,
     Kept,
+    Level,
     QueueState,
     Totals,
     TtlMark,
@@ -35,8 +37,8 @@ class StoreIndex:
         "_expiries", "_holding", "_nonempty", "_nonempty_index", "_ttl", "_ttl_marks", "_ttl_seq",
         "_waiting", "changes", "dropped", "ended", "expire_done_default", "idled", "inherited",
         "inherited_given_back", "items", "keep_done_total", "kept", "keys", "lock_timeouts_s",
-        "next_id", "next_item", "next_key", "policies", "queues", "rng", "running", "watched",
-        "with_dead", "with_kept", "woken",
+        "next_id", "next_item", "next_key", "policies", "queues", "rng", "run", "running",
+        "watched", "with_dead", "with_kept", "woken",
     )
 
     def __init__(
@@ -103,6 +105,9 @@ class StoreIndex:
         self._at_rounded = 0.0
         self._at_option = b""
         self.ended: list[Key] = []
+        # Names this store's JOBS positions (job_positions.py): a position read from another
+        # store (before a restart, a CLONE, on another server) is placed by its key instead.
+        self.run = os.urandom(4).hex()
 
     def drain_changes(self) -> list[bytes]:
         """The SYNC records of every change since the last drain, oldest first; the list is
@@ -290,6 +295,7 @@ class StoreIndex:
         if level is None:
             level = StoreIndex._new_level(state, priority)
         level.appendleft(entry)
+        level.head -= 1
         self.keys[entry[3]] = state
         if not state.ready:
             self._nonempty_index[state.name] = len(self._nonempty)
@@ -335,6 +341,7 @@ class StoreIndex:
             level = levels.get(priority)
             if level:
                 entry = level.popleft()
+                level.head += 1
                 if not level:
                     del levels[priority]
                 if state.gone and id(entry) in state.gone:  # its TTL ran out: skipped
@@ -351,10 +358,34 @@ class StoreIndex:
         if level is None:
             level = StoreIndex._new_level(state, priority)
         level.appendleft(entry)
+        level.head -= 1
 
     @staticmethod
-    def _new_level(state: QueueState, priority: int) -> deque[Entry]:
-        level: deque[Entry] = deque()
+    def _take_out_ready(state: QueueState, priority: int, entry: Entry) -> None:
+        """A ready job leaves its level out of turn (its TTL ran out, DELETE): O(1) when it
+        stands first (with the skipped ones around it), else it is marked gone and skipped
+        when reached, so no job behind it changes position (Level)."""
+        level = state.levels[priority]
+        gone = state.gone
+        while gone and id(level[0]) in gone:  # skipped ones before it go first
+            gone.discard(id(level.popleft()))
+            level.head += 1
+        if level[0] is not entry:
+            gone.add(id(entry))
+            return
+        level.popleft()
+        level.head += 1
+        while level and gone and id(level[0]) in gone:
+            gone.discard(id(level.popleft()))
+            level.head += 1
+        if not level:
+            del state.levels[priority]
+
+    @staticmethod
+    def _new_level(state: QueueState, priority: int) -> Level:
+        level = Level()
+        level.head = 0
+        level.gen = next(LEVEL_GENS)
         state.levels[priority] = level
         if priority not in state.in_heap:
             state.in_heap.add(priority)
@@ -365,7 +396,11 @@ class StoreIndex:
     def _pop_at(state: QueueState, priority: int, *, last: bool) -> Entry | None:
         level = state.levels.get(priority)
         while level:
-            entry = level.pop() if last else level.popleft()
+            if last:
+                entry = level.pop()
+            else:
+                entry = level.popleft()
+                level.head += 1
             if not level:
                 del state.levels[priority]
             if state.gone and id(entry) in state.gone:  # its TTL ran out: skipped

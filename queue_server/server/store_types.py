@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from itertools import count
 from typing import Final
 
 from queue_server.protocol.keyed import DeadJob, Errors, JobMeta, Key, Meta
@@ -31,6 +32,26 @@ Kept = tuple[Key, str, int, bytes, "str | None", int, Errors, "bytes | None", fl
              "str | None", "bytes | int | None"]
 K_ERRORS: Final = 6
 K_DONE_AT: Final = 10
+
+
+class Level(deque[Entry]):
+    """A queue's ready jobs of one priority, in hand-out order, knowing where it stands in
+    the history of its line: `head` is the position of its first entry (every popleft adds
+    one, every appendleft takes one), so `head + index` names a ready job's place for good,
+    and a JOBS page resumes after a job that left meanwhile (job_positions.py). `gen` tells
+    this level from one made anew at the same priority after it emptied. Nothing is ever
+    removed from the middle (DELETE and TTL mark the entry in the queue's `gone` instead),
+    so no position moves."""
+
+    __slots__ = ("gen", "head")
+    gen: int
+    head: int
+
+
+# Level generations and dead jobs' order of death: one count per process, so a JOBS position
+# read from one Store never matches another's by chance (with the store's `run` token).
+LEVEL_GENS = count(1)
+DEATHS = count(1)
 
 
 class Job:
@@ -112,7 +133,7 @@ class QueueState:
 
     def __init__(self, name: str, lock_timeout_s: float | None, keep_max: int = 0) -> None:
         self.name = name
-        self.levels: dict[int, deque[Entry]] = {}
+        self.levels: dict[int, Level] = {}
         self.heap: list[int] = []  # negated priorities; may hold stale entries
         self.in_heap: set[int] = set()
         self.ready = 0
@@ -135,8 +156,9 @@ class QueueState:
         # RETRY and DELETE per door (the name a client gave with CLIENT NAME); None until one.
         self.retried_by: dict[str, int] | None = None
         self.deleted_by: dict[str, int] | None = None
-        # id() of ready entries whose job's TTL ran out while other jobs stood before it in
-        # its level: deleting from a deque's middle is O(n), so they are skipped when popped.
+        # id() of ready entries whose job's TTL ran out or that were deleted while other jobs
+        # stood before it in its level: deleting from a deque's middle is O(n) and would move
+        # the positions of the jobs behind (Level), so they are skipped when popped.
         self.gone: set[int] = set()
         self.latency: QueueLatency | None = None  # made at the first live hand-out (latency.py)
         # Finished jobs kept, oldest first (kept.py): a deque, as the oldest goes at every DONE

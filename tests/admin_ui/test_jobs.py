@@ -6,6 +6,7 @@ The test that kills the queue server has a cluster of its own."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -208,3 +209,50 @@ def test_delete_all_confirmed_for_fewer_dead_jobs_than_there_are_now_asks_again_
         assert [client.job(key) is not None for key in ("bulk-1", "bulk-2")] == [True, True]
     done = httpx.post(url, data={**form, "seen": "2"}, headers=cluster.auth)
     assert done.status_code == 303 and "deleted=2" in done.headers["location"]
+
+
+def test_the_api_pages_on_past_jobs_that_left_their_state_between_pages(cluster: JobsCluster) -> None:
+    """The audit's case through /api/queues/{q}/jobs and the /api/jobs search: the first
+    page's jobs taken, or deleted, before the second page is asked."""
+    with cluster.client() as client:
+        assert client.put_many("paged", [b"%d" % n for n in range(30)]) == 30
+        keys = [info.key for info in client.jobs("paged", "ready", limit=100)]
+    url = "/api/queues/paged/jobs"
+    first = cluster.admin.get(url, params={"state": "ready", "limit": 10}, headers=cluster.auth).json()
+    assert [job["key"] for job in first["jobs"]] == keys[:10] and first["next_after"] == keys[9]
+    with cluster.client() as client:
+        taken = client.get("paged", count=15, keys=True)
+    assert [job.key for job in taken] == keys[:15]
+    seen: list[str] = []
+    body = first
+    while body["next_after"] is not None:
+        body = cluster.admin.get(url, headers=cluster.auth, params={
+            "state": "ready", "limit": 10, "after": body["next_after"], "at": body["next_at"]}).json()
+        seen += [job["key"] for job in body["jobs"]]
+    assert seen == keys[15:]
+
+    with cluster.client() as client:
+        assert client.fail_many([_DeadFail(job.id) for job in taken]) is not None
+    search = {"state": "dead", "queue": "paged", "limit": 5}
+    page = cluster.admin.get("/api/jobs", params=search, headers=cluster.auth).json()
+    dead_keys = [key for key in reversed(keys[:15])]  # newest first
+    assert [job["key"] for job in page["jobs"]] == dead_keys[:5]
+    with cluster.client() as client:
+        assert client.delete("paged", *dead_keys[:5]) == ["ok"] * 5
+    found: list[str] = []
+    while page["next_queue"] is not None:
+        page = cluster.admin.get("/api/jobs", headers=cluster.auth, params={
+            **search, "from_queue": page["next_queue"], "after": page["next_after"], "at": page["next_at"]}).json()
+        found += [job["key"] for job in page["jobs"]]
+    assert found == dead_keys[5:]
+    refused = cluster.admin.get(url, params={"after": keys[0], "at": "no such/position"}, headers=cluster.auth)
+    assert refused.status_code == 422
+
+
+@dataclass(frozen=True)
+class _DeadFail:
+    id: int
+    error: str = "Traceback (most recent call last):\nValueError: gone"
+    delay_s: float | None = None
+    dead: bool = True
+    solo: bool = False

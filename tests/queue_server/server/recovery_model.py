@@ -239,7 +239,12 @@ def dump(client: RawClient) -> dict[str, Any]:
     for queue, name in pairs:
         head = client.line()
         assert head.startswith(b"200 OK "), head
-        state[f"{queue} {name}"] = json.loads(client.exact(int(head.split()[2])))
+        jobs = json.loads(client.exact(int(head.split()[2])))
+        for job in jobs:
+            # A row's place in its listing is the serving store's own (a restart, a CLONE and a
+            # replica place rows anew: PROTOCOL.md Part B, JOBS positions); the rest must agree.
+            assert job.pop("position")
+        state[f"{queue} {name}"] = jobs
     state["TOTAL"] = client.line()
     head = client.line()
     snapshot = client.exact(int(head.split()[2]))
