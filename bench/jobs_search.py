@@ -4,7 +4,7 @@ job_search.search_jobs, as the door calls them; the JSON encoding of the matches
 A queue of N ready jobs (32-byte data, keys given by the producer): a search whose prefix
 matches nothing examines SCAN jobs (the worst per request: every job examined, none kept);
 one with no filter fills LIMIT 100; one that starts 90% down the listing walks to AFTER
-first. Best of 5 runs each.
+first, or resumes at its position (AT) once that job is gone. Best of 5 runs each.
 
     .venv/bin/python bench/jobs_search.py [--jobs 1000000]
 """
@@ -18,9 +18,10 @@ from pathlib import Path
 
 # The repo first: bench/queue_server.py would shadow the package (this folder is sys.path[0]).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from queue_server.protocol.job_positions import parse_position
 from queue_server.protocol.job_search import JobsSearch
 from queue_server.server.job_search import search_jobs
-from queue_server.server.job_views import json_block
+from queue_server.server.job_views import jobs_view, json_block
 from queue_server.server.store import Store
 
 
@@ -56,6 +57,12 @@ def main() -> None:
     far = JobsSearch(prefix="nomatch", scan=5_000)
     ms = best_ms(lambda: json_block(search_jobs(store, "big", "ready", 100, after, far)))
     print(f"  from AFTER 90% down, SCAN 5,000:       {ms:7.2f} ms")
+    # AFTER ... AT (job_positions.py): the page resumes at the position, the AFTER job gone.
+    [row] = jobs_view(store, "big", "ready", 1, f"photo-{jobs * 9 // 10 - 1}")
+    at = parse_position("ready", row["position"].encode())
+    store.delete("big", [after])
+    ms = best_ms(lambda: json_block(search_jobs(store, "big", "ready", 100, after, far, at)))
+    print(f"  from AT 90% down (AFTER gone), SCAN 5,000: {ms:7.2f} ms")
 
 
 if __name__ == "__main__":

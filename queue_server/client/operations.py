@@ -312,20 +312,16 @@ def job(client: Client, key: str, *, errors: bool = False,
 
 def jobs(client: Client, queue: str, state: str, *, limit: int = 100,
          after: str | None = None, at: str | None = None) -> Op[list[JobInfo]]:
-    """JOBS: up to `limit` jobs of `queue` in `state`, after the job `after` (paging). `at`:
-    that job's `position` (JobInfo.position), so the page goes on past it even when the job
-    left the state meanwhile; without it a page after a job that left is empty."""
+    """JOBS: `limit` jobs of `queue` in `state` after the job `after` (at its position `at`: even if gone)."""
     request = jreq.jobs_request(queue, state, limit=limit, after=after, at=at)
     return client._request(request, parse_jobs, read_only=True)
 
 
 def search_jobs(client: Client, queue: str, state: str, *, limit: int = 100, after: str | None = None,
                 at: str | None = None, prefix: str | None = None, error_type: str | None = None,
-                since: float | None = None, until: float | None = None,
-                scan: int = SCAN_DEFAULT) -> Op[JobsPage]:
+                since: float | None = None, until: float | None = None, scan: int = SCAN_DEFAULT) -> Op[JobsPage]:
     """JOBS search (protocol/job_search.py): of at most `scan` jobs after `after`, the matches;
-    the page's `after` and `position` (pass them as `after` and `at`) go on where it stopped
-    (`after` None: the listing ended)."""
+    the page's `after` and `position`, passed as `after` and `at`, go on where it stopped."""
     search = JobsSearch(prefix=prefix, error_type=error_type, since=since, until=until, scan=scan)
     request = jreq.jobs_request(queue, state, limit=limit, after=after, at=at, search=search)
     return client._request(request, parse_jobs_page, read_only=True)

@@ -88,7 +88,7 @@ class Store(KeptJobs, ReplayedStore):
         place = self.keys[key]
         if type(place) is QueueState:
             state, priority, entry = place, mark[1], mark[2]
-            self._take_out_ready(state, priority, entry)
+            state.take_out_ready(priority, entry)
             del self.keys[key]
             self._drop_ready_count(state)
             self._leave_waiting(state, priority)
@@ -357,7 +357,7 @@ class Store(KeptJobs, ReplayedStore):
         for priority, level in state.levels.items():
             for entry in level:
                 if entry[3] == key and id(entry) not in state.gone:
-                    self._take_out_ready(state, priority, entry)
+                    state.take_out_ready(priority, entry)
                     del self.keys[key]
                     self._drop_ready_count(state)
                     self._leave_waiting(state, priority)

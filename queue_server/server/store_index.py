@@ -361,27 +361,6 @@ class StoreIndex:
         level.head -= 1
 
     @staticmethod
-    def _take_out_ready(state: QueueState, priority: int, entry: Entry) -> None:
-        """A ready job leaves its level out of turn (its TTL ran out, DELETE): O(1) when it
-        stands first (with the skipped ones around it), else it is marked gone and skipped
-        when reached, so no job behind it changes position (Level)."""
-        level = state.levels[priority]
-        gone = state.gone
-        while gone and id(level[0]) in gone:  # skipped ones before it go first
-            gone.discard(id(level.popleft()))
-            level.head += 1
-        if level[0] is not entry:
-            gone.add(id(entry))
-            return
-        level.popleft()
-        level.head += 1
-        while level and gone and id(level[0]) in gone:
-            gone.discard(id(level.popleft()))
-            level.head += 1
-        if not level:
-            del state.levels[priority]
-
-    @staticmethod
     def _new_level(state: QueueState, priority: int) -> Level:
         level = Level()
         level.head = 0

@@ -171,6 +171,26 @@ class QueueState:
         # finished again and again pushed other finished jobs out before keep_max (kept.py).
         self.kept_stale = 0
 
+    def take_out_ready(self, priority: int, entry: Entry) -> None:
+        """A ready job leaves its level out of turn (its TTL ran out, DELETE): O(1) when it
+        stands first (with the skipped ones around it), else it is marked gone and skipped
+        when reached, so no job behind it changes position (Level)."""
+        level = self.levels[priority]
+        gone = self.gone
+        while gone and id(level[0]) in gone:  # skipped ones before it go first
+            gone.discard(id(level.popleft()))
+            level.head += 1
+        if level[0] is not entry:
+            gone.add(id(entry))
+            return
+        level.popleft()
+        level.head += 1
+        while level and gone and id(level[0]) in gone:
+            gone.discard(id(level.popleft()))
+            level.head += 1
+        if not level:
+            del self.levels[priority]
+
     @property
     def kept_count(self) -> int:
         """The finished jobs this queue keeps (stale entries of a key finished again left out)."""

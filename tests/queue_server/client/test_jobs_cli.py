@@ -95,6 +95,19 @@ def test_jobs_limit_pages_through_the_server(server: ServerProc) -> None:
     assert sorted(job["key"] for job in first + rest) == [f"p{n}" for n in range(5)]
 
 
+def test_jobs_goes_on_at_the_position_of_a_row_whose_job_left_meanwhile(server: ServerProc) -> None:
+    with QueueClient(server.address) as client:
+        for n in range(5):
+            make_dead(client, "pages", f"p{n}")
+        first = json.loads(slotmap("jobs", "pages", "--state", "dead", "--json", "--limit", "3",
+                                   "--server", server.address).stdout)
+        assert [job["key"] for job in first] == ["p4", "p3", "p2"]
+        assert client.delete("pages", "p4", "p3", "p2") == ["ok"] * 3
+    rest = slotmap("jobs", "pages", "--state", "dead", "--json", "--after", first[-1]["key"],
+                   "--at", first[-1]["position"], "--server", server.address)
+    assert [job["key"] for job in json.loads(rest.stdout)] == ["p1", "p0"], rest.stderr
+
+
 def test_job_json_is_one_object_with_invalid_utf8_replaced(server: ServerProc) -> None:
     with QueueClient(server.address) as client:
         make_dead(client, "photos", "bin-1", data=b"\xff\xfeok")
@@ -176,6 +189,8 @@ def test_delete_by_key_refuses_a_running_job(server: ServerProc) -> None:
     (("job", "bad key"), "slotmap job: job key must be 1..128 characters of [A-Za-z0-9_.:@-], got 'bad key'"),
     (("jobs", "photos", "--limit", "0"), "slotmap jobs: --limit must be at least 1, got 0"),
     (("jobs", "bad queue!"), "slotmap jobs: "),
+    (("jobs", "photos", "--at", "1"), "slotmap jobs: --at needs --after"),
+    (("jobs", "photos", "--after", "k", "--at", "not one"), "slotmap jobs: not a JOBS position"),
 ])
 def test_bad_input_is_one_line_and_exit_2_before_anything_is_sent(args: tuple[str, ...], message: str) -> None:
     with refused_address() as address:

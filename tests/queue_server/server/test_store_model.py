@@ -24,10 +24,11 @@ def observable(store: Store) -> dict[str, object]:
     for name, state in sorted(store.queues.items()):
         if not state.holds_jobs:
             continue  # a queue that held jobs once and is empty now is not part of the state
-        ready = [
-            (priority, data, item, key, meta)
+        ready = [  # (entries taken out of turn, TTL or DELETE, wait in their level as gone)
+            (priority, entry[0], entry[1], entry[3], entry[4])
             for priority in sorted(state.levels, reverse=True)
-            for data, item, _ready_at, key, meta in state.levels[priority]
+            for entry in state.levels[priority]
+            if id(entry) not in state.gone
         ]
         view[name] = (ready, state.delayed, state.failed, state.running)
     dead = {name: [(d.key, d.data, d.item, d.attempts, d.error, d.died_at) for d in state.dead.values()]
@@ -44,7 +45,7 @@ def recount(store: Store) -> tuple[int, int, int, int]:
     holding = classes = waiting = 0
     for state in store.queues.values():
         ready = sum(len(level) for level in state.levels.values())
-        assert ready == state.ready
+        assert ready - len(state.gone) == state.ready
         running = sum(1 for job in store.running.values() if job.queue is state)
         assert running == state.running
         waiting += state.ready + state.delayed
