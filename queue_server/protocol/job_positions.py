@@ -63,12 +63,6 @@ def parse_position(state: str, value: bytes) -> ListPosition:
     return ListPosition(run, tuple(order))
 
 
-def position_text(run: str | None, *order: float) -> str:
-    """A position as the reply carries it (floats in repr: they read back exactly)."""
-    numbers = ":".join(repr(number) if type(number) is float else str(number) for number in order)
-    return numbers if run is None else f"{run}:{numbers}"
-
-
 def check_position(value: str) -> bytes:
     """A position a client sends back (the client side); ValueError when it cannot be one."""
     if POSITION_RE.fullmatch(value) is None:

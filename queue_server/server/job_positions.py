@@ -21,7 +21,7 @@ from itertools import islice
 from operator import itemgetter
 from typing import Any
 
-from queue_server.protocol.job_positions import ListPosition, position_text
+from queue_server.protocol.job_positions import ListPosition
 from queue_server.protocol.keyed import DeadJob, Key, is_retry_wait
 from queue_server.server.store import QueueState, Store
 from queue_server.server.store_types import K_DONE_AT
@@ -31,17 +31,18 @@ ReadyRow = tuple[int, tuple[Any, ...], int, int]  # priority, entry, level gen, 
 
 
 def position_of(store: Store, state_name: str, thing: Any) -> str:
-    """The position of one listed job (a `thing` of job_views.listing)."""
+    """The position of one listed job (a `thing` of job_views.listing), in the form
+    protocol/job_positions.py parses; floats in repr, so they read back exactly. (f-strings:
+    0.3 us a row; a generic join of the numbers took 3.4 us, 3 ms on a page of 1,000.)"""
     if state_name == "ready":
-        priority, _entry, gen, place = thing
-        return position_text(store.run, priority, gen, place)
+        return f"{store.run}:{thing[0]}:{thing[2]}:{thing[3]}"
     if state_name in ("delayed", "failed"):
-        return position_text(store.run, thing[1], thing[0])
+        return f"{store.run}:{thing[1]}:{thing[0]!r}"
     if state_name == "running":
-        return position_text(None, thing.id)
+        return str(thing.id)
     if state_name == "done":
-        return position_text(None, thing[K_DONE_AT])
-    return position_text(store.run, thing.seq, thing.died_at)
+        return repr(thing[K_DONE_AT])
+    return f"{store.run}:{thing.seq}:{thing.died_at!r}"
 
 
 def ready_rows(state: QueueState, priority: int | None = None, start: int = 0) -> Iterator[ReadyRow]:

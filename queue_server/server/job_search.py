@@ -62,5 +62,6 @@ def search_jobs(store: Store, queue: str, state_name: str, limit: int, after: Ke
             continue
         view = describe(store, queue, state_name, key, thing)
         if _matches(view, state_name, search, wanted_type):
+            view["position"] = position_of(store, state_name, thing)  # the matches only
             found.append(view)
     return page_json(found, None, scanned)

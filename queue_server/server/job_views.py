@@ -225,7 +225,6 @@ def describe(store: Store, queue: str, state_name: str, key: Key, thing: Any) ->
     else:
         view = _dead(thing, PREVIEW_BYTES)
     view["expires_at"] = store.ttl_at(key)
-    view["position"] = position_of(store, state_name, thing)
     return view
 
 
@@ -235,7 +234,9 @@ def jobs_view(store: Store, queue: str, state_name: str, limit: int, after: Key 
     or with `at`, after that position (listing)."""
     found: list[dict[str, Any]] = []
     for key, thing in listing(store, queue, state_name, after, at):
-        found.append(describe(store, queue, state_name, key, thing))
+        view = describe(store, queue, state_name, key, thing)
+        view["position"] = position_of(store, state_name, thing)
+        found.append(view)
         if len(found) >= limit:
             break
     return found

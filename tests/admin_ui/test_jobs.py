@@ -5,6 +5,8 @@ has a queue and job keys of its own, and reads only its own queue's numbers and 
 The test that kills the queue server has a cluster of its own."""
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,3 +258,17 @@ class _DeadFail:
     delay_s: float | None = None
     dead: bool = True
     solo: bool = False
+
+
+def test_the_queue_pages_next_link_goes_on_after_the_first_pages_jobs_were_taken(cluster: JobsCluster) -> None:
+    with cluster.client() as client:
+        assert client.put_many("tabs", [b"%d" % n for n in range(150)]) == 150
+        keys = [info.key for info in client.jobs("tabs", "ready", limit=1000)]
+    page = cluster.admin.get("/queues/tabs/jobs", params={"state": "ready"}, headers=cluster.auth).text
+    link = re.search(r'id="next-page" href="([^"]+)"', page)
+    assert link is not None and "&amp;at=" in link.group(1)
+    with cluster.client() as client:
+        assert len(client.get("tabs", count=120)) == 120
+    second = cluster.admin.get(html.unescape(link.group(1)), headers=cluster.auth).text
+    shown = [key for key in keys if f">{key}<" in second]
+    assert shown == keys[120:]
