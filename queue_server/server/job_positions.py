@@ -9,6 +9,12 @@ dead jobs their order of death (DeadJob.seq), running jobs their lease id, finis
 done_at and the entry itself (a finished job leaves the deque only from its old end, or is
 left in it stale when its key finishes again). Resuming costs what the walk to AFTER costs.
 
+What a place cannot tell: a job put back at the front of its line (LATER ... FRONT) takes the
+place of the last one handed out from there, so a job of the page before that was handed
+out and put back so may show again (it came back meanwhile). A finished job's entry dropped
+by compaction (its key finished again, kept.py) leaves only its time: the jobs that
+finished in the same instant and older than it are then skipped.
+
 A place or sequence from another store (a restart, a CLONE, another server: `run` differs)
 means nothing here: such a page is placed by its key if that job is still listed, else by
 its time or priority, repeating the rows of equal time rather than skipping any.
@@ -58,7 +64,7 @@ def ready_rows(state: QueueState, priority: int | None = None, start: int = 0) -
         first = start if level_priority == priority else 0
         place, gen = level.head + first, level.gen
         for entry in islice(level, first, None):
-            if id(entry) not in gone:  # its TTL ran out or it was deleted
+            if id(entry) not in gone:  # taken out of turn (TTL, DELETE)
                 yield level_priority, entry, gen, place
             place += 1
 

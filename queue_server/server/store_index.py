@@ -344,7 +344,7 @@ class StoreIndex:
                 level.head += 1
                 if not level:
                     del levels[priority]
-                if state.gone and id(entry) in state.gone:  # its TTL ran out: skipped
+                if state.gone and id(entry) in state.gone:  # taken out of turn (TTL, DELETE): skipped
                     state.gone.discard(id(entry))
                     continue
                 return priority, entry
@@ -382,7 +382,7 @@ class StoreIndex:
                 level.head += 1
             if not level:
                 del state.levels[priority]
-            if state.gone and id(entry) in state.gone:  # its TTL ran out: skipped
+            if state.gone and id(entry) in state.gone:  # taken out of turn (TTL, DELETE): skipped
                 state.gone.discard(id(entry))
                 continue
             return entry
