@@ -9,7 +9,8 @@ from config.endpoints import check_host, check_token, parse_host_port
 
 
 class AdminConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict, as every config table (config/models.py _Strict): no value is coerced to another type.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     listen: str = Field(default="127.0.0.1:8400", description="HOST:PORT of the dashboard and its JSON API.")
     token: str | None = Field(

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from config.errors import ConfigError
 from config.models import ClusterConfig
 from config.paths import with_paths_against
+from config.problems import describe
 from config.secret_files import open_file_error, too_open
 
 log = logging.getLogger(__name__)
@@ -84,8 +85,4 @@ def parse_config(raw: dict[str, object], *, source: str = "<config>") -> Cluster
     try:
         return ClusterConfig.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in err['loc']) or '(top)'}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise ConfigError(f"{source}: {problems}") from exc
+        raise ConfigError(f"{source}: {describe(exc)}") from exc

@@ -14,7 +14,10 @@ from config.schedules import SCHEDULE_NAME_PATTERN, ScheduleConfig
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: a TOML value of the wrong type is an error naming its key, never coerced
+    # (`every_s = true` ran a schedule every second, `max_slots = true` was 1, `"30"` was 30).
+    # An integer is still taken where a number (float) is expected: `every_s = 5`.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 def _zmq_endpoint(value: str) -> str:

@@ -43,6 +43,13 @@ One TOML file configures the whole cluster; every process takes it with `--confi
 optional: a missing key takes the default below, an unknown key is an error that names it.
 Units are in the key names (`_s` seconds, `_ms` milliseconds, `_bytes` bytes).
 
+**Types are strict.** An integer key takes a TOML integer (`max_slots = 4`, not `4.0`,
+`"4"` or `true`); a number key takes an integer or a decimal (`every_s = 5` or `2.5`); a
+boolean key takes `true` or `false`; a string key takes a quoted string. A value of another
+type is never converted: every command refuses the file before it starts anything (exit 2),
+naming the file, the key and the type expected (`cluster.toml: schedules.tick.every_s:
+expected a number (such as 5 or 2.5), got true (a boolean)`).
+
 **Which settings do I need?** For a first app: one `[queues.<name>]` table per queue
 (at least `min_slots`/`max_slots`, and `rate_limit` when it calls a limited outside API),
 and under `[master]` the `handler_modules` that define your handlers plus `python_path`

@@ -27,7 +27,8 @@ MAX_PRIORITY = 2**31 - 1
 
 
 class ScheduleConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict, as every config table (config/models.py _Strict): no value is coerced to another type.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     cron: str | None = Field(
         default=None,

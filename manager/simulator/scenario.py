@@ -11,13 +11,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from config.errors import ConfigError
 from config.models import QueueConfig
+from config.problems import describe
 
 # Step of the numeric mean of an arrival rate (static baseline sizing).
 MEAN_RATE_STEP_S = 1.0
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict as the cluster config (config/models.py): its [queues.*] tables are QueueConfig.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class JobTimes(_Strict):
@@ -159,6 +161,4 @@ def load_scenario(path: str | Path) -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise ConfigError(f"{path}: {where}: {first['msg']}") from exc
+        raise ConfigError(f"{path}: {describe(exc)}") from exc

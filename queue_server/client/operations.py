@@ -104,8 +104,8 @@ def put_job(
     ttl_s: float | None = None,
     until: float | None = None,
 ) -> Op[PutResult]:
-    """PUT ... KEY: the job's key (the server's with key=None), its item with
-    `new_item=True`, and `existing_state` when `key` was taken (unique job: nothing added).
+    """PUT ... KEY: the job's key (the server's with key=None), its item with `new_item=True`,
+    and `existing_state` (`existing_queue`: in another queue) when `key` was taken (nothing added).
     `until` (time.monotonic()): sent again to the primary found anew after a refusal or a
     lost connection until then (a slot's reply: without a key, a PUT whose connection was
     lost after it was sent may then be stored twice)."""

@@ -163,6 +163,16 @@ def test_a_bad_scenario_names_the_key(tmp_path: Path) -> None:
         load_scenario(path)
 
 
+def test_a_scenario_value_of_the_wrong_type_is_refused_not_coerced(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(TINY.replace("count = 3", "count = true").replace("min_slots = 1", 'min_slots = "1"'))
+    with pytest.raises(ConfigError) as caught:
+        load_scenario(path)
+    assert str(caught.value) == (
+        f"{path}: hosts.0.count: expected an integer (such as 4), got true (a boolean); "
+        'queues.urgent.min_slots: expected an integer (such as 4), got "1" (a string): write it without the quotes')
+
+
 def test_arrival_patterns_follow_their_rates() -> None:
     bursty = Arrivals(pattern="bursty", rate_per_s=1, burst_rate_per_s=10, burst_every_s=100,
                       burst_length_s=10, burst_offset_s=5)
