@@ -260,9 +260,10 @@ def fail_many(client: Client, failures: Sequence[jreq.FailRequest], *,
         jreq.fail_request(f.id, f.error, delay_s=f.delay_s, dead=f.dead, solo=f.solo)
         for f in failures
     )
+    reply_s = CLIENT_TIMEOUT if until is None else client._following_timeout(CLIENT_TIMEOUT)
     while True:
         try:
-            return (yield from _fail_pipelined(client, data, len(failures)))
+            return (yield from _fail_pipelined(client, data, len(failures), reply_s))
         except QueueServerError as exc:
             pause = follow_pause(exc, until, time.monotonic())
             if pause is None:
@@ -271,8 +272,10 @@ def fail_many(client: Client, failures: Sequence[jreq.FailRequest], *,
             yield Sleep(pause)
 
 
-def _fail_pipelined(client: Client, data: bytes, count: int) -> Op[list[FailResult | None]]:
-    """One try of fail_many: the `count` FAILs of `data` on the connection in use."""
+def _fail_pipelined(client: Client, data: bytes, count: int,
+                    reply_s: float | None) -> Op[list[FailResult | None]]:
+    """One try of fail_many: the `count` FAILs of `data` on the connection in use, each
+    reply within `reply_s`."""
     conn = yield from client._ready()
     results: list[FailResult | None] = []
     refused: QueueServerError | None = None
@@ -280,7 +283,7 @@ def _fail_pipelined(client: Client, data: bytes, count: int) -> Op[list[FailResu
         yield Send(conn, data)
         for _ in range(count):
             try:
-                results.append((yield Read(conn, parse_fail, CLIENT_TIMEOUT)))
+                results.append((yield Read(conn, parse_fail, reply_s)))
             except QueueServerError as exc:
                 if isinstance(exc, BadReply):
                     raise

@@ -7,7 +7,8 @@ import math
 import time
 
 from queue_server.client.core import CLIENT_TIMEOUT
-from queue_server.client.effects import Op
+from queue_server.client.effects import Op, Sleep
+from queue_server.client.follow import follow_pause
 from queue_server.client.operations import Client
 from queue_server.protocol import requests as req
 from queue_server.protocol.client_errors import QueueServerError
@@ -81,7 +82,18 @@ def finished(client: Client, queue: str, key: str, *, timeout_s: float = 0.0) ->
             request += b" TIMEOUT " + req.seconds(wait_s, what="timeout")
         # The server holds the reply up to wait_s: the client's own timeout counts after it.
         reply_s = wait_s + client.timeout_s if wait_s else CLIENT_TIMEOUT
-        info = yield from client._request(request + b"\r\n", parse_job_info, reply_s, read_only=True)
+        try:
+            info = yield from client._request(request + b"\r\n", parse_job_info, reply_s, read_only=True)
+        except QueueServerError as exc:
+            # A failover: the server waited on was deposed or lost its lease (it answers its
+            # waits `500 Offline Mode`), or died. A read: asked again, of the primary found
+            # anew, while the wait lasts. Before, result(timeout=40) raised OfflineError
+            # although the job was done with its result on the new primary 4 s later.
+            pause = follow_pause(exc, deadline, time.monotonic())
+            if pause is None:
+                raise
+            yield Sleep(pause)
+            continue
         if info is None or info.state in ("done", "dead") or time.monotonic() >= deadline:
             return info
 
