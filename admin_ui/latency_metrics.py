@@ -5,11 +5,15 @@ Pure: the reply's JSON in, metric families out. Every value is a counter since t
 server started (or since an idle queue was forgotten): nothing is kept here, a restarted
 server starts again at 0 and Prometheus's rate() and histogram_quantile() treat that as the
 reset it is.
+
+The queue server leaves out a queue it never handed a job from; each configured queue gets
+its histograms all the same, at 0, so a Grafana panel or an alert on a new queue reads 0
+from the start instead of "no data" until its first hand-out.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
@@ -28,8 +32,8 @@ HISTOGRAMS = (
 )
 FAILED_BY_TYPE = (
     "slotmap_jobs_failed_by_type",
-    "Failed attempts (FAIL, a slot's crash, an expired managed lock: LockExpired, a running "
-    "job cancelled: Cancelled) by error type (a Python traceback's last `Name:`), since the queue server started; per queue the "
+    "Failed attempts (FAIL, a slot's crash: SlotCrashed, an expired managed lock: LockExpired, a "
+    "running job cancelled: Cancelled) by error type (a Python traceback's last `Name:`), since the queue server started; per queue the "
     "first 10 types seen have their own series, later ones count as `other`.")
 
 
@@ -40,10 +44,16 @@ def _number(value: Any) -> float:
     return max(0.0, float(value))
 
 
-def families(document: dict[str, Any]) -> Iterator[Metric]:
+def families(document: dict[str, Any], *, configured: Collection[str] = ()) -> Iterator[Metric]:
+    """`configured`: the queues whose histograms are shown, at 0, when the reply has none."""
     bounds = [_number(bound) for bound in document.get("bounds_s", ())]
     queues = document.get("queues", {})
-    ordered = sorted(queues.items()) if isinstance(queues, dict) else []
+    entries = dict(queues) if isinstance(queues, dict) else {}
+    if bounds:  # no bounds: a server without STATS LATENCY, nothing to show a zero in
+        zeros = _zero_entry(len(bounds))
+        for queue in configured:
+            entries.setdefault(queue, zeros)
+    ordered = sorted(entries.items())
     for name, key, text in HISTOGRAMS:
         family = HistogramMetricFamily(name, text, labels=["queue"])
         for queue, entry in ordered:
@@ -58,6 +68,15 @@ def families(document: dict[str, Any]) -> Iterator[Metric]:
         for kind, count in sorted(types.items()) if isinstance(types, dict) else ():
             failed.add_metric([queue, str(kind)[:100]], _number(count))
     yield failed
+
+
+def _zero_entry(bound_count: int) -> dict[str, Any]:
+    """A queue's STATS LATENCY entry before its first hand-out."""
+    entry: dict[str, Any] = {"error_types": {}}
+    for _, key, _ in HISTOGRAMS:
+        entry[key] = [0] * (bound_count + 1)
+        entry[key + "_sum_s"] = 0.0
+    return entry
 
 
 def _cumulative(bounds: list[float], counts: list[Any]) -> list[tuple[str, float]]:

@@ -39,7 +39,11 @@ COUNTERS = (
      "Failed attempts (FAIL, a slot's crash, an expired managed lock) since the queue server started."),
     ("slotmap_jobs_died", "dead_total", "Jobs that became dead since the queue server started."),
     ("slotmap_jobs_dead_dropped", "dead_dropped",
-     "Dead jobs dropped over dead_max or dead_max_age_s since the queue server started."),
+     "Dead jobs dropped over dead_max or dead_max_age_s, or replaced by a new PUT of their key, "
+     "since the queue server started."),
+    ("slotmap_jobs_ttl_expired", "ttl_expired",
+     "Jobs deleted because their TTL (PUT ... TTL) ran out before a hand-out, since the queue "
+     "server started."),
     ("slotmap_jobs_retried", "retried", "Jobs retried by hand (RETRY) since the queue server started."),
     ("slotmap_jobs_deleted", "deleted", "Jobs deleted by hand (DELETE, or a CANCEL of a job not running) since the queue server started."),
     ("slotmap_jobs_later", "later", "Jobs postponed (LATER) since the queue server started."),
@@ -81,7 +85,7 @@ class QueueServerCollector(Collector):
         up.add_metric([], 1.0)
         yield up
         yield from families(stats)
-        yield from latency_metrics.families(latency)
+        yield from latency_metrics.families(latency, configured=self.settings.queues)
 
     def _warn(self, exc: Exception) -> None:
         now = time.monotonic()

@@ -23,7 +23,8 @@ class JobsSearchQuery(BaseModel):
     prefix: Annotated[str | None, Field(pattern=PREFIX_PATTERN, description="job keys starting with this")] = None
     error_type: Annotated[str | None, Field(
         pattern=ERROR_TYPE_PATTERN,
-        description="the last error's type: a traceback's last `Name:` (ValueError), LockExpired, Cancelled or other")] = None
+        description=("the last error's type, in any case: a traceback's last `Name:` (ValueError, or "
+                     "valueerror), LockExpired, Cancelled, SlotCrashed or other"))] = None
     # Bounded as the queue server bounds them (an `inf` or 1e300 was a 500 there, not a 422 here).
     since: Annotated[float | None, Field(ge=0, le=MAX_UNIX_TIME, allow_inf_nan=False, description=(
         "unix time, inclusive, of the state's own time: died_at (dead), done_at (done), failed_at "

@@ -12,10 +12,14 @@ from typing import TYPE_CHECKING
 
 # `slotmap` builds every parser: SQLAlchemy and the client load only when this command runs.
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from config.models import ClusterConfig
+    from manager.schedules.view import ScheduleRow
     from manager.storage.store import Store
 
 EXIT_UNKNOWN = 1
+SCHEDULE_COLUMNS = ("schedule", "queue", "rule", "next fire (UTC)", "last job", "state")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -81,16 +85,24 @@ def _show(config: ClusterConfig, store: Store, *, as_json: bool) -> int:
     if not rows:
         print("no schedules (add a [schedules.<name>] table to the config)")
         return 0
-    print(f"{'schedule':<20} {'queue':<16} {'rule':<28} {'next fire (UTC)':<20} {'last job':<40} state")
-    for row in rows:
-        next_fire = _utc(row.next_fire_unix) if row.next_fire_unix else ("paused" if row.paused else "disabled")
-        print(f"{row.name:<20} {row.queue:<16} {row.rule:<28} {next_fire:<20} "
-              f"{row.last_job_key or '-':<40} {row.last_job_state or '-'}"
-              + (f"  [{row.manager_differs}]" if row.manager_differs else ""))
+    print(schedules_table(rows), end="")
     if any(row.manager_differs for row in rows):
         print("[...]: the active manager runs otherwise than this file; `slotmap manager` reloads "
               "its config on SIGHUP (docs/CONFIG.md, Reloading)")
     return 0
+
+
+def schedules_table(rows: Sequence[ScheduleRow]) -> str:
+    """The table `slotmap schedules` prints: each column as wide as its longest value (a cron
+    in America/Argentina/Buenos_Aires or a long schedule's last job key overran fixed widths)."""
+    from queue_server.client.text_table import text_table
+
+    cells = []
+    for row in rows:
+        next_fire = _utc(row.next_fire_unix) if row.next_fire_unix else ("paused" if row.paused else "disabled")
+        state = (row.last_job_state or "-") + (f"  [{row.manager_differs}]" if row.manager_differs else "")
+        cells.append([row.name, row.queue, row.rule, next_fire, row.last_job_key or "-", state])
+    return text_table(SCHEDULE_COLUMNS, cells)
 
 
 def _utc(unix: float) -> str:

@@ -12,6 +12,7 @@ from config.errors import ConfigError
 from config.load import CONFIG_ENV, load_config
 from config.tokens import TOKEN_ENV, TOKEN_FILE_ENV, resolve_token
 from queue_server.client import QueueClient
+from queue_server.client.text_table import text_table
 from queue_server.protocol.client_errors import ConnectionLost, OfflineError, QueueServerError
 from queue_server.protocol.replies import Job, QueueStats
 from queue_server.protocol.requests import DEFAULT_SERVER
@@ -47,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                      help="the job's key (unique jobs: nothing is added while a job holds it); "
                           "default: the server makes one")
     put.add_argument("--json", action="store_true",
-                     help='print {"key", "queue", "item", "existing_state"} as one JSON object')
+                     help='print {"key", "queue", "item", "existing_state", "existing_queue"} as one JSON object')
     _add_server_options(put)
     put.set_defaults(func=_command(_put))
 
@@ -151,11 +152,12 @@ def _put(client: QueueClient, args: argparse.Namespace) -> int:
         print(f"slotmap put: warning: {warning}", file=sys.stderr)
     if args.json:
         print(json.dumps({"key": result.key, "queue": args.queue, "item": result.item,
-                          "existing_state": result.existing_state}))
+                          "existing_state": result.existing_state, "existing_queue": result.existing_queue}))
     else:
         print(result.key if result.item is None else f"{result.key} {result.item}")
     if result.existing_state is not None:
-        print(f"slotmap put: nothing added: job {result.key} exists ({result.existing_state})",
+        where = "" if result.existing_queue is None else f" in queue {result.existing_queue}"
+        print(f"slotmap put: nothing added: job {result.key} exists ({result.existing_state}){where}",
               file=sys.stderr)
     return EXIT_OK
 
@@ -218,9 +220,4 @@ def stats_table(stats: Iterable[QueueStats]) -> str:
                                      s.later, s.expired)), _age(s)]
         for s in sorted(stats, key=lambda s: s.queue)
     ]
-    widths = [max(len(cell) for cell in column) for column in zip(STATS_COLUMNS, *rows, strict=True)]
-    lines = []
-    for row in [list(STATS_COLUMNS), *rows]:
-        cells = [row[0].ljust(widths[0]), *(cell.rjust(w) for cell, w in zip(row[1:], widths[1:], strict=True))]
-        lines.append("  ".join(cells).rstrip() + "\n")
-    return "".join(lines)
+    return text_table(STATS_COLUMNS, rows, right=range(1, len(STATS_COLUMNS)))

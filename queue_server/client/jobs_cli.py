@@ -20,6 +20,7 @@ from queue_server.client.commands_cli import (
     _add_server_options,
     _command,
 )
+from queue_server.client.text_table import text_table
 from queue_server.protocol.job_info import JOB_STATES, JobInfo, error_summary
 from queue_server.protocol.job_requests import JOBS_LIMIT_MAX
 
@@ -164,12 +165,36 @@ def _keys_or_all(keys: Sequence[str], every: bool, flag: str) -> None:
         raise ValueError(f"give one or more job keys, or {flag}")
 
 
-def _report(command: str, done: str, keys: Sequence[str], outcomes: Sequence[str]) -> int:
+def not_found_text(done: str, queue: str, key: str, info: JobInfo | None) -> str:
+    """Why RETRY or DELETE found nothing to change for `key`, from what JOB says of it just
+    after: a bare "not found" misled when `slotmap job` showed the job done or running."""
+    if info is None:
+        return (f"{key}: not found in {queue} (deleted, never put, or finished longer ago than its "
+                "queue keeps finished jobs)")
+    if info.queue != queue:
+        return f"{key}: not found in {queue} (a job {key} is in {info.queue})"
+    if info.state == "done":
+        then = ("put it again with its key to run it again" if done == "retried"
+                else "kept until keep_done_s or keep_done_max drops it")
+        return f"{key}: already finished{_at(info.done_at)}: a finished job is not {done} ({then})"
+    if info.state == "running":
+        return f"{key}: running: only failed and dead jobs are {done} (slotmap cancel stops a running one)"
+    return f"{key}: {info.state}, not failed or dead: nothing to retry"
+
+
+def _at(at_unix: float | None) -> str:
+    return "" if at_unix is None else datetime.fromtimestamp(at_unix, UTC).strftime(" at %Y-%m-%d %H:%M:%S UTC")
+
+
+def _report(client: QueueClient, queue: str, command: str, done: str, keys: Sequence[str],
+            outcomes: Sequence[str]) -> int:
     """`<done> n of m jobs`, then one line on stderr per key not done (exit 1 if any)."""
     missed = [(key, outcome) for key, outcome in zip(keys, outcomes, strict=True) if outcome != "ok"]
     print(f"{done} {len(keys) - len(missed)} of {len(keys)} jobs")
     for key, outcome in missed:
-        print(f"slotmap {command}: {key}: {outcome.replace('_', ' ')}", file=sys.stderr)
+        why = (not_found_text(done, queue, key, client.job(key)) if outcome == "not_found"
+               else f"{key}: {outcome.replace('_', ' ')}")
+        print(f"slotmap {command}: {why}", file=sys.stderr)
     return EXIT_FAILED if missed else EXIT_OK
 
 
@@ -179,7 +204,8 @@ def _retry(client: QueueClient, args: argparse.Namespace) -> int:
         print(f"retried {client.retry_all(args.queue, args.state)} {args.state} jobs")
         return EXIT_OK
     found = client.retry(args.queue, *args.keys)
-    return _report("retry", "retried", args.keys, ["ok" if hit else "not_found" for hit in found])
+    return _report(client, args.queue, "retry", "retried", args.keys,
+                   ["ok" if hit else "not_found" for hit in found])
 
 
 def _delete(client: QueueClient, args: argparse.Namespace) -> int:
@@ -187,7 +213,8 @@ def _delete(client: QueueClient, args: argparse.Namespace) -> int:
     if args.all_dead:
         print(f"deleted {client.delete_all_dead(args.queue)} dead jobs")
         return EXIT_OK
-    return _report("delete", "deleted", args.keys, [str(o) for o in client.delete(args.queue, *args.keys)])
+    return _report(client, args.queue, "delete", "deleted", args.keys,
+                   [str(o) for o in client.delete(args.queue, *args.keys)])
 
 
 def _cancel(client: QueueClient, args: argparse.Namespace) -> int:
@@ -226,12 +253,7 @@ def jobs_table(found: Sequence[JobInfo]) -> str:
     """Aligned columns (the error and data last, unaligned: they are long)."""
     rows = [[info.key, str(info.attempts), _when(info), error_summary(info.error) or "-", _preview(info.data)]
             for info in found]
-    widths = [max(len(row[i]) for row in [list(JOB_COLUMNS), *rows]) for i in range(3)]
-    lines = []
-    for row in [list(JOB_COLUMNS), *rows]:
-        head = [row[0].ljust(widths[0]), row[1].rjust(widths[1]), row[2].ljust(widths[2])]
-        lines.append("  ".join([*head, row[3], row[4]]).rstrip() + "\n")
-    return "".join(lines)
+    return text_table(JOB_COLUMNS, rows, right={1}, aligned=3)
 
 
 def job_text(info: JobInfo) -> str:

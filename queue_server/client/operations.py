@@ -104,8 +104,8 @@ def put_job(
     ttl_s: float | None = None,
     until: float | None = None,
 ) -> Op[PutResult]:
-    """PUT ... KEY: the job's key (the server's with key=None), its item with
-    `new_item=True`, and `existing_state` when `key` was taken (unique job: nothing added).
+    """PUT ... KEY: the job's key (the server's with key=None), its item with `new_item=True`,
+    and `existing_state` (`existing_queue`: in another queue) when `key` was taken (nothing added).
     `until` (time.monotonic()): sent again to the primary found anew after a refusal or a
     lost connection until then (a slot's reply: without a key, a PUT whose connection was
     lost after it was sent may then be stored twice)."""
@@ -256,11 +256,9 @@ def fail_many(client: Client, failures: Sequence[jreq.FailRequest], *,
     done()'s, for all of them."""
     if not failures:
         return []
-    data = b"".join(
-        jreq.fail_request(f.id, f.error, delay_s=f.delay_s, dead=f.dead, solo=f.solo)
-        for f in failures
-    )
-    reply_s = CLIENT_TIMEOUT if until is None else client._following_timeout(CLIENT_TIMEOUT)
+    data = b"".join(jreq.fail_request(f.id, f.error, delay_s=f.delay_s, dead=f.dead, solo=f.solo)
+                    for f in failures)
+    reply_s = client._following_timeout(CLIENT_TIMEOUT) if until else CLIENT_TIMEOUT
     while True:
         try:
             return (yield from _fail_pipelined(client, data, len(failures), reply_s))
@@ -272,10 +270,9 @@ def fail_many(client: Client, failures: Sequence[jreq.FailRequest], *,
             yield Sleep(pause)
 
 
-def _fail_pipelined(client: Client, data: bytes, count: int,
-                    reply_s: float | None) -> Op[list[FailResult | None]]:
-    """One try of fail_many: the `count` FAILs of `data` on the connection in use, each
-    reply within `reply_s`."""
+def _fail_pipelined(client: Client, data: bytes, count: int, reply_s: float | None) -> Op[
+        list[FailResult | None]]:
+    """One try of fail_many: the `count` FAILs of `data` on the connection in use."""
     conn = yield from client._ready()
     results: list[FailResult | None] = []
     refused: QueueServerError | None = None

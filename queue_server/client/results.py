@@ -11,7 +11,7 @@ from queue_server.client.effects import Op, Sleep
 from queue_server.client.follow import follow_pause
 from queue_server.client.operations import Client
 from queue_server.protocol import requests as req
-from queue_server.protocol.client_errors import QueueServerError
+from queue_server.protocol.client_errors import ConnectionLost, OfflineError, QueueServerError
 from queue_server.protocol.finished import MAX_RESULT_WAIT_S
 from queue_server.protocol.job_info import JobInfo
 from queue_server.protocol.job_replies import parse_job_info
@@ -70,7 +70,9 @@ def done_large(client: Client, job_id: int, result_len: int, *,
 def finished(client: Client, queue: str, key: str, *, timeout_s: float = 0.0) -> Op[JobInfo | None]:
     """RESULT: the job as JOB shows it once it has finished (state "done") or died (state
     "dead"), waiting in the server up to `timeout_s`; as it is then if still waiting or
-    running; None when `queue` holds no such job. ValueError for a NaN `timeout_s` (inf waits on)."""
+    running; None when `queue` holds no such job. ValueError for a NaN `timeout_s` (inf waits on).
+    A lost connection or a refusal (a failover, a restart) is waited out within `timeout_s`,
+    on the primary found anew; past it, raised."""
     if math.isnan(timeout_s):
         # No deadline is ever reached with NaN, and each turn would ask again without a wait.
         raise ValueError("timeout must be a number of seconds, got nan")
@@ -83,15 +85,16 @@ def finished(client: Client, queue: str, key: str, *, timeout_s: float = 0.0) ->
         # The server holds the reply up to wait_s: the client's own timeout counts after it.
         reply_s = wait_s + client.timeout_s if wait_s else CLIENT_TIMEOUT
         try:
-            info = yield from client._request(request + b"\r\n", parse_job_info, reply_s, read_only=True)
-        except QueueServerError as exc:
-            # A failover: the server waited on was deposed or lost its lease (it answers its
-            # waits `500 Offline Mode`), or died. A read: asked again, of the primary found
-            # anew, while the wait lasts. Before, result(timeout=40) raised OfflineError
-            # although the job was done with its result on the new primary 4 s later.
+            # A wait is not sent again by the reconnect rule: that would send the same TIMEOUT,
+            # and a result(timeout=4) cut by a failover at 2.5 s waited 6.5 s. It goes again
+            # from here, with what is left of the timeout, to the primary found anew.
+            info = yield from client._request(request + b"\r\n", parse_job_info, reply_s,
+                                              read_only=not wait_s)
+        except (ConnectionLost, OfflineError) as exc:
             pause = follow_pause(exc, deadline, time.monotonic())
             if pause is None:
                 raise
+            client._drop()
             yield Sleep(pause)
             continue
         if info is None or info.state in ("done", "dead") or time.monotonic() >= deadline:

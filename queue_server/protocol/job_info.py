@@ -71,11 +71,13 @@ class JobInfo(BaseModel):
 @dataclass(frozen=True, slots=True)
 class PutResult:
     """A PUT's outcome: the job's key, its item (with new_item=True), and for a unique
-    PUT whose key was taken, the state of the job that holds it (no job was added)."""
+    PUT whose key was taken, the state of the job that holds it (no job was added) and,
+    when that job is in another queue than the PUT's, its queue (keys are global)."""
 
     key: str
     item: str | None = None
     existing_state: ExistingState | None = None
+    existing_queue: str | None = None
 
     @property
     def created(self) -> bool:

@@ -29,7 +29,7 @@ _DELETE_LINES: Final = {b"200 OK": "ok", JOB_NOT_FOUND: "not_found", b"409 Job R
 
 
 def parse_put_keyed(reader: FrameReader) -> PutResult:
-    """`200 OK[ IS <item>] KEY <key>[ EXISTS <state>]`."""
+    """`200 OK[ IS <item>] KEY <key>[ EXISTS <state>[ QUEUE <queue>]]`."""
     line, rest = need_ok(reader)
     fields = rest.split(b" ")
     item = None
@@ -38,12 +38,16 @@ def parse_put_keyed(reader: FrameReader) -> PutResult:
         fields = fields[2:]
     if len(fields) < 2 or fields[0] != b"KEY":
         raise BadReply(f"unexpected reply to PUT ... KEY: {line!r}")
-    existing = None
-    if len(fields) == 4 and fields[2] == b"EXISTS" and fields[3].decode("ascii") in _EXISTING:
+    existing = elsewhere = None
+    if len(fields) in (4, 6) and fields[2] == b"EXISTS" and fields[3].decode("ascii") in _EXISTING:
         existing = cast(ExistingState, fields[3].decode("ascii"))
+        if len(fields) == 6:
+            if fields[4] != b"QUEUE":
+                raise BadReply(f"unexpected reply to PUT ... KEY: {line!r}")
+            elsewhere = fields[5].decode("ascii")
     elif len(fields) != 2:
         raise BadReply(f"unexpected reply to PUT ... KEY: {line!r}")
-    return PutResult(fields[1].decode("ascii"), item, existing)
+    return PutResult(fields[1].decode("ascii"), item, existing, elsewhere)
 
 
 def parse_fail(reader: FrameReader) -> FailResult:

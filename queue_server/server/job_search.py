@@ -1,7 +1,8 @@
 """A JOBS search on the server (PROTOCOL.md Part B, queue_server/protocol/job_search.py):
 walk one queue's listing in a state, past AFTER, examining at most SCAN jobs, and keep those
-whose key starts with PREFIX, whose last error is of type ERROR and whose time (died_at,
-done_at, ...: TIME_FIELD) is in [SINCE, UNTIL).
+whose key starts with PREFIX, whose last error is of type ERROR (in any case: a user types
+`valueerror` as Flower's search lets them) and whose time (died_at, done_at, ...: TIME_FIELD)
+is in [SINCE, UNTIL).
 
 Read only, answered offline too. The scan bound is what keeps one request short: a prefix
 test costs well under a microsecond, a full check (the job's view built) a few, so a search
@@ -20,10 +21,10 @@ from queue_server.server.latency import error_type
 from queue_server.server.store import Store
 
 
-def _matches(view: dict[str, Any], state_name: str, search: JobsSearch) -> bool:
-    if search.error_type is not None:
+def _matches(view: dict[str, Any], state_name: str, search: JobsSearch, wanted_type: str | None) -> bool:
+    if wanted_type is not None:
         error = view.get("error")
-        if error is None or error_type(error) != search.error_type:
+        if error is None or error_type(error).lower() != wanted_type:
             return False
     if search.since is not None or search.until is not None:
         at = view.get(TIME_FIELD[state_name])
@@ -43,6 +44,8 @@ def search_jobs(store: Store, queue: str, state_name: str, limit: int, after: Ke
     scanned = 0
     last: Key | None = None
     prefix = search.prefix
+    # Types are ASCII names (ERROR_TYPE_RE, latency._TYPE), so lower() is the whole of case folding.
+    wanted_type = search.error_type.lower() if search.error_type is not None else None
     for key, thing in listing(store, queue, state_name, after):
         if scanned >= search.scan or len(found) >= limit:
             return page_json(found, key_text(last) if last is not None else None, scanned)
@@ -51,6 +54,6 @@ def search_jobs(store: Store, queue: str, state_name: str, limit: int, after: Ke
         if prefix is not None and not key_text(key).startswith(prefix):
             continue
         view = describe(store, queue, state_name, key, thing)
-        if _matches(view, state_name, search):
+        if _matches(view, state_name, search, wanted_type):
             found.append(view)
     return page_json(found, None, scanned)

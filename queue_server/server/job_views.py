@@ -121,6 +121,17 @@ def job_view(store: Store, key: Key, *, with_errors: bool = False) -> dict[str, 
     return view
 
 
+def kept_view(store: Store, key: Key, queue: str) -> dict[str, Any] | None:
+    """The finished job `queue` keeps under `key`, whatever job holds the key now (keys are
+    one namespace: a job of another queue may have taken it since), or None."""
+    finished = store.kept.get(key)
+    if finished is None or finished[1] != queue:
+        return None
+    view = _finished(finished, None)
+    view["expires_at"] = None
+    return view
+
+
 def _errors(meta: Meta) -> Errors:
     return meta.errors if type(meta) is JobMeta else ()  # type: ignore[union-attr]
 

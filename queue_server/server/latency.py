@@ -30,6 +30,10 @@ WAIT_SUM, RUN_SUM, TOTAL_SUM = SUMS, SUMS + 1, SUMS + 2
 MAX_ERROR_TYPES = 10
 OTHER_TYPE = "other"
 _TYPE = re.compile(r"([A-Za-z_][A-Za-z0-9_.]{0,99})(?::|$)")
+# The master's charge of a job whose slot died (master/lifecycle.py): "slot 3 (pid 1234) exit 7",
+# "... killed by SIGKILL: the master killed it, ...".
+_SLOT_DIED = re.compile(r"slot \d+ \(pid \d+\) ")
+SLOT_CRASHED_TYPE = "SlotCrashed"
 
 
 class QueueLatency:
@@ -68,9 +72,14 @@ def new_latency(state: Any) -> QueueLatency:
 def error_type(text: str) -> str:
     """A FAIL's error type: the last line's `Name:` of a Python traceback (`ValueError: bad
     photo`, `requests.Timeout`), the server's own lock expiry as `LockExpired`, a CANCEL of a
-    running job (cancel.py: "cancelled by <door>") as `Cancelled`, else `other`."""
+    running job (cancel.py: "cancelled by <door>") as `Cancelled`, the death of the slot that
+    ran it (an OOM kill, a segfault, os._exit, a hang) as `SlotCrashed`, else `other`."""
     if text.startswith("lock expired after "):
         return "LockExpired"
+    if _SLOT_DIED.match(text):
+        # Else counted as `other`, with the overflow of types: the Failures page and a
+        # "failures by type" panel could not tell crashed slots from anything else.
+        return SLOT_CRASHED_TYPE
     if text.startswith("cancelled by "):
         # Else a cancel counted as `other`, among the failures a "by type" panel shows as errors.
         return "Cancelled"

@@ -39,7 +39,12 @@ def put(server: Server, conn: Conn, command: p.Put) -> None:
     if command.key is not None:  # a unique job: a live job with this key means no new job
         existing = store.state_of(command.key)
         if existing is not None and existing != "dead":
-            conn.write(responses.key_reply(responses.OK, command.key, existing))
+            # Keys are one namespace over all queues: a producer told only "EXISTS" could not
+            # tell that its job is not in the queue it put to. Named only then, so the reply
+            # of a duplicate in its own queue stays what clients of older releases parse.
+            holder = store.queue_of(command.key)
+            elsewhere = holder if holder != command.queue else None
+            conn.write(responses.key_reply(responses.OK, command.key, existing, elsewhere))
             return
     item = store.new_item_name() if command.new_item else command.item
     until = now + command.delay_s if command.delay_s else None

@@ -68,11 +68,14 @@ def batch_reply(jobs: Sequence[Job], keys: bool = False, traces: bool = False) -
     return parts
 
 
-def key_reply(base: bytes, key: Key, existing: str | None = None) -> bytes:
-    """`<base> KEY <key>[ EXISTS <state>]` from a reply line (`200 OK`, `200 OK IS <item>`, ...)."""
+def key_reply(base: bytes, key: Key, existing: str | None = None, elsewhere: str | None = None) -> bytes:
+    """`<base> KEY <key>[ EXISTS <state>[ QUEUE <queue>]]` from a reply line (`200 OK`, `200 OK
+    IS <item>`, ...); `elsewhere`: the queue of the job holding the key, when not the PUT's."""
     line = base[:-2] + b" KEY " + key_bytes(key)
     if existing is not None:
         line += b" EXISTS " + existing.encode()
+        if elsewhere is not None:
+            line += b" QUEUE " + elsewhere.encode()
     return line + b"\r\n"
 
 

@@ -32,7 +32,12 @@ def done_with_result(server: Server, conn: Conn, command: fin.DoneWithResult) ->
 
 def _view(server: Server, wait: fin.ResultWait) -> dict[str, Any] | None:
     view = job_views.job_view(server.store, wait.key)
-    return view if view is not None and view["queue"] == wait.queue else None
+    if view is not None and view["queue"] == wait.queue:
+        return view
+    # The key's job now is another queue's (or none): this queue may keep it finished still.
+    # Else a key finished in thumbnails and put again in notify answered 404 for thumbnails'
+    # result, which JOBS thumbnails done listed.
+    return job_views.kept_view(server.store, wait.key, wait.queue)
 
 
 def _reply(view: dict[str, Any] | None) -> bytes:

@@ -66,7 +66,7 @@ def _counts(state: QueueState) -> tuple[int, ...]:
     return (state.ready, state.delayed, state.running, state.put, state.done, state.later,
             state.expired, state.failed, len(state.dead), state.failed_total, state.dead_total,
             state.dead_dropped, state.retried, state.deleted, state.ttl_expired,
-            len(state.kept) if state.kept else 0)
+            state.kept_count)
 
 
 def _age_s(state: QueueState, now: float) -> float:
@@ -93,7 +93,7 @@ def entry(name: str, state: QueueState | None, now: float, configured: frozenset
         state.later, state.expired, _by_priority(state.waiting_by_priority) if state.waiting_by_priority
         else "", _age_s(state, now) if state.ready else 0.0, state.failed, len(state.dead),
         state.failed_total, state.dead_total, state.dead_dropped, state.retried, state.deleted,
-        state.ttl_expired, len(state.kept) if state.kept else 0)
+        state.ttl_expired, state.kept_count)
     if configured is None and state.retried_by is None and state.deleted_by is None:
         return text
     return text[:-1] + _configured(name, configured) + _doors(state) + "}"

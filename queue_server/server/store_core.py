@@ -15,6 +15,7 @@ from time import time as wall_clock
 
 from queue_server.protocol.keyed import DeadJob, JobMeta, Key, Meta, is_retry_wait, solo_meta
 from queue_server.protocol.numbers import counter_of_name
+from queue_server.server import kept as kept_jobs
 from queue_server.server import records
 from queue_server.server.latency import (
     BOUNDS,
@@ -75,6 +76,7 @@ class CoreStore(StoreIndex):
             old = self.keys.get(key)
             if type(old) is DeadJob:
                 self._unbury(old)  # type: ignore[arg-type]
+                self.queues[old.queue].dead_dropped += 1  # type: ignore[union-attr]  # (else in no counter)
         if not (state.ready or state.delayed or state.running):  # _enter without a call: hot
             self._holding += 1
         self._count_waiting(state, priority)
@@ -312,11 +314,16 @@ class CoreStore(StoreIndex):
                         kept = state.kept = deque()
                     self.with_kept[state.name] = state
                 kept.append(entry)
+                replaced = index.get(key)
                 index[key] = entry
-                if len(kept) > state.keep_max or len(index) > self.keep_done_total:
+                if replaced is not None:  # the key finished before: that entry is stale (kept.py)
+                    kept_jobs.mark_stale(self, replaced)
+                if len(kept) - state.kept_stale > state.keep_max or len(index) > self.keep_done_total:
                     oldest = kept.popleft()
                     if index.get(oldest[0]) is oldest:
                         del index[oldest[0]]
+                    else:
+                        kept_jobs.drop_oldest(self, state)
             if watched and key in watched:
                 self.ended.append(key)
             if job.item is None and (state.ready or state.delayed or state.running):
@@ -388,8 +395,3 @@ class CoreStore(StoreIndex):
                 mark = self._ttl_marks.get(key)
                 if mark is not None:
                     mark[2] = ready
-
-    def _unbury(self, dead: DeadJob) -> None:
-        state = self.queues[dead.queue]
-        del state.dead[dead.key]
-        del self.keys[dead.key]

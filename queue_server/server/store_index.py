@@ -135,6 +135,11 @@ class StoreIndex:
     def policy(self, name: str) -> QueuePolicy:
         return self.policies.get(name, DEFAULT_POLICY)
 
+    def _unbury(self, dead: DeadJob) -> None:
+        state = self.queues[dead.queue]
+        del state.dead[dead.key]
+        del self.keys[dead.key]
+
     def totals(self, name: str | None = None) -> Totals:
         if name is None:
             return Totals(self._holding, self._classes, self._waiting, len(self.running))
@@ -209,6 +214,20 @@ class StoreIndex:
         if kind is DeadJob:
             return "dead"
         return "failed" if is_retry_wait(place[7]) else "delayed"  # type: ignore[index]
+
+    def queue_of(self, key: Key) -> str | None:
+        """The queue of the job holding `key` (ready, delayed, failed, running or dead); None
+        for an unknown key."""
+        place = self.keys.get(key)
+        if place is None:
+            return None
+        if isinstance(place, QueueState):
+            return place.name
+        if isinstance(place, Job):
+            return place.queue.name
+        if isinstance(place, DeadJob):
+            return place.queue
+        return place[2]  # a Delayed tuple
 
     # ------------------------------------------------------------ counters
 

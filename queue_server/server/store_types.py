@@ -95,6 +95,7 @@ class QueueState:
         "in_heap",
         "keep_max",
         "kept",
+        "kept_stale",
         "latency",
         "later",
         "levels",
@@ -144,6 +145,14 @@ class QueueState:
         # 0.6 KiB, and a server may hold 100,000 queues).
         self.kept: deque[Kept] | None = None
         self.keep_max = keep_max
+        # How many of `kept` are stale: keep_max and STATS count the others only, else a key
+        # finished again and again pushed other finished jobs out before keep_max (kept.py).
+        self.kept_stale = 0
+
+    @property
+    def kept_count(self) -> int:
+        """The finished jobs this queue keeps (stale entries of a key finished again left out)."""
+        return len(self.kept) - self.kept_stale if self.kept else 0
 
     @property
     def holds_jobs(self) -> bool:

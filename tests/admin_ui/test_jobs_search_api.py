@@ -48,6 +48,14 @@ def test_a_search_covers_every_queue_and_filters_by_prefix_queue_and_error_type(
     assert len(keys(search(cluster, state="dead", since=time.time() - 600, until=time.time() + 1))) == 8
 
 
+def test_the_error_type_is_found_whatever_case_the_user_types(cluster: JobsCluster) -> None:
+    assert sorted(keys(search(cluster, state="dead", error_type="valueerror"))) == [
+        "photo-1", "photo-3", "thumb-0", "thumb-1", "thumb-2"]
+    page = cluster.admin.get("/jobs", params={"state": "dead", "error_type": "oserror"}, headers=cluster.auth)
+    assert page.status_code == 200, page.text[:300]
+    assert all(f"photo-{n}" in page.text for n in (0, 2, 4)) and "photo-1" not in page.text
+
+
 def test_pages_follow_the_cursor_across_queues_without_repeats(cluster: JobsCluster) -> None:
     seen: list[str] = []
     params: dict[str, object] = {"state": "dead", "limit": 3}

@@ -12,19 +12,21 @@ from pathlib import Path
 
 import pytest
 from jobs_cluster import TRACEBACK, JobsCluster, jobs_cluster
-from polling import DEADLINE_S
+from polling import DEADLINE_S, poll_until
 from prometheus_client.parser import text_string_to_metric_families
 
 from queue_server.server.latency import BOUNDS, MAX_ERROR_TYPES, OTHER_TYPE
 
 TOKEN = "latency-token"
+IDLE = "idle"
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[JobsCluster, Samples, float]]:
     """One run, scraped once: every test below only reads it."""
-    with jobs_cluster(tmp_path_factory.mktemp("latency"), token=TOKEN) as cluster:
+    # "idle" is configured and never gets a job: its histograms are there from the start.
+    with jobs_cluster(tmp_path_factory.mktemp("latency"), token=TOKEN, queues=("photos", IDLE)) as cluster:
         started = time.monotonic()
         with cluster.client() as client:
             for index in range(10):
@@ -42,6 +44,14 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[JobsCluster,
             client.put_job("cancels", b"c", key="c2")
             client.get("cancels", keys=True)
             assert [client.cancel("cancels", key) for key in ("c1", "c2")] == ["cancelled", "removed"]
+            # a dead job whose key a new PUT takes over, and a job whose TTL runs out unhanded
+            client.put_job("rekeyed", b"r", key="rk1")
+            [job] = client.get("rekeyed", keys=True)
+            assert client.fail(job.id, "OSError: gone", dead=True).dead
+            assert client.put_job("rekeyed", b"again", key="rk1").existing_state is None
+            client.put_job("rekeyed", b"t", key="ttl1", ttl_s=0.05)
+            poll_until(lambda: client.stats("rekeyed")["rekeyed"].ttl_expired == 1, what="ttl1 expired")
+            client.put_job("backlog", b"b", key="b1")  # neither configured nor handed out
             # a queue failing with more types than are kept apart
             for index in range(MAX_ERROR_TYPES + 2):
                 client.put("noisy", b"n")
@@ -90,6 +100,20 @@ def test_the_counters_agree_with_each_other_after_every_kind_of_outcome(
     assert sum(by_type.values()) == failed
 
 
+def test_a_taken_over_dead_key_and_a_ttl_expiry_are_counted_so_the_counters_add_up(
+    run: tuple[JobsCluster, Samples, float],
+) -> None:
+    # Before: the dead job whose key a PUT took over, and the job whose TTL ran out, were in
+    # no /metrics counter (ttl_expired was only in STATS): put was 3, the rest summed to 1.
+    _, samples, _ = run
+    q = {"queue": "rekeyed"}
+    counted = {name: value(samples, f"slotmap_jobs_{name}_total", **q)
+               for name in ("put", "done", "deleted", "died", "dead_dropped", "ttl_expired")}
+    assert counted == {"put": 3, "done": 0, "deleted": 0, "died": 1, "dead_dropped": 1, "ttl_expired": 1}
+    assert counted["put"] == (counted["done"] + counted["deleted"] + value(samples, "slotmap_jobs_dead", **q)
+                              + counted["dead_dropped"] + counted["ttl_expired"] + 1)  # rk1 waits again
+
+
 def test_a_cancel_counts_as_its_own_type_and_the_counters_still_agree(
     run: tuple[JobsCluster, Samples, float],
 ) -> None:
@@ -118,6 +142,24 @@ def test_histograms_have_buckets_from_1_ms_to_1_h_and_sums_within_the_run(
         assert 0 <= value(samples, f"{name}_sum", **q) <= elapsed * count  # no job took longer than the run
 
 
+def test_a_configured_queue_never_handed_out_has_zero_histograms_from_the_start(
+    run: tuple[JobsCluster, Samples, float],
+) -> None:
+    """A Grafana panel or an alert on a new queue reads 0, not "no data"."""
+    cluster, samples, _ = run
+    q = {"queue": IDLE}
+    for name in ("slotmap_queue_wait_seconds", "slotmap_queue_run_seconds", "slotmap_queue_ready_to_done_seconds"):
+        buckets = [value(samples, f"{name}_bucket", le=le, **q) for le in [*map(repr, BOUNDS), "+Inf"]]
+        assert buckets == [0.0] * (len(BOUNDS) + 1), name
+        assert value(samples, f"{name}_count", **q) == value(samples, f"{name}_sum", **q) == 0.0
+    with cluster.client() as client:  # the queue server itself has nothing for it
+        assert IDLE not in client.stats_latency([IDLE]).get("queues", {})
+    # A queue neither configured nor handed out has its counters but no histogram.
+    assert value(samples, "slotmap_jobs_put_total", queue="backlog") == 1
+    assert not any(name.startswith("slotmap_queue_wait_seconds") and dict(labels).get("queue") == "backlog"
+                   for name, labels in samples)
+
+
 def test_the_oldest_waiting_job_has_an_age(run: tuple[JobsCluster, Samples, float]) -> None:
     _, samples, elapsed = run
     # k6, k7 and the retried k4 are ready; the oldest was put at the start of the run
@@ -144,6 +186,12 @@ def test_every_grafana_query_names_a_metric_the_dashboard_exports(run: tuple[Job
     exported = {family.name for family in text_string_to_metric_families(cluster.admin.get("/metrics").text)}
     document = json.loads(DASHBOARD.read_text())
     queries = [target["expr"] for panel in document["panels"] for target in panel["targets"]]
+    # Grafana's $__rate_interval (at least four scrape intervals, following the zoom), not a
+    # fixed [5m]: too short for a slow scrape (no data), too coarse when zoomed in.
+    ranges = [(query, window) for query in queries for window in re.findall(r"\[([^\]]*)\]", query)]
+    assert sum("rate(" in query for query in queries) >= 5
+    assert all("rate(" not in query or "[$__rate_interval]" in query for query in queries), queries
+    assert [pair for pair in ranges if pair[1] != "$__rate_interval"] == []
     queries += [variable["definition"] for variable in document["templating"]["list"] if "definition" in variable]
     # The GUIDE's PromQL examples too (tests/docs/test_guide.py leaves them to this test).
     guide = (DASHBOARD.parents[2] / "docs" / "GUIDE.md").read_text()

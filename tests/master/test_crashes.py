@@ -88,6 +88,12 @@ def test_jobs_done_before_a_crash_in_their_batch_never_run_again(
     assert dead.attempts == 3 and "exit 7" in dead.error
     stats = master.client().stats(queue)[queue]
     assert (stats.done, stats.failed_total) == (9, 3), stats
+    # The crash charges have a type of their own (they counted as `other`, with the overflow
+    # of types), which the Failures page, /metrics and the jobs search share.
+    latency = master.client().stats_latency([queue])["queues"][queue]
+    assert latency["error_types"] == {"SlotCrashed": 3}, latency["error_types"]
+    found = master.client().search_jobs(queue, "dead", error_type="SlotCrashed")
+    assert [info.key for info in found.jobs] == [keys[4]]
 
 
 def test_the_jobs_after_the_crashing_one_keep_their_place_in_line(

@@ -183,3 +183,31 @@ def test_done_large_finishes_the_job_with_the_length_of_a_result_too_large_to_se
     assert (done["state"], done["result"], done["result_len"], done["result_kept"]) == ("done", None, 2097152, False)
     raw.send(b"DONE %d LARGE many\r\nPING\r\n" % job_id)
     assert raw.line().startswith(b"400 Bad Request") and raw.line() == b"200 PONG"
+
+
+def test_a_key_finished_again_and_again_counts_once_in_keep_done_max_and_stats(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    # A recurring producer key ("refresh-account-7") left one stale entry per finish that
+    # counted toward keep_done_max (3 here): the other finished job was pushed out, and
+    # STATS (the dashboard's Done count) said 3 kept beside a listing of 1.
+    server = start_queue_server("--fsync", "never", config=CONFIG)
+    with QueueClient(f"127.0.0.1:{server.port}") as client:
+        _done(client, "few", "other", b"kept")
+        for n in range(3):
+            _done(client, "few", "again", b"run %d" % n)
+        listed = [info.key for info in client.jobs("few", "done")]
+        assert listed == ["again", "other"]
+        assert client.stats("few")["few"].kept == len(listed)
+        assert client.result("few", "other") == "kept" and client.result("few", "again") == "run 2"
+
+
+def test_a_result_stays_readable_when_its_key_is_put_again_in_another_queue(start_queue_server) -> None:  # type: ignore[no-untyped-def]
+    # Keys are one namespace: once photo-42 finished in "few", a job of "small" may take the
+    # key. RESULT few photo-42 answered 404 then, though JOBS few done listed it with its result.
+    server = start_queue_server("--fsync", "never", config=CONFIG)
+    with QueueClient(f"127.0.0.1:{server.port}") as client:
+        _done(client, "few", "photo-42", b"thumb")
+        client.put("small", b"next step", key="photo-42")
+        assert client.result("few", "photo-42") == "thumb"
+        assert client.job("photo-42").queue == "small"  # type: ignore[union-attr]
+        waiting = client.finished("small", "photo-42")
+        assert waiting is not None and waiting.state == "ready"

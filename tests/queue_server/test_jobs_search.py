@@ -59,6 +59,16 @@ def test_search_by_key_prefix_and_error_type_finds_only_the_matches(server) -> N
         assert client.search_jobs("nosuchqueue", "dead", prefix="p").jobs == []
 
 
+def test_the_error_type_matches_whatever_its_case(server) -> None:  # type: ignore[no-untyped-def]
+    with _client(server) as client:
+        for typed in ("valueerror", "VALUEERROR", "valueError"):
+            page = client.search_jobs("photos", "dead", error_type=typed)
+            assert sorted(job.key for job in page.jobs) == ["photo-1", "photo-3", "photo-5", "thumb-1"], typed
+        found = json.loads(_raw(server.port, b"JOBS photos dead ERROR oserror\r\n"))
+        assert sorted(job["key"] for job in found["jobs"]) == ["photo-0", "photo-2", "photo-4"]
+        assert client.search_jobs("photos", "dead", error_type="valueerr").jobs == []
+
+
 def test_the_scan_bound_stops_early_and_after_goes_on_where_it_stopped(server) -> None:  # type: ignore[no-untyped-def]
     with _client(server) as client:
         seen: list[str] = []

@@ -83,6 +83,29 @@ def test_unique_put_creates_no_second_job_while_the_key_is_live(reused_queue_ser
         assert info is not None and info.data == "one" and info.state == "failed"
 
 
+def test_a_key_taken_in_another_queue_is_answered_with_that_queue(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
+    server = reused_queue_server("--fsync", "never")
+    raw = server.connect()
+    raw.send(b"PUT invoices 0 3 KEY order-9\r\none")
+    assert raw.line() == b"200 OK KEY order-9"
+    raw.send(b"PUT refunds 0 3 KEY order-9\r\ntwo")
+    assert raw.line() == b"200 OK KEY order-9 EXISTS ready QUEUE invoices"
+    raw.send(b"PUT invoices 0 5 KEY order-9\r\nthree")
+    assert raw.line() == b"200 OK KEY order-9 EXISTS ready"  # in its own queue: as before, byte for byte
+    raw.send(b"PUT refunds 0 4 NEW KEY order-9\r\nfour")
+    assert raw.line() == b"200 OK KEY order-9 EXISTS ready QUEUE invoices"
+    with _client(server) as client:
+        again = client.put_job("refunds", b"five", key="order-9")
+        assert (again.existing_state, again.existing_queue) == ("ready", "invoices")
+        assert client.put_job("invoices", b"six", key="order-9").existing_queue is None
+        [job] = client.get("invoices", keys=True)
+        assert client.put_job("refunds", b"seven", key="order-9").existing_queue == "invoices"
+        assert client.fail(job.id, "boom", delay_s=60).dead is False
+        failed = client.put_job("refunds", b"eight", key="order-9")
+        assert (failed.existing_state, failed.existing_queue) == ("failed", "invoices")
+        assert client.total("refunds").jobs == 0
+
+
 def test_fail_retries_with_backoff_then_the_job_is_dead_at_max_attempts(reused_queue_server) -> None:  # type: ignore[no-untyped-def]
     server = reused_queue_server("--fsync", "never", config=FAST)
     with _client(server) as client:

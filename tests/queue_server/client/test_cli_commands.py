@@ -54,10 +54,14 @@ def test_put_with_new_item_prints_the_key_and_the_item_name(server: ServerProc) 
 
 def test_put_json_gives_the_key_and_a_taken_key_adds_nothing(server: ServerProc) -> None:
     first = slotmap("put", "q", "x", "--key", "order-7", "--json", "--server", server.address)
-    assert json.loads(first.stdout) == {"key": "order-7", "queue": "q", "item": None, "existing_state": None}
+    assert json.loads(first.stdout) == {"key": "order-7", "queue": "q", "item": None, "existing_state": None,
+                                        "existing_queue": None}
     again = slotmap("put", "q", "y", "--key", "order-7", "--json", "--server", server.address)
     assert json.loads(again.stdout)["existing_state"] == "ready"
-    assert "nothing added: job order-7 exists (ready)" in again.stderr
+    assert "nothing added: job order-7 exists (ready)\n" in again.stderr
+    elsewhere = slotmap("put", "other", "y", "--key", "order-7", "--json", "--server", server.address)
+    assert json.loads(elsewhere.stdout)["existing_queue"] == "q"
+    assert "nothing added: job order-7 exists (ready) in queue q" in elsewhere.stderr
     plain = slotmap("put", "q", "z", "--json", "--server", server.address)
     assert json.loads(plain.stdout)["key"].startswith("_")
 

@@ -134,7 +134,8 @@ def test_retry_brings_a_dead_job_back_ready_with_attempts_reset(server: ServerPr
         result = slotmap("retry", "photos", "photo-7", "ghost", "--server", server.address)
         assert result.returncode == 1
         assert result.stdout == "retried 1 of 2 jobs\n"
-        assert result.stderr == "slotmap retry: ghost: not found\n"
+        assert result.stderr == ("slotmap retry: ghost: not found in photos (deleted, never put, or finished "
+                                 "longer ago than its queue keeps finished jobs)\n")
         info = client.job("photo-7")
         assert info is not None and (info.state, info.attempts) == ("ready", 0)
         [job] = client.get("photos", keys=True)
@@ -221,3 +222,27 @@ def test_job_shows_the_host_and_slot_running_a_job(server: ServerProc) -> None:
                                     server.address).stdout)
         assert [(j["key"], j["running_host"], j["running_slot"]) for j in listed] == [("photo-11", "render-2", 11)]
         assert client.done(job.id)[0].found
+
+
+def test_retry_and_delete_say_why_a_finished_or_running_job_was_left_alone(server: ServerProc) -> None:
+    # Both said "<key>: not found" while `slotmap job <key>` showed the job done or running.
+    with QueueClient(server.address) as client:
+        client.put_job("photos", b"p", key="finished-1")
+        [job] = client.get("photos", keys=True)
+        assert client.done(job.id)[0].found
+        client.put_job("photos", b"p", key="busy-2")
+        [running] = client.get("photos", keys=True)
+        retried = slotmap("retry", "photos", "finished-1", "busy-2", "--server", server.address)
+        assert retried.returncode == 1 and retried.stdout == "retried 0 of 2 jobs\n"
+        [finished, busy] = retried.stderr.splitlines()
+        assert finished.startswith("slotmap retry: finished-1: already finished at ") and finished.endswith(
+            " UTC: a finished job is not retried (put it again with its key to run it again)"), finished
+        assert busy == ("slotmap retry: busy-2: running: only failed and dead jobs are retried "
+                        "(slotmap cancel stops a running one)")
+        deleted = slotmap("delete", "videos", "finished-1", "--server", server.address)
+        assert deleted.returncode == 1
+        assert deleted.stderr == "slotmap delete: finished-1: not found in videos (a job finished-1 is in photos)\n"
+        deleted = slotmap("delete", "photos", "finished-1", "--server", server.address)
+        assert "finished-1: already finished at " in deleted.stderr and deleted.stderr.endswith(
+            ": a finished job is not deleted (kept until keep_done_s or keep_done_max drops it)\n")
+        assert client.done(running.id)[0].found

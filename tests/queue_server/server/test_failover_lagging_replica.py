@@ -80,12 +80,12 @@ def _keys_on(server) -> set[bytes]:  # type: ignore[no-untyped-def]
         found.update(job.data.split(b" ", 1)[0] for job in batch)
 
 
-def _lag_b_while_c_confirms(ha: HaCluster, producer: BigProducer) -> None:
+def _lag_b_while_c_confirms(cluster: HaCluster, producer: BigProducer) -> None:
     """B frozen while the primary acknowledges on C's confirmation; returns with B still
     frozen and still listed in sync (the caller kills the primary and thaws B)."""
-    a, b, _c = ha.servers
-    poll_until(lambda: _in_sync_recorded(ha.database_url) == 2, timeout_s=FAILOVER_DEADLINE_S,
-               what=lambda: f"both replicas recorded in sync: {ha.views()}")
+    a, b, _c = cluster.servers
+    poll_until(lambda: _in_sync_recorded(cluster.database_url) == 2, timeout_s=FAILOVER_DEADLINE_S,
+               what=lambda: f"both replicas recorded in sync: {cluster.views()}")
     poll_until(lambda: len(producer.acked) >= 5, timeout_s=FAILOVER_DEADLINE_S, what="writes")
     b.process.send_signal(signal.SIGSTOP)
     before = len(producer.acked)
@@ -95,12 +95,12 @@ def _lag_b_while_c_confirms(ha: HaCluster, producer: BigProducer) -> None:
     assert len(in_sync) == 2, f"B no longer listed in sync: the scenario was too slow ({in_sync})"
 
 
-def _check_nothing_lost(ha: HaCluster, producer: BigProducer) -> None:
-    new = poll_until(lambda: ha.primary(epoch_above=1), timeout_s=FAILOVER_DEADLINE_S,
-                     what=lambda: f"a new primary: {ha.views()}")
+def _check_nothing_lost(cluster: HaCluster, producer: BigProducer) -> None:
+    new = poll_until(lambda: cluster.primary(epoch_above=1), timeout_s=FAILOVER_DEADLINE_S,
+                     what=lambda: f"a new primary: {cluster.views()}")
     lost = set(producer.acked) - _keys_on(new)
     assert not lost, (f"{len(lost)} of {len(producer.acked)} acknowledged jobs lost "
-                      f"(promoted: {new.address}, the lagging one: {ha.servers[1].address})")
+                      f"(promoted: {new.address}, the lagging one: {cluster.servers[1].address})")
 
 
 def test_the_furthest_replica_is_promoted_not_the_one_that_lagged(ha: HaCluster) -> None:  # noqa: F811
