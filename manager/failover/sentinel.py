@@ -120,9 +120,9 @@ class Sentinel:
         # server -> (its clock in ms from its last LEASE reply, our clock when that came,
         # the epoch it was in then)
         self.echo: dict[str, tuple[int, float, int]] = {}
-        # Why the last promotion was refused ("": none since the last promotion); a new
-        # reason is said again (no replica answering, then an in-sync one still silent).
-        self.refused_promotion = ""
+        # Why promotions were refused since the last one: each reason is said once (no
+        # replica answering, then an in-sync one still silent), never once per turn.
+        self.refusals_said: set[str] = set()
         self.restart_noted = False
         self.takeover_waiting = ""  # the last "not taking over yet" said (said once)
         # A turn every 0.25 s: an outage is said once, then once a minute, then its end.
@@ -322,7 +322,7 @@ class Sentinel:
         # The other replicas follow it now, not at the next turn: in sync mode its first
         # acknowledgement waits for one of them to link and confirm.
         self._align(new, views)
-        self.refused_promotion = ""
+        self.refusals_said.clear()
         self.restart_noted = False
         log.warning("queue servers: %s promoted in epoch %d (%s silent for %.1f s): %r",
                     chosen, new.epoch, record.primary, self.promote_after_s, reply)
@@ -346,8 +346,8 @@ class Sentinel:
         return silent if len(silent) >= self.min_sync_replicas else []
 
     def _refuse(self, record: Record, why: str) -> None:
-        if why != self.refused_promotion:
-            self.refused_promotion = why
+        if why not in self.refusals_said:
+            self.refusals_said.add(why)
             log.error("queue servers: primary %s is silent, not promoting: %s", record.primary, why)
             self.note(NewEvent(kind=EventKind.QUEUE_PROMOTION_REFUSED, host=record.primary,
                                message=f"primary {record.primary} is silent; not promoting: {why}"))
