@@ -314,9 +314,9 @@ class CoreStore(StoreIndex):
                         kept = state.kept = deque()
                     self.with_kept[state.name] = state
                 kept.append(entry)
-                replaced = index.get(key)
-                index[key] = entry
-                if replaced is not None:  # the key finished before: that entry is stale (kept.py)
+                replaced = index.setdefault(key, entry)  # (one lookup for a key never finished)
+                if replaced is not entry:  # the key finished before: that entry is stale (kept.py)
+                    index[key] = entry
                     kept_jobs.mark_stale(self, replaced)
                 if len(kept) - state.kept_stale > state.keep_max or len(index) > keep_total:
                     oldest = kept.popleft()
