@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from queue_server.protocol.keyed import DeadJob, Key, Meta, is_retry_wait
 from queue_server.protocol.retry import DEFAULT_KEEP_DONE_TOTAL, DEFAULT_POLICY, QueuePolicy
 from queue_server.server import records
+from queue_server.server.latency import QueueLatency
 from queue_server.server.store_types import (
     LEVEL_GENS,
     Delayed,
@@ -37,8 +38,8 @@ class StoreIndex:
         "_expiries", "_holding", "_nonempty", "_nonempty_index", "_ttl", "_ttl_marks", "_ttl_seq",
         "_waiting", "changes", "dropped", "ended", "expire_done_default", "idled", "inherited",
         "inherited_given_back", "items", "keep_done_total", "kept", "keys", "lock_timeouts_s",
-        "next_id", "next_item", "next_key", "policies", "queues", "rng", "run", "running",
-        "watched", "with_dead", "with_kept", "woken",
+        "next_id", "next_item", "next_key", "observed", "policies", "queues", "rng", "run",
+        "running", "watched", "with_dead", "with_kept", "woken",
     )
 
     def __init__(
@@ -105,6 +106,9 @@ class StoreIndex:
         self._at_rounded = 0.0
         self._at_option = b""
         self.ended: list[Key] = []
+        # The queues' latency counts with observations not yet bucketed (latency.py): the
+        # housekeeping tick settles them.
+        self.observed: set[QueueLatency] = set()
         # Names this store's JOBS positions (job_positions.py): a position read from another
         # store (before a restart, a CLONE, on another server) is placed by its key instead.
         self.run = os.urandom(4).hex()
