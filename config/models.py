@@ -227,7 +227,7 @@ class MasterConfig(_Strict):
                     "this floor.",
     )
     beacon_interval_ms: int = Field(default=200, ge=10, description="How often each slot reports to its master.")
-    hung_after_beacons: int = Field(default=3, ge=1, description="A slot silent for this many beacon intervals is hung and killed.")
+    hung_after_beacons: int = Field(default=3, ge=1, description="A slot silent for this many beacon intervals is hung and killed, unless its CPU time grew meanwhile: then it is busy in code that holds the GIL (a big sort, json.loads of megabytes), and it is looked at again after as long (its memory read from /proc, its batch still bound by batch_timeout_s).")
     hard_memory_limit_bytes: int = Field(default=1024 * 1024 * 1024, ge=1, description="A slot over this memory is killed at once (no waiting for its batch).")
     stop_deadline_s: float = Field(default=10.0, gt=0, description="A stopping slot gets SIGTERM (finish the batch), then SIGKILL after this long.")
     stop_timeout_s: float = Field(
