@@ -236,7 +236,9 @@ class MasterConfig(_Strict):
                     "they run and give the unstarted jobs of their batch back to the head of their "
                     "queue uncharged; a job still running after this long is killed (SIGKILL) and "
                     "given back uncharged, to run again from its start. Keep systemd's "
-                    "TimeoutStopSec above it.",
+                    "TimeoutStopSec above it. A master that dies (kill -9) leaves its slots to "
+                    "stop the same way on their own: each renews its batch's locks itself for up "
+                    "to this long while it finishes the job it runs.",
     )
     drain_timeout_s: float = Field(
         default=60.0, gt=0, le=86400,

@@ -323,6 +323,7 @@ class Master:
             lease_fd=lease_fd,
             close_fds=self.leases.inherited_fds(),
             done_map=self.leases.done_map(slot_id),
+            orphan_timeout_s=self.master_config.stop_timeout_s,
         )
         try:
             pid = spawn(lambda: run_slot(spec), keep_sockets=self.slot_sockets)

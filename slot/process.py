@@ -22,6 +22,7 @@ from slot.leases import LeaseReporter
 from slot.link import BeaconLink
 from slot.loop import SlotLoop, SlotStats, StepKind
 from slot.memory import MemoryUsage, MemoryWatch, read_memory
+from slot.orphan import OrphanRenewal
 from slot.permits import RateLimitHook
 from slot.pulsar.client import PermitClient
 from slot.retarget import AssignmentInbox
@@ -60,6 +61,9 @@ class SlotSpec:
     # Its master's host name: the slot names its connection slot.<host>.<slot id> (CLIENT
     # NAME), which a finished job keeps as who ran it (`ran_by`).
     host_name: str = ""
+    # Orphaned (its master died), how long the slot renews its batch's locks itself while it
+    # finishes: the master's stop_timeout_s (slot/orphan.py).
+    orphan_timeout_s: float = 30.0
 
 
 def slot_door(host: str, slot_id: int) -> str:
@@ -124,7 +128,7 @@ def run_slot(spec: SlotSpec) -> int:
         interval_s=spec.beacon_interval_s,
         snapshot=beacons.next,
         on_assignment=on_assignment,
-        on_orphaned=lambda: os.kill(os.getpid(), signal.SIGTERM),
+        on_orphaned=lambda: on_orphaned(spec, leases),
         # The master allows a fresh slot a grace period before its first beacon.
         first_beacon_after_s=spec.beacon_interval_s,
     )
@@ -139,6 +143,15 @@ def run_slot(spec: SlotSpec) -> int:
         if permits is not None:
             permits.close()
     return code
+
+
+def on_orphaned(spec: SlotSpec, leases: LeaseReporter | None) -> None:
+    """The master is gone: stop as on a graceful stop (the running job finishes, the rest of
+    the batch goes back), keeping the batch's locks alive meanwhile (slot/orphan.py)."""
+    if leases is not None:
+        OrphanRenewal(lambda: QueueClient(spec.servers, token=spec.token), leases.held,
+                      timeout_s=spec.orphan_timeout_s).start()
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _run(loop: SlotLoop, waker: Waker) -> SlotExit:
