@@ -186,7 +186,7 @@ class QueueConfig(_Strict):
         default=64 * 1024, ge=0, le=64 * 1024 * 1024,
         description="Largest result kept with a finished job (a handler's return value or "
                     "job.result(data)); a bigger one is not kept, and the job says how large it was.")
-    private_dirty_limit_bytes: int = Field(default=256 * 1024 * 1024, ge=1, description="A slot whose Private_Dirty memory passes this finishes its batch and exits; its master forks a fresh one.")
+    private_dirty_limit_bytes: int = Field(default=256 * 1024 * 1024, ge=1, description="A slot whose Private_Dirty memory passes this finishes its batch and exits; its master forks a fresh one. One whose setup() alone passes it (a model loaded per slot) is recycled only past its setup's level plus this, since a fresh fork would load the same; it logs a warning saying so.")
     rate_limit: RateLimitConfig | None = Field(default=None, description="Cluster-wide limiter named after the queue: each job waits for a permit as the handler reaches it (self.limiter in the handler).")
 
     @model_validator(mode="after")
