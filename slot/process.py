@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import re
 import signal
 import socket
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -76,6 +78,7 @@ def slot_door(host: str, slot_id: int) -> str:
 def run_slot(spec: SlotSpec) -> int:
     """Run the slot until it stops; return its exit code (a SlotExit)."""
     forget_parent_signals()
+    line_buffered_output()
     for fd in spec.close_fds:
         with contextlib.suppress(OSError):  # closed already: nothing of the master's to drop
             os.close(fd)
@@ -210,6 +213,17 @@ class BeaconFactory:
             private_dirty_bytes=stats.memory.private_dirty_bytes,
             exit_reason=exit_reason,
         )
+
+
+def line_buffered_output() -> None:
+    """print() from a handler reaches the master's output (its log file, the journal) line by
+    line. Python buffers stdout in 8 KiB blocks when it is not a terminal (systemd's journal,
+    a file): a handler's print() came out minutes late, out of order with the log lines, and
+    was lost when its slot was killed (stop deadline, hung, memory, cancel). `slotmap run`
+    hides this with PYTHONUNBUFFERED; a systemd unit does not."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and not stream.closed:
+            stream.reconfigure(line_buffering=True)
 
 
 def forget_parent_signals() -> None:
