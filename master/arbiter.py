@@ -233,7 +233,9 @@ class Master:
             self.apply_event(slot, StopRequested(timeout_s), now)
 
     def handle_reload(self) -> None:
-        """SIGHUP: the config re-read, then the handler code reloaded (master/reloading.py)."""
+        """SIGHUP: the config re-read, then the handler code reloaded (master/reloading.py),
+        the leases first brought up to date: the import may hold the loop (leases.renewed_meanwhile)."""
+        self.take_lease_notes(self.leases.read(), time.monotonic())
         on_sighup(self, time.monotonic())
 
     @property
