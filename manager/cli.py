@@ -210,6 +210,7 @@ def _start_sentinel(config: ClusterConfig, store: Store, manager: Manager) -> No
     sentinel.start(sentinel.Sentinel(
         store.engine, servers, token=component_token(config.queue_server, "cluster"), lease_s=qs.lease_s,
         promote_after_s=qs.promote_after_s, sync_mode=qs.replicate == "sync",
+        min_sync_replicas=qs.min_sync_replicas,
         note=lambda event: store.add_event(time.time(), event),
         stopping=lambda: manager.stopping))
 

@@ -98,7 +98,7 @@ def same_server(a: str, b: str) -> bool:
 class Sentinel:
     def __init__(self, engine: Engine, servers: list[str], *, token: str | None, lease_s: float,
                  promote_after_s: float, sync_mode: bool, note: Callable[[NewEvent], object],
-                 stopping: Callable[[], bool]) -> None:
+                 stopping: Callable[[], bool], min_sync_replicas: int = 1) -> None:
         self.engine = engine
         self.servers = servers
         self.links = {address: ServerLink(address, token) for address in servers}
@@ -106,6 +106,10 @@ class Sentinel:
         self.lease_s = lease_s
         self.promote_after_s = promote_after_s
         self.sync_mode = sync_mode
+        # The confirmations a primary waits for before it acknowledges (the cluster config's
+        # [queue_server] min_sync_replicas, the servers' own): how many in-sync replicas
+        # may be silent at a promotion (_silent_in_sync).
+        self.min_sync_replicas = min_sync_replicas
         self.note = note
         self.stopping = stopping
         start = time.monotonic()
@@ -116,7 +120,9 @@ class Sentinel:
         # server -> (its clock in ms from its last LEASE reply, our clock when that came,
         # the epoch it was in then)
         self.echo: dict[str, tuple[int, float, int]] = {}
-        self.refused_promotion = False
+        # Why promotions were refused since the last one: each reason is said once (no
+        # replica answering, then an in-sync one still silent), never once per turn.
+        self.refusals_said: set[str] = set()
         self.restart_noted = False
         self.takeover_waiting = ""  # the last "not taking over yet" said (said once)
         # A turn every 0.25 s: an outage is said once, then once a minute, then its end.
@@ -296,8 +302,15 @@ class Sentinel:
         candidates = self._candidates(record, views)
         if not candidates:
             return self._refuse(record, "no replica in sync answers")
+        silent = self._silent_in_sync(record, candidates)
+        if silent:
+            return self._refuse(record, (
+                f"in-sync replica(s) {', '.join(silent)} silent: a change the primary acknowledged "
+                f"once {self.min_sync_replicas} replica(s) confirmed it may be on them alone; "
+                "waiting for them"))
         # The furthest along the dead primary's history: every replica got the same stream
-        # in order, and each acknowledged change was confirmed by one of them at least.
+        # in order, and each acknowledged change was confirmed by min_sync_replicas of the
+        # in-sync ones, so by one of those answering (_silent_in_sync).
         chosen = max(candidates, key=lambda c: views[c].position)  # type: ignore[union-attr]
         new = authority.promote(self.engine, record, chosen)
         if new is None:
@@ -309,7 +322,8 @@ class Sentinel:
         # The other replicas follow it now, not at the next turn: in sync mode its first
         # acknowledgement waits for one of them to link and confirm.
         self._align(new, views)
-        self.refused_promotion = self.restart_noted = False
+        self.refusals_said.clear()
+        self.restart_noted = False
         log.warning("queue servers: %s promoted in epoch %d (%s silent for %.1f s): %r",
                     chosen, new.epoch, record.primary, self.promote_after_s, reply)
         self.note(NewEvent(kind=EventKind.QUEUE_SERVER_PROMOTED, host=chosen, message=(
@@ -317,9 +331,23 @@ class Sentinel:
             f"was silent for {self.promote_after_s:.1f} s")))
         return None
 
+    def _silent_in_sync(self, record: Record, candidates: list[str]) -> list[str]:
+        """The in-sync replicas not answering now, when at least min_sync_replicas of them
+        are: then a change the primary acknowledged may have been confirmed by those alone,
+        and the furthest answering replica may lack it (seen: a replica frozen for 1 s was
+        still listed in sync, the primary acknowledged 207 jobs confirmed by the other one,
+        was killed while that one was frozen too, and the lagging one was promoted without
+        any of them; the other followed it and dropped them). Unknown (no list recorded yet
+        in this epoch): every other configured server counts as in sync."""
+        if not self.sync_mode:
+            return []
+        in_sync = record.sync_replicas or tuple(a for a in self.servers if a != record.primary)
+        silent = [r for r in in_sync if not any(same_server(c, r) for c in candidates)]
+        return silent if len(silent) >= self.min_sync_replicas else []
+
     def _refuse(self, record: Record, why: str) -> None:
-        if not self.refused_promotion:
-            self.refused_promotion = True
+        if why not in self.refusals_said:
+            self.refusals_said.add(why)
             log.error("queue servers: primary %s is silent, not promoting: %s", record.primary, why)
             self.note(NewEvent(kind=EventKind.QUEUE_PROMOTION_REFUSED, host=record.primary,
                                message=f"primary {record.primary} is silent; not promoting: {why}"))

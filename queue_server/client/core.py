@@ -11,7 +11,9 @@ Reconnect rule (both clients):
   whether they acknowledge now; the lowest id among those that do wins (a replica, a
   deposed primary or one refusing in sync mode after them; list order breaks ties, a
   server without an id ranks last), so a failover is followed whatever the ids.
-  With a single server no INTERCONNECT is sent. Unreachable servers are
+  With a single server no INTERCONNECT is sent. With several, each has
+  `connect_timeout_s` to answer this handshake too (a frozen server accepts and never
+  answers). Unreachable servers are
   skipped; with none reachable it retries the list
   `reconnect_attempts` more times, then raises ServerUnreachable.
 - Read-only requests (PING, TOTAL, STATS, RUNLIST, JOB, JOBS, INTERCONNECT) that
@@ -42,7 +44,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Final, Generic, NoReturn, Protocol, TypeVar
 
 from queue_server.client.effects import Op, Open, Request, Sleep
-from queue_server.client.follow import follow_pause
+from queue_server.client.follow import FOLLOW_REPLY_S, follow_pause
 from queue_server.protocol import requests as req
 from queue_server.protocol.client_errors import (
     BadReply,
@@ -192,6 +194,8 @@ class ClientCore(Generic[C]):
         """Send `request` and read its reply, on the primary, by the reconnect rule; with
         `until` (time.monotonic()), sent again to the primary found anew after a refusal
         or a lost connection until then (queue_server/client/follow.py)."""
+        if until is not None:
+            timeout_s = self._following_timeout(timeout_s)
         conn = None if until is None else (yield from self._following(until, wake_fd))
         if conn is None:
             conn = self._conn
@@ -218,6 +222,13 @@ class ClientCore(Generic[C]):
             conn = None if until is None else (yield from self._following(until, wake_fd))
             if conn is None:
                 conn = yield from self._ready()
+
+    def _following_timeout(self, timeout_s: float | None) -> float | None:
+        """The reply timeout of a request that follows the primary (`until`): the client's,
+        at most FOLLOW_REPLY_S (follow.py); a blocking GET's None is left alone."""
+        if timeout_s != CLIENT_TIMEOUT or self.timeout_s <= FOLLOW_REPLY_S:
+            return timeout_s
+        return FOLLOW_REPLY_S
 
     def _following(self, until: float, wake_fd: int | None) -> Op[C | None]:
         """The connection to use while following the primary until `until`: no server
@@ -273,14 +284,19 @@ class ClientCore(Generic[C]):
         except OSError as exc:  # TimeoutError included
             errors[address] = unreachable_reason(exc)
             return None
+        # Choosing among several servers, each is given the connect timeout to answer the
+        # handshake too (every live server answers it at once): a frozen one accepts the
+        # connection in its kernel and never answers, and held every reconnect for the
+        # client's whole timeout_s (30 s) while another server was the primary.
+        handshake_s = self.connect_timeout_s if ask_id else CLIENT_TIMEOUT
         try:
             if self._auth is not None:
-                yield Request(conn, self._auth, parse_ok, CLIENT_TIMEOUT)
+                yield Request(conn, self._auth, parse_ok, handshake_s)
             if self._name is not None:
-                yield from self._send_name(conn)
+                yield from self._send_name(conn, handshake_s)
             if ask_id:
-                conn.server_id = yield Request(conn, req.INTERCONNECT, parse_server_id, CLIENT_TIMEOUT)
-                conn.serving = yield Request(conn, req.ROLE, parse_serving, CLIENT_TIMEOUT)
+                conn.server_id = yield Request(conn, req.INTERCONNECT, parse_server_id, handshake_s)
+                conn.serving = yield Request(conn, req.ROLE, parse_serving, handshake_s)
         except (OSError, EOFError) as exc:
             conn.close()
             errors[address] = lost_while_connecting(exc)
@@ -290,10 +306,10 @@ class ClientCore(Generic[C]):
             raise
         return conn
 
-    def _send_name(self, conn: C) -> Op[None]:
+    def _send_name(self, conn: C, timeout_s: float) -> Op[None]:
         """CLIENT NAME; a server older than issue 15 answers 400, and is used unnamed."""
         try:
-            yield Request(conn, self._name, parse_ok, CLIENT_TIMEOUT)  # type: ignore[arg-type]
+            yield Request(conn, self._name, parse_ok, timeout_s)  # type: ignore[arg-type]
         except QueueServerError as exc:
             if exc.code != BAD_REQUEST_CODE:
                 raise

@@ -25,6 +25,16 @@ from queue_server.protocol.client_errors import ConnectionLost, OfflineError
 # Between two tries while following: the sentinel promotes 1.25-1.5 s after a kill, so a
 # client polls the server list about eight times before the new primary answers.
 FOLLOW_RETRY_S: Final = 0.2
+# How long a request that follows the primary waits for its reply before it goes to the
+# primary found anew (below the client's timeout_s). A frozen primary (SIGSTOP, a paused
+# VM) still takes the request into its socket and never answers: with the client's 30 s a
+# DONE sent to it reached the new primary (promoted 2 s after the freeze) only after 60 s
+# (30 s for the reply, 30 s more in the handshake with the frozen server, core.py), past
+# a 60 s lock, so the job ran again. A live primary answers an outcome at once, or after
+# holding it for its replicas: sync_timeout_s (2 s by default), plus 0.25-0.5 s for the
+# manager's consent to go on alone. A reply held longer is no harm either: the outcome
+# goes again, and the `404` of one already applied is told apart by the job's key.
+FOLLOW_REPLY_S: Final = 5.0
 
 
 def follows(exc: BaseException) -> bool:

@@ -256,13 +256,12 @@ def fail_many(client: Client, failures: Sequence[jreq.FailRequest], *,
     done()'s, for all of them."""
     if not failures:
         return []
-    data = b"".join(
-        jreq.fail_request(f.id, f.error, delay_s=f.delay_s, dead=f.dead, solo=f.solo)
-        for f in failures
-    )
+    data = b"".join(jreq.fail_request(f.id, f.error, delay_s=f.delay_s, dead=f.dead, solo=f.solo)
+                    for f in failures)
+    reply_s = client._following_timeout(CLIENT_TIMEOUT) if until else CLIENT_TIMEOUT
     while True:
         try:
-            return (yield from _fail_pipelined(client, data, len(failures)))
+            return (yield from _fail_pipelined(client, data, len(failures), reply_s))
         except QueueServerError as exc:
             pause = follow_pause(exc, until, time.monotonic())
             if pause is None:
@@ -271,7 +270,8 @@ def fail_many(client: Client, failures: Sequence[jreq.FailRequest], *,
             yield Sleep(pause)
 
 
-def _fail_pipelined(client: Client, data: bytes, count: int) -> Op[list[FailResult | None]]:
+def _fail_pipelined(client: Client, data: bytes, count: int, reply_s: float | None) -> Op[
+        list[FailResult | None]]:
     """One try of fail_many: the `count` FAILs of `data` on the connection in use."""
     conn = yield from client._ready()
     results: list[FailResult | None] = []
@@ -280,7 +280,7 @@ def _fail_pipelined(client: Client, data: bytes, count: int) -> Op[list[FailResu
         yield Send(conn, data)
         for _ in range(count):
             try:
-                results.append((yield Read(conn, parse_fail, CLIENT_TIMEOUT)))
+                results.append((yield Read(conn, parse_fail, reply_s)))
             except QueueServerError as exc:
                 if isinstance(exc, BadReply):
                     raise

@@ -87,8 +87,11 @@ class FollowLink(asyncio.Protocol):
         self.state = LinkState.CLOSED
         if self._ticker is not None:
             self._ticker.cancel()
-        if self.server.upstream is self:
-            self.server.upstream = None
+        # The link stays the server's upstream until another one streams: its position is
+        # where this replica's state still stands, which the sentinel compares once the
+        # primary died. Cleared here, every replica of a dead primary said 0, and the
+        # sentinel promoted the first one listed, not the furthest along (seen: a replica
+        # that lagged promoted, its peer following it and dropping 31 acknowledged jobs).
         if not self.closed.done():
             self.closed.set_result(None)
 

@@ -1,5 +1,6 @@
 """The server's periodic chores: the everysec sync, the snapshot child, a snapshot the log
-has outgrown, dead and finished jobs past their age, idle clients."""
+has outgrown, dead and finished jobs past their age, latency observations to bucket, idle
+clients."""
 from __future__ import annotations
 
 import asyncio
@@ -10,6 +11,7 @@ from collections.abc import Callable
 from config.periodic import TurnBoundary
 from queue_server.server.drained import DrainedQueues
 from queue_server.server.faces import Server
+from queue_server.server.latency import settle_all
 from queue_server.server.liveness import HEARTBEAT_S
 
 log = logging.getLogger("slotmap.queue_server")
@@ -59,7 +61,7 @@ class Housekeeping:
         if settings.fsync == "everysec":
             steps.append(self.sync_everysec)
         steps += [self.server.data_dir.reap_snapshot, self.snapshot_if_due, self.drop_aged_dead_jobs,
-                  self.drop_aged_finished_jobs, self.server.replication_tick]
+                  self.drop_aged_finished_jobs, self.settle_latency, self.server.replication_tick]
         if settings.idle_timeout_s:
             steps.append(self.close_idle)
         if self.server.token is not None:
@@ -96,6 +98,14 @@ class Housekeeping:
 
     def drop_aged_finished_jobs(self) -> None:
         self.server.prune_finished_jobs()
+
+    def settle_latency(self) -> None:
+        """Bucket the hand-outs' and DONEs' buffered seconds (latency.py): what a queue
+        holds unbucketed is then at most half a second of its work."""
+        observed = self.server.store.observed
+        if observed:
+            settle_all(observed)
+            observed.clear()
 
     def snapshot_if_due(self) -> None:
         server = self.server

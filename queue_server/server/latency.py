@@ -3,8 +3,13 @@
 The server sees every job become ready, be handed out and be done, so it counts, per
 queue: wait (ready -> handed out), run (handed out -> DONE) and ready-to-done (the job's
 last becoming ready -> DONE; for a job neither delayed nor failed, PUT -> DONE). Each is
-fixed buckets from 1 ms to 1 h: a bisect into a constant tuple and two integer increments
-per observation, one flat list per queue (made at its first hand-out), no allocation after.
+fixed buckets from 1 ms to 1 h. A hand-out or DONE only appends its seconds to its
+queue's raw buffer (a list of floats, one append per observation: bucketing each one
+inline cost 5,200 instructions per job of a slot's GET COUNT 10 + DONE, 12% of it,
+bench/RESULTS.md); `settle` buckets a buffer at once (one C sort, then one bisect per
+bound, whatever the count). Buffers are settled before every read (`reply`) and by the
+housekeeping tick (every 0.5 s), so what one queue holds unsettled is bounded by what it
+can do in half a second (32 bytes per observation), and a read never sees stale counts.
 FAILs are counted by error type: the first MAX_ERROR_TYPES types a queue saw keep a count
 each, later ones count as OTHER_TYPE (a counter never moves between series, so Prometheus
 sees true counters). All are counters since the server started (or since the queue was
@@ -16,12 +21,13 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
+from collections.abc import Iterable
 from typing import Any
 
 # Upper bounds (seconds, inclusive as Prometheus's `le`); one more bucket past the last (+Inf).
 BOUNDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
           60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
-FIRST = BOUNDS[0]  # at or under it: bucket 0 without a bisect (a compare of two floats is cheap)
 WIDTH = len(BOUNDS) + 1
 KINDS = ("wait", "run", "ready_to_done")
 WAIT, RUN, TOTAL = (index * WIDTH for index in range(len(KINDS)))
@@ -37,13 +43,36 @@ SLOT_CRASHED_TYPE = "SlotCrashed"
 
 
 class QueueLatency:
-    """One queue's counts: `cells` holds the 3 x WIDTH bucket counts then the 3 sums."""
+    """One queue's counts: `cells` holds the 3 x WIDTH bucket counts then the 3 sums;
+    `waits`, `runs` and `totals` the seconds observed since the last `settle`."""
 
-    __slots__ = ("cells", "errors")
+    __slots__ = ("cells", "errors", "runs", "totals", "waits")
 
     def __init__(self) -> None:
         self.cells: list[float] = [0] * SUMS + [0.0] * len(KINDS)
         self.errors: dict[str, int] = {}
+        # Plain lists: array("d").append parses its argument with a format string, and
+        # cost 3 times as many instructions per observation.
+        self.waits: list[float] = []
+        self.runs: list[float] = []
+        self.totals: list[float] = []
+
+    def settle(self) -> None:
+        """Count the buffered observations into the buckets and sums; the buffers empty."""
+        cells = self.cells
+        for index, buffer in enumerate((self.waits, self.runs, self.totals)):
+            if not buffer:
+                continue
+            buffer.sort()
+            offset = index * WIDTH
+            below = 0  # values at or under the previous bound (bucket `le` is inclusive)
+            for bucket, bound in enumerate(BOUNDS):
+                upto = bisect_right(buffer, bound, below)
+                cells[offset + bucket] += upto - below
+                below = upto
+            cells[offset + len(BOUNDS)] += len(buffer) - below
+            cells[SUMS + index] += sum(buffer)
+            buffer.clear()
 
     def count_error(self, text: str) -> None:
         kind = error_type(text)
@@ -63,10 +92,16 @@ class QueueLatency:
 
 
 def new_latency(state: Any) -> QueueLatency:
-    """A queue's counts, made at its first live hand-out (store_core.py counts inline:
-    `cells[<kind> + bisect_left(BOUNDS, seconds)] += 1` and `cells[<kind>_SUM] += seconds`)."""
+    """A queue's counts, made at its first live hand-out or DONE (store_core.py appends to
+    its buffers inline: `latency.waits.append(seconds)`)."""
     latency = state.latency = QueueLatency()
     return latency
+
+
+def settle_all(latencies: Iterable[QueueLatency]) -> None:
+    """The housekeeping tick's: settle every queue that observed something since."""
+    for latency in latencies:
+        latency.settle()
 
 
 def error_type(text: str) -> str:
@@ -96,6 +131,7 @@ def reply(queues: dict[str, Any], names: list[str]) -> bytes:
         state = queues.get(name)
         latency = state.latency if state is not None else None
         if latency is not None:
+            latency.settle()
             found[name] = latency.as_json()
     body = json.dumps({"bounds_s": BOUNDS, "queues": found}, separators=(",", ":")).encode()
     return b"200 OK %d\r\n" % len(body) + body

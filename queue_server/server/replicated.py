@@ -43,7 +43,8 @@ class Replicated(abc.ABC):
 
     def position(self) -> int:
         """Where this server stands in the primary's history, in records: a primary's every
-        record so far (those in its state); a replica's, from its link (follower.py)."""
+        record so far (those in its state); a replica's, from its last link (follower.py),
+        lost or not: what it applied stays in its state until a new snapshot replaces it."""
         if self.following:
             return self.upstream.position() if self.upstream is not None else 0
         return self.journal.records + len(self.journal.pending) + len(self.store.changes)

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from queue_server.server import authority, lease_ids
 from queue_server.server.authority import Term
+from queue_server.server.liveness import Upstream
 from queue_server.server.replication import Replication
 from queue_server.server.store import Store
 
@@ -36,6 +37,7 @@ class Roles(abc.ABC):
     _auto_offline: bool  # offline because of sync mode or the lease, not by hand
     _follow_task: asyncio.Task[None] | None
     _replicating: bool  # server.py's flush takes the replication path
+    upstream: Upstream | None  # following: the last link to the primary (follower.py)
 
     # QueueServer's (server.py). Abstract, not empty stubs: a class without one cannot be
     # made (TypeError at start, and mypy: "Cannot instantiate abstract class").
@@ -90,6 +92,10 @@ class Roles(abc.ABC):
             # Its own replicas hold its history: they start again from the new primary.
             self.replicas.cut_links(f"deposed in epoch {epoch}")
         self._stop_following()
+        # Another primary's history from now on: the position of the link to the old one
+        # (kept after its loss for the sentinel's comparison) counts in a history no longer
+        # ours, and could outrank the new primary's replicas until our snapshot came.
+        self.upstream = None
         self.following = True
         self.offline = True
         self._auto_offline = False

@@ -93,7 +93,7 @@ class QueueServer(Roles, Replicated, Timers):
         # Anything to do after a commit besides sending replies (roles.py sets it on a LEASE).
         self._replicating = (settings.managed or settings.sync.replicate == "sync"
                              or settings.replica_of is not None)
-        self.upstream: Upstream | None = None  # following: the link told of each commit
+        self.upstream: Upstream | None = None  # following: the link told of each commit (the last, once lost)
 
     def _new_store(self) -> Store:
         store = Store(expire_done_default=self.settings.expire_done_default,
@@ -175,6 +175,7 @@ class QueueServer(Roles, Replicated, Timers):
         """A replica whose primary is gone: serve as the primary from now on."""
         self.offline = False
         self.following = False
+        self.upstream = None  # the lost link to the old primary (kept for its position)
         log.warning("server %d is the primary now (online)", self.settings.server_id)
         if not self.term.managed:  # no epoch says whose turn it is: eras of its own
             self.take_ids(lease_ids.for_self_promotion(self.store.next_id), "self-promoted")

@@ -8,7 +8,6 @@ O(log n) for timed jobs; nothing scans a queue. Time is always passed in (unix s
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable
 from time import time as wall_clock
@@ -17,16 +16,7 @@ from queue_server.protocol.keyed import DeadJob, JobMeta, Key, Meta, is_retry_wa
 from queue_server.protocol.numbers import counter_of_name
 from queue_server.server import kept as kept_jobs
 from queue_server.server import records
-from queue_server.server.latency import (
-    BOUNDS,
-    FIRST,
-    RUN,
-    RUN_SUM,
-    TOTAL,
-    TOTAL_SUM,
-    WAIT_SUM,
-    new_latency,
-)
+from queue_server.server.latency import new_latency
 from queue_server.server.store_index import StoreIndex
 from queue_server.server.store_types import (
     _DONE,
@@ -37,6 +27,7 @@ from queue_server.server.store_types import (
     Job,
     Kept,
     QueueState,
+    new_object,
 )
 
 
@@ -222,22 +213,37 @@ class CoreStore(StoreIndex):
                 then_done = self.expire_done_default
             heapq.heappush(self._expiries, (expire_at, job_id))
         if now:  # a live hand-out (not a replayed or replicated one): its wait is counted
-            # (inlined latency.py observe: a call per hand-out cost 3% of GET + DONE)
-            cells = (state.latency or new_latency(state)).cells
-            wait = now - entry[2]
-            cells[bisect_left(BOUNDS, wait) if wait > FIRST else 0] += 1  # (most waits: no bisect)
-            cells[WAIT_SUM] += wait
-        started = now or started_at
+            latency = state.latency or new_latency(state)  # (latency.py: settled in bulk)
+            waits = latency.waits
+            if not waits:  # (its first since the last settle)
+                self.observed.add(latency)
+            waits.append(now - entry[2])
         meta = entry[4]
         if type(meta) is int:
-            job = Job(state, priority, entry[0], entry[1], job_id, entry[3], meta + 1, None,
-                      expire_at, lock_s, managed, then_done, entry[2], started, by)
+            attempts, history = meta + 1, None
         else:  # a job that failed before or is traced: its errors and trace stay with it
             # (solo and retry-wait end)
+            attempts = meta.attempts + 1  # type: ignore[union-attr]
             history = (JobMeta(meta.attempts, meta.errors, trace=meta.trace)  # type: ignore[union-attr]
                        if meta.errors or meta.trace is not None else None)  # type: ignore[union-attr]
-            job = Job(state, priority, entry[0], entry[1], job_id, entry[3], meta.attempts + 1,  # type: ignore[union-attr]
-                      history, expire_at, lock_s, managed, then_done, entry[2], started, by)
+        # Not Job(...): CPython 3.11 runs a class's __init__ through a C slot, outside the
+        # interpreter's inlined calls, and that cost more than these assignments (store_types.py).
+        job = new_object(Job)
+        job.queue = state
+        job.priority = priority
+        job.data = entry[0]
+        job.item = entry[1]
+        job.id = job_id
+        job.key = entry[3]
+        job.attempts = attempts
+        job.history = history
+        job.expire_at = expire_at
+        job.lock_s = lock_s
+        job.managed = managed
+        job.then_done = then_done
+        job.ready_at = entry[2]
+        job.taken_at = now or started_at
+        job.by = by
         self.running[job_id] = job
         self.keys[entry[3]] = job
         if self._ttl_marks:  # a TTL holds until the first hand-out only
@@ -265,16 +271,13 @@ class CoreStore(StoreIndex):
         running = self.running
         index = self.kept
         watched = self.watched
+        keep_total = self.keep_done_total
         live = at is None
         if at is None:  # records.micro_time(wall_clock()), inlined (a call per DONE)
             micro = int(wall_clock() * 1e6)
             now, at_text = micro / 1e6, b"%d.%06d" % divmod(micro, 1_000_000)
         else:
             now, at_text = at, records.time_text(at)
-        # The jobs of one GET ... COUNT share their hand-out time, so their run time's bucket
-        # is found once per batch (with the two calls per job saved below: -2,800 instructions
-        # per job of a slot's GET COUNT 10 + DONE of 10, bench/RESULTS.md).
-        run_from, run, run_cell = -1.0, 0.0, 0
         for job_id in ids:
             job = running.pop(job_id, None)
             if job is None:
@@ -289,16 +292,13 @@ class CoreStore(StoreIndex):
             del keys[key]
             state.done += 1
             taken_at = job.taken_at
-            if taken_at and live:  # a live DONE (latency.py): its run and ready-to-done times, inlined
-                cells = (state.latency or new_latency(state)).cells  # (none yet: handed out elsewhere)
-                if taken_at != run_from:
-                    run_from, run = taken_at, now - taken_at
-                    run_cell = RUN + (bisect_left(BOUNDS, run) if run > FIRST else 0)
-                total = now - job.ready_at
-                cells[run_cell] += 1
-                cells[TOTAL + (bisect_left(BOUNDS, total) if total > FIRST else 0)] += 1
-                cells[RUN_SUM] += run
-                cells[TOTAL_SUM] += total
+            if taken_at and live:  # a live DONE: its run and ready-to-done times (latency.py)
+                latency = state.latency or new_latency(state)  # (none yet: handed out elsewhere)
+                runs = latency.runs
+                if not runs:  # (its first since the last settle)
+                    self.observed.add(latency)
+                runs.append(now - taken_at)
+                latency.totals.append(now - job.ready_at)
             if state.keep_max:  # kept (kept.py), inlined: one tuple, untracked by the GC
                 history = job.history
                 entry: Kept
@@ -314,11 +314,11 @@ class CoreStore(StoreIndex):
                         kept = state.kept = deque()
                     self.with_kept[state.name] = state
                 kept.append(entry)
-                replaced = index.get(key)
-                index[key] = entry
-                if replaced is not None:  # the key finished before: that entry is stale (kept.py)
+                replaced = index.setdefault(key, entry)  # (one lookup for a key never finished)
+                if replaced is not entry:  # the key finished before: that entry is stale (kept.py)
+                    index[key] = entry
                     kept_jobs.mark_stale(self, replaced)
-                if len(kept) - state.kept_stale > state.keep_max or len(index) > self.keep_done_total:
+                if len(kept) - state.kept_stale > state.keep_max or len(index) > keep_total:
                     oldest = kept.popleft()
                     if index.get(oldest[0]) is oldest:
                         del index[oldest[0]]

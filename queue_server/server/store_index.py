@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from queue_server.protocol.keyed import DeadJob, Key, Meta, is_retry_wait
 from queue_server.protocol.retry import DEFAULT_KEEP_DONE_TOTAL, DEFAULT_POLICY, QueuePolicy
 from queue_server.server import records
+from queue_server.server.latency import QueueLatency
 from queue_server.server.store_types import (
     Delayed,
     Entry,
@@ -35,7 +36,7 @@ class StoreIndex:
         "_expiries", "_holding", "_nonempty", "_nonempty_index", "_ttl", "_ttl_marks", "_ttl_seq",
         "_waiting", "changes", "dropped", "ended", "expire_done_default", "idled", "inherited",
         "inherited_given_back", "items", "keep_done_total", "kept", "keys", "lock_timeouts_s",
-        "next_id", "next_item", "next_key", "policies", "queues", "rng", "running", "watched",
+        "next_id", "next_item", "next_key", "observed", "policies", "queues", "rng", "running", "watched",
         "with_dead", "with_kept", "woken",
     )
 
@@ -103,6 +104,9 @@ class StoreIndex:
         self._at_rounded = 0.0
         self._at_option = b""
         self.ended: list[Key] = []
+        # The queues' latency counts with observations not yet bucketed (latency.py): the
+        # housekeeping tick settles them.
+        self.observed: set[QueueLatency] = set()
 
     def drain_changes(self) -> list[bytes]:
         """The SYNC records of every change since the last drain, oldest first; the list is

@@ -31,39 +31,27 @@ Kept = tuple[Key, str, int, bytes, "str | None", int, Errors, "bytes | None", fl
              "str | None", "bytes | int | None"]
 K_ERRORS: Final = 6
 K_DONE_AT: Final = 10
+# A Job is made by `new_object(Job)` and one assignment per field in store_core.py
+# `_hand_out`, not by Job(...): CPython 3.11 runs a class's __init__ through a C slot,
+# outside the interpreter's inlined calls (-820 instructions per GET + DONE, bench/RESULTS.md).
+new_object = object.__new__
 
 
 class Job:
-    """A running job under the id it was handed out with."""
+    """A running job under the id it was handed out with (made in store_core.py `_hand_out`).
+
+    `attempts`: hand-outs so far, this one included; `history`: its earlier failures and
+    trace, kept while it runs again; `lock_s`: the lock length it was handed out with
+    (TOUCH); `managed`: handed out with KEYS (an expired lock is a failed attempt).
+    `ready_at` / `taken_at`: when it last became ready and was handed out (latency.py; a
+    replayed or replicated hand-out has its record's AT; taken_at 0: by a record older
+    than issue 26). `by`: ` BY <CLIENT NAME>` as its SYNC GET record carries it (the taking
+    connection's bytes, shared, not copied), b"" for an unnamed connection or a record
+    from before the name was kept (running_by in job_views.py).
+    """
 
     __slots__ = ("attempts", "by", "data", "expire_at", "history", "id", "item", "key", "lock_s",
                  "managed", "priority", "queue", "ready_at", "taken_at", "then_done")
-
-    def __init__(self, queue: QueueState, priority: int, data: bytes, item: str | None, job_id: int,
-                 key: Key, attempts: int, history: JobMeta | None, expire_at: float | None,
-                 lock_s: float | None, managed: bool, then_done: bool, ready_at: float = 0.0,
-                 taken_at: float = 0.0, by: bytes = b"") -> None:
-        # Every field set once, here (the hand-out is a hot path: no second assignment).
-        self.queue = queue
-        self.priority = priority
-        self.data = data
-        self.item = item
-        self.id = job_id
-        self.key = key
-        self.attempts = attempts  # hand-outs so far, this one included
-        self.history = history  # its earlier failures and trace, kept while it runs again
-        self.expire_at = expire_at
-        self.lock_s = lock_s  # the lock length it was handed out with (TOUCH)
-        self.managed = managed  # handed out with KEYS: an expired lock is a failed attempt
-        self.then_done = then_done
-        # When it last became ready and was handed out (latency.py; a replayed or replicated
-        # hand-out has its record's AT); taken_at 0: by a record older than issue 26.
-        self.ready_at = ready_at
-        self.taken_at = taken_at
-        # Who runs it: ` BY <CLIENT NAME>` as its SYNC GET record carries it (the taking
-        # connection's bytes, shared, not copied), b"" for an unnamed connection or a
-        # record from before the name was kept (running_by in job_views.py).
-        self.by = by
 
     @property
     def running_by(self) -> str | None:

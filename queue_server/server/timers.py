@@ -62,8 +62,10 @@ class Timers(abc.ABC):
         dead_max_age_s are no deadline, and looking at every queue is no per-request cost."""
         if self.following:
             return
-        now = time.time()
         deadline = self.store.next_deadline()
+        if deadline is None and not dead_ages:
+            return  # nothing timed anywhere (no lock, delay or TTL): no clock to read per request
+        now = time.time()
         if (deadline is not None and deadline <= now) or (dead_ages and self.store.dead_queues_due(now)):
             given_back = self.store.inherited_given_back
             self.store.fire_due(now)

@@ -27,10 +27,25 @@ def test_one_done_of_batches_from_two_queues_and_two_hand_outs_counts_each_job()
     assert [result.found for result in results] == [True] * 12 + [False]
     finished = time.time()
     for name, from_early, from_late in (("a", 3, 3), ("b", 2, 4)):
-        cells = store.queues[name].latency.cells  # type: ignore[union-attr]
+        latency = store.queues[name].latency
+        assert latency is not None
+        latency.settle()
+        cells = latency.cells
         runs = cells[RUN:RUN + WIDTH]
         assert runs[_bucket(200.0)] == from_early and runs[_bucket(45.0)] == from_late
         assert sum(runs) == from_early + from_late
         assert sum(cells[TOTAL:TOTAL + WIDTH]) == from_early + from_late
         low = from_early * 200 + from_late * 45
         assert low <= cells[RUN_SUM] <= low + (from_early + from_late) * (finished - now + 1e-5)
+
+
+def test_a_hand_out_sets_every_field_of_its_job() -> None:
+    """_hand_out fills a Job slot by slot (no __init__): none may be left unset."""
+    from queue_server.server.store_types import Job
+
+    store = Store()
+    store.put("q", 3, b"x", None, time.time())
+    (job,) = store.take(("q",), 1, time.time(), 30.0, None)
+    unset = [name for name in Job.__slots__ if not hasattr(job, name)]
+    assert unset == []
+    assert (job.priority, job.data, job.attempts, job.lock_s) == (3, b"x", 1, 30.0)

@@ -1,0 +1,89 @@
+"""Clients through a failover of a frozen primary, or a wait on a server that is deposed:
+three real queue servers in sync mode under a real manager (the sentinel), clients with
+their default timeouts (timeout_s 30, connect_timeout_s 3), as slots and lease keepers use.
+
+- A DONE (and a TOUCH) sent to a primary frozen by SIGSTOP reaches the promoted replica
+  within seconds. Before, the request waited the client's 30 s for the frozen server's
+  reply, and the reconnect 30 s more in its handshake (INTERCONNECT) with the frozen
+  server, which its kernel still accepts: 60.3 s, past a 60 s lock, so running jobs ran
+  again (slotmap run --replicas 2, SIGSTOP of the primary for 25 s: acknowledged 9.4 s
+  after the freeze now, none re-run).
+- result(timeout=...) waits on across a kill -9 of the primary. Before, its wait, moved to
+  a replica, was answered `500 Offline Mode` when that replica was told to follow the new
+  primary, and result() raised OfflineError although the job was done, with its result,
+  on the new primary within the wait."""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from queue_server.client import QueueClient
+from tests.queue_server.server.ha import frozen
+from tests.queue_server.server.ha_cluster import FAILOVER_DEADLINE_S, HaCluster
+from tests.queue_server.server.test_managed_failover import ha  # noqa: F401  (the fixture)
+from tests.queue_server.util import poll_until
+
+LOCK_S = 60.0  # the queues' default lock time
+# From the freeze to the outcome on the new primary: promotion (2 s), the reply waited
+# for (follow.py FOLLOW_REPLY_S, 5 s), the frozen server's handshake (connect_timeout_s,
+# 3 s), with room for a loaded box; well under the lock (before: 60.3 s).
+FOLLOWED_WITHIN_S = 25.0
+
+
+def _in_thread(call: Any) -> tuple[threading.Thread, dict[str, Any]]:
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        started = time.monotonic()
+        try:
+            out["value"] = call()
+        except Exception as exc:  # the test reports it: noqa: BLE001
+            out["error"] = exc
+        out["seconds"] = time.monotonic() - started
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out
+
+
+def test_outcomes_sent_to_a_frozen_primary_reach_the_new_one_within_seconds(ha: HaCluster) -> None:  # noqa: F811
+    old = ha.servers[0]
+    with QueueClient(ha.addresses) as slot, QueueClient(ha.addresses) as keeper:
+        slot.put("q", b"done me", key="d")
+        slot.put("q", b"touch me", key="t")
+        done_job, touched = slot.get("q", count=2, expire_s=LOCK_S, keys=True)
+        keeper.ping()  # both on the primary before it freezes
+        with frozen(old):
+            done, done_out = _in_thread(lambda: slot.done(done_job.id, until=time.monotonic() + LOCK_S))
+            touch, touch_out = _in_thread(lambda: keeper.touch(touched.id, until=time.monotonic() + LOCK_S))
+            done.join(LOCK_S)
+            touch.join(LOCK_S)
+            new = poll_until(lambda: ha.primary(epoch_above=1), timeout_s=FAILOVER_DEADLINE_S,
+                             what=lambda: f"a new primary: {ha.views()}")
+        assert "error" not in done_out and done_out["value"][0].found, done_out
+        assert "error" not in touch_out and touch_out["value"] == [True], touch_out
+        assert done_out["seconds"] < FOLLOWED_WITHIN_S, f"DONE reached the new primary after {done_out['seconds']:.1f} s"
+        assert touch_out["seconds"] < FOLLOWED_WITHIN_S, f"TOUCH reached the new primary after {touch_out['seconds']:.1f} s"
+        assert slot.address == keeper.address == ("127.0.0.1", new.port)
+        finished = slot.job("d")
+        assert finished is not None and (finished.state, finished.attempts) == ("done", 1), finished
+        info = slot.job("t")
+        assert info is not None and info.state == "running" and info.attempts == 1, info
+
+
+def test_a_result_wait_goes_on_across_the_primarys_kill(ha: HaCluster) -> None:  # noqa: F811
+    with QueueClient(ha.addresses, timeout_s=10.0) as worker, QueueClient(ha.addresses) as caller:
+        worker.put("q", b"question", key="r")
+        [job] = worker.get("q", expire_s=LOCK_S, keys=True)
+        waiting, out = _in_thread(lambda: caller.result("q", "r", timeout=LOCK_S))
+        poll_until(lambda: caller.address is not None, what="the caller waiting")
+        ha.servers[0].kill()
+        poll_until(lambda: ha.primary(epoch_above=1), timeout_s=FAILOVER_DEADLINE_S,
+                   what=lambda: f"a new primary: {ha.views()}")
+        # Every server has been told the new epoch: a wait moved to a replica was answered by then.
+        poll_until(lambda: all(v is None or int(v[4]) == 2 for v in ha.views().values()),
+                   timeout_s=FAILOVER_DEADLINE_S, what=lambda: f"all in epoch 2: {ha.views()}")
+        assert worker.done_with_result(job.id, b"the answer", until=time.monotonic() + LOCK_S).found
+        waiting.join(LOCK_S)
+        assert out.get("value") == "the answer", out
