@@ -45,15 +45,22 @@ def read_vitals(pid: int) -> Vitals | None:
     try:
         with open(f"/proc/{pid}/stat", "rb") as file:
             stat = file.read()
-        memory = read_memory(pid)
     except (FileNotFoundError, ProcessLookupError):
         return None
+    try:
+        private_dirty_bytes = read_memory(pid).private_dirty_bytes
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    except PermissionError:
+        # A slot whose handler changed its user: its memory is not ours to read, its CPU time
+        # still is (stat is world-readable); the hard limit waits for its next beacon.
+        private_dirty_bytes = 0
     # The command name (field 2) may hold spaces and parentheses: the fields after it start
     # past the last ')'. Then: state (3), ..., utime (14), stime (15).
     fields = stat[stat.rindex(b")") + 2:].split()
     return Vitals(cpu_ticks=int(fields[11]) + int(fields[12]),
                   runnable=fields[0].decode() not in _STOPPED,
-                  private_dirty_bytes=memory.private_dirty_bytes)
+                  private_dirty_bytes=private_dirty_bytes)
 
 
 def judge(slot: Slot, silent: Hung, vitals: Vitals | None, now: float, limits: Limits) -> SlotEvent | None:
