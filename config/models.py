@@ -186,7 +186,7 @@ class QueueConfig(_Strict):
         default=64 * 1024, ge=0, le=64 * 1024 * 1024,
         description="Largest result kept with a finished job (a handler's return value or "
                     "job.result(data)); a bigger one is not kept, and the job says how large it was.")
-    private_dirty_limit_bytes: int = Field(default=256 * 1024 * 1024, ge=1, description="A slot whose Private_Dirty memory passes this finishes its batch and exits; its master forks a fresh one.")
+    private_dirty_limit_bytes: int = Field(default=256 * 1024 * 1024, ge=1, description="A slot whose Private_Dirty memory passes this finishes its batch and exits; its master forks a fresh one. One whose setup() alone passes it (a model loaded per slot) is recycled only past its setup's level plus this, since a fresh fork would load the same; it logs a warning saying so.")
     rate_limit: RateLimitConfig | None = Field(default=None, description="Cluster-wide limiter named after the queue: each job waits for a permit as the handler reaches it (self.limiter in the handler).")
 
     @model_validator(mode="after")
@@ -227,7 +227,7 @@ class MasterConfig(_Strict):
                     "this floor.",
     )
     beacon_interval_ms: int = Field(default=200, ge=10, description="How often each slot reports to its master.")
-    hung_after_beacons: int = Field(default=3, ge=1, description="A slot silent for this many beacon intervals is hung and killed.")
+    hung_after_beacons: int = Field(default=3, ge=1, description="A slot silent for this many beacon intervals is hung and killed, unless its CPU time grew meanwhile: then it is busy in code that holds the GIL (a big sort, json.loads of megabytes), and it is looked at again after as long (its memory read from /proc, its batch still bound by batch_timeout_s).")
     hard_memory_limit_bytes: int = Field(default=1024 * 1024 * 1024, ge=1, description="A slot over this memory is killed at once (no waiting for its batch).")
     stop_deadline_s: float = Field(default=10.0, gt=0, description="A stopping slot gets SIGTERM (finish the batch), then SIGKILL after this long.")
     stop_timeout_s: float = Field(
@@ -236,7 +236,9 @@ class MasterConfig(_Strict):
                     "they run and give the unstarted jobs of their batch back to the head of their "
                     "queue uncharged; a job still running after this long is killed (SIGKILL) and "
                     "given back uncharged, to run again from its start. Keep systemd's "
-                    "TimeoutStopSec above it.",
+                    "TimeoutStopSec above it. A master that dies (kill -9) leaves its slots to "
+                    "stop the same way on their own: each renews its batch's locks itself for up "
+                    "to this long while it finishes the job it runs.",
     )
     drain_timeout_s: float = Field(
         default=60.0, gt=0, le=86400,

@@ -19,6 +19,9 @@ from pathlib import Path
 # Seconds a child gets after SIGTERM before SIGKILL (a master's: its slots' deadline more).
 STOP_DEADLINE_S = 10.0
 PR_SET_PDEATHSIG = 1
+# A child's log tail on the terminal: at most this much of its end is read, and each line cut.
+TAIL_READ_BYTES = 64 * 1024
+TAIL_LINE_CHARS = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,11 +59,21 @@ class Child:
         return self.process.poll()
 
     def log_tail(self, lines: int = 15) -> str:
+        """The log's last lines, indented, for the terminal. Only its end is read, and each
+        line is cut: a master's log holds what its handlers print, and one that wrote a 4 MB
+        line put all of it on the terminal when the master died (a multi-GB log would
+        have been read whole into memory)."""
         try:
-            text = self.log_path.read_text(errors="replace")
+            with open(self.log_path, "rb") as file:
+                size = file.seek(0, os.SEEK_END)
+                file.seek(max(0, size - TAIL_READ_BYTES))
+                data = file.read(TAIL_READ_BYTES)
         except OSError as exc:
             return f"    (cannot read it: {exc.strerror})"
-        return "\n".join("    " + line for line in text.splitlines()[-lines:])
+        text = data.decode(errors="replace").splitlines()
+        if size > TAIL_READ_BYTES and text:
+            text[0] = "..." + text[0]  # read from the middle of a line
+        return "\n".join("    " + _cut(line) for line in text[-lines:])
 
     def stop(self) -> None:
         """SIGTERM, wait up to the child's deadline, then SIGKILL its whole group."""
@@ -77,6 +90,12 @@ class Child:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
         self.process.wait()
+
+
+def _cut(line: str) -> str:
+    if len(line) <= TAIL_LINE_CHARS:
+        return line
+    return f"{line[:TAIL_LINE_CHARS]}... ({len(line) - TAIL_LINE_CHARS} more characters)"
 
 
 def _die_with_parent() -> None:

@@ -3,7 +3,7 @@
     while not stopping:                 # now = time.monotonic(), once per tick
         wait for beacons, a signal or a manager frame    # handlers only enqueue
         dispatch signals; take beacons and lease notes; reap()   # a dead slot's batch: settled
-        kill_hung(now)                  # silent, batch past its timeout, over the hard limit
+        kill_hung(now)                  # silent and idle on CPU, batch past its timeout, over the hard limit
         kill the cancelled              # slots whose job was cancelled (master/cancels.py)
         renew leases                    # TOUCH the batches of live slots (lease keeper thread)
         reconcile(now)                  # desired slot map vs running slots; idempotent
@@ -33,7 +33,7 @@ from config.errors import ConfigError
 from config.models import ClusterConfig
 from config.periodic import TurnBoundary
 from config.tokens import role_token
-from master import host
+from master import host, silence
 from master.assignments import assignment_for, queue_settings
 from master.cancels import CancelWatch
 from master.code_reload import Code, import_code
@@ -49,6 +49,7 @@ from master.lifecycle import (
     Count,
     Counter,
     Exited,
+    Hung,
     Limits,
     Log,
     SendSignal,
@@ -232,7 +233,9 @@ class Master:
             self.apply_event(slot, StopRequested(timeout_s), now)
 
     def handle_reload(self) -> None:
-        """SIGHUP: the config re-read, then the handler code reloaded (master/reloading.py)."""
+        """SIGHUP: the config re-read, then the handler code reloaded (master/reloading.py),
+        the leases first brought up to date: the import may hold the loop (leases.renewed_meanwhile)."""
+        self.take_lease_notes(self.leases.read(), time.monotonic())
         on_sighup(self, time.monotonic())
 
     @property
@@ -277,6 +280,9 @@ class Master:
     def kill_hung(self, now: float) -> None:
         for slot in list(self.slots.values()):
             event = check(slot, now, self.limits)
+            if isinstance(event, Hung) and event.silent:
+                # Silent may be busy in code that holds the GIL: the kernel says (master/silence.py).
+                event = silence.judge(slot, event, silence.read_vitals(slot.pid), now, self.limits)
             if event is not None:
                 self.apply_event(slot, event, now)
 
@@ -319,6 +325,7 @@ class Master:
             lease_fd=lease_fd,
             close_fds=self.leases.inherited_fds(),
             done_map=self.leases.done_map(slot_id),
+            orphan_timeout_s=self.master_config.stop_timeout_s,
         )
         try:
             pid = spawn(lambda: run_slot(spec), keep_sockets=self.slot_sockets)

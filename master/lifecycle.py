@@ -116,6 +116,10 @@ class Slot:
     # Lease ids of its batch cancelled on the queue server: dead there already, so they are
     # left out when its batch is settled (their DONE or LATER would be refused).
     cancelled: frozenset[int] = frozenset()
+    # A silent slot's CPU time (clock ticks) when the master last looked, and when that look
+    # found it grown: busy in code that holds the GIL, not hung (master/silence.py).
+    cpu_ticks: int | None = None
+    busy_seen_at: float = 0.0
 
     def __post_init__(self) -> None:
         # A fresh slot has until its first beacon is due (plus grace) before it counts as hung.
@@ -148,6 +152,8 @@ class DeadlinePassed:
 @dataclass(frozen=True, slots=True)
 class Hung:
     reason: str
+    # Judged by its beacons' silence only: master/silence.py asks the kernel before a kill.
+    silent: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,7 +276,7 @@ def on_event(slot: Slot, event: SlotEvent, now: float) -> list[Action]:
                 SendSignal(slot.pid, signal.SIGKILL),
                 Log(True, f"slot {slot.slot_id} (pid {slot.pid}) missed its stop deadline: SIGKILL"),
             ]
-        case Hung(reason):
+        case Hung(reason, _):
             return _kill(slot, Counter.KILLED_HUNG, KillCause.HUNG, f"hung ({reason})")
         case OverMemory(used, limit):
             return _kill(slot, Counter.KILLED_OVER_MEMORY, KillCause.OVER_MEMORY,
@@ -306,21 +312,22 @@ def check(slot: Slot, now: float, limits: Limits) -> SlotEvent | None:
         return DeadlinePassed()
     if slot.state not in (SlotState.STARTING, SlotState.RUNNING, SlotState.DRAINING):
         return None
-    silence_s = now - slot.last_beacon_at
     allowed_s = limits.beacon_interval_s * limits.hung_after_beacons
     if slot.state is SlotState.STARTING:
         allowed_s += limits.startup_grace_s
-    if silence_s > allowed_s:
-        return Hung(f"no beacon for {silence_s:.2f} s")
+    if now - max(slot.last_beacon_at, slot.busy_seen_at) > allowed_s:
+        return Hung(f"no beacon for {now - slot.last_beacon_at:.2f} s", silent=True)
     beacon = slot.beacon
     if beacon is None:
         return None
     if beacon.private_dirty_bytes > limits.hard_memory_limit_bytes:
         return OverMemory(beacon.private_dirty_bytes, limits.hard_memory_limit_bytes)
     timeout_s = slot.assignment.batch_timeout_s
-    if timeout_s is not None and beacon.batch_age_s > timeout_s:
+    # A batch keeps ageing while its slot is silent (busy in code that holds the GIL).
+    age_s = beacon.batch_age_s + (now - slot.last_beacon_at if beacon.batch_age_s > 0 else 0.0)
+    if timeout_s is not None and age_s > timeout_s:
         # Its lock is renewed while it lives, so only this limit ends a batch stuck in Python.
-        return Hung(f"batch running {beacon.batch_age_s:.1f} s, past its handler's "
+        return Hung(f"batch running {age_s:.1f} s, past its handler's "
                     f"batch_timeout_s {timeout_s:g} s")
     return None
 

@@ -23,6 +23,8 @@ from config.load import load_config
 from config.models import ClusterConfig, MasterConfig, QueueConfig
 from master.code_reload import Code, ImportRefused, Undo, describe, reimport
 from master.generations import ReloadPhase, Trial, rolled, to_retire
+from master.lease_keeper import LeaseKeeper
+from master.leases import renewed_meanwhile
 from master.lifecycle import SERVING, Slot, SlotEvent, StopRequested
 from master.reconciler import Reconciler, SlotAssignment, SlotCounts
 from master.report import CodeState
@@ -41,6 +43,7 @@ class Master(Protocol):
     config: ClusterConfig
     config_path: Path | None
     slots: dict[int, Slot]
+    keeper: LeaseKeeper
     reconciler: Reconciler
     loaded: LoadedHandlers
     slot_sockets: frozenset[SocketId]
@@ -109,7 +112,8 @@ class CodeReloader:
             self.answered += 1
             return
         try:
-            new, undo = reimport(self.code, modules)
+            with renewed_meanwhile(lambda: list(master.slots.values()), master.keeper.renew):
+                new, undo = reimport(self.code, modules)
         except ImportRefused as exc:
             self._refuse(f"the new code failed to import: {exc}")
             return

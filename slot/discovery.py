@@ -52,8 +52,13 @@ def load_handlers(
 def _import(source: str, load: Callable[[], object], failures: dict[str, str]) -> None:
     try:
         load()
-    except Exception as exc:  # any import-time error of user code is reported
+    # Any import-time error of user code is reported, sys.exit() too: a module that parses
+    # the command line at import (argparse meeting the master's own arguments) ended the
+    # master at its start with exit code 2 and only argparse's usage line, no queue served.
+    except (Exception, SystemExit) as exc:
         summary = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, SystemExit):
+            summary += " (sys.exit() at import: a command line parsed there?)"
         failures[source] = summary
         log.error(
             "handler %s failed to import (%s); its queues get no slots until it is fixed "

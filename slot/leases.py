@@ -7,6 +7,7 @@ Why the master keeps the leases, not a renewal thread in the slot:
 - one connection and one TOUCH per host and period for all its slots, instead of one more
   connection and thread per slot (3,500 slots in the seed's cluster);
 - a slot stuck in Python would keep a renewal thread of its own going forever.
+Only an orphan, whose master died, renews its own, for a bounded time (slot/orphan.py).
 Why a pipe, not the ZeroMQ beacon link: a write(2) that returned is in the kernel, so the
 master reads it even if the slot os._exit()s or is SIGKILLed the next instant; a ZeroMQ
 send is only queued for an I/O thread that dies with the process. The slot never waits
@@ -49,6 +50,7 @@ class LeaseReporter:
         self.slot_id = slot_id
         self.pid = pid
         self._holding = False
+        self._lock_s = 0.0
         self._broken = False
         self._released = LeaseNote.encode_held(slot_id, pid, 0.0, ()) + b"\n"
 
@@ -59,9 +61,17 @@ class LeaseReporter:
             # Reset before the note: the master reads the page only for the batch it holds.
             self.done_map.reset(len(jobs))
         self._batch = jobs
+        self._lock_s = lock_s
         self._positions = None
         self._write(LeaseNote.encode_held(self.slot_id, self.pid, lock_s, held, keys, in_order) + b"\n")
         self._holding = True
+
+    def held(self) -> tuple[tuple[int, ...], float]:
+        """The lease ids of the batch held now (none between batches) and their lock time;
+        read by an orphaned slot's renewal thread (slot/orphan.py)."""
+        if not self._holding:
+            return (), self._lock_s
+        return tuple(job.id for job in self._batch), self._lock_s
 
     def release(self) -> None:
         if self._holding:

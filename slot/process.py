@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import re
 import signal
 import socket
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +24,7 @@ from slot.leases import LeaseReporter
 from slot.link import BeaconLink
 from slot.loop import SlotLoop, SlotStats, StepKind
 from slot.memory import MemoryUsage, MemoryWatch, read_memory
+from slot.orphan import OrphanRenewal
 from slot.permits import RateLimitHook
 from slot.pulsar.client import PermitClient
 from slot.retarget import AssignmentInbox
@@ -60,6 +63,9 @@ class SlotSpec:
     # Its master's host name: the slot names its connection slot.<host>.<slot id> (CLIENT
     # NAME), which a finished job keeps as who ran it (`ran_by`).
     host_name: str = ""
+    # Orphaned (its master died), how long the slot renews its batch's locks itself while it
+    # finishes: the master's stop_timeout_s (slot/orphan.py).
+    orphan_timeout_s: float = 30.0
 
 
 def slot_door(host: str, slot_id: int) -> str:
@@ -72,6 +78,7 @@ def slot_door(host: str, slot_id: int) -> str:
 def run_slot(spec: SlotSpec) -> int:
     """Run the slot until it stops; return its exit code (a SlotExit)."""
     forget_parent_signals()
+    line_buffered_output()
     for fd in spec.close_fds:
         with contextlib.suppress(OSError):  # closed already: nothing of the master's to drop
             os.close(fd)
@@ -124,7 +131,7 @@ def run_slot(spec: SlotSpec) -> int:
         interval_s=spec.beacon_interval_s,
         snapshot=beacons.next,
         on_assignment=on_assignment,
-        on_orphaned=lambda: os.kill(os.getpid(), signal.SIGTERM),
+        on_orphaned=lambda: on_orphaned(spec, leases),
         # The master allows a fresh slot a grace period before its first beacon.
         first_beacon_after_s=spec.beacon_interval_s,
     )
@@ -139,6 +146,15 @@ def run_slot(spec: SlotSpec) -> int:
         if permits is not None:
             permits.close()
     return code
+
+
+def on_orphaned(spec: SlotSpec, leases: LeaseReporter | None) -> None:
+    """The master is gone: stop as on a graceful stop (the running job finishes, the rest of
+    the batch goes back), keeping the batch's locks alive meanwhile (slot/orphan.py)."""
+    if leases is not None:
+        OrphanRenewal(lambda: QueueClient(spec.servers, token=spec.token), leases.held,
+                      timeout_s=spec.orphan_timeout_s).start()
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _run(loop: SlotLoop, waker: Waker) -> SlotExit:
@@ -197,6 +213,17 @@ class BeaconFactory:
             private_dirty_bytes=stats.memory.private_dirty_bytes,
             exit_reason=exit_reason,
         )
+
+
+def line_buffered_output() -> None:
+    """print() from a handler reaches the master's output (its log file, the journal) line by
+    line. Python buffers stdout in 8 KiB blocks when it is not a terminal (systemd's journal,
+    a file): a handler's print() came out minutes late, out of order with the log lines, and
+    was lost when its slot was killed (stop deadline, hung, memory, cancel). `slotmap run`
+    hides this with PYTHONUNBUFFERED; a systemd unit does not."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and not stream.closed:
+            stream.reconfigure(line_buffering=True)
 
 
 def forget_parent_signals() -> None:

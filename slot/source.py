@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from queue_server.client import QueueClient, tracing
+from queue_server.client.follow import WAIT_CHECK_S
 from queue_server.protocol.client_errors import (
     ConnectionLost,
     OfflineError,
@@ -63,13 +64,16 @@ class ClientSource:
 
         None when the waker ends the wait (a stop, a retarget): the connection is dropped so
         the server hands the waiter nothing, and a reply that came with the wake is kept.
+        A wait whose server stops answering (frozen) is given up within seconds, and the
+        fetch goes to the primary found anew (follow.py WAIT_CHECK_S).
         """
         if self.waker.woken():
             return None
         try:
             jobs = self.client.get(queue, count=count, expire_s=lock_s, block=True, keys=self.keys,
                                    traces=self.keys and self.traces,
-                                   wake_fd=self.waker.fd, until=time.monotonic() + FETCH_FOLLOW_S)
+                                   wake_fd=self.waker.fd, until=time.monotonic() + FETCH_FOLLOW_S,
+                                   check_s=WAIT_CHECK_S)
         except WaitWoken:
             self.waker.drain()
             return None

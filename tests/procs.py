@@ -162,13 +162,17 @@ def to_toml(sections: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def spawn_slotmap(args: Sequence[str], *, log_path: Path, cwd: Path,
-                  pythonpath: Sequence[Path] = ()) -> subprocess.Popen[bytes]:
+                  pythonpath: Sequence[Path] = (), unbuffered: bool = True) -> subprocess.Popen[bytes]:
     """`slotmap <args>` in a session of its own, output appended to `log_path`.
 
-    `pythonpath` comes after the repository (handler modules for a master).
+    `pythonpath` comes after the repository (handler modules for a master); `unbuffered`
+    False: Python's own buffering of output to a file, as under systemd.
     """
     path = os.pathsep.join(str(p) for p in (REPO_ROOT, *pythonpath))
-    env = dict(os.environ, PYTHONPATH=path, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONPATH=path)
+    env.pop("PYTHONUNBUFFERED", None)
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
     with open(log_path, "ab") as log:
         return subprocess.Popen(
             [*server_proc.slotmap_command(), *args],

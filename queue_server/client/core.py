@@ -25,7 +25,8 @@ Reconnect rule (both clients):
   so it is retried like a read-only request (a primary cut off mid-failover).
 - A reply that does not come within `timeout_s` (or `call`'s own timeout)
   closes the connection and raises ReplyTimeout: a late reply would otherwise
-  be read as the answer to the next request. Blocking GETs wait without limit.
+  be read as the answer to the next request. Blocking GETs wait without limit;
+  given `check_s` (a slot's), the server is checked on meanwhile (follow.py WAIT_CHECK_S).
 - An error reply (QueueServerError) keeps the connection, except 413 and
   `400 Line Too Long`, after which the server closes it.
 - With `offline_wait_s` > 0, a request refused with `500 Offline Mode` (not carried
@@ -190,10 +191,14 @@ class ClientCore(Generic[C]):
         idempotent: bool = False,
         wake_fd: int | None = None,
         until: float | None = None,
+        check_s: float | None = None,
     ) -> Op[T]:
         """Send `request` and read its reply, on the primary, by the reconnect rule; with
         `until` (time.monotonic()), sent again to the primary found anew after a refusal
-        or a lost connection until then (queue_server/client/follow.py)."""
+        or a lost connection until then (queue_server/client/follow.py). `check_s`: a
+        blocking wait's check of its server (follow.py WAIT_CHECK_S), with several servers."""
+        if timeout_s is not None or len(self.addresses) == 1:
+            check_s = None  # only a wait without limit, with another server to go to
         if until is not None:
             timeout_s = self._following_timeout(timeout_s)
         conn = None if until is None else (yield from self._following(until, wake_fd))
@@ -205,7 +210,7 @@ class ClientCore(Generic[C]):
         offline_since: float | None = None
         while True:
             try:
-                return (yield Request(conn, request, parse, timeout_s, wake_fd))
+                return (yield Request(conn, request, parse, timeout_s, wake_fd, check_s))
             except WaitWoken:
                 self._drop()  # the server drops the waiter with the connection
                 raise

@@ -51,6 +51,9 @@ class Request:
     parse: Parser[Any]
     timeout_s: float | None
     wake_fd: int | None = None
+    # Blocking client only, a blocking wait (GETB): every `check_s` without a reply the
+    # server is asked on a new connection whether it still answers (follow.py WAIT_CHECK_S).
+    check_s: float | None = None
 
 
 @dataclass(slots=True)

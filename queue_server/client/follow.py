@@ -35,6 +35,18 @@ FOLLOW_RETRY_S: Final = 0.2
 # manager's consent to go on alone. A reply held longer is no harm either: the outcome
 # goes again, and the `404` of one already applied is told apart by the job's key.
 FOLLOW_REPLY_S: Final = 5.0
+# A wait for jobs (a slot's GETB, with several servers) that has had no reply for this long
+# asks its server on a new connection for a PING, answered within connect_timeout_s by any
+# live server, held replies or not. A frozen primary (SIGSTOP, a paused VM) accepts the
+# connection in its kernel and never answers; nothing else would tell the waiting slot, and
+# a job put on the promoted replica 2.5 s after a 30 s freeze was not fetched before the
+# thaw. An answer leaves the wait as it was (its connection, its place in line); no answer
+# gives the wait up as a wake does (half-close, read what the server had sent), and the
+# fetch goes to the primary found anew. One short connection per idle slot this often.
+WAIT_CHECK_S: Final = 5.0
+# What a given-up wait still reads after its half-close: a server silent for the whole
+# check sends nothing more; the bytes it sent before are in flight already.
+WAIT_TAIL_S: Final = 0.5
 
 
 def follows(exc: BaseException) -> bool:

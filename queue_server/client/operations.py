@@ -151,18 +151,18 @@ def get(
     traces: bool = False,
     wake_fd: int | None = None,
     until: float | None = None,
+    check_s: float | None = None,
 ) -> Op[list[Job]]:
     """GET (GETB with block=True, GETBE with "until_empty"); [] on `404 Queue Empty`.
-
-    A blocking get waits as long as it takes (no timeout_s), or until `wake_fd` is
-    readable: then it raises WaitWoken with the connection closed (no job lost). `until`
-    (time.monotonic()): a refusal or a lost connection sends it again to the primary found
-    anew until then (a slot's fetch through a failover).
-    """
+    A blocking get waits as long as it takes, or until `wake_fd` is readable: then it raises
+    WaitWoken with the connection closed (no job lost). `until` (time.monotonic()): a refusal
+    or a lost connection sends it again to the primary found anew until then (a slot's fetch
+    through a failover). `check_s`: the waited-on server's check (follow.py WAIT_CHECK_S)."""
     request = req.get_request(queues, count=count, expire_s=expire_s, then=then, block=block,
                               keys=keys, traces=traces)
     timeout_s = None if block else CLIENT_TIMEOUT
-    return client._request(request, parse_get, timeout_s, wake_fd=wake_fd, until=until)
+    return client._request(request, parse_get, timeout_s, wake_fd=wake_fd, until=until,
+                           check_s=check_s)
 
 
 def done(client: Client, *ids: int, until: float | None = None) -> Op[list[DoneResult]]:

@@ -171,14 +171,16 @@ def queue_server_for(tmp_path: Path) -> Iterator[ServerFor]:
 def start_master(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[StartMaster]:
     """start(modules=[...], static_slots={...}, queues={...}, server=None, server_settings=None,
     **master settings) -> MasterProc; `server` (default: the queue_server fixture's, started
-    only then) is the queue server to use, `server_settings` more of the config's [queue_server]."""
+    only then) is the queue server to use, `server_settings` more of the config's [queue_server],
+    `unbuffered` False: the master's output buffered by Python, as under systemd."""
     started: list[MasterProc] = []
     # ipc:// paths must stay under 108 bytes; pytest's tmp_path can be longer.
     ipc_dir = tempfile.mkdtemp(prefix="sm-", dir="/tmp")
 
     def start(*, modules: list[str], static_slots: Mapping[str, int],
               queues: Mapping[str, Mapping[str, Any]] | None = None, server: Any = None,
-              server_settings: Mapping[str, Any] | None = None, **settings: Any) -> MasterProc:
+              server_settings: Mapping[str, Any] | None = None, unbuffered: bool = True,
+              **settings: Any) -> MasterProc:
         number = len(started)
         address = (server or request.getfixturevalue("queue_server")).address
         master_settings: dict[str, Any] = {
@@ -203,7 +205,7 @@ def start_master(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Sta
         process = spawn_slotmap(
             ["master", "--config", str(config_path),
              "--report-file", str(report_path), "--report-interval-s", "0.1"],
-            log_path=log_path, cwd=tmp_path, pythonpath=[HANDLERS_DIR],
+            log_path=log_path, cwd=tmp_path, pythonpath=[HANDLERS_DIR], unbuffered=unbuffered,
         )
         master = MasterProc(process, config_path, report_path, log_path, address,
                             queue_settings, master_settings, server_settings=dict(server_settings or {}))

@@ -122,6 +122,21 @@ def test_a_handler_module_that_raises_on_import_is_reported_and_the_rest_runs(
     assert text.count("forked slot") == 1
 
 
+def test_a_handler_module_that_calls_sys_exit_on_import_is_reported_and_the_rest_runs(
+    start_master: StartMaster,
+) -> None:
+    master = start_master(modules=["sm_test_exiting_import", "sm_test_behaviours"],
+                          static_slots={"exiting": 1, "slow": 1})
+    report = master.wait_running("slow", 1)
+    assert report.handler_failures == {
+        "module sm_test_exiting_import": "SystemExit: 2 (sys.exit() at import: a command line parsed there?)"
+    }
+    assert report.unhandled_queues == ["exiting"]
+    text = master.log_text()
+    assert "handler module sm_test_exiting_import failed to import" in text
+    assert "unrecognized arguments" in text  # argparse's own words, kept in the log
+
+
 def test_a_handler_whose_setup_fails_is_restarted_with_growing_pauses(start_master: StartMaster) -> None:
     master = start_master(modules=["sm_test_behaviours"], static_slots={"stubborn": 1, "slow": 1})
     started = time.monotonic()

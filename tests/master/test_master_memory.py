@@ -110,3 +110,26 @@ def test_a_slot_past_the_hard_memory_limit_is_killed_by_the_master(
                        and first not in [s.pid for s in r.slots],
                        what="the slot killed over the hard limit and reaped")
     assert "over the hard limit" in master.log_text()
+
+
+def test_a_slot_whose_setup_alone_passes_the_private_dirty_limit_serves_instead_of_recycling(
+    start_master: StartMaster, tmp_path: Path
+) -> None:
+    master = start_master(modules=["sm_test_fat"], static_slots={"fat_setup": 1},
+                          queues={"fat_setup": {"private_dirty_limit_bytes": 20 * MB}})
+    first = master.wait_running("fat_setup", 1).slots[0].pid
+    log = tmp_path / "fat.log"
+    client = master.client()
+    client.put_many("fat_setup", [json.dumps({"log": str(log), "n": n}) for n in range(20)])
+    poll_until(lambda: client.total("fat_setup").jobs == 0 and client.total("fat_setup").running == 0,
+               what="every job done")
+    # A slot reads its memory every second: let it read a few times more while idle.
+    report = master.wait_report(lambda r: r.slots and r.slots[0].private_dirty_bytes > 40 * MB,
+                                what="the slot measured with its 40 MB")
+    lines = log.read_text().splitlines()
+    assert {line.split()[0] for line in lines} == {str(first)}
+    assert report.slots[0].pid == first
+    assert report.counters.get(Counter.RECYCLED_FOR_MEMORY, 0) == 0
+    text = master.log_text()
+    assert text.count("forked slot") == 1
+    assert "over private_dirty_limit_bytes 20971520 B" in text

@@ -304,10 +304,22 @@ def test_an_interrupted_wait_is_reported_as_woken() -> None:
 
 def test_over_the_private_dirty_limit_the_slot_acks_its_batch_then_exits() -> None:
     source = FakeSource(ready={"a": jobs("a", b"x", b"y")})
-    loop = make_loop(source, limit=100 * MB, dirty=101 * MB)
+    loop = make_loop(source, limit=100 * MB)
+    readings = iter([50 * MB, 101 * MB])  # after setup(), then after the batch
+    loop.read_memory = lambda: MemoryUsage(0, 0, next(readings))
     result = loop.step(0.0)
     assert result.exit_code is SlotExit.MEMORY_LIMIT
     assert source.done_calls == [[1, 2]]
+
+
+def test_a_slot_whose_setup_alone_passes_the_limit_is_recycled_only_when_it_grows_by_the_limit() -> None:
+    source = FakeSource(ready={"a": jobs("a", b"x", b"y", b"z", b"w", b"v", b"u")})
+    loop = make_loop(source, limit=100 * MB)
+    readings = iter([150 * MB, 240 * MB, 251 * MB])  # after setup(), then after each batch
+    loop.read_memory = lambda: MemoryUsage(0, 0, next(readings))
+    assert loop.step(0.0).kind is StepKind.BATCH  # 240 MB: over the limit, not over setup + limit
+    assert loop.step(1.0).exit_code is SlotExit.MEMORY_LIMIT
+    assert source.done_calls == [[1, 2, 3], [4, 5, 6]]
 
 
 def test_no_handler_and_failed_setup_exit_with_their_named_codes() -> None:

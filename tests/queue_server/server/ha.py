@@ -116,6 +116,24 @@ def drained(conn, queue: str = "q") -> set[bytes]:  # type: ignore[no-untyped-de
         found.update(job.data for job in batch)
 
 
+def ready_keys(server, queue: str = "q") -> set[bytes]:  # type: ignore[no-untyped-def]
+    """The keys of every ready job on `server`, listed read-only (JOBS, a page of 1000 at a
+    time). Not drained(): a GET changes the server, and a turn with changes is cut unanswered
+    when the lease has just lapsed (a machine loaded past its cores starved the manager so:
+    the drain after ten failovers got a closed connection)."""
+    from queue_server.client import QueueClient
+
+    keys: set[bytes] = set()
+    after = None
+    with QueueClient([server.address], timeout_s=10.0) as client:
+        while True:
+            page = client.jobs(queue, "ready", limit=1000, after=after)
+            keys.update(job.key.encode() for job in page)
+            if len(page) < 1000:
+                return keys
+            after = page[-1].key
+
+
 @dataclass
 class KeyedProducer(_ProducerThread):
     """A thread PUTting jobs with its own keys through QueueClient (issue 17, F): the

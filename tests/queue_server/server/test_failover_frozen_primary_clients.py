@@ -8,6 +8,10 @@ their default timeouts (timeout_s 30, connect_timeout_s 3), as slots and lease k
   server, which its kernel still accepts: 60.3 s, past a 60 s lock, so running jobs ran
   again (slotmap run --replicas 2, SIGSTOP of the primary for 25 s: acknowledged 9.4 s
   after the freeze now, none re-run).
+- A slot idle in GETB on a primary that freezes fetches a job put on the promoted replica
+  within seconds, the old primary still frozen, and the job runs once. Before, the wait
+  stayed on the frozen server (a job put 2.5 s after a 30 s freeze was not fetched before
+  the thaw): the kernel kept the connection, and no reply came to end it.
 - result(timeout=...) waits on across a kill -9 of the primary. Before, its wait, moved to
   a replica, was answered `500 Offline Mode` when that replica was told to follow the new
   primary, and result() raised OfflineError although the job was done, with its result,
@@ -18,8 +22,13 @@ import threading
 import time
 from typing import Any
 
+import psutil
+
 from queue_server.client import QueueClient
-from tests.queue_server.server.ha import frozen
+from slot.loop import SourceUnavailable
+from slot.source import ClientSource
+from slot.wake import Waker
+from tests.queue_server.server.ha import frozen, role
 from tests.queue_server.server.ha_cluster import FAILOVER_DEADLINE_S, HaCluster
 from tests.queue_server.server.test_managed_failover import ha  # noqa: F401  (the fixture)
 from tests.queue_server.util import poll_until
@@ -29,6 +38,10 @@ LOCK_S = 60.0  # the queues' default lock time
 # for (follow.py FOLLOW_REPLY_S, 5 s), the frozen server's handshake (connect_timeout_s,
 # 3 s), with room for a loaded box; well under the lock (before: 60.3 s).
 FOLLOWED_WITHIN_S = 25.0
+# From the freeze to the job fetched on the new primary: the wait's check (follow.py
+# WAIT_CHECK_S, 5 s), its PING unanswered (connect_timeout_s, 3 s), the tail read (0.5 s),
+# the reconnect's handshake with the frozen server (3 s); the promotion (2 s) overlaps.
+FETCHED_WITHIN_S = 30.0
 
 
 def _in_thread(call: Any) -> tuple[threading.Thread, dict[str, Any]]:
@@ -87,3 +100,51 @@ def test_a_result_wait_goes_on_across_the_primarys_kill(ha: HaCluster) -> None: 
         assert worker.done_with_result(job.id, b"the answer", until=time.monotonic() + LOCK_S).found
         waiting.join(LOCK_S)
         assert out.get("value") == "the answer", out
+
+
+def _fetch_as_the_loop_does(source: ClientSource) -> tuple[list[Any], list[str]]:
+    """slot/loop.py's fetch: a SourceUnavailable is retried (the loop pauses 0.1-5 s)."""
+    failures: list[str] = []
+    while len(failures) < 5:
+        try:
+            jobs = source.fetch("q", count=1, lock_s=LOCK_S)
+        except SourceUnavailable as exc:
+            failures.append(str(exc))
+            continue
+        assert jobs is not None, "woken: nothing woke it"
+        return list(jobs), failures
+    raise AssertionError(f"no fetch: {failures}")
+
+
+def test_an_idle_slot_fetches_from_the_new_primary_while_the_old_one_is_frozen(ha: HaCluster) -> None:  # noqa: F811
+    old = ha.servers[0]
+    waker = Waker()
+    try:
+        with QueueClient(ha.addresses) as slot, QueueClient(ha.addresses) as producer:
+            slot.ping()  # on the primary: the fetch's GETB waits there
+            assert slot.address == ("127.0.0.1", old.port)
+            source = ClientSource(slot, waker)
+            fetching, out = _in_thread(lambda: _fetch_as_the_loop_does(source))
+            with frozen(old):
+                new = poll_until(lambda: ha.primary(epoch_above=1), timeout_s=FAILOVER_DEADLINE_S,
+                                 what=lambda: f"a new primary: {ha.views()}")
+                producer.put("q", b"put after the promotion", key="k")
+                fetching.join(FAILOVER_DEADLINE_S)
+                still_frozen = psutil.Process(old.process.pid).status() == psutil.STATUS_STOPPED
+                assert "value" in out, f"not fetched while the old primary was frozen: {out}"
+                jobs, _failures = out["value"]
+                assert [job.key for job in jobs] == ["k"], out
+                assert still_frozen, "fetched only after the thaw"
+                assert out["seconds"] < FETCHED_WITHIN_S, f"fetched {out['seconds']:.1f} s after the freeze"
+                assert slot.address == ("127.0.0.1", new.port)
+                source.done([jobs[0].id])
+            poll_until(lambda: role(old.connect(timeout_s=10.0))[0] == b"replica",
+                       timeout_s=FAILOVER_DEADLINE_S, what=lambda: f"the thawed one follows: {ha.views()}")
+            info = producer.job("k")
+            assert info is not None and (info.state, info.attempts) == ("done", 1), info
+            # Nothing handed out by the thawed server, nor twice: no job runs anywhere.
+            assert producer.runlist() == [], producer.runlist()
+            with QueueClient(old.address) as thawed:
+                assert thawed.runlist() == []
+    finally:
+        waker.close()

@@ -16,7 +16,10 @@ from tests.conftest import HOST, QueueServer
 from tests.queue_server.util import get_job, poll_until, put_ok
 
 MANY = 50_000  # queues of one job each, as the issue measured
-PING_BOUND_S = 0.25  # the worst PING while STATS is built (50 ms of work a turn, with slack)
+# The worst PING while STATS is built: 50 ms of work a turn, with slack for a machine
+# running three times its cores (0.29 s seen there with 0.25), still under the whole
+# STATS's 0.6 s on a quiet machine.
+PING_BOUND_S = 0.5
 
 
 def _fill(server: QueueServer, queues: int) -> None:

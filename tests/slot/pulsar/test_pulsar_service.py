@@ -147,8 +147,8 @@ def test_a_pause_report_stops_every_permit_for_its_seconds(
     served = serve({"api": RateLimitConfig(permits=100, period_s=1.0, margin=0)})
     permits = client(served.endpoint)
     permits.acquire("api")
+    started = time.monotonic()  # before the report: the pause runs from its arrival (0.597 s seen after it)
     assert permits.report("api", pause(0.6))
-    started = time.monotonic()
     permits.acquire("api", timeout_s=DEADLINE_S)
     # Not before the pause ends; the upper bound is the acquire's own timeout (a busy
     # shared machine can hold this thread back for seconds: 5 s was too close).
