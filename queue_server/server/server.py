@@ -299,7 +299,11 @@ class QueueServer(Roles, Replicated, Timers):
         its records to the journal now (else they go at the commit: journal.py)."""
         store = self.store
         if store.woken or store.idled:
-            queue_commands.settle(self)
+            if self.waiters.count and not self.offline:
+                queue_commands.settle(self)
+            else:  # nobody blocked to serve (queue_commands.settle's own test, without its call)
+                store.woken.clear()
+                store.idled.clear()
         if store.dropped:
             self._log_dropped()
         if store.ended:

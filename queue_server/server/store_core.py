@@ -115,10 +115,10 @@ class CoreStore(StoreIndex):
         if now != self._at_time:  # self._handed(now), inlined: one call less per GET
             micro = int(now * 1e6)
             self._at_time = now
-            self._at_rounded = micro / 1e6
-            self._at_option = b" AT %d.%06d" % divmod(micro, 1_000_000)
-        now = self._at_rounded
-        handed = self._at_option
+            self._at_rounded = now = micro / 1e6
+            self._at_option = handed = b" AT %d.%06d" % divmod(micro, 1_000_000)
+        else:
+            now, handed = self._at_rounded, self._at_option
         if names is not None and len(names) == 1:  # the slot's case: one queue, one expiry
             state = self.queues.get(names[0])
             if state is None:

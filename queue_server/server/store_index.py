@@ -285,6 +285,7 @@ class StoreIndex:
         if level is None:
             level = StoreIndex._new_level(state, priority)
         level.append(entry)
+        level.tail += 1
         self.keys[entry[3]] = state
         if not state.ready:
             self._nonempty_index[state.name] = len(self._nonempty)
@@ -299,7 +300,6 @@ class StoreIndex:
         if level is None:
             level = StoreIndex._new_level(state, priority)
         level.appendleft(entry)
-        level.head -= 1
         self.keys[entry[3]] = state
         if not state.ready:
             self._nonempty_index[state.name] = len(self._nonempty)
@@ -345,7 +345,6 @@ class StoreIndex:
             level = levels.get(priority)
             if level:
                 entry = level.popleft()
-                level.head += 1
                 if not level:
                     del levels[priority]
                 if state.gone and id(entry) in state.gone:  # taken out of turn (TTL, DELETE): skipped
@@ -362,12 +361,11 @@ class StoreIndex:
         if level is None:
             level = StoreIndex._new_level(state, priority)
         level.appendleft(entry)
-        level.head -= 1
 
     @staticmethod
     def _new_level(state: QueueState, priority: int) -> Level:
         level = Level()
-        level.head = 0
+        level.tail = 0
         level.gen = next(LEVEL_GENS)
         state.levels[priority] = level
         if priority not in state.in_heap:
@@ -381,9 +379,9 @@ class StoreIndex:
         while level:
             if last:
                 entry = level.pop()
+                level.tail -= 1  # (Level: `tail` is the place after the last entry)
             else:
                 entry = level.popleft()
-                level.head += 1
             if not level:
                 del state.levels[priority]
             if state.gone and id(entry) in state.gone:  # taken out of turn (TTL, DELETE): skipped

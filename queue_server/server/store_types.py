@@ -40,16 +40,22 @@ new_object = object.__new__
 
 class Level(deque[Entry]):
     """A queue's ready jobs of one priority, in hand-out order, knowing where it stands in
-    the history of its line: `head` is the position of its first entry (every popleft adds
-    one, every appendleft takes one), so `head + index` names a ready job's place for good,
-    and a JOBS page resumes after a job that left meanwhile (job_positions.py). `gen` tells
-    this level from one made anew at the same priority after it emptied. Nothing is ever
-    removed from the middle (DELETE and TTL mark the entry in the queue's `gone` instead),
-    so no position moves."""
+    the history of its line: `head` is the position of its first entry, so `head + index`
+    names a ready job's place for good, and a JOBS page resumes after a job that left
+    meanwhile (job_positions.py). It is kept as `tail`, the place after the last entry
+    (every append adds one, a pop from the end takes one), so a hand-out from the front, the
+    hotter path, counts nothing (a `head` counted there cost GET + DONE 510 instructions,
+    0.3%). `gen` tells this level from one made anew at the same priority after it emptied.
+    Nothing is ever removed from the middle (DELETE and TTL mark the entry in the queue's
+    `gone` instead), so no position moves."""
 
-    __slots__ = ("gen", "head")
+    __slots__ = ("gen", "tail")
     gen: int
-    head: int
+    tail: int
+
+    @property
+    def head(self) -> int:
+        return self.tail - len(self)
 
 
 # Level generations and dead jobs' order of death: one count per process, so a JOBS position
@@ -73,6 +79,22 @@ class Job:
 
     __slots__ = ("attempts", "by", "data", "expire_at", "history", "id", "item", "key", "lock_s",
                  "managed", "priority", "queue", "ready_at", "taken_at", "then_done")
+    # Declared for the type checker (no __init__ assigns them; slots take no class values).
+    queue: QueueState
+    priority: int
+    data: bytes
+    item: str | None
+    id: int
+    key: Key
+    attempts: int
+    history: JobMeta | None
+    expire_at: float | None
+    lock_s: float | None
+    managed: bool
+    then_done: bool
+    ready_at: float
+    taken_at: float
+    by: bytes
 
     @property
     def running_by(self) -> str | None:
@@ -167,15 +189,12 @@ class QueueState:
         gone = self.gone
         while gone and id(level[0]) in gone:  # skipped ones before it go first
             gone.discard(id(level.popleft()))
-            level.head += 1
         if level[0] is not entry:
             gone.add(id(entry))
             return
         level.popleft()
-        level.head += 1
         while level and gone and id(level[0]) in gone:
             gone.discard(id(level.popleft()))
-            level.head += 1
         if not level:
             del self.levels[priority]
 
