@@ -63,7 +63,10 @@ def job_reply(job: Job, keys: bool = False, traces: bool = False) -> list[bytes]
 def batch_reply(jobs: Sequence[Job], keys: bool = False, traces: bool = False) -> list[bytes]:
     parts = [b"200 OK %d JOBS\r\n" % len(jobs)]
     for job in jobs:
-        parts.append(_job_head(job, keys, traces))
+        if keys or job.item is not None:
+            parts.append(_job_head(job, keys, traces))
+        else:  # _job_head's plain line without its call (a slot's GET ... COUNT: -560 instructions a job)
+            parts.append(b"%s %d %d %d\r\n" % (job.queue.name.encode(), job.id, job.priority, len(job.data)))
         parts.append(job.data)
     return parts
 
