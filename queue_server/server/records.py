@@ -78,14 +78,17 @@ def at(when: float) -> bytes:
     return b" AT " + _time(when) if when else b""
 
 
+GET_LINE = b"SYNC GET %s %d %d%s%s\r\n"
+GET_LAST_LINE = b"SYNC GET LAST %s %d %d%s%s\r\n"
+
+
 def get(queue: str, job_id: int, priority: int, last: bool, until: float | None, then_done: bool,
         managed: bool = False, handed_at: bytes = b"", by: bytes = b"") -> bytes:
     """`SYNC GET[ LAST] <q> <id> <p>[ UNTIL <t> THEN DONE|LATER][ AT <t>][ BY <name>][ MANAGED]`;
     `handed_at` (` AT <t>`) and `by` (` BY <name>`): when it was handed out and the taking
     connection's CLIENT NAME, so a replica and a replay know when it started and who runs it."""
-    if until is None and not managed:  # hot: one formatting, no concatenation
-        return (b"SYNC GET LAST %s %d %d%s%s\r\n" if last else b"SYNC GET %s %d %d%s%s\r\n") % (
-            queue.encode(), job_id, priority, handed_at, by)
+    if until is None and not managed:  # hot: one formatting, no concatenation (store_core.py has it inline)
+        return (GET_LAST_LINE if last else GET_LINE) % (queue.encode(), job_id, priority, handed_at, by)
     line = b"SYNC GET LAST %s %d %d" if last else b"SYNC GET %s %d %d"
     record = line % (queue.encode(), job_id, priority)
     if until is not None:
