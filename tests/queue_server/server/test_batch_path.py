@@ -74,3 +74,15 @@ def test_ids_converted_at_once_are_those_parsed_one_by_one() -> None:
         with pytest.raises(ProtocolError) as among:
             parse_ids([b"5", bad, b"6"])
         assert str(among.value) == str(one.value)
+
+
+def test_a_done_reply_and_record_of_many_jobs_say_what_each_one_alone_says() -> None:
+    from queue_server.server.responses import done_reply
+    from queue_server.server.store_types import _DONE, NOT_FOUND, DoneResult
+
+    plain = _DONE[False, False]
+    for results in ([plain] * 10, [plain, NOT_FOUND, plain], [plain, _DONE[True, False]], [DoneResult(True)] * 2,
+                    [_DONE[True, True], _DONE[False, True]], []):
+        assert done_reply(results) == b"".join(done_reply([result]) for result in results)
+    assert done_reply([plain, NOT_FOUND]) == b"200 OK\r\n404 Job Not Found\r\n"
+    assert records.done([7, 8, 1234567], b"1.000000") == b"SYNC DONE 7 8 1234567 AT 1.000000\r\n"
