@@ -178,6 +178,9 @@ class QueueAuthority(Base):
     # sync, so none may be promoted without an operator.
     in_sync: Mapped[bool] = mapped_column(Boolean, default=True)
     sync_replicas: Mapped[str] = mapped_column(Text, default="")  # HOST:PORT,... at the last look
+    # The confirmations the primary reported it waits for (ROLE's <min-sync>, 0: async);
+    # NULL: not reported. The sentinel judges a promotion by it, not by its own config.
+    min_sync_replicas: Mapped[int | None] = mapped_column(Integer, nullable=True, default=None)
     updated_at_unix: Mapped[float] = mapped_column(Float)
 
 
