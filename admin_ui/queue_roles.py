@@ -11,7 +11,7 @@ from prometheus_client.registry import Collector
 from pydantic import BaseModel
 
 from admin_ui.settings import AdminSettings
-from manager.failover.sentinel import View
+from manager.failover.role_view import View
 from manager.failover.server_link import ServerLink
 
 SYNC_STATES = ("async", "sync", "waiting", "refusing", "asking", "alone")
@@ -32,6 +32,9 @@ class QueueServerRole(BaseModel):
     lease: str | None = None  # unmanaged | held | lapsed
     sync: str | None = None  # async | sync | waiting | refusing | asking | alone
     in_sync: list[str] = []
+    # The confirmations it waits for before acknowledging as primary (ROLE, 0: async; None:
+    # not said, an older server): servers that differ change the rule at each failover.
+    min_sync_replicas: int | None = None
     replicas: list[ReplicaLag] = []
     # A replica's records it could not apply (each one a resync from a snapshot), from INFO.
     replication_errors: int | None = None
@@ -54,6 +57,7 @@ def read_role(address: str, token: str | None) -> QueueServerRole:
         last = info.get("last_replication_error")
         return QueueServerRole(server=address, reachable=True, role=view.role, epoch=view.epoch,
                                lease=view.lease, sync=view.sync, in_sync=list(view.in_sync),
+                               min_sync_replicas=view.min_sync,
                                replicas=replicas,
                                replication_errors=errors if isinstance(errors, int) else None,
                                last_replication_error=last[:500] if isinstance(last, str) else None)
