@@ -113,6 +113,10 @@ def role_families(roles: list[QueueServerRole]) -> Iterator[Metric]:
                                labels=["server"])
     sync = GaugeMetricFamily("slotmap_queue_server_sync_state", "1 for the server's sync state.",
                              labels=["server", "state"])
+    min_sync = GaugeMetricFamily("slotmap_queue_server_min_sync_replicas",
+                                 "Confirmations the server waits for before acknowledging as primary "
+                                 "(0: async); servers that differ change the rule at each failover.",
+                                 labels=["server"])
     lag = GaugeMetricFamily("slotmap_queue_replica_lag_bytes",
                             "Bytes streamed to a replica and not confirmed yet.", labels=["server", "replica"])
     lag_records = GaugeMetricFamily("slotmap_queue_replica_lag_records",
@@ -130,6 +134,8 @@ def role_families(roles: list[QueueServerRole]) -> Iterator[Metric]:
         leased.add_metric([role.server], 0.0 if role.lease == "lapsed" else 1.0)
         for state in SYNC_STATES:
             sync.add_metric([role.server, state], 1.0 if role.sync == state else 0.0)
+        if role.min_sync_replicas is not None:
+            min_sync.add_metric([role.server], float(role.min_sync_replicas))
         for replica in role.replicas:
             lag.add_metric([role.server, replica.replica], float(replica.behind_bytes))
             if replica.behind_records is not None:
@@ -137,4 +143,4 @@ def role_families(roles: list[QueueServerRole]) -> Iterator[Metric]:
             silent.add_metric([role.server, replica.replica], replica.silent_s)
         if role.replication_errors is not None:
             apply_errors.add_metric([role.server], float(role.replication_errors))
-    yield from (primary, epoch, leased, sync, lag, lag_records, silent, apply_errors)
+    yield from (primary, epoch, leased, sync, min_sync, lag, lag_records, silent, apply_errors)

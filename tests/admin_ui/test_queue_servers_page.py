@@ -46,3 +46,6 @@ def test_servers_waiting_for_different_confirmations_are_marked(  # type: ignore
     assert [s["min_sync_replicas"] for s in servers] == [2, 0]
     html = client.get("/slotmap").text
     assert ", waits for 2" in html and ">differs</span>" in html
+    metrics = client.get("/metrics").text
+    assert f'slotmap_queue_server_min_sync_replicas{{server="{primary.address}"}} 2.0' in metrics
+    assert f'slotmap_queue_server_min_sync_replicas{{server="{replica.address}"}} 0.0' in metrics
