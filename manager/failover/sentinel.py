@@ -76,6 +76,7 @@ class Sentinel:
         # older release): a promotion is judged by the primary's own value (_enforced).
         self.configured_min_sync = min_sync_replicas if sync_mode else 0
         self.reported: dict[str, int | None] = {}  # each server's last <min-sync>
+        self.unmanaged: set[str] = set()  # servers whose ROLE said lease `unmanaged`
         self.mismatch_said = ""
         self.note = note
         self.stopping = stopping
@@ -329,17 +330,23 @@ class Sentinel:
         return self.configured_min_sync if record.min_sync_replicas is None else record.min_sync_replicas
 
     def _check_settings(self, views: dict[str, View | None]) -> None:
-        """Each server's <min-sync> against the others' and this manager's config: a change
-        in what disagrees is logged and made an event (settings_check.py), once."""
+        """Each server's <min-sync> against the others' and this manager's config, and
+        servers not started for managed failover: a change in what disagrees is logged and
+        made an event (settings_check.py), once."""
         for address, view in views.items():
             if view is not None:
                 self.reported[address] = view.min_sync
-        found = settings_check.mismatch(self.reported, configured=self.configured_min_sync)
+                if view.lease == "unmanaged":
+                    self.unmanaged.add(address)
+                else:
+                    self.unmanaged.discard(address)
+        found = settings_check.mismatch(self.reported, configured=self.configured_min_sync,
+                                        unmanaged=self.unmanaged)
         if found == self.mismatch_said:
             return
         self.mismatch_said = found
         if not found:
-            log.warning("queue servers: min_sync_replicas agrees again: %s", ", ".join(
+            log.warning("queue servers: their settings agree again (min_sync_replicas: %s)", ", ".join(
                 f"{a} {settings_check.describe(v or 0)}" for a, v in sorted(self.reported.items())))
             return
         log.error("queue servers: %s", found)

@@ -40,3 +40,10 @@ def test_role_with_and_without_the_min_sync_word() -> None:
     assert later is not None and later.min_sync == 0
     garbled = View.parse(b"200 OK primary sync 1 0 3 held b:1 7 99999999999")
     assert garbled is not None and garbled.min_sync is None  # not believed: as not said
+
+
+def test_a_server_not_started_for_managed_failover_is_named() -> None:
+    said = mismatch({"a:1": 1, "b:1": 1}, configured=1, unmanaged={"b:1"})
+    assert said.startswith("b:1 not started for managed failover") and "a second primary" in said
+    both = mismatch({"a:1": 1, "b:1": 2}, configured=1, unmanaged={"b:1"})
+    assert "the queue servers differ" in both and "; b:1 not started for managed failover" in both

@@ -36,6 +36,7 @@ from tests.queue_server.server.ha_cluster import (
     HaCluster,
     linked_replicas,
     managed_cluster,
+    start_manager,
 )
 from tests.queue_server.server.test_failover_lagging_replica import (
     BigProducer,
@@ -157,3 +158,24 @@ def test_a_manager_configured_async_still_lets_a_sync_primary_go_on_alone_once_r
             finally:
                 engine.dispose()
             assert record is not None and not record.in_sync and record.min_sync_replicas == 1, record
+
+
+def test_a_server_not_started_for_managed_failover_is_reported(  # type: ignore[no-untyped-def]
+        tmp_path: Path, start_queue_server) -> None:
+    """The manager's config says managed_failover, one server was started without
+    --managed: it refuses FOLLOW and PROMOTE and would promote itself. Before, the
+    sentinel's FOLLOW got 403 at every turn and nothing was said."""
+    primary = start_queue_server(*SERVER_ARGS)
+    loose = start_queue_server("--replicate", "sync", "--replica-of", primary.address,
+                               "--server-id", "2", "--promote-after", "600")
+    with cluster_database(tmp_path) as url:
+        manager = start_manager(tmp_path, [primary.address, loose.address], url)
+        try:
+            ha = HaCluster(tmp_path, start_queue_server, [primary, loose], manager, url)
+            said = poll_until(lambda: ha.events("queue_settings_mismatch"), timeout_s=FAILOVER_DEADLINE_S,
+                              what=lambda: f"a queue_settings_mismatch event: {ha.views()}")
+            assert said[0].message.startswith(f"{loose.address} not started for managed failover"), \
+                said[0].message
+        finally:
+            manager.kill()
+            manager.wait(timeout=10)
