@@ -234,7 +234,8 @@ class Master:
 
     def handle_reload(self) -> None:
         """SIGHUP: the config re-read, then the handler code reloaded (master/reloading.py),
-        the leases first brought up to date: the import may hold the loop (leases.renewed_meanwhile)."""
+        the leases first brought up to date. The import runs beside the loop, which goes on
+        (heartbeats, lock renewals, reaping) but forks nothing until it ends."""
         self.take_lease_notes(self.leases.read(), time.monotonic())
         on_sighup(self, time.monotonic())
 
@@ -301,7 +302,10 @@ class Master:
                 case Retarget(slot_id, queue):
                     self.retarget(self.slots[slot_id], self.assignment_for(queue), now)
                 case Spawn(slot_id, queue):
-                    if slot_id not in self.slots and self.deaths.may_fork(queue, now):
+                    # Not while a reload imports: sys.modules holds half of the new code then
+                    # (master/background_import.py); the slot is forked at the next tick after it.
+                    if slot_id not in self.slots and not self.reloader.importing \
+                            and self.deaths.may_fork(queue, now):
                         self.spawn_slot(slot_id, queue, now)
         self.link.resend_retargets(self.slots.values(), now, self.limits.beacon_interval_s * 3)
         self._warn_unhandled()
