@@ -8,10 +8,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from master.lifecycle import ALIVE, Leased, LoopStarted, Resolved, Slot, SlotState
+from master.start_failures import SetupFailed
 from slot.beacon import LeaseNote
 from slot.done_map import DoneMap
 from slot.errors import MessageError
 from slot.outcome_notes import STARTED, is_outcome_line
+from slot.setup_notes import is_setup_error_line, parse_setup_error
 
 log = logging.getLogger(__name__)
 
@@ -28,10 +30,10 @@ RENEWED_STATES = ALIVE - {SlotState.STOPPING}
 @dataclass(frozen=True, slots=True)
 class Note:
     slot_id: int
-    # None for outcome and start notes: they name no pid, the pipe is the slot's own
-    # (a new one per fork).
+    # None for outcome, start and setup-error notes: they name no pid, the pipe is the
+    # slot's own (a new one per fork).
     pid: int | None
-    event: Leased | LoopStarted | Resolved
+    event: Leased | LoopStarted | Resolved | SetupFailed
 
 
 class LeasePipes:
@@ -119,6 +121,12 @@ def _notes(slot_id: int, buffer: bytearray) -> Iterator[Note]:
     lines = bytes(buffer[:end]).split(b"\n")
     del buffer[: end + 1]
     for line in lines:
+        if is_setup_error_line(line):
+            try:
+                yield Note(slot_id, None, SetupFailed(parse_setup_error(line)))
+            except ValueError as exc:
+                log.warning("slot %d: dropping a setup-error note: %s", slot_id, exc)
+            continue
         if is_outcome_line(line):
             # Kept raw: parsed only if the slot dies holding its batch (master/settle.py).
             event = LoopStarted() if line == STARTED[:-1] else Resolved(line)
