@@ -97,5 +97,7 @@ def test_a_failing_setup_is_told_once_and_shown_with_the_host(cluster: Cluster, 
     assert "/events?kind=handler_start_failed&amp;host=alpha" in html
     [failure] = row["start_failures"]
     assert failure["queue"] == "broken" and failure["count"] >= 4
-    # Still one event, however many forks failed since (the count grew).
+    # Still one event, however many forks failed since (the count grew), and no crash event
+    # per failed fork beside it (there was one every 10 s, then one a minute with the back-off).
     assert len(cluster.events("handler_start_failed")) == 1
+    assert cluster.events("slot_crashed") == []
