@@ -150,30 +150,25 @@ class CodeReloader:
             self._refuse(f"the new code failed to import: {exc}")
             self._follow_up(master, now)
             return
-        if new.loaded.failures:
-            undo.restore()
-            self._refuse(f"the new code failed to import: {describe(new.loaded.failures)}")
-            self._follow_up(master, now)
-            return
         queues = self._served(master)
         missing = sorted(queues - set(new.loaded.handlers))
-        if missing:
-            undo.restore()
-            self._refuse(f"the new code has no handler for {', '.join(missing)}, served here")
-            self._follow_up(master, now)
-            return
-        try:
-            pid = spawn(lambda: try_setup(new.loaded.handlers, queues), keep_sockets=master.slot_sockets)
-        except OSError as exc:
-            undo.restore()
-            self._refuse(f"cannot fork the trial of the new code's setup() ({exc})")
-            self._follow_up(master, now)
-            return
-        self._pending = (new, undo, modules)
-        self._trial = Trial(pid, now + master.master_config.drain_timeout_s)
-        self.phase = ReloadPhase.TRYING
-        log.info("code reload: version %s imported (was %s); trying setup() of %s in pid %d",
-                 new.version, self.code.version, ", ".join(sorted(queues)) or "no queue", pid)
+        why = (f"the new code failed to import: {describe(new.loaded.failures)}" if new.loaded.failures
+               else f"the new code has no handler for {', '.join(missing)}, served here" if missing else None)
+        if why is None:
+            try:
+                pid = spawn(lambda: try_setup(new.loaded.handlers, queues), keep_sockets=master.slot_sockets)
+            except OSError as exc:
+                why = f"cannot fork the trial of the new code's setup() ({exc})"
+            else:
+                self._pending = (new, undo, modules)
+                self._trial = Trial(pid, now + master.master_config.drain_timeout_s)
+                self.phase = ReloadPhase.TRYING
+                log.info("code reload: version %s imported (was %s); trying setup() of %s in pid %d",
+                         new.version, self.code.version, ", ".join(sorted(queues)) or "no queue", pid)
+                return
+        undo.restore()
+        self._refuse(why)
+        self._follow_up(master, now)
 
     def state(self) -> CodeState:
         return CodeState(self.code.version, self.generation, self.busy, self.failure, self.answered)
