@@ -10,6 +10,13 @@ from config.admin_config import AdminConfig
 from config.bounded import MAX_SECONDS
 from config.endpoints import check_token, parse_host_port, parse_zmq_endpoint
 from config.names import HOST_NAME_PATTERN, QUEUE_NAME_PATTERN
+from config.recycling import (
+    MAX_JOBS_PER_SLOT,
+    MAX_JOBS_PER_SLOT_JITTER,
+    MAX_SLOT_AGE_JITTER_S,
+    MAX_SLOT_AGE_S,
+    check_recycling,
+)
 from config.schedules import SCHEDULE_NAME_PATTERN, ScheduleConfig
 
 
@@ -187,6 +194,11 @@ class QueueConfig(_Strict):
         description="Largest result kept with a finished job (a handler's return value or "
                     "job.result(data)); a bigger one is not kept, and the job says how large it was.")
     private_dirty_limit_bytes: int = Field(default=256 * 1024 * 1024, ge=1, description="A slot whose Private_Dirty memory passes this finishes its batch and exits; its master forks a fresh one. One whose setup() alone passes it (a model loaded per slot) is recycled only past its setup's level plus this, since a fresh fork would load the same; it logs a warning saying so.")
+    # Recycling after jobs or an age (config/recycling.py holds the fields and why the jitter is absolute).
+    max_jobs_per_slot: int = MAX_JOBS_PER_SLOT
+    max_jobs_per_slot_jitter: int = MAX_JOBS_PER_SLOT_JITTER
+    max_slot_age_s: float = MAX_SLOT_AGE_S
+    max_slot_age_jitter_s: float = MAX_SLOT_AGE_JITTER_S
     rate_limit: RateLimitConfig | None = Field(default=None, description="Cluster-wide limiter named after the queue: each job waits for a permit as the handler reaches it (self.limiter in the handler).")
 
     @model_validator(mode="after")
@@ -195,6 +207,8 @@ class QueueConfig(_Strict):
             raise ValueError(f"min_slots ({self.min_slots}) > max_slots ({self.max_slots})")
         if self.retry_base_s > self.retry_max_s:
             raise ValueError(f"retry_base_s ({self.retry_base_s}) > retry_max_s ({self.retry_max_s})")
+        check_recycling(max_jobs=self.max_jobs_per_slot, jobs_jitter=self.max_jobs_per_slot_jitter,
+                        max_age_s=self.max_slot_age_s, age_jitter_s=self.max_slot_age_jitter_s)
         return self
 
 
