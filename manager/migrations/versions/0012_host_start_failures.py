@@ -2,8 +2,8 @@
 error of each queue, the handler modules that failed to import), as compact JSON
 (manager/storage/samples.py); the tracebacks go with the `handler_start_failed` events.
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-11-29
 """
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0011"
-down_revision: str | None = "0010"
+revision: str = "0012"
+down_revision: str | None = "0011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
