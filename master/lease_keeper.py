@@ -23,6 +23,7 @@ from queue_server.client.cancels import CancelEntry
 from queue_server.protocol.cancels import NO_RING
 from queue_server.protocol.client_errors import ConnectionLost, OfflineError, QueueServerError
 from slot.outcomes import Failure
+from slot.reply_key import reply_key
 from slot.wake import block_slot_signals_in_this_thread
 
 log = logging.getLogger(__name__)
@@ -228,9 +229,8 @@ class LeaseKeeper:
             return
         try:
             match request:
-                case Replies(queue, ttl_s, replies):
-                    for item, data in replies:
-                        client.put(queue, data, item=item, ttl_s=ttl_s, until=until)
+                case Replies():
+                    cls._reply_all(client, request, until)
                 case Done(ids):
                     results = client.done(*ids, until=until)
                     gone = [i for i, result in zip(ids, results, strict=True) if not result.found]
@@ -242,6 +242,16 @@ class LeaseKeeper:
             raise
         except QueueServerError as exc:
             log.warning("%s refused (%s); those jobs come back when their lock expires", request, exc)
+
+    @classmethod
+    def _reply_all(cls, client: QueueClient, request: Replies, until: float) -> None:
+        """Each reply under the key the dead slot's PUT named (slot/reply_key.py): one the
+        slot sent before it died, or this keeper's resend after a lost connection, is no
+        second job while the first waits."""
+        for reply in request.replies:
+            key = reply_key(request.queue, reply.job_id, reply.item) if request.keyed else None
+            client.put(request.queue, reply.data, item=reply.item, ttl_s=request.ttl_s, key=key,
+                       until=until)
 
     @staticmethod
     def _fail_all(client: QueueClient, failures: list[Failure], until: float) -> None:
