@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from master_procs import StartMaster, poll_until
+from polling import DEADLINE_S
 
 from queue_server.client import QueueClient
 from slot.reply_key import REPLY_KEY_PREFIX
@@ -39,3 +40,19 @@ def test_a_reply_sent_before_the_slot_died_is_one_reply_job(
         f"{len(replies)} reply jobs\n{master.log_tail()}"
     assert replies[0].key is not None and replies[0].key.startswith(REPLY_KEY_PREFIX)
 
+
+def test_a_call_whose_slot_died_after_replying_gets_one_reply_and_leaves_none(
+    start_master: StartMaster, queue_server_for: Any
+) -> None:
+    """call() takes the slot's reply at once and finishes it, which frees its key: the
+    master finds it kept (finished) under that key and does not send it again; before, the
+    master's PUT left a second reply in the queue until its TTL."""
+    server = queue_server_for({QUEUE: SETTINGS, REPLIES: {}})
+    master = start_master(modules=["sm_test_replies"], static_slots={QUEUE: 1},
+                          queues={QUEUE: SETTINGS}, server=server)
+    client = master.client()
+    answer = client.call(QUEUE, b"q2", timeout_s=DEADLINE_S)
+    assert answer.data == b"answer to q2"
+    poll_until(lambda: client.stats(QUEUE)[QUEUE].done == 1, what="the call's job done by the master")
+    assert client.get(REPLIES, count=100, keys=True) == [], master.log_tail()
+    assert "sent by its slot before it died" in master.log_text()
