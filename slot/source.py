@@ -19,6 +19,7 @@ from queue_server.protocol.replies import Job
 from slot.loop import SourceUnavailable
 from slot.outcome_check import not_running
 from slot.outcomes import Failure
+from slot.reply_key import Reply, reply_key
 from slot.wake import Waker
 
 T = TypeVar("T")
@@ -34,7 +35,7 @@ MAX_LOOKUPS = 20
 class ClientSource:
     """Through a failover (issue 25): a fetch follows the primary for FETCH_FOLLOW_S, and a
     batch's replies, DONE, LATER and FAIL for one lock time from its first outcome request:
-    a refusal by a server that is not the primary, a lost connection or a missing reply
+    a refusal by a server that is not the primary, a lost connection or a server gone silent
     sends them again to the primary found anew (queue_server/client/follow.py). In sync
     mode the new primary holds the hand-out and its lock, so it accepts them: no re-run,
     no attempt charged. An id then not running is looked up by its key (outcome_check.py):
@@ -162,11 +163,17 @@ class ClientSource:
                                    if result is None])
         return sum(result is not None and result.dead for result in results)
 
-    def reply(self, queue: str, replies: Sequence[tuple[str, bytes]], *,
-              ttl_s: float | None = None) -> None:
-        """Each reply under its caller's item; with `ttl_s`, deleted if not taken by then."""
-        for item, data in replies:
-            _call(self.client.put, queue, data, item=item, ttl_s=ttl_s, until=self._until())
+    def reply(self, queue: str, replies: Sequence[Reply], *, ttl_s: float | None = None) -> None:
+        """Each reply under its caller's item; with `ttl_s`, deleted if not taken by then.
+        Each has a key of its own (slot/reply_key.py), the same each time it is sent, by
+        this slot or by the master settling its batch after its death: a reply sent again
+        (to the primary found anew after a stalled primary taken for a frozen one, a
+        failover) while the first one waits or runs is no second job (`EXISTS`). No key
+        from a server older than KEYS (it would refuse PUT ... KEY)."""
+        for reply in replies:
+            key = reply_key(queue, reply.job_id, reply.item) if self.keys else None
+            _call(self.client.put, queue, reply.data, item=reply.item, ttl_s=ttl_s, key=key,
+                  until=self._until())
 
     def _not_running(self, verb: str, ids: Sequence[int]) -> None:
         """Say what became of the ids an outcome found not running (outcome_check.py): the
