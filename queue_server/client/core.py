@@ -25,8 +25,8 @@ Reconnect rule (both clients):
   so it is retried like a read-only request (a primary cut off mid-failover).
 - A reply that does not come within `timeout_s` (or `call`'s own timeout)
   closes the connection and raises ReplyTimeout: a late reply would otherwise
-  be read as the answer to the next request. Blocking GETs wait without limit;
-  given `check_s` (a slot's), the server is checked on meanwhile (follow.py WAIT_CHECK_S).
+  be read as the answer to the next request. Blocking GETs wait without limit; given `check_s`, and
+  result()'s waits, the server is checked on meanwhile (wait_check.py, WAIT_CHECK_S).
 - An error reply (QueueServerError) keeps the connection, except 413 and
   `400 Line Too Long`, after which the server closes it.
 - With `offline_wait_s` > 0, a request refused with `500 Offline Mode` (not carried
@@ -44,7 +44,8 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Final, Generic, NoReturn, Protocol, TypeVar
 
-from queue_server.client.effects import Op, Open, Request, Sleep
+from queue_server.client import wait_check
+from queue_server.client.effects import Op, Open, Request, Send, Sleep
 from queue_server.client.follow import FOLLOW_REPLY_S, follow_pause
 from queue_server.protocol import requests as req
 from queue_server.protocol.client_errors import (
@@ -150,9 +151,11 @@ class ClientCore(Generic[C]):
         """Send `request` and read its reply, on the primary, by the reconnect rule; with
         `until` (time.monotonic()), sent again to the primary found anew after a refusal
         or a lost connection until then (queue_server/client/follow.py). `check_s`: a
-        blocking wait's check of its server (follow.py WAIT_CHECK_S), with several servers."""
-        if timeout_s is not None or len(self.addresses) == 1:
-            check_s = None  # only a wait without limit, with another server to go to
+        wait's check of its server (follow.py WAIT_CHECK_S), with several servers; a
+        wait (`timeout_s` None, or given `check_s`) is read by wait_check.wait."""
+        if timeout_s == CLIENT_TIMEOUT or len(self.addresses) == 1:
+            check_s = None  # only a wait, with another server to go to
+        waits = check_s is not None or (timeout_s is None and wake_fd is not None)
         if until is not None:
             timeout_s = self._following_timeout(timeout_s)
         conn = None if until is None else (yield from self._following(until, wake_fd))
@@ -164,14 +167,19 @@ class ClientCore(Generic[C]):
         offline_since: float | None = None
         while True:
             try:
-                return (yield Request(conn, request, parse, timeout_s, wake_fd, check_s))
+                if not waits:
+                    return (yield Request(conn, request, parse, timeout_s))
+                yield Send(conn, request)
+                return (yield from wait_check.wait(self, conn, parse, timeout_s=timeout_s,
+                                                   check_s=check_s, wake_fd=wake_fd))
             except WaitWoken:
                 self._drop()  # the server drops the waiter with the connection
                 raise
             except BaseException as exc:  # interrupted: a late reply would answer the next request
-                pause = follow_pause(exc, until, time.monotonic())
+                now = time.monotonic()
+                pause = follow_pause(exc, until, now)
                 if pause is None:
-                    pause, offline_since = self._offline_pause(exc, offline_since, time.monotonic())
+                    pause, offline_since = self._offline_pause(exc, offline_since, now)
                 if pause is None:
                     self._retry_or_raise(conn, req.verb_of(request), exc, retries_left=retries)
                     retries -= 1
