@@ -25,7 +25,10 @@ Reconnect rule (both clients):
   so it is retried like a read-only request (a primary cut off mid-failover).
 - A reply that does not come within `timeout_s` (or `call`'s own timeout)
   closes the connection and raises ReplyTimeout: a late reply would otherwise
-  be read as the answer to the next request. Blocking GETs wait without limit; given `check_s`, and
+  be read as the answer to the next request. With several servers, a request that
+  may go again (read-only, or a PUT with its own key) waits FOLLOW_REPLY_S instead and
+  goes to the primary found anew, until `timeout_s` has passed (a frozen primary,
+  follow.py resends_until). Blocking GETs wait without limit; given `check_s`, and
   result()'s waits, the server is checked on meanwhile (wait_check.py, WAIT_CHECK_S).
 - An error reply (QueueServerError) keeps the connection, except 413 and
   `400 Line Too Long`, after which the server closes it.
@@ -46,7 +49,12 @@ from typing import Final, Generic, NoReturn, Protocol, TypeVar
 
 from queue_server.client import wait_check
 from queue_server.client.effects import Op, Open, Request, Send, Sleep
-from queue_server.client.follow import FOLLOW_REPLY_S, follow_pause
+from queue_server.client.follow import (
+    FOLLOW_REPLY_S,
+    follow_pause,
+    resend_pause,
+    resends_until,
+)
 from queue_server.protocol import requests as req
 from queue_server.protocol.client_errors import (
     BadReply,
@@ -164,6 +172,11 @@ class ClientCore(Generic[C]):
             if conn is None or conn.unusable():
                 conn = yield from self._ready()
         retries = self.reconnect_attempts if read_only or idempotent else 0
+        resend_until = None
+        if until is None and timeout_s == CLIENT_TIMEOUT and (read_only or idempotent):
+            resend_until = resends_until(time.monotonic(), servers=len(self.addresses),
+                                         timeout_s=self.timeout_s)
+            timeout_s = CLIENT_TIMEOUT if resend_until is None else FOLLOW_REPLY_S
         offline_since: float | None = None
         while True:
             try:
@@ -180,6 +193,8 @@ class ClientCore(Generic[C]):
                 pause = follow_pause(exc, until, now)
                 if pause is None:
                     pause, offline_since = self._offline_pause(exc, offline_since, now)
+                if pause is None and resend_until is not None:
+                    pause = resend_pause(exc, resend_until, now)
                 if pause is None:
                     self._retry_or_raise(conn, req.verb_of(request), exc, retries_left=retries)
                     retries -= 1

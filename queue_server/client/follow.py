@@ -64,3 +64,23 @@ def follow_pause(exc: BaseException, until: float | None, now: float) -> float |
     if until is None or now >= until or not follows(exc):
         return None
     return min(FOLLOW_RETRY_S, until - now)
+
+
+def resends_until(now: float, *, servers: int, timeout_s: float) -> float | None:
+    """Until when a request without `until` that may go again (read-only, a PUT with the
+    producer's own key), with no reply within FOLLOW_REPLY_S, is sent again to the primary
+    found anew: the client's `timeout_s` from `now`; None (one reply wait of `timeout_s`)
+    with a single server or a timeout_s that short. Before, a producer's PUT sent to a
+    frozen primary waited the client's 30 s and raised ReplyTimeout, the replica promoted
+    2 s after the freeze."""
+    if servers == 1 or timeout_s <= FOLLOW_REPLY_S:
+        return None
+    return now + timeout_s
+
+
+def resend_pause(exc: BaseException, until: float, now: float) -> float | None:
+    """0 (no pause: the new connection asks the server list) when a request's reply did
+    not come in time (resends_until) and `until` is not past; None to raise."""
+    if now >= until or not isinstance(exc, TimeoutError):
+        return None
+    return 0.0

@@ -8,6 +8,9 @@ connect_timeout_s 3).
   put on the promoted replica while the old primary is still frozen, as the blocking client
   does. Before, the asyncio client ignored `check_s` and stayed on the frozen server until
   it thawed.
+- A producer's `put` with its own key, and a read (`job`), sent to the frozen primary are
+  answered by the new one within seconds. Before, each waited the client's 30 s for the
+  reply and raised ReplyTimeout.
 - `result(timeout=...)` waiting on the frozen primary gets the result stored on the new one
   within seconds. Before, its wait stayed on the frozen server for the timeout plus the
   client's 30 s, and raised ReplyTimeout although the job was done with its result."""
@@ -72,6 +75,30 @@ def test_an_idle_asyncio_wait_fetches_from_the_new_primary_while_the_old_one_is_
         assert at["then"] == ("127.0.0.1", new.port)
         info = producer.job("k")
         assert info is not None and (info.state, info.attempts) == ("running", 1), info
+
+
+def test_a_keyed_put_and_a_read_sent_to_a_frozen_primary_go_to_the_new_one(ha: HaCluster) -> None:  # noqa: F811
+    old = ha.servers[0]
+    with QueueClient(ha.addresses) as producer, QueueClient(ha.addresses) as reader:
+        producer.put("q", b"put before the freeze", key="before")
+        reader.ping()
+        assert producer.address == reader.address == ("127.0.0.1", old.port)
+        with frozen(old):
+            putting, out = _in_thread(lambda: producer.put("q", b"put into the freeze", key="p"))
+            reading, read = _in_thread(lambda: reader.job("before"))
+            putting.join(FOLLOWED_WITHIN_S + 35)
+            reading.join(FOLLOWED_WITHIN_S + 35)
+            still_frozen = _still_frozen(old)
+            new = _new_primary(ha)
+        assert "error" not in out, out
+        assert "error" not in read and read["value"].state == "ready", read
+        assert still_frozen, "answered only after the thaw"
+        assert out["seconds"] < FOLLOWED_WITHIN_S, f"stored {out['seconds']:.1f} s after the freeze"
+        assert read["seconds"] < FOLLOWED_WITHIN_S, f"read {read['seconds']:.1f} s after the freeze"
+        assert producer.address == reader.address == ("127.0.0.1", new.port)
+        info = producer.job("p")
+        assert info is not None and info.state == "ready", info
+        assert producer.total("q").jobs == 2  # each stored once
 
 
 def test_a_result_wait_on_a_frozen_primary_gets_the_result_from_the_new_one(ha: HaCluster) -> None:  # noqa: F811
