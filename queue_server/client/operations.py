@@ -206,7 +206,8 @@ def call(
     client._close_answered_waits()
     conn = yield from client._ready()
     try:
-        _item, key = yield Request(conn, request, parse_wait_ack_keyed, CLIENT_TIMEOUT)
+        _item, key = yield Request(conn, request, parse_wait_ack_keyed,
+                                   calls.ack_timeout_s(client.timeout_s, timeout_s))
     except BaseException as exc:
         client._raise_failed(conn, "PUT ... WAIT", exc)
     try:
