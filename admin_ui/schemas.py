@@ -201,6 +201,10 @@ class HostRow(_View):
     avg_slot_bytes: int
     load_avg_1m: float
     recycled_for_memory: int
+    recycled_for_jobs: int = Field(default=0, description="slots that left after max_jobs_per_slot, "
+                                   "since the master started")
+    recycled_for_age: int = Field(default=0, description="slots that left past max_slot_age_s, "
+                                  "since the master started")
     killed_hung: int
     load_cap: str | None = Field(default=None, description="\"capped by load: ...\" while the "
                                  "load average, not memory, sets the host's capacity")

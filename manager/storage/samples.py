@@ -112,6 +112,8 @@ def host_samples(*, at_unix: float, reports: Sequence[tuple[HostReport, bool]]) 
             load_avg_1m=report.load_avg_1m,
             recycled_for_memory=report.counters.get(Counter.RECYCLED_FOR_MEMORY, 0),
             killed_hung=report.counters.get(Counter.KILLED_HUNG, 0),
+            recycled_for_jobs=report.recycled_for_jobs,
+            recycled_for_age=report.recycled_for_age,
             load_cap=report.load_cap() if alive else None,
             code_version=report.code_version or None,
             code_reload_failure=cut(report.code_reload_failure, CODE_FAILURE_CHARS)

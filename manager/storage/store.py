@@ -52,6 +52,9 @@ class EventKind(StrEnum):
     QUEUE_SYNC_LOST = "queue_sync_lost"
     QUEUE_SYNC_REGAINED = "queue_sync_regained"
     QUEUE_PROMOTION_REFUSED = "queue_promotion_refused"
+    # The queue servers' min_sync_replicas differ from each other or from the manager's config,
+    # or one was not started for managed failover (manager/failover/settings_check.py).
+    QUEUE_SETTINGS_MISMATCH = "queue_settings_mismatch"
     # Frames refused at the master door (bad, out of bounds, spoofed, past max_hosts),
     # at most one per reason every few seconds (manager/events/refusals.py), with a count.
     PEER_REFUSED = "peer_refused"
