@@ -5,6 +5,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from admin_ui.start_failures import StartFailureView
+
 Trend = Literal["up", "down", "steady"]
 SortOrder = Literal["asc", "desc"]
 
@@ -214,6 +216,7 @@ class HostRow(_View):
                                             "code reload, until one succeeds")
     other_code: bool = Field(default=False, description="this host's code version differs from "
                              "the one most live hosts run")
+    start_failures: list[StartFailureView] = Field(default_factory=list)
     by_queue: dict[str, int] = Field(description="slots per queue in the current slot map")
     mapped: int = Field(description="slots the slot map gives this host")
 

@@ -25,6 +25,7 @@ from admin_ui.schemas import (
     SortOrder,
     Trend,
 )
+from admin_ui.start_failures import start_failure_views
 from config.models import QueueConfig
 from manager.events.code_versions import other_code
 from manager.storage.store import EventKind, Override
@@ -273,6 +274,7 @@ def _host_row(host: str, sample: HostReading | None, cells: Mapping[str, int]) -
         killed_hung=sample.killed_hung, load_cap=sample.load_cap, by_queue=dict(cells),
         mapped=sum(cells.values()), code_version=sample.code_version,
         code_reload_failure=sample.code_reload_failure,
+        start_failures=start_failure_views(sample.start_failures) if sample.alive else [],
     )
 
 

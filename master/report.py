@@ -1,7 +1,7 @@
 """HostReport: what a master tells the manager (and its report file) about the host and its slots."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -29,6 +29,7 @@ from master.capacity import Capacity, capped_by_load
 from master.crashes import MAX_RECENT, CrashCounts, CrashLog, SlotCrash
 from master.host import HostFigures
 from master.lifecycle import Counter, Slot, SlotState
+from master.start_failures import MAX_REPORTED, StartFailure
 from slot.beacon import SlotPhase
 
 
@@ -79,7 +80,7 @@ class HostReport(_Model):
     LATER_FIELDS = frozenset({"crashes", "crash_counts", "load_limit", "code_version",
                               "code_generation", "code_reloading", "code_reload_failure",
                               "code_reloads_answered", "queues_version",
-                              "recycled_for_jobs", "recycled_for_age"})
+                              "recycled_for_jobs", "recycled_for_age", "start_failures"})
 
     host: HostName
     master_pid: Pid
@@ -125,6 +126,9 @@ class HostReport(_Model):
     # Slots that left after max_jobs_per_slot or max_slot_age_s, since the master started.
     recycled_for_jobs: Count = 0
     recycled_for_age: Count = 0
+    # Why queues' slots do not come up: the last setup() error of each queue, the handler
+    # modules that failed to import, newest first (master/start_failures.py).
+    start_failures: list[StartFailure] = Field(default_factory=list, max_length=MAX_REPORTED)
 
     def load_cap(self) -> str | None:
         """The notice while the load bound, not memory or max_slots, sets the capacity (the
@@ -193,6 +197,7 @@ def build_report(
     queue_settings: Mapping[str, QueueSettingsReport] | None = None,
     crash_log: CrashLog | None = None,
     code: CodeState | None = None,
+    start_failures: Sequence[StartFailure] = (),
 ) -> HostReport:
     reports = [slot_report(slot, now) for slot in sorted(slots, key=lambda s: s.slot_id)]
     return HostReport(
@@ -228,6 +233,7 @@ def build_report(
         code_reloading=code.reloading if code else False,
         code_reload_failure=cut(code.failure, MAX_TEXT_CHARS) if code and code.failure else None,
         code_reloads_answered=code.answered if code else 0,
+        start_failures=list(start_failures),
     )
 
 

@@ -20,6 +20,8 @@ from slot.memory import MemoryUsage, MemoryWatch
 from slot.outcomes import Failure, acknowledgement, fail_unresolved, handler_policy
 from slot.recycling import JitterDraw, Recycle, jobs_left, recycle_due
 from slot.retarget import GivingBack
+from slot.setup_notes import SetupError
+from slot.setup_notes import describe as describe_setup_error
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +76,9 @@ class LeaseNotes(Protocol):
     def release(self) -> None: ...
     def started(self) -> None:
         """Once, before the first fetch: a death from now on is not a failed start."""
+        ...
+    def setup_failed(self, error: SetupError) -> None:
+        """The handler's setup() raised: why, for the master's report (slot/setup_notes.py)."""
         ...
     def handled(self) -> None:
         """handle() returned normally: the jobs it left unresolved are DONE."""
@@ -295,11 +300,13 @@ class SlotLoop:
         try:
             handler = cls()
             handler.setup()
-        except Exception:  # user code at the slot's boundary
+        except Exception as exc:  # user code at the slot's boundary
             log.exception(
                 "%s.setup() failed for queue %s; exiting, the master restarts with backoff",
                 cls.__qualname__, queue,
             )
+            if self.leases is not None:  # the master's report carries it (slot/setup_notes.py)
+                self.leases.setup_failed(describe_setup_error(exc, handler=f"{cls.__module__}.{cls.__qualname__}"))
             return SlotExit.SETUP_FAILED
         self._handler = handler
         if self.leases is not None:

@@ -83,6 +83,9 @@ class HostSample(Base):
     # (master/reloading.py); None before 0007 and from masters of the release before.
     code_version: Mapped[str | None] = mapped_column(String(64), nullable=True)
     code_reload_failure: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    # Why queues' slots do not come up there (master/start_failures.py), as compact JSON
+    # (manager/storage/samples.py stored_start_failures); None before 0012 and with none.
+    start_failures: Mapped[str | None] = mapped_column(String(2000), nullable=True)
 
     __table_args__ = (Index("ix_host_samples_host_at", "host", "at_unix"),)
 

@@ -70,6 +70,9 @@ class EventKind(StrEnum):
     # A master rolled its slots to new handler code, or refused it (manager/events/code_versions.py).
     HOST_CODE_RELOADED = "host_code_reloaded"
     HOST_CODE_RELOAD_REFUSED = "host_code_reload_refused"
+    # A queue's handler could not start on a host (setup() raised, or its module failed to
+    # import): once per distinct error, with the traceback's tail (manager/events/start_failures.py).
+    HANDLER_START_FAILED = "handler_start_failed"
     # The manager's config reload (SIGHUP, manager/reloading/config_reload.py): what changed, or why not.
     CONFIG_RELOADED = "config_reloaded"
     CONFIG_RELOAD_REFUSED = "config_reload_refused"

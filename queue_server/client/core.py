@@ -13,8 +13,7 @@ Reconnect rule (both clients):
   server without an id ranks last), so a failover is followed whatever the ids.
   With a single server no INTERCONNECT is sent. With several, each has
   `connect_timeout_s` to answer this handshake too (a frozen server accepts and never
-  answers). Unreachable servers are
-  skipped; with none reachable it retries the list
+  answers). Unreachable servers are skipped; with none reachable it retries the list
   `reconnect_attempts` more times, then raises ServerUnreachable.
 - Read-only requests (PING, TOTAL, STATS, RUNLIST, JOB, JOBS, INTERCONNECT) that
   lose the connection mid-way are repeated on a fresh connection.
@@ -26,10 +25,12 @@ Reconnect rule (both clients):
 - A reply that does not come within `timeout_s` (or `call`'s own timeout)
   closes the connection and raises ReplyTimeout: a late reply would otherwise
   be read as the answer to the next request. With several servers, a request that
-  may go again (read-only, or a PUT with its own key) waits FOLLOW_REPLY_S instead and
-  goes to the primary found anew, until `timeout_s` has passed (a frozen primary,
-  follow.py resends_until). Blocking GETs wait without limit; given `check_s`, and
-  result()'s waits, the server is checked on meanwhile (wait_check.py, WAIT_CHECK_S).
+  may go again (read-only, or a PUT with its own key) goes to the primary found anew
+  when its server is silent or no longer primary (asked after FOLLOW_CHECK_S, as an
+  outcome's, wait_check.py held_reply), until `timeout_s` has passed (a frozen primary,
+  follow.py resends_until); a live primary's late reply is waited for. Blocking GETs
+  wait without limit; given `check_s`, and result()'s waits, the server is checked on
+  meanwhile (wait_check.py, WAIT_CHECK_S).
 - An error reply (QueueServerError) keeps the connection, except 413 and
   `400 Line Too Long`, after which the server closes it.
 - With `offline_wait_s` > 0, a request refused with `500 Offline Mode` (not carried
@@ -39,7 +40,8 @@ Reconnect rule (both clients):
   not: the next request asks the server list again, never the same refusing server
   (a restarted old primary that answered first, issue 25).
 - Outcomes given `until` (DONE, LATER, FAIL, TOUCH, a reply's PUT: a running job's lock)
-  follow the primary through a failover: queue_server/client/follow.py.
+  follow the primary through a failover (follow.py); a late reply is waited for while
+  the server still answers, since it holds it (wait_check.py held_reply).
 """
 from __future__ import annotations
 
@@ -49,12 +51,7 @@ from typing import Final, Generic, NoReturn, Protocol, TypeVar
 
 from queue_server.client import wait_check
 from queue_server.client.effects import Op, Open, Request, Send, Sleep
-from queue_server.client.follow import (
-    FOLLOW_REPLY_S,
-    follow_pause,
-    resend_pause,
-    resends_until,
-)
+from queue_server.client.follow import FOLLOW_CHECK_S, follow_pause, resend_pause, resends_until
 from queue_server.protocol import requests as req
 from queue_server.protocol.client_errors import (
     BadReply,
@@ -156,16 +153,25 @@ class ClientCore(Generic[C]):
         until: float | None = None,
         check_s: float | None = None,
     ) -> Op[T]:
-        """Send `request` and read its reply, on the primary, by the reconnect rule; with
-        `until` (time.monotonic()), sent again to the primary found anew after a refusal
-        or a lost connection until then (queue_server/client/follow.py). `check_s`: a
-        wait's check of its server (follow.py WAIT_CHECK_S), with several servers; a
-        wait (`timeout_s` None, or given `check_s`) is read by wait_check.wait."""
+        """Send `request` and read its reply, on the primary, by the reconnect rule. Which read:
+        - a wait (`timeout_s` None with `wake_fd`, or given `check_s`: with several servers,
+          its server checked every `check_s`, follow.py WAIT_CHECK_S): wait_check.wait;
+        - with `until` (time.monotonic()), a request that follows the primary: sent again to
+          the primary found anew after a refusal, a lost connection or a server gone silent
+          (or no longer primary) until then;
+        - without `until`, a request that may go again (read-only, or `idempotent`: a PUT
+          with its own key), with several servers: sent again to the primary found anew
+          after a lost connection or a server gone silent, for the client's timeout_s
+          (follow.py resends_until);
+        - either of these two with no reply within FOLLOW_CHECK_S: wait_check.held_reply,
+          a late reply from a live primary waited for (until `until`, or that timeout_s),
+          never sent again;
+        - else one reply wait of `timeout_s`."""
         if timeout_s == CLIENT_TIMEOUT or len(self.addresses) == 1:
             check_s = None  # only a wait, with another server to go to
         waits = check_s is not None or (timeout_s is None and wake_fd is not None)
-        if until is not None:
-            timeout_s = self._following_timeout(timeout_s)
+        follow_s = None if until is None else self._follow_check_s(timeout_s)
+        timeout_s = timeout_s if follow_s is None else follow_s
         conn = None if until is None else (yield from self._following(until, wake_fd))
         if conn is None:
             conn = self._conn
@@ -176,15 +182,23 @@ class ClientCore(Generic[C]):
         if until is None and timeout_s == CLIENT_TIMEOUT and (read_only or idempotent):
             resend_until = resends_until(time.monotonic(), servers=len(self.addresses),
                                          timeout_s=self.timeout_s)
-            timeout_s = CLIENT_TIMEOUT if resend_until is None else FOLLOW_REPLY_S
+            follow_s = None if resend_until is None else self._follow_check_s(timeout_s)
+            timeout_s = timeout_s if follow_s is None else follow_s
+        held_until = until if until is not None else resend_until
         offline_since: float | None = None
         while True:
             try:
-                if not waits:
+                if waits:
+                    yield Send(conn, request)
+                    return (yield from wait_check.wait(self, conn, parse, timeout_s=timeout_s,
+                                                       check_s=check_s, wake_fd=wake_fd))
+                try:
                     return (yield Request(conn, request, parse, timeout_s))
-                yield Send(conn, request)
-                return (yield from wait_check.wait(self, conn, parse, timeout_s=timeout_s,
-                                                   check_s=check_s, wake_fd=wake_fd))
+                except TimeoutError:
+                    if follow_s is None or held_until is None:
+                        raise
+                    return (yield from wait_check.held_reply(self, conn, parse, until=held_until,
+                                                             check_s=follow_s))
             except WaitWoken:
                 self._drop()  # the server drops the waiter with the connection
                 raise
@@ -205,12 +219,10 @@ class ClientCore(Generic[C]):
             if conn is None:
                 conn = yield from self._ready()
 
-    def _following_timeout(self, timeout_s: float | None) -> float | None:
-        """The reply timeout of a request that follows the primary (`until`): the client's,
-        at most FOLLOW_REPLY_S (follow.py); a blocking GET's None is left alone."""
-        if timeout_s != CLIENT_TIMEOUT or self.timeout_s <= FOLLOW_REPLY_S:
-            return timeout_s
-        return FOLLOW_REPLY_S
+    def _follow_check_s(self, timeout_s: float | None) -> float | None:
+        """How long a request that follows the primary waits for its reply before it asks whether
+        its server answers (follow.py FOLLOW_CHECK_S); None for a timeout of its own (GETB's)."""
+        return None if timeout_s != CLIENT_TIMEOUT else min(FOLLOW_CHECK_S, self.timeout_s)
 
     def _following(self, until: float, wake_fd: int | None) -> Op[C | None]:
         """The connection to use while following the primary until `until`: no server

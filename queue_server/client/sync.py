@@ -16,6 +16,7 @@ from typing import Any, Concatenate, Final, ParamSpec, Self, TypeVar
 
 from queue_server.client import calls
 from queue_server.client import cancels as cancel_ops
+from queue_server.client import fails as fail_ops
 from queue_server.client import operations as ops
 from queue_server.client import results as result_ops
 from queue_server.client.core import CLIENT_TIMEOUT, RECV_BYTES, ClientCore
@@ -226,7 +227,7 @@ class QueueClient(ClientCore[_Connection]):
     later = _blocking(ops.later)
     call = _blocking(ops.call)
     fail = _blocking(ops.fail)
-    fail_many = _blocking(ops.fail_many)
+    fail_many = _blocking(fail_ops.fail_many)
     touch = _blocking(ops.touch)
     job = _blocking(ops.job)
     jobs = _blocking(ops.jobs)

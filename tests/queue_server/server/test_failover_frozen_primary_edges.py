@@ -24,13 +24,12 @@ import psutil
 
 from queue_server.client import AsyncQueueClient, QueueClient
 from queue_server.client.follow import WAIT_CHECK_S
-from tests.queue_server.server.ha import frozen
+from tests.queue_server.server.ha import frozen, in_thread
 from tests.queue_server.server.ha_cluster import FAILOVER_DEADLINE_S, HaCluster
 from tests.queue_server.server.test_failover_frozen_primary_clients import (
     FETCHED_WITHIN_S,
     FOLLOWED_WITHIN_S,
     LOCK_S,
-    _in_thread,
 )
 from tests.queue_server.server.test_managed_failover import ha  # noqa: F401  (the fixture)
 from tests.queue_server.util import poll_until
@@ -59,7 +58,7 @@ def test_an_idle_asyncio_wait_fetches_from_the_new_primary_while_the_old_one_is_
             return jobs
 
     with QueueClient(ha.addresses) as producer:
-        fetching, out = _in_thread(lambda: asyncio.run(wait_for_a_job()))
+        fetching, out = in_thread(lambda: asyncio.run(wait_for_a_job()))
         poll_until(lambda: "first" in at, what="the asyncio client on the primary")
         assert at["first"] == ("127.0.0.1", old.port)
         with frozen(old):
@@ -84,8 +83,8 @@ def test_a_keyed_put_and_a_read_sent_to_a_frozen_primary_go_to_the_new_one(ha: H
         reader.ping()
         assert producer.address == reader.address == ("127.0.0.1", old.port)
         with frozen(old):
-            putting, out = _in_thread(lambda: producer.put("q", b"put into the freeze", key="p"))
-            reading, read = _in_thread(lambda: reader.job("before"))
+            putting, out = in_thread(lambda: producer.put("q", b"put into the freeze", key="p"))
+            reading, read = in_thread(lambda: reader.job("before"))
             putting.join(FOLLOWED_WITHIN_S + 35)
             reading.join(FOLLOWED_WITHIN_S + 35)
             still_frozen = _still_frozen(old)
@@ -106,7 +105,7 @@ def test_a_result_wait_on_a_frozen_primary_gets_the_result_from_the_new_one(ha: 
     with QueueClient(ha.addresses, timeout_s=10.0) as worker, QueueClient(ha.addresses) as caller:
         worker.put("q", b"question", key="r")
         [job] = worker.get("q", expire_s=LOCK_S, keys=True)
-        waiting, out = _in_thread(lambda: caller.result("q", "r", timeout=LOCK_S))
+        waiting, out = in_thread(lambda: caller.result("q", "r", timeout=LOCK_S))
         poll_until(lambda: caller.address is not None, what="the caller waiting")
         assert caller.address == ("127.0.0.1", old.port)
         with frozen(old):
