@@ -170,6 +170,11 @@ async def guard(request: Request, call_next: Callable[[Request], Awaitable[Respo
         response.headers.setdefault(name, value)
     response.headers.setdefault("Content-Security-Policy",
                                 DOCS_CSP if request.url.path == "/docs" else STRICT_CSP)
+    if not request.url.path.startswith("/static/"):
+        # Kept in the browser's cache, a page came back on Back as it was: jobs already
+        # deleted still listed (their boxes ticked), and a job's data shown again after
+        # Log out. Uncached, Back asks anew: the list as it is now, or the login form.
+        response.headers.setdefault("Cache-Control", "no-store")
     return response
 
 
