@@ -7,7 +7,16 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from admin_ui import actions, jobs_api, jobs_search_pages, views
-from admin_ui.deps import ActorDep, EventId, ReadsDep, SettingsDep, StoreDep, get_store, readable
+from admin_ui.deps import (
+    ActorDep,
+    EventId,
+    ReadsDep,
+    SettingsDep,
+    StoreDep,
+    UnixTime,
+    get_store,
+    readable,
+)
 from admin_ui.errors import UnknownQueue
 from admin_ui.limiters_shown import queue_limiter, queue_limiters
 from admin_ui.metrics import exposition
@@ -125,7 +134,7 @@ def slot_map(reads: ReadsDep, settings: SettingsDep) -> SlotMapView:
 def events(
     reads: ReadsDep,
     kind: str | None = None, queue: str | None = None, host: str | None = None,
-    since_unix: float | None = None, until_unix: float | None = None,
+    since_unix: UnixTime | None = None, until_unix: UnixTime | None = None,
     before_id: EventId | None = None, limit: Annotated[int, Query(ge=1, le=1000)] = 200,
     group: bool = False,
 ) -> EventsView:

@@ -37,3 +37,31 @@ def test_a_number_json_cannot_encode_in_a_body_is_a_422_that_quotes_it(
     assert answer.status_code == 422, answer.text
     [error] = answer.json()["detail"]
     assert error["input"] in ("inf", "-inf", "nan")
+
+
+@pytest.mark.parametrize("params", [
+    {"since_unix": "nan"}, {"until_unix": "nan"}, {"since_unix": "1e400"}, {"until_unix": "-inf"},
+])
+def test_an_events_time_that_is_no_number_is_a_422_not_an_empty_list(
+    cluster: JobsCluster, params: dict[str, str],
+) -> None:
+    # Before: 200 with no events (nothing compares with nan) and the filter shown as null.
+    answer = cluster.admin.get("/api/events", params=params, headers=cluster.auth)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["detail"][0]["type"] == "finite_number"
+
+
+def test_a_reversed_events_range_is_a_422_on_the_api_and_says_so_on_the_page(cluster: JobsCluster) -> None:
+    # Before: 200 and "No events match", as if the cluster had been quiet then.
+    answer = cluster.admin.get("/api/events", params={"since_unix": 2_000, "until_unix": 1_000},
+                               headers=cluster.auth)
+    assert answer.status_code == 422, answer.text
+    assert "since (1970-01-01 00:33:20 UTC) is after until (1970-01-01 00:16:40 UTC)" in answer.json()["detail"]
+    page = cluster.admin.get("/events", params={"since": "2026-11-29T15:00", "until": "2026-11-29T14:00"},
+                             headers=cluster.auth)
+    assert page.status_code == 422
+    assert "since (2026-11-29 15:00:00 UTC) is after until (2026-11-29 14:00:00 UTC)" in page.text
+    # A range of one instant is no mistake (until is inclusive), nor is an offset other than UTC's.
+    for params in ({"since": "2026-11-29T14:00", "until": "2026-11-29T14:00"},
+                   {"since": "2026-11-29T15:00+05:00", "until": "2026-11-29T14:00"}):
+        assert cluster.admin.get("/events", params=params, headers=cluster.auth).status_code == 200
