@@ -49,6 +49,7 @@ def jobs_page(
     after: Annotated[str | None, Query(pattern=JOB_KEY_PATTERN)] = None,
     at: Annotated[str | None, Query(pattern=POSITION_PATTERN)] = None,
     retried: int | None = None, deleted: int | None = None,
+    cancelled: Annotated[str | None, Query(pattern=JOB_KEY_PATTERN)] = None,
 ) -> HTMLResponse:
     view = jobs.list_jobs(settings, queue, state, limit=PAGE_SIZE, after=after, at=at)
     notice = None
@@ -56,6 +57,8 @@ def jobs_page(
         notice = f"{retried} job{'s' if retried != 1 else ''} retried"
     elif deleted is not None:
         notice = f"{deleted} job{'s' if deleted != 1 else ''} deleted"
+    elif cancelled is not None:
+        notice = f"job {cancelled} cancelled: it was waiting, so it is removed"
     return render(request, "jobs.html", access, settings, view=view, states=JOB_STATES, nav="queues",
                   notice=notice, after=after)
 
@@ -160,16 +163,19 @@ def cancel(queue: QueueName, key: str, request: Request, store: StoreDep, settin
     same_site(request)  # a form post: refused from another site, as the other actions
     if not _is_key(key):
         raise InvalidJobsAction(f"not a job key: {key!r}")
+    # The list a removed job goes back to: the one it waited in (the job page's form says).
+    state = fields.get("state", "")
+    state = state if state in JOB_STATES and state not in ("running", "done") else "ready"
     if fields.get("confirm") != "yes":
         return render(request, "confirm.html", access, settings, title=f"Cancel job {key}?",
-                      question=f"Cancel job {key} of {queue}? A waiting job is removed; a running "
+                      fields={"state": [state]}, question=f"Cancel job {key} of {queue}? A waiting job is removed; a running "
                                "one has its slot stopped and ends dead.",
                       action=request.url.path, button="Yes, cancel it", back=f"/jobs/{quote(key, safe='')}")
     result = cancel_job(settings, store, queue, key, now=settings.clock(), door="dashboard",
                         client_host=request.client.host if request.client else None)
     if result.results[key] == "cancelled":
         return RedirectResponse(f"/jobs/{quote(key, safe='')}", status_code=303)
-    return RedirectResponse(f"/queues/{queue}/jobs?{urlencode({'state': 'failed', 'cancelled': 1})}", status_code=303)
+    return RedirectResponse(f"/queues/{queue}/jobs?{urlencode({'state': state, 'cancelled': key})}", status_code=303)
 
 
 def _is_key(text: str) -> bool:

@@ -184,6 +184,24 @@ def test_the_job_page_cancels_a_running_job(cluster: JobsCluster, page: Page) ->
         assert not client.done(job.id)[0].found  # the handler's late DONE finds no lease
 
 
+def test_cancelling_a_waiting_job_lands_on_the_list_it_waited_in_saying_it_is_removed(
+    cluster: JobsCluster, page: Page,
+) -> None:
+    with cluster.client() as client:
+        client.put_job("thumbs", b"later", key="wait-1", delay_s=3600)
+        client.put_job("thumbs", b"later", key="wait-2", delay_s=3600)
+    log_in(page, cluster, "/jobs/wait-1")
+    assert page.text_content("#job-fields [data-field=state]").strip() == "delayed"  # type: ignore[union-attr]
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#job-cancel")
+    # Before: the Failed list (where it never was) and no word of the cancel.
+    page.wait_for_url(f"{cluster.admin.url}/queues/thumbs/jobs?state=delayed&cancelled=wait-1")
+    assert page.text_content("#jobs-notice") == "job wait-1 cancelled: it was waiting, so it is removed"
+    assert shown_keys(page) == ["wait-2"]
+    with cluster.client() as client:
+        assert client.job("wait-1") is None
+
+
 def test_at_a_phones_width_the_top_bar_wraps_and_the_dead_list_keeps_its_buttons_on_screen(
     cluster: JobsCluster, page: Page,
 ) -> None:
