@@ -111,7 +111,10 @@ def jobs_action(
     # "Delete all 12" confirmed on a page shown a while ago: more may have died since. Asked
     # again with the count of now, an operator never changes jobs the question did not count.
     moved = now_count is not None and seen != "" and seen != str(now_count)
-    if (not fields.get("one") and fields.get("confirm") != ["yes"]) or moved:
+    # One job's Retry goes at once (it only runs again); a delete cannot be undone, so one
+    # job's Delete is asked like the bulk actions (app.js asks, else the confirmation page).
+    asked = fields.get("confirm") == ["yes"] or (bool(fields.get("one")) and action == "retry")
+    if not asked or moved:
         return confirm_page(request, access, settings, fields, queue, action, change,
                             now_count=now_count, seen=seen if moved else "")
     result = jobs.change_jobs(settings, store, queue, change, action, now=settings.clock(), door="dashboard",
@@ -137,12 +140,14 @@ def confirm_page(request: Request, access: Access, settings: AdminSettings, fiel
                  verb: str, change: JobsAction, *, now_count: int | None, seen: str) -> HTMLResponse:
     """A bulk retry or delete posted without its confirmation (no JavaScript ran), or confirmed
     for a count that has changed since (`seen`): ask first, saying how many jobs it changes."""
-    if change.all is None:
+    if fields.get("one"):
+        what = f"job {change.keys[0]}"
+    elif change.all is None:
         what = f"the {len(change.keys)} selected jobs"
     else:
         what = f"all {now_count} {change.all} jobs" if now_count is not None else f"all {change.all} jobs"
     state = (fields.get("state") or ["failed"])[0]
-    kept = {name: values for name, values in fields.items() if name in ("all", "key", "state", "next")}
+    kept = {name: values for name, values in fields.items() if name in ("all", "key", "one", "state", "next")}
     if now_count is not None:
         kept["seen"] = [str(now_count)]
     changed = f"The page showed {seen}; there are {now_count} now. " if seen else ""

@@ -202,6 +202,41 @@ def test_cancelling_a_waiting_job_lands_on_the_list_it_waited_in_saying_it_is_re
         assert client.job("wait-1") is None
 
 
+def test_one_jobs_delete_asks_first_on_the_list_on_its_page_and_without_javascript(
+    cluster: JobsCluster, page: Page,
+) -> None:
+    with cluster.client() as client:
+        for key in ("del-1", "del-2", "del-3"):
+            make_dead(client, "letters", key)
+    log_in(page, cluster, "/queues/letters/jobs?state=dead")
+    asked: list[str] = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.click("[data-delete=del-1]")
+    # Before: deleted at the first click, with no question (a Delete cannot be undone).
+    assert asked == ["Delete job del-1 of letters? This cannot be undone."]
+    with cluster.client() as client:
+        assert client.job("del-1") is not None
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("[data-delete=del-1]")
+    page.wait_for_selector("#jobs-notice")
+    assert page.text_content("#jobs-notice") == "1 job deleted"
+    assert sorted(shown_keys(page)) == ["del-2", "del-3"]
+    page.goto(f"{cluster.admin.url}/jobs/del-2")
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.click("#job-delete")
+    assert asked[-1] == "Delete job del-2 of letters? This cannot be undone."
+    with cluster.client() as client:
+        assert client.job("del-2") is not None
+    # Without JavaScript the server asks, and the question's form deletes that one job.
+    answer = page.request.post(cluster.admin.url + "/queues/letters/jobs/delete",
+                               form={"one": "del-3", "state": "dead"}, max_redirects=0)
+    assert answer.status == 200 and "Delete job del-3 of letters? This cannot be undone." in answer.text()
+    with cluster.client() as client:
+        assert client.job("del-3") is not None
+    page.set_content(answer.text())
+    assert page.get_attribute("#confirm-form input[name=one]", "value") == "del-3"
+
+
 def test_at_a_phones_width_the_top_bar_wraps_and_the_dead_list_keeps_its_buttons_on_screen(
     cluster: JobsCluster, page: Page,
 ) -> None:
