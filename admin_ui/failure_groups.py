@@ -49,7 +49,8 @@ def _groups(client: QueueClient, queue: str | None) -> list[FailureGroup]:
         rows += _counts(client.stats_latency(names[start:start + QUEUES_PER_PAGE]))
     rows.sort(key=lambda row: (-row[2], row[0], row[1]))
     return [FailureGroup(queue=name, error_type=kind, failed_attempts=count,
-                         sample=_sample(client, name, kind) if index < MAX_SAMPLES else None)
+                         sample=_sample(client, name, kind) if index < MAX_SAMPLES else None,
+                         sampled=index < MAX_SAMPLES)
             for index, (name, kind, count) in enumerate(rows)]
 
 

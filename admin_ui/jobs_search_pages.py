@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from admin_ui.auth import Access
 from admin_ui.deps import SettingsDep, get_access
 from admin_ui.errors import InvalidJobsAction
-from admin_ui.failure_groups import failure_groups
+from admin_ui.failure_groups import MAX_SAMPLES, failure_groups
 from admin_ui.job_search import search_jobs
 from admin_ui.jobs_access import JobsReaderDep, jobs_reader
 from admin_ui.jobs_pages import find_job_page, render
@@ -90,7 +90,8 @@ def busy_page(request: Request, settings: SettingsDep, access: JobsReaderDep) ->
 def failures_page(request: Request, settings: SettingsDep, access: JobsReaderDep,
                   queue: Annotated[str | None, Query(pattern=QUEUE_NAME_PATTERN)] = None) -> HTMLResponse:
     groups = failure_groups(settings, queue)
-    return render(request, "failures.html", access, settings, nav="failures", groups=groups, queue=queue)
+    return render(request, "failures.html", access, settings, nav="failures", groups=groups, queue=queue,
+                  max_samples=MAX_SAMPLES)
 
 
 @api.get("/api/jobs")
