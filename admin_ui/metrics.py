@@ -44,6 +44,10 @@ HOST_GAUGES = (
 HOST_COUNTERS = (
     ("slots_recycled_for_memory", "recycled_for_memory",
      "Slots that exited over their Private_Dirty limit (since the master started)."),
+    ("slots_recycled_for_jobs", "recycled_for_jobs",
+     "Slots that left after max_jobs_per_slot jobs (since the master started)."),
+    ("slots_recycled_for_age", "recycled_for_age",
+     "Slots that left past max_slot_age_s (since the master started)."),
     ("slots_killed_hung", "killed_hung", "Slots killed for missing beacons (since the master started)."),
 )
 

@@ -11,7 +11,7 @@ from prometheus_client.registry import Collector
 from pydantic import BaseModel
 
 from admin_ui.settings import AdminSettings
-from manager.failover.sentinel import View
+from manager.failover.role_view import View
 from manager.failover.server_link import ServerLink
 
 SYNC_STATES = ("async", "sync", "waiting", "refusing", "asking", "alone")
@@ -32,6 +32,9 @@ class QueueServerRole(BaseModel):
     lease: str | None = None  # unmanaged | held | lapsed
     sync: str | None = None  # async | sync | waiting | refusing | asking | alone
     in_sync: list[str] = []
+    # The confirmations it waits for before acknowledging as primary (ROLE, 0: async; None:
+    # not said, an older server): servers that differ change the rule at each failover.
+    min_sync_replicas: int | None = None
     replicas: list[ReplicaLag] = []
     # A replica's records it could not apply (each one a resync from a snapshot), from INFO.
     replication_errors: int | None = None
@@ -54,6 +57,7 @@ def read_role(address: str, token: str | None) -> QueueServerRole:
         last = info.get("last_replication_error")
         return QueueServerRole(server=address, reachable=True, role=view.role, epoch=view.epoch,
                                lease=view.lease, sync=view.sync, in_sync=list(view.in_sync),
+                               min_sync_replicas=view.min_sync,
                                replicas=replicas,
                                replication_errors=errors if isinstance(errors, int) else None,
                                last_replication_error=last[:500] if isinstance(last, str) else None)
@@ -109,6 +113,10 @@ def role_families(roles: list[QueueServerRole]) -> Iterator[Metric]:
                                labels=["server"])
     sync = GaugeMetricFamily("slotmap_queue_server_sync_state", "1 for the server's sync state.",
                              labels=["server", "state"])
+    min_sync = GaugeMetricFamily("slotmap_queue_server_min_sync_replicas",
+                                 "Confirmations the server waits for before acknowledging as primary "
+                                 "(0: async); servers that differ change the rule at each failover.",
+                                 labels=["server"])
     lag = GaugeMetricFamily("slotmap_queue_replica_lag_bytes",
                             "Bytes streamed to a replica and not confirmed yet.", labels=["server", "replica"])
     lag_records = GaugeMetricFamily("slotmap_queue_replica_lag_records",
@@ -126,6 +134,8 @@ def role_families(roles: list[QueueServerRole]) -> Iterator[Metric]:
         leased.add_metric([role.server], 0.0 if role.lease == "lapsed" else 1.0)
         for state in SYNC_STATES:
             sync.add_metric([role.server, state], 1.0 if role.sync == state else 0.0)
+        if role.min_sync_replicas is not None:
+            min_sync.add_metric([role.server], float(role.min_sync_replicas))
         for replica in role.replicas:
             lag.add_metric([role.server, replica.replica], float(replica.behind_bytes))
             if replica.behind_records is not None:
@@ -133,4 +143,4 @@ def role_families(roles: list[QueueServerRole]) -> Iterator[Metric]:
             silent.add_metric([role.server, replica.replica], replica.silent_s)
         if role.replication_errors is not None:
             apply_errors.add_metric([role.server], float(role.replication_errors))
-    yield from (primary, epoch, leased, sync, lag, lag_records, silent, apply_errors)
+    yield from (primary, epoch, leased, sync, min_sync, lag, lag_records, silent, apply_errors)

@@ -5,6 +5,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from admin_ui.start_failures import StartFailureView
+
 Trend = Literal["up", "down", "steady"]
 SortOrder = Literal["asc", "desc"]
 
@@ -201,6 +203,10 @@ class HostRow(_View):
     avg_slot_bytes: int
     load_avg_1m: float
     recycled_for_memory: int
+    recycled_for_jobs: int = Field(default=0, description="slots that left after max_jobs_per_slot, "
+                                   "since the master started")
+    recycled_for_age: int = Field(default=0, description="slots that left past max_slot_age_s, "
+                                  "since the master started")
     killed_hung: int
     load_cap: str | None = Field(default=None, description="\"capped by load: ...\" while the "
                                  "load average, not memory, sets the host's capacity")
@@ -210,6 +216,7 @@ class HostRow(_View):
                                             "code reload, until one succeeds")
     other_code: bool = Field(default=False, description="this host's code version differs from "
                              "the one most live hosts run")
+    start_failures: list[StartFailureView] = Field(default_factory=list)
     by_queue: dict[str, int] = Field(description="slots per queue in the current slot map")
     mapped: int = Field(description="slots the slot map gives this host")
 

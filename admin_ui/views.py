@@ -27,6 +27,7 @@ from admin_ui.schemas import (
     SortOrder,
     Trend,
 )
+from admin_ui.start_failures import start_failure_views
 from config.models import QueueConfig
 from manager.events.code_versions import other_code
 from manager.storage.store import EventKind, Override
@@ -271,9 +272,11 @@ def _host_row(host: str, sample: HostReading | None, cells: Mapping[str, int]) -
         mem_available_bytes=sample.mem_available_bytes, master_pss_bytes=sample.master_pss_bytes,
         slots_pss_bytes=sample.slots_pss_bytes, avg_slot_bytes=sample.avg_slot_bytes,
         load_avg_1m=sample.load_avg_1m, recycled_for_memory=sample.recycled_for_memory,
+        recycled_for_jobs=sample.recycled_for_jobs, recycled_for_age=sample.recycled_for_age,
         killed_hung=sample.killed_hung, load_cap=sample.load_cap, by_queue=dict(cells),
         mapped=sum(cells.values()), code_version=sample.code_version,
         code_reload_failure=sample.code_reload_failure,
+        start_failures=start_failure_views(sample.start_failures) if sample.alive else [],
     )
 
 

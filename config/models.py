@@ -10,6 +10,13 @@ from config.admin_config import AdminConfig
 from config.bounded import MAX_SECONDS
 from config.endpoints import check_token, parse_host_port, parse_zmq_endpoint
 from config.names import HOST_NAME_PATTERN, QUEUE_NAME_PATTERN
+from config.recycling import (
+    MAX_JOBS_PER_SLOT,
+    MAX_JOBS_PER_SLOT_JITTER,
+    MAX_SLOT_AGE_JITTER_S,
+    MAX_SLOT_AGE_S,
+    check_recycling,
+)
 from config.schedules import SCHEDULE_NAME_PATTERN, ScheduleConfig
 
 
@@ -46,14 +53,14 @@ class QueueServerConfig(_Strict):
     replica_of: str | None = Field(default=None, description="Follow this primary (HOST:PORT) as a replica; promoted after promote_after_s without it.")
     promote_after_s: float = Field(default=1.5, gt=0, le=3600, description="A replica goes online after this long without hearing from its primary (with managed_failover: the manager promotes one then, once the old primary's lease is surely over).")
     managed_failover: bool = Field(default=False, description="The active manager decides which queue server is primary, through the cluster database (epoch, lease, promotion of an in-sync replica; docs/DESIGN.md \"Failover that loses nothing\"); servers acknowledge nothing without its lease.")
-    lease_s: float = Field(default=1.25, gt=0, le=60, description="managed_failover: how long a primary may acknowledge, counted from its reply to the manager's renewal before the last (renewals every 0.25 s); shorter than promote_after_s.")
+    lease_s: float = Field(default=1.25, gt=0, le=60, description="managed_failover: how long a primary may acknowledge, counted from its reply to the manager's renewal before the last (renewals every 0.25 s); shorter than promote_after_s. The manager's value counts (it sends it in each LEASE); a server's is not used.")
     # The cluster's servers asked at start (queue_server/server/join.py): if any answers, this one
     # becomes a replica of the lowest id with the highest id + 1.
     join: list[str] = Field(default_factory=list, description="Queue servers asked at start (HOST:PORT): if any answers, this one becomes a replica of the lowest id with the highest id + 1.")
     # A replica whose unread stream passes this is cut off and must resync from a snapshot.
     replica_backlog_bytes: int = Field(default=256 * 1024 * 1024, ge=1, description="A replica whose unread replication stream passes this is cut off and must resync from a snapshot.")
-    replicate: Literal["async", "sync"] = Field(default="async", description="sync: every change is acknowledged only once min_sync_replicas replicas wrote it (under their fsync policy) and confirmed it; async: replicas follow behind (docs/DESIGN.md, \"Failover that loses nothing\").")
-    min_sync_replicas: int = Field(default=1, ge=1, le=16, description="replicate = \"sync\": replicas that must confirm a change before it is acknowledged.")
+    replicate: Literal["async", "sync"] = Field(default="async", description="sync: every change is acknowledged only once min_sync_replicas replicas wrote it (under their fsync policy) and confirmed it; async: replicas follow behind (docs/DESIGN.md, \"Failover that loses nothing\"). Each server enforces its own; with managed_failover the manager judges a promotion by what the primary reports in ROLE, and a manager's value that differs is reported (event queue_settings_mismatch), not used.")
+    min_sync_replicas: int = Field(default=1, ge=1, le=16, description="replicate = \"sync\": replicas that must confirm a change before it is acknowledged. Each server enforces its own; with managed_failover the manager judges a promotion by the primary's (ROLE), and servers that differ, or differ from the manager's value, are reported (event queue_settings_mismatch).")
     sync_timeout_s: float = Field(default=2.0, gt=0, le=3600, description="replicate = \"sync\": with no confirmation for this long, the primary refuses queue commands (500 Offline Mode) or, with sync_fallback = \"async\", goes on alone.")
     sync_fallback: Literal["refuse", "async"] = Field(default="refuse", description="replicate = \"sync\" and no replica confirms: refuse (acknowledge nothing more until one does) or async (go on alone, logged and shown in ROLE and /metrics; with managed_failover only once the manager recorded that no replica is in sync, after which it promotes none).")
     token_file: str | None = Field(default=None, description="A file whose first line is the token (instead of token; chmod 600). $SLOTMAP_QUEUE_TOKEN or --token-file override both.")
@@ -187,6 +194,11 @@ class QueueConfig(_Strict):
         description="Largest result kept with a finished job (a handler's return value or "
                     "job.result(data)); a bigger one is not kept, and the job says how large it was.")
     private_dirty_limit_bytes: int = Field(default=256 * 1024 * 1024, ge=1, description="A slot whose Private_Dirty memory passes this finishes its batch and exits; its master forks a fresh one. One whose setup() alone passes it (a model loaded per slot) is recycled only past its setup's level plus this, since a fresh fork would load the same; it logs a warning saying so.")
+    # Recycling after jobs or an age (config/recycling.py holds the fields and why the jitter is absolute).
+    max_jobs_per_slot: int = MAX_JOBS_PER_SLOT
+    max_jobs_per_slot_jitter: int = MAX_JOBS_PER_SLOT_JITTER
+    max_slot_age_s: float = MAX_SLOT_AGE_S
+    max_slot_age_jitter_s: float = MAX_SLOT_AGE_JITTER_S
     rate_limit: RateLimitConfig | None = Field(default=None, description="Cluster-wide limiter named after the queue: each job waits for a permit as the handler reaches it (self.limiter in the handler).")
 
     @model_validator(mode="after")
@@ -195,6 +207,8 @@ class QueueConfig(_Strict):
             raise ValueError(f"min_slots ({self.min_slots}) > max_slots ({self.max_slots})")
         if self.retry_base_s > self.retry_max_s:
             raise ValueError(f"retry_base_s ({self.retry_base_s}) > retry_max_s ({self.retry_max_s})")
+        check_recycling(max_jobs=self.max_jobs_per_slot, jobs_jitter=self.max_jobs_per_slot_jitter,
+                        max_age_s=self.max_slot_age_s, age_jitter_s=self.max_slot_age_jitter_s)
         return self
 
 

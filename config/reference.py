@@ -126,7 +126,7 @@ one applies at once:
 - `[queues.<name>]`: priority, min_slots, max_slots (and every other queue key the planner
   reads) count from the next plan; the masters get the new slot counts with the next map.
   The settings a master gives its slots (batch_size, retries, lock and batch timeouts,
-  memory bounds) travel to every master with its next frames, with a version, until its
+  memory bounds, recycling after jobs or an age) travel to every master with its next frames, with a version, until its
   report says it runs them: new slots are forked with them and serving slots are told in
   place (not re-forked). From then on a managed master takes its queues' settings from the
   manager, not from its own file (until it restarts). A reload whose queues take more than

@@ -49,7 +49,6 @@ from master.lifecycle import (
     Count,
     Counter,
     Exited,
-    Hung,
     Limits,
     Log,
     SendSignal,
@@ -57,7 +56,6 @@ from master.lifecycle import (
     Slot,
     SlotEvent,
     StopRequested,
-    check,
     on_event,
 )
 from master.link import MasterLink
@@ -138,6 +136,7 @@ class Master:
         code = import_code(self.master_config.handler_modules, before=set(sys.modules))
         self.reloader = CodeReloader(code, self.master_config.handler_modules)
         self.use_handlers(code.loaded)
+        self.deaths.starts.imports_failed(code.loaded.failures, code.loaded.tracebacks, time.time())
         gc.collect()
         gc.freeze()
         log.info(
@@ -234,7 +233,7 @@ class Master:
 
     def handle_reload(self) -> None:
         """SIGHUP: the config re-read, then the handler code reloaded (master/reloading.py),
-        the leases first brought up to date: the import may hold the loop (leases.renewed_meanwhile)."""
+        the leases first brought up to date; the import runs beside the loop (it forks nothing meanwhile)."""
         self.take_lease_notes(self.leases.read(), time.monotonic())
         on_sighup(self, time.monotonic())
 
@@ -249,8 +248,8 @@ class Master:
         for note in notes:
             slot = self.slots.get(note.slot_id)
             if slot is not None and note.pid in (None, slot.pid):
-                self.deaths.before_note(slot, note.event, now)
-                self.apply_event(slot, note.event, now)
+                if (event := self.deaths.before_note(slot, note.event, now)) is not None:
+                    self.apply_event(slot, event, now)
                 self.deaths.after_note(slot)
 
     def reap(self, now: float) -> None:
@@ -278,13 +277,8 @@ class Master:
         self.deaths.died(slot, child.code, child.signal, settled, now)
 
     def kill_hung(self, now: float) -> None:
-        for slot in list(self.slots.values()):
-            event = check(slot, now, self.limits)
-            if isinstance(event, Hung) and event.silent:
-                # Silent may be busy in code that holds the GIL: the kernel says (master/silence.py).
-                event = silence.judge(slot, event, silence.read_vitals(slot.pid), now, self.limits)
-            if event is not None:
-                self.apply_event(slot, event, now)
+        for slot, event in silence.due_events(self.slots.values(), now, self.limits):
+            self.apply_event(slot, event, now)
 
     # The slot map
 
@@ -301,7 +295,9 @@ class Master:
                 case Retarget(slot_id, queue):
                     self.retarget(self.slots[slot_id], self.assignment_for(queue), now)
                 case Spawn(slot_id, queue):
-                    if slot_id not in self.slots and self.deaths.may_fork(queue, now):
+                    # Not while a reload imports: sys.modules is half new (master/background_import.py).
+                    if slot_id not in self.slots and not self.reloader.importing \
+                            and self.deaths.may_fork(queue, now):
                         self.spawn_slot(slot_id, queue, now)
         self.link.resend_retargets(self.slots.values(), now, self.limits.beacon_interval_s * 3)
         self._warn_unhandled()
@@ -369,6 +365,7 @@ class Master:
             queue_settings=queue_settings(self.config, self.loaded.handlers),
             crash_log=self.deaths.crashes,
             code=self.reloader.state(),
+            start_failures=self.deaths.start_failures(now),
         )
 
     def maybe_report(self, now: float) -> None:

@@ -23,6 +23,10 @@ def assignment_for(config: ClusterConfig, handler: type[Handler], queue: str) ->
         retry_max_s=settings.retry_max_s,
         batch_timeout_s=handler.batch_timeout_s,
         max_result_bytes=config.queue_server.max_job_bytes,
+        max_jobs_per_slot=settings.max_jobs_per_slot,
+        max_jobs_per_slot_jitter=settings.max_jobs_per_slot_jitter,
+        max_slot_age_s=settings.max_slot_age_s,
+        max_slot_age_jitter_s=settings.max_slot_age_jitter_s,
     )
 
 

@@ -55,6 +55,10 @@ class BootBackoff:
     def failures(self, queue: str) -> int:
         return self._failures.get(queue, 0)
 
+    def wait_s(self, queue: str, now: float) -> float:
+        """How long the queue's next fork still waits (0.0: it may fork now)."""
+        return max(0.0, self._not_before.get(queue, now) - now)
+
 
 @dataclass(slots=True)
 class ForkBudget:

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from config.bounded import Count, Name, Pid, QueueName, SlotNumber, UnixTime
 from config.frames import Frame
-from master.lifecycle import KillCause
+from master.lifecycle import CLEAN_EXITS, KillCause
 from slot.exit_codes import SlotExit
 
 # Crashes a report repeats: the manager reads every report (one a second), so this only has to
@@ -48,7 +48,8 @@ class SlotCrash(Frame):
 
 
 def crash_cause(code: int | None, sig: int | None, kill_cause: KillCause | None) -> str | None:
-    """A crash's cause, as a label; None for a clean exit (asked to stop, recycled for memory)
+    """A crash's cause, as a label; None for a clean exit (asked to stop, recycled for memory,
+    jobs or age)
     and for a slot killed because its job was cancelled."""
     if kill_cause is KillCause.CANCELLED:
         return None  # killed because its job was cancelled: an operator's choice, no crash
@@ -59,7 +60,7 @@ def crash_cause(code: int | None, sig: int | None, kill_cause: KillCause | None)
             return _signal.Signals(sig).name
         except ValueError:
             return f"signal_{sig}"
-    if code in (None, SlotExit.STOPPED, SlotExit.MEMORY_LIMIT):
+    if code is None or code in CLEAN_EXITS:
         return None
     if code == SlotExit.SETUP_FAILED:
         return "setup_failed"

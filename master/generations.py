@@ -22,6 +22,8 @@ LEAVING = frozenset({SlotState.DRAINING, SlotState.STOPPING})
 
 class ReloadPhase(StrEnum):
     IDLE = auto()
+    # The new code is imported on a thread (master/background_import.py); no fork meanwhile.
+    IMPORTING = auto()
     # The new code is imported; its trial process runs the handlers' setup().
     TRYING = auto()
     # The trial passed: old slots are being replaced one per queue at a time.

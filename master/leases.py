@@ -2,19 +2,18 @@
 due for renewal (pure). Why the master renews, and why pipes: slot/leases.py."""
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import threading
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from master.lifecycle import ALIVE, Leased, LoopStarted, Resolved, Slot, SlotState
+from master.start_failures import SetupFailed
 from slot.beacon import LeaseNote
 from slot.done_map import DoneMap
 from slot.errors import MessageError
 from slot.outcome_notes import STARTED, is_outcome_line
+from slot.setup_notes import is_setup_error_line, parse_setup_error
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +30,10 @@ RENEWED_STATES = ALIVE - {SlotState.STOPPING}
 @dataclass(frozen=True, slots=True)
 class Note:
     slot_id: int
-    # None for outcome and start notes: they name no pid, the pipe is the slot's own
-    # (a new one per fork).
+    # None for outcome, start and setup-error notes: they name no pid, the pipe is the
+    # slot's own (a new one per fork).
     pid: int | None
-    event: Leased | LoopStarted | Resolved
+    event: Leased | LoopStarted | Resolved | SetupFailed
 
 
 class LeasePipes:
@@ -122,6 +121,12 @@ def _notes(slot_id: int, buffer: bytearray) -> Iterator[Note]:
     lines = bytes(buffer[:end]).split(b"\n")
     del buffer[: end + 1]
     for line in lines:
+        if is_setup_error_line(line):
+            try:
+                yield Note(slot_id, None, SetupFailed(parse_setup_error(line)))
+            except ValueError as exc:
+                log.warning("slot %d: dropping a setup-error note: %s", slot_id, exc)
+            continue
         if is_outcome_line(line):
             # Kept raw: parsed only if the slot dies holding its batch (master/settle.py).
             event = LoopStarted() if line == STARTED[:-1] else Resolved(line)
@@ -148,32 +153,3 @@ def renewals(slots: Iterable[Slot], now: float) -> list[int]:
             due.extend(job_id for job_id, _ in lease.jobs)
             slot.lease = replace(lease, renewed_at=now)
     return due
-
-
-# How often a held loop's leases are looked at (renewals() sends only those due).
-HELD_LOOP_RENEW_S = 0.1
-
-
-@contextlib.contextmanager
-def renewed_meanwhile(slots: Callable[[], Iterable[Slot]], renew: Callable[[list[int]], None]) -> Iterator[None]:
-    """Renew the slots' leases from a thread while the master's loop is held.
-
-    A code reload imports the new code in the loop itself (it must be in the master to fork
-    from). Seen: a module that took 8 s to import (a model fetched at import, to share it
-    copy-on-write) held the loop, nobody renewed the running job's 2 s lock, it expired as a
-    failed attempt, and the job's DONE was refused when it finished: charged and run again.
-    The loop is held, so the slots are not looked at meanwhile: their leases are renewed as
-    the loop left them."""
-    released = threading.Event()
-
-    def pump() -> None:
-        while not released.wait(HELD_LOOP_RENEW_S):
-            renew(renewals(slots(), time.monotonic()))
-
-    thread = threading.Thread(target=pump, name="lease-pump", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        released.set()
-        thread.join()

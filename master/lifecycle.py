@@ -21,7 +21,7 @@ class SlotState(StrEnum):
     DRAINING = auto()
     # SIGKILL sent (hung, over memory, or past the stop deadline): waiting to reap it.
     STOPPING = auto()
-    # Reaped after a clean exit (asked to stop, or recycled for memory).
+    # Reaped after a clean exit (asked to stop, or recycled for memory, jobs or age).
     EXITED = auto()
     # Reaped after anything else: a crash, a boot failure, a kill.
     FAILED = auto()
@@ -51,6 +51,9 @@ class TransitionError(Exception):
 
 class Counter(StrEnum):
     RECYCLED_FOR_MEMORY = auto()
+    # max_jobs_per_slot, max_slot_age_s: sent in the report's own fields (master/report.py).
+    RECYCLED_FOR_JOBS = auto()
+    RECYCLED_FOR_AGE = auto()
     KILLED_HUNG = auto()
     KILLED_OVER_MEMORY = auto()
     CRASHED = auto()
@@ -120,6 +123,7 @@ class Slot:
     # found it grown: busy in code that holds the GIL, not hung (master/silence.py).
     cpu_ticks: int | None = None
     busy_seen_at: float = 0.0
+    jobs_taken: int = 0  # from its lease notes: the figure of a recycle after max_jobs_per_slot
 
     def __post_init__(self) -> None:
         # A fresh slot has until its first beacon is due (plus grace) before it counts as hung.
@@ -282,9 +286,10 @@ def on_event(slot: Slot, event: SlotEvent, now: float) -> list[Action]:
             return _kill(slot, Counter.KILLED_OVER_MEMORY, KillCause.OVER_MEMORY,
                          f"Private_Dirty {used} B over the hard limit {limit} B")
         case Exited(code, sig):
-            return _exited(slot, code, sig) + _settle_held_jobs(slot, code, sig)
+            return _exited(slot, code, sig, now) + _settle_held_jobs(slot, code, sig)
         case Leased(jobs, lock_s, keys, in_order):
             slot.lease = Lease(jobs, lock_s, now, keys, in_order) if jobs else None
+            slot.jobs_taken += len(jobs)
             slot.outcomes = []
             return []
         case LoopStarted():
@@ -347,14 +352,19 @@ def _kill(slot: Slot, counter: Counter | None, cause: KillCause, why: str, *,
     ]
 
 
-def _exited(slot: Slot, code: int | None, sig: int | None) -> list[Action]:
+def _exited(slot: Slot, code: int | None, sig: int | None, now: float) -> list[Action]:
     slot.exit_code, slot.exit_signal = code, sig
     killed_by_us = slot.state is SlotState.STOPPING
-    clean = sig is None and code in (SlotExit.STOPPED, SlotExit.MEMORY_LIMIT)
+    clean = sig is None and code in CLEAN_EXITS
     _move(slot, SlotState.EXITED if clean else SlotState.FAILED)
     what = f"slot {slot.slot_id} (pid {slot.pid}, queue {slot.queue}) {describe_exit(code, sig)}"
     if code == SlotExit.MEMORY_LIMIT and sig is None:
         return [Count(Counter.RECYCLED_FOR_MEMORY), Log(False, f"{what}: recycled for memory")]
+    if code == SlotExit.MAX_JOBS and sig is None:
+        return [Count(Counter.RECYCLED_FOR_JOBS), Log(False, f"{what}: recycled: {slot.jobs_taken} jobs")]
+    if code == SlotExit.MAX_AGE and sig is None:
+        age_s = now - slot.started_at  # tenths below 10 s (a test's ages), whole seconds above
+        return [Count(Counter.RECYCLED_FOR_AGE), Log(False, f"{what}: recycled: age {age_s:.{int(age_s < 10)}f} s")]
     if clean or killed_by_us:
         return [Log(False, what)]
     if sig is None and code is not None and code in _BOOT_FAILURES:
@@ -380,6 +390,7 @@ def _settle_held_jobs(slot: Slot, code: int | None, sig: int | None) -> list[Act
 
 
 _BOOT_FAILURES = frozenset(code.value for code in SlotExit if code.is_boot_failure)
+CLEAN_EXITS = frozenset({SlotExit.STOPPED.value} | {code.value for code in SlotExit if code.is_recycle})
 
 
 def _move(slot: Slot, wanted: SlotState) -> None:

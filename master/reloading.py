@@ -1,5 +1,6 @@
 """A code reload on a master (SIGHUP, `systemctl reload`, `slotmap reload`): import the handler
-code afresh, try its setup() in one forked trial, then roll the slots to it one per queue at
+code afresh on a thread beside the loop (master/background_import.py), try its setup() in one
+forked trial, then roll the slots to it one per queue at
 a time (master/generations.py). Refused new code changes nothing: the old generation keeps
 serving, and the failure is logged and carried in the host report (the manager's event, the
 Hosts page's badge) until a reload succeeds.
@@ -21,10 +22,10 @@ from typing import Protocol
 from config.errors import ConfigError
 from config.load import load_config
 from config.models import ClusterConfig, MasterConfig, QueueConfig
+from master.background_import import BackgroundImport
 from master.code_reload import Code, ImportRefused, Undo, describe, reimport
 from master.generations import ReloadPhase, Trial, rolled, to_retire
 from master.lease_keeper import LeaseKeeper
-from master.leases import renewed_meanwhile
 from master.lifecycle import SERVING, Slot, SlotEvent, StopRequested
 from master.reconciler import Reconciler, SlotAssignment, SlotCounts
 from master.report import CodeState
@@ -62,6 +63,10 @@ class Master(Protocol):
 
 log = logging.getLogger(__name__)
 
+# A reload's import running this long is logged (then at twice that, ...): slots that die
+# meanwhile are not replaced.
+SLOW_IMPORT_WARN_S = 10.0
+
 
 def try_setup(handlers: Mapping[str, type[Handler]], queues: Collection[str]) -> int:
     """The trial's body (a forked child): each handler's setup() then teardown(), as a slot's."""
@@ -94,6 +99,11 @@ class CodeReloader:
         self._trial: Trial | None = None
         # A reload asked while one is under way runs when it ends.
         self._again: Sequence[str] | None = None
+        # The import under way (phase IMPORTING), what it imports, and since when.
+        self._import: BackgroundImport[tuple[Code, Undo]] | None = None
+        self._import_modules: list[str] = []
+        self._import_started = 0.0
+        self._slow_warned_after_s = SLOW_IMPORT_WARN_S
         # Requests finished: rolled, refused, or nothing to do (the report's counter).
         self.answered = 0
 
@@ -111,33 +121,54 @@ class CodeReloader:
             log.info("code reload: handler code unchanged (version %s); slots kept", self.code.version)
             self.answered += 1
             return
+        # The import runs beside the loop (master/background_import.py): the loop goes on
+        # sending heartbeats and renewing the running jobs' locks, and forks nothing until it ends.
+        current = self.code
+        self._import = BackgroundImport(lambda: reimport(current, modules))
+        self._import_modules = list(modules)
+        self._import_started = now
+        self._slow_warned_after_s = SLOW_IMPORT_WARN_S
+        self.phase = ReloadPhase.IMPORTING
+        self._import.start()
+        log.info("code reload: importing %s beside the loop; no slot is forked until it ends",
+                 ", ".join(modules) or "no module")
+
+    @property
+    def importing(self) -> bool:
+        """True while the new code is imported: the master forks nothing meanwhile."""
+        return self.phase is ReloadPhase.IMPORTING
+
+    def _imported(self, master: Master, now: float) -> None:
+        """The import ended: refuse the new code, or fork its trial."""
+        assert self._import is not None
+        job, self._import = self._import, None
+        modules = self._import_modules
+        log.info("code reload: import ended after %.1f s", now - self._import_started)
         try:
-            with renewed_meanwhile(lambda: list(master.slots.values()), master.keeper.renew):
-                new, undo = reimport(self.code, modules)
+            new, undo = job.outcome()
         except ImportRefused as exc:
             self._refuse(f"the new code failed to import: {exc}")
-            return
-        if new.loaded.failures:
-            undo.restore()
-            self._refuse(f"the new code failed to import: {describe(new.loaded.failures)}")
+            self._follow_up(master, now)
             return
         queues = self._served(master)
         missing = sorted(queues - set(new.loaded.handlers))
-        if missing:
-            undo.restore()
-            self._refuse(f"the new code has no handler for {', '.join(missing)}, served here")
-            return
-        try:
-            pid = spawn(lambda: try_setup(new.loaded.handlers, queues), keep_sockets=master.slot_sockets)
-        except OSError as exc:
-            undo.restore()
-            self._refuse(f"cannot fork the trial of the new code's setup() ({exc})")
-            return
-        self._pending = (new, undo, list(modules))
-        self._trial = Trial(pid, now + master.master_config.drain_timeout_s)
-        self.phase = ReloadPhase.TRYING
-        log.info("code reload: version %s imported (was %s); trying setup() of %s in pid %d",
-                 new.version, self.code.version, ", ".join(sorted(queues)) or "no queue", pid)
+        why = (f"the new code failed to import: {describe(new.loaded.failures)}" if new.loaded.failures
+               else f"the new code has no handler for {', '.join(missing)}, served here" if missing else None)
+        if why is None:
+            try:
+                pid = spawn(lambda: try_setup(new.loaded.handlers, queues), keep_sockets=master.slot_sockets)
+            except OSError as exc:
+                why = f"cannot fork the trial of the new code's setup() ({exc})"
+            else:
+                self._pending = (new, undo, modules)
+                self._trial = Trial(pid, now + master.master_config.drain_timeout_s)
+                self.phase = ReloadPhase.TRYING
+                log.info("code reload: version %s imported (was %s); trying setup() of %s in pid %d",
+                         new.version, self.code.version, ", ".join(sorted(queues)) or "no queue", pid)
+                return
+        undo.restore()
+        self._refuse(why)
+        self._follow_up(master, now)
 
     def state(self) -> CodeState:
         return CodeState(self.code.version, self.generation, self.busy, self.failure, self.answered)
@@ -161,6 +192,15 @@ class CodeReloader:
         self._follow_up(master, time.monotonic())
 
     def tick(self, master: Master, now: float) -> None:
+        if self.phase is ReloadPhase.IMPORTING:
+            assert self._import is not None
+            if self._import.done:
+                self._imported(master, now)
+            elif now - self._import_started >= self._slow_warned_after_s:
+                self._slow_warned_after_s *= 2
+                log.warning("code reload: the import has run %.0f s; slots that die are not replaced "
+                            "until it ends (heartbeats and lock renewals go on)", now - self._import_started)
+            return
         if self.phase is ReloadPhase.TRYING and self._trial is not None and now >= self._trial.deadline:
             send_signal(self._trial.pid, signal.SIGKILL)
             assert self._pending is not None

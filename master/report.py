@@ -1,7 +1,7 @@
 """HostReport: what a master tells the manager (and its report file) about the host and its slots."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -29,6 +29,7 @@ from master.capacity import Capacity, capped_by_load
 from master.crashes import MAX_RECENT, CrashCounts, CrashLog, SlotCrash
 from master.host import HostFigures
 from master.lifecycle import Counter, Slot, SlotState
+from master.start_failures import MAX_REPORTED, StartFailure
 from slot.beacon import SlotPhase
 
 
@@ -78,7 +79,8 @@ class HostReport(_Model):
     # Sent only when not empty: a manager of the release before reads the rest.
     LATER_FIELDS = frozenset({"crashes", "crash_counts", "load_limit", "code_version",
                               "code_generation", "code_reloading", "code_reload_failure",
-                              "code_reloads_answered", "queues_version"})
+                              "code_reloads_answered", "queues_version",
+                              "recycled_for_jobs", "recycled_for_age", "start_failures"})
 
     host: HostName
     master_pid: Pid
@@ -99,6 +101,8 @@ class HostReport(_Model):
     # max_load_per_cpu x cpus: above it `capacity_by_load` bounds the host (0: from an older master).
     load_limit: Load = 0.0
     slots: list[SlotReport] = Field(max_length=MAX_SLOTS)
+    # Without RECYCLED_FOR_JOBS and RECYCLED_FOR_AGE: a manager of the release before validates
+    # these keys as a closed set, so they go in the two fields below, sent once not 0.
     counters: dict[Counter, Count] = Field(default_factory=dict)
     # Handler sources that failed to import -> why; their queues get no slots.
     handler_failures: dict[Name, Text] = Field(default_factory=dict, max_length=MAX_QUEUES)
@@ -119,6 +123,12 @@ class HostReport(_Model):
     code_reloads_answered: Count = 0
     # The version of the queue settings the manager sent that this host runs ("": its own file's).
     queues_version: Name = ""
+    # Slots that left after max_jobs_per_slot or max_slot_age_s, since the master started.
+    recycled_for_jobs: Count = 0
+    recycled_for_age: Count = 0
+    # Why queues' slots do not come up: the last setup() error of each queue, the handler
+    # modules that failed to import, newest first (master/start_failures.py).
+    start_failures: list[StartFailure] = Field(default_factory=list, max_length=MAX_REPORTED)
 
     def load_cap(self) -> str | None:
         """The notice while the load bound, not memory or max_slots, sets the capacity (the
@@ -187,6 +197,7 @@ def build_report(
     queue_settings: Mapping[str, QueueSettingsReport] | None = None,
     crash_log: CrashLog | None = None,
     code: CodeState | None = None,
+    start_failures: Sequence[StartFailure] = (),
 ) -> HostReport:
     reports = [slot_report(slot, now) for slot in sorted(slots, key=lambda s: s.slot_id)]
     return HostReport(
@@ -208,7 +219,9 @@ def build_report(
         # A max_load_per_cpu set huge to turn the bound off must not make the report invalid.
         load_limit=min(capacity.load_limit, MAX_LOAD),
         slots=reports,
-        counters=dict(counters),
+        counters={counter: n for counter, n in counters.items() if counter not in _OWN_FIELDS},
+        recycled_for_jobs=counters.get(Counter.RECYCLED_FOR_JOBS, 0),
+        recycled_for_age=counters.get(Counter.RECYCLED_FOR_AGE, 0),
         handler_failures={cut(source, MAX_NAME_CHARS): cut(why, MAX_TEXT_CHARS)
                           for source, why in handler_failures.items()},
         unhandled_queues=list(unhandled_queues),
@@ -220,4 +233,9 @@ def build_report(
         code_reloading=code.reloading if code else False,
         code_reload_failure=cut(code.failure, MAX_TEXT_CHARS) if code and code.failure else None,
         code_reloads_answered=code.answered if code else 0,
+        start_failures=list(start_failures),
     )
+
+
+# Counters the report sends in fields of their own (see HostReport.counters).
+_OWN_FIELDS = frozenset({Counter.RECYCLED_FOR_JOBS, Counter.RECYCLED_FOR_AGE})

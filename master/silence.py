@@ -19,9 +19,10 @@ two allowances instead of one (1.2 s by default).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from master.lifecycle import Hung, Limits, OverMemory, Slot, SlotEvent
+from master.lifecycle import Hung, Limits, OverMemory, Slot, SlotEvent, check
 from slot.memory import read_memory
 
 # /proc/<pid>/stat states of a process that cannot be making progress: stopped, traced,
@@ -78,3 +79,14 @@ def judge(slot: Slot, silent: Hung, vitals: Vitals | None, now: float, limits: L
     if vitals.private_dirty_bytes > limits.hard_memory_limit_bytes:
         return OverMemory(vitals.private_dirty_bytes, limits.hard_memory_limit_bytes)
     return None
+
+
+def due_events(slots: Iterable[Slot], now: float, limits: Limits) -> Iterator[tuple[Slot, SlotEvent]]:
+    """What the clock and the beacons imply for each slot now (the master's kill_hung): a
+    silent slot may be busy in code that holds the GIL, so the kernel is asked first (judge)."""
+    for slot in list(slots):
+        event = check(slot, now, limits)
+        if isinstance(event, Hung) and event.silent:
+            event = judge(slot, event, read_vitals(slot.pid), now, limits)
+        if event is not None:
+            yield slot, event

@@ -80,6 +80,12 @@ class Assignment(_Frame):
     # is not sent (DONE <id> LARGE <n>, logged: the finished job says how long it was); a
     # shorter one over the queue's max_result_bytes is sent, and the server says the same.
     max_result_bytes: int = Field(default=1024 * 1024, ge=0)
+    # The queue's recycling after jobs or an age (0: none), each plus a jitter the slot draws
+    # once at its start (slot/recycling.py; config/recycling.py says why it is absolute).
+    max_jobs_per_slot: int = Field(default=0, ge=0)
+    max_jobs_per_slot_jitter: int = Field(default=0, ge=0)
+    max_slot_age_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    max_slot_age_jitter_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
 
     def retry_policy(self) -> RetryPolicy:
         """The queue's retry policy as the config gave it to the master."""

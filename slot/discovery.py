@@ -6,11 +6,12 @@ import logging
 import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from importlib.metadata import entry_points
 
 from slot.handler import Handler, registered_handlers
+from slot.setup_notes import describe
 
 ENTRY_POINT_GROUP = "slotmap.handlers"
 
@@ -22,6 +23,8 @@ class LoadedHandlers:
     handlers: Mapping[str, type[Handler]]
     # Source ("module x" / "entry point demo (x)") -> one-line error; the traceback is logged.
     failures: Mapping[str, str]
+    # Source -> the traceback's last lines (the host report's start_failures, slot/setup_notes.py).
+    tracebacks: Mapping[str, str] = field(default_factory=dict)
 
 
 def extend_sys_path(folders: Sequence[str]) -> None:
@@ -41,15 +44,17 @@ def load_handlers(
     get no slots, and the failure is logged and carried in the host report.
     """
     failures: dict[str, str] = {}
+    tracebacks: dict[str, str] = {}
     for name in modules:
-        _import(f"module {name}", partial(importlib.import_module, name), failures)
+        _import(f"module {name}", partial(importlib.import_module, name), failures, tracebacks)
     if entry_point_group:
         for point in entry_points(group=entry_point_group):
-            _import(f"entry point {point.name} ({point.value})", point.load, failures)
-    return LoadedHandlers(handlers=registered_handlers(), failures=failures)
+            _import(f"entry point {point.name} ({point.value})", point.load, failures, tracebacks)
+    return LoadedHandlers(handlers=registered_handlers(), failures=failures, tracebacks=tracebacks)
 
 
-def _import(source: str, load: Callable[[], object], failures: dict[str, str]) -> None:
+def _import(source: str, load: Callable[[], object], failures: dict[str, str],
+            tracebacks: dict[str, str]) -> None:
     try:
         load()
     # Any import-time error of user code is reported, sys.exit() too: a module that parses
@@ -60,6 +65,7 @@ def _import(source: str, load: Callable[[], object], failures: dict[str, str]) -
         if isinstance(exc, SystemExit):
             summary += " (sys.exit() at import: a command line parsed there?)"
         failures[source] = summary
+        tracebacks[source] = describe(exc).traceback
         log.error(
             "handler %s failed to import (%s); its queues get no slots until it is fixed "
             "and the master restarted\n%s",

@@ -15,6 +15,16 @@ class SlotExit(IntEnum):
     SETUP_FAILED = 4
     # No handler is registered for the assigned queue (its module may have failed to import).
     NO_HANDLER = 5
+    # max_jobs_per_slot (plus its jitter) reached, max_slot_age_s (plus its jitter) passed: the
+    # batch was acknowledged, a fresh fork follows. Not 7: test handlers and the guide's
+    # crash example exit with 7, and a crash must never read as a recycle.
+    MAX_JOBS = 6
+    MAX_AGE = 8
+
+    @property
+    def is_recycle(self) -> bool:
+        """True when the slot left on its own to be forked afresh (memory, jobs or age)."""
+        return self in (SlotExit.MEMORY_LIMIT, SlotExit.MAX_JOBS, SlotExit.MAX_AGE)
 
     @property
     def is_boot_failure(self) -> bool:

@@ -30,6 +30,7 @@ from slot.outcome_notes import (
     later_note,
     reply_note,
 )
+from slot.setup_notes import SetupError, setup_error_note
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,10 @@ class LeaseReporter:
     def started(self) -> None:
         """The slot reached its job loop: a death from now on is not a failed start."""
         self._write(STARTED)
+
+    def setup_failed(self, error: SetupError) -> None:
+        """The handler's setup() raised: why, for the master's report (slot/setup_notes.py)."""
+        self._write(setup_error_note(error))
 
     def resolved(self, job: SlotJob) -> None:
         """A job's outcome, the moment the handler decides it (slot/outcome_notes.py)."""

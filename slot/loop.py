@@ -18,7 +18,10 @@ from slot.exit_codes import SlotExit
 from slot.handler import Handler, QueueJob, SlotJob, set_outcome_hook
 from slot.memory import MemoryUsage, MemoryWatch
 from slot.outcomes import Failure, acknowledgement, fail_unresolved, handler_policy
+from slot.recycling import JitterDraw, Recycle, jobs_left, recycle_due
 from slot.retarget import GivingBack
+from slot.setup_notes import SetupError
+from slot.setup_notes import describe as describe_setup_error
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +76,9 @@ class LeaseNotes(Protocol):
     def release(self) -> None: ...
     def started(self) -> None:
         """Once, before the first fetch: a death from now on is not a failed start."""
+        ...
+    def setup_failed(self, error: SetupError) -> None:
+        """The handler's setup() raised: why, for the master's report (slot/setup_notes.py)."""
         ...
     def handled(self) -> None:
         """handle() returned normally: the jobs it left unresolved are DONE."""
@@ -152,6 +158,11 @@ class SlotLoop:
         self._loop_noted = False
         # Private_Dirty that setup() alone left over the limit (0: under it); see _note_setup_memory.
         self._setup_dirty_bytes = 0
+        # Its start, the jobs it took and its place in the jitters: recycling after jobs or an
+        # age (slot/recycling.py).
+        self.started_at = clock()
+        self.jobs_taken = 0
+        self.jitter = JitterDraw.draw(self.rng)
 
     def request_stop(self) -> None:
         """Finish the batch in progress (if any), then exit."""
@@ -165,6 +176,9 @@ class SlotLoop:
         if self.over_memory_limit(self.stats.memory):
             # Measured by the beacon thread while this slot waited for jobs.
             return StepResult(StepKind.EXIT, exit_code=SlotExit.MEMORY_LIMIT)
+        if (recycle := self._recycle(now)) is not None:
+            # Aged while it waited for jobs: the beacon thread woke it (slot/process.py).
+            return StepResult(StepKind.EXIT, exit_code=recycle)
         if self._handler is None:
             failed = self._start_handler()
             if failed is not None:
@@ -178,17 +192,18 @@ class SlotLoop:
         self.stats.phase = SlotPhase.IDLE
         queue = self.assignment.queue
         try:
-            jobs = self.source.fetch(
-                queue, count=self.assignment.batch_size, lock_s=self.assignment.lock_timeout_s
-            )
+            jobs = self.source.fetch(queue, count=self._batch_count(), lock_s=self.assignment.lock_timeout_s)
         except SourceUnavailable as exc:
             return self._retry(f"cannot fetch from {queue}: {exc}")
         if jobs is None:
             return StepResult(StepKind.WOKEN)
         self._failures_in_a_row = 0
+        self.jobs_taken += len(jobs)
         self._run_batch(handler, [SlotJob.from_job(job) for job in jobs])
         if self._over_memory_limit(now):
             return StepResult(StepKind.EXIT, jobs=len(jobs), exit_code=SlotExit.MEMORY_LIMIT)
+        if (recycle := self._recycle(self.clock())) is not None:
+            return StepResult(StepKind.EXIT, jobs=len(jobs), exit_code=recycle)
         return StepResult(StepKind.BATCH, jobs=len(jobs))
 
     def close(self) -> None:
@@ -285,11 +300,13 @@ class SlotLoop:
         try:
             handler = cls()
             handler.setup()
-        except Exception:  # user code at the slot's boundary
+        except Exception as exc:  # user code at the slot's boundary
             log.exception(
                 "%s.setup() failed for queue %s; exiting, the master restarts with backoff",
                 cls.__qualname__, queue,
             )
+            if self.leases is not None:  # the master's report carries it (slot/setup_notes.py)
+                self.leases.setup_failed(describe_setup_error(exc, handler=f"{cls.__module__}.{cls.__qualname__}"))
             return SlotExit.SETUP_FAILED
         self._handler = handler
         if self.leases is not None:
@@ -353,6 +370,27 @@ class SlotLoop:
             usage.private_dirty_bytes, self.assignment.private_dirty_limit_bytes,
         )
         return True
+
+    # Recycling after jobs or an age
+
+    def recycling(self, now: float) -> Recycle | None:
+        """Why the slot is due to leave between batches, if it is (also asked by the beacon
+        thread, to wake a slot that aged while it waits for jobs)."""
+        return recycle_due(self.assignment, self.jitter, jobs_taken=self.jobs_taken,
+                           batches=self.stats.batches, age_s=now - self.started_at)
+
+    def _recycle(self, now: float) -> SlotExit | None:
+        due = self.recycling(now)
+        if due is None:
+            return None
+        log.info("%s: leaving between batches (the last one acknowledged), to be forked afresh", due.why)
+        return due.exit_code
+
+    def _batch_count(self) -> int:
+        """The batch size, cut to the jobs left before max_jobs_per_slot: the slot runs its
+        limit exactly, not up to a batch more."""
+        left = jobs_left(self.assignment, self.jitter, jobs_taken=self.jobs_taken)
+        return self.assignment.batch_size if left is None else max(1, min(self.assignment.batch_size, left))
 
     def _retry(self, why: str) -> StepResult:
         self._failures_in_a_row += 1

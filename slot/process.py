@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from config.curve import ClientCurve
 from queue_server.client import QueueClient
 from slot import producer
-from slot.beacon import Assignment, Beacon
+from slot.beacon import Assignment, Beacon, SlotPhase
 from slot.done_map import DoneMap
 from slot.exit_codes import SlotExit
 from slot.handler import Handler
@@ -119,7 +119,13 @@ def run_slot(spec: SlotSpec) -> int:
         if loop.over_memory_limit(usage):
             waker.wake()
 
-    beacons = BeaconFactory(spec.slot_id, loop.stats, memory_watch, on_memory_read)
+    def on_beacon(now: float) -> None:
+        # A slot that passed max_slot_age_s while it waits for jobs would wait on: wake it so
+        # it leaves now, while idle, rather than after its next batch.
+        if loop.stats.phase is SlotPhase.IDLE and loop.recycling(now) is not None:
+            waker.wake()
+
+    beacons = BeaconFactory(spec.slot_id, loop.stats, memory_watch, on_memory_read, on_beacon)
 
     def on_assignment(assignment: Assignment) -> None:
         inbox.put(assignment)
@@ -178,11 +184,13 @@ class BeaconFactory:
         stats: SlotStats,
         memory_watch: MemoryWatch,
         on_memory_read: Callable[[MemoryUsage], None],
+        on_beacon: Callable[[float], None] = lambda now: None,
     ) -> None:
         self.slot_id = slot_id
         self.stats = stats
         self.memory_watch = memory_watch
         self.on_memory_read = on_memory_read
+        self.on_beacon = on_beacon
         self.pid = os.getpid()
         self._seq = 0
 
@@ -193,6 +201,7 @@ class BeaconFactory:
             self.memory_watch.mark(jobs_done=stats.jobs_done, now=now)
             stats.memory = read_memory()
             self.on_memory_read(stats.memory)
+        self.on_beacon(now)
         started = stats.batch_started_at
         self._seq += 1
         return Beacon(

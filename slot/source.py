@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -29,12 +30,15 @@ BAD_REQUEST = 400
 FETCH_FOLLOW_S = 10.0
 # Ids an outcome found not running that are looked up by key (JOB), per request.
 MAX_LOOKUPS = 20
+# A reply's key: a producer's key may not start with `_` (the server's own), and 128 random
+# bits never meet another.
+REPLY_KEY_PREFIX = "reply."
 
 
 class ClientSource:
     """Through a failover (issue 25): a fetch follows the primary for FETCH_FOLLOW_S, and a
     batch's replies, DONE, LATER and FAIL for one lock time from its first outcome request:
-    a refusal by a server that is not the primary, a lost connection or a missing reply
+    a refusal by a server that is not the primary, a lost connection or a server gone silent
     sends them again to the primary found anew (queue_server/client/follow.py). In sync
     mode the new primary holds the hand-out and its lock, so it accepts them: no re-run,
     no attempt charged. An id then not running is looked up by its key (outcome_check.py):
@@ -164,9 +168,13 @@ class ClientSource:
 
     def reply(self, queue: str, replies: Sequence[tuple[str, bytes]], *,
               ttl_s: float | None = None) -> None:
-        """Each reply under its caller's item; with `ttl_s`, deleted if not taken by then."""
+        """Each reply under its caller's item; with `ttl_s`, deleted if not taken by then.
+        Each has a key of its own (REPLY_KEY_PREFIX), the same each time it is sent: a reply
+        sent again to the primary found anew (a stalled primary taken for a frozen one, a
+        failover) while the first one waits or runs is no second job (`EXISTS`)."""
         for item, data in replies:
-            _call(self.client.put, queue, data, item=item, ttl_s=ttl_s, until=self._until())
+            key = f"{REPLY_KEY_PREFIX}{os.urandom(16).hex()}" if self.keys else None
+            _call(self.client.put, queue, data, item=item, ttl_s=ttl_s, key=key, until=self._until())
 
     def _not_running(self, verb: str, ids: Sequence[int]) -> None:
         """Say what became of the ids an outcome found not running (outcome_check.py): the

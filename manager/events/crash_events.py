@@ -4,7 +4,8 @@ Each report repeats its master's latest crashes with a sequence number (master/c
 the ones not seen before become events. One crash is one event (queue, host, pid, exit code
 or signal, the job charged with it); a storm is folded: per host and queue at most one event
 every FOLD_S seconds, holding the count, the causes and the first MAX_LISTED crashes. So a
-handler that crashes on every job writes a handful of rows a minute, never one per fork.
+handler that crashes on every job writes a handful of rows a minute, never one per fork;
+a setup() that fails is told by its own event (manager/events/start_failures.py).
 Crashes from before the manager started (a manager restarted beside running masters) are
 not repeated.
 """
@@ -21,6 +22,10 @@ from slot.exit_codes import describe_exit
 
 FOLD_S = 10.0
 MAX_LISTED = 20
+# A slot whose setup() raised is a failed start, forked again after each back-off (up to a
+# minute): told once per distinct error by `handler_start_failed` (manager/events/start_failures.py),
+# not as one crash event a minute for as long as it lasts. /metrics still counts each.
+TOLD_ELSEWHERE = frozenset({"setup_failed"})
 
 
 @dataclass(slots=True)
@@ -43,7 +48,7 @@ class CrashEvents:
         if seen is None or seen.master_pid != report.master_pid:
             seen = self._seen[report.host] = _Seen(report.master_pid, 0)
         for crash in report.crashes:
-            if crash.seq <= seen.seq or crash.at_unix < self.started_unix:
+            if crash.seq <= seen.seq or crash.at_unix < self.started_unix or crash.cause in TOLD_ELSEWHERE:
                 continue
             self._pending.setdefault((report.host, crash.queue), []).append(crash)
         seen.seq = max([seen.seq, *(crash.seq for crash in report.crashes)])

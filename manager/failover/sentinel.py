@@ -5,6 +5,8 @@ LEASE_RENEW_S:
     look at every server (ROLE)
     read the authority record (manager/failover/authority.py): the primary and the epoch
     renew the primary's lease (LEASE <epoch> <ms> <echo>), note which replicas are in sync
+        and how many confirmations the primary waits for (its own min_sync_replicas,
+        from ROLE: the manager's config only says what is expected, settings_check.py)
     tell every other server to FOLLOW the primary in this epoch (a deposed primary too:
         it rewinds to the new primary's history)
     primary silent for promote_after_s, and its last lease surely over: promote the
@@ -27,18 +29,17 @@ whole lease from its start before promoting anyone: it cannot know the last gran
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from config.periodic import TurnBoundary
-from manager.failover import authority, takeover
+from manager.failover import authority, settings_check, takeover
 from manager.failover.authority import Record
+from manager.failover.role_view import View, same_server
 from manager.failover.server_link import ServerLink
 from manager.storage.store import EventKind, NewEvent
 
@@ -57,42 +58,6 @@ LEASE_RENEW_S = 0.25
 LEASE_MARGIN_S = 0.5
 LOCK_CHECK_S = 0.25  # the active manager's lock is checked this often while it is sentinel
 assert LEASE_MARGIN_S >= 2 * LOCK_CHECK_S
-MAX_EPOCH = 2**63 - 1  # a ROLE claiming more is not believed (the record's column is 64-bit)
-
-
-@dataclass(frozen=True, slots=True)
-class View:
-    """A server's ROLE reply: `200 OK <role> <sync> <links> <released> <epoch> <lease>
-    <in-sync> <position>`."""
-
-    role: str
-    sync: str
-    epoch: int
-    lease: str
-    in_sync: tuple[str, ...]
-    position: int
-
-    @classmethod
-    def parse(cls, line: bytes | None) -> View | None:
-        words = (line or b"").decode("ascii", "replace").split()
-        if (len(words) != 10 or words[:2] != ["200", "OK"] or not words[6].isdigit()
-                or not words[9].isdigit() or len(words[6]) > 19 or int(words[6]) > MAX_EPOCH):
-            return None
-        in_sync = () if words[8] == "-" else tuple(words[8].split(","))
-        return cls(words[2], words[3], int(words[6]), words[7], in_sync, int(words[9]))
-
-
-def same_server(a: str, b: str) -> bool:
-    """HOST:PORT of the config against a replica's own IP:PORT (from its SNAPSHOT)."""
-    if a == b:
-        return True
-    (host_a, _, port_a), (host_b, _, port_b) = a.rpartition(":"), b.rpartition(":")
-    if port_a != port_b:
-        return False
-    try:
-        return socket.gethostbyname(host_a) == socket.gethostbyname(host_b)
-    except OSError:
-        return False
 
 
 class Sentinel:
@@ -105,11 +70,14 @@ class Sentinel:
         self.lease_ms = int(lease_s * 1000)
         self.lease_s = lease_s
         self.promote_after_s = promote_after_s
-        self.sync_mode = sync_mode
-        # The confirmations a primary waits for before it acknowledges (the cluster config's
-        # [queue_server] min_sync_replicas, the servers' own): how many in-sync replicas
-        # may be silent at a promotion (_silent_in_sync).
-        self.min_sync_replicas = min_sync_replicas
+        # The confirmations a primary waits for before it acknowledges, as this manager's
+        # config says (0: async). Only compared with what the servers report in ROLE and
+        # recorded (settings_check.py), and used for a server that reports nothing (an
+        # older release): a promotion is judged by the primary's own value (_enforced).
+        self.configured_min_sync = min_sync_replicas if sync_mode else 0
+        self.reported: dict[str, int | None] = {}  # each server's last <min-sync>
+        self.unmanaged: set[str] = set()  # servers whose ROLE said lease `unmanaged`
+        self.mismatch_said = ""
         self.note = note
         self.stopping = stopping
         start = time.monotonic()
@@ -150,6 +118,7 @@ class Sentinel:
 
     def turn(self, now: float) -> None:
         views = {address: View.parse(self.links[address].ask(b"ROLE")) for address in self.servers}
+        self._check_settings(views)
         record = self._take_over(authority.read(self.engine), views)
         if record is None:
             return
@@ -255,11 +224,19 @@ class Sentinel:
         return True
 
     def _note_sync(self, record: Record, primary: View) -> Record:
-        if not self.sync_mode:
-            return record
+        """The primary's sync state, in-sync replicas and own min_sync_replicas into the
+        record, before the grant: what it acknowledges under this lease is judged by them."""
+        enforced = self.configured_min_sync if primary.min_sync is None else primary.min_sync
+        said = record.min_sync_replicas if primary.min_sync is None else primary.min_sync
+        if not enforced:
+            if said == record.min_sync_replicas:
+                return record
+            return authority.note_sync(self.engine, record, record.in_sync, record.sync_replicas,
+                                       said) or record
         in_sync = primary.sync not in takeover.ALONE_WORDS
         replicas = tuple(sorted(primary.in_sync))
-        if in_sync == record.in_sync and (replicas == record.sync_replicas or not replicas):
+        if (in_sync == record.in_sync and (replicas == record.sync_replicas or not replicas)
+                and said == record.min_sync_replicas):
             return record
         if in_sync != record.in_sync:
             kind = EventKind.QUEUE_SYNC_REGAINED if in_sync else EventKind.QUEUE_SYNC_LOST
@@ -267,7 +244,8 @@ class Sentinel:
                 f"queue server {record.primary}: synchronous replication "
                 + ("regained" if in_sync else "lost: recorded before it goes on alone; no replica "
                    "may be promoted while it is alone (one that lacks what it acknowledged)"))))
-        return authority.note_sync(self.engine, record, in_sync, replicas or record.sync_replicas) or record
+        return authority.note_sync(self.engine, record, in_sync, replicas or record.sync_replicas,
+                                   said) or record
 
     def _align(self, record: Record, views: dict[str, View | None]) -> None:
         """Every other answering server follows the primary in the record's epoch."""
@@ -287,7 +265,7 @@ class Sentinel:
         candidates = [address for address, view in views.items()
                       if address != record.primary and view is not None
                       and view.role == "replica" and view.epoch == record.epoch]
-        if not self.sync_mode:
+        if not self._enforced(record):
             return candidates
         if not record.in_sync:
             return []
@@ -295,7 +273,7 @@ class Sentinel:
                 if not record.sync_replicas or any(same_server(c, r) for r in record.sync_replicas)]
 
     def _fail_over(self, record: Record, views: dict[str, View | None]) -> None:
-        if self.sync_mode and not record.in_sync:
+        if self._enforced(record) and not record.in_sync:
             return self._refuse(record, "the primary had gone on alone (recorded before it "
                                 "acknowledged anything alone): a replica may lack what it "
                                 "acknowledged; an operator decides")
@@ -306,13 +284,13 @@ class Sentinel:
         if silent:
             return self._refuse(record, (
                 f"in-sync replica(s) {', '.join(silent)} silent: a change the primary acknowledged "
-                f"once {self.min_sync_replicas} replica(s) confirmed it may be on them alone; "
+                f"once {self._enforced(record)} replica(s) confirmed it may be on them alone; "
                 "waiting for them"))
         # The furthest along the dead primary's history: every replica got the same stream
         # in order, and each acknowledged change was confirmed by min_sync_replicas of the
         # in-sync ones, so by one of those answering (_silent_in_sync).
         chosen = max(candidates, key=lambda c: views[c].position)  # type: ignore[union-attr]
-        new = authority.promote(self.engine, record, chosen)
+        new = authority.promote(self.engine, record, chosen, views[chosen].min_sync)  # type: ignore[union-attr]
         if new is None:
             return None  # the record changed meanwhile: next turn reads it again
         reply = self.links[chosen].ask(b"PROMOTE %d" % new.epoch)
@@ -339,11 +317,40 @@ class Sentinel:
         was killed while that one was frozen too, and the lagging one was promoted without
         any of them; the other followed it and dropped them). Unknown (no list recorded yet
         in this epoch): every other configured server counts as in sync."""
-        if not self.sync_mode:
+        enforced = self._enforced(record)
+        if not enforced:
             return []
         in_sync = record.sync_replicas or tuple(a for a in self.servers if a != record.primary)
         silent = [r for r in in_sync if not any(same_server(c, r) for c in candidates)]
-        return silent if len(silent) >= self.min_sync_replicas else []
+        return silent if len(silent) >= enforced else []
+
+    def _enforced(self, record: Record) -> int:
+        """The confirmations the primary of `record` waited for before acknowledging (0:
+        async), as it reported them; this manager's config only when it never did."""
+        return self.configured_min_sync if record.min_sync_replicas is None else record.min_sync_replicas
+
+    def _check_settings(self, views: dict[str, View | None]) -> None:
+        """Each server's <min-sync> against the others' and this manager's config, and
+        servers not started for managed failover: a change in what disagrees is logged and
+        made an event (settings_check.py), once."""
+        for address, view in views.items():
+            if view is not None:
+                self.reported[address] = view.min_sync
+                if view.lease == "unmanaged":
+                    self.unmanaged.add(address)
+                else:
+                    self.unmanaged.discard(address)
+        found = settings_check.mismatch(self.reported, configured=self.configured_min_sync,
+                                        unmanaged=self.unmanaged)
+        if found == self.mismatch_said:
+            return
+        self.mismatch_said = found
+        if not found:
+            log.warning("queue servers: their settings agree again (min_sync_replicas: %s)", ", ".join(
+                f"{a} {settings_check.describe(v or 0)}" for a, v in sorted(self.reported.items())))
+            return
+        log.error("queue servers: %s", found)
+        self.note(NewEvent(kind=EventKind.QUEUE_SETTINGS_MISMATCH, message=found))
 
     def _refuse(self, record: Record, why: str) -> None:
         if why not in self.refusals_said:

@@ -33,6 +33,8 @@ class RoleView(Protocol):
     def in_sync(self) -> tuple[str, ...]: ...
     @property
     def position(self) -> int: ...
+    @property
+    def min_sync(self) -> int | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +70,9 @@ def plan(record: Record | None, views: Mapping[str, RoleView | None]) -> Plan | 
 
 def _record(epoch: int, primary: str, view: RoleView) -> Record:
     if view.role != "primary":
-        return Record(epoch, primary, True, ())
-    return Record(epoch, primary, view.sync not in ALONE_WORDS, tuple(sorted(view.in_sync)))
+        return Record(epoch, primary, True, (), view.min_sync)
+    return Record(epoch, primary, view.sync not in ALONE_WORDS, tuple(sorted(view.in_sync)),
+                  view.min_sync)
 
 
 def found(views: Mapping[str, RoleView | None]) -> str:

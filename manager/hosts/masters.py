@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from config.models import QueueConfig
 from manager.events.code_versions import CodeVersions
 from manager.events.crash_events import CrashEvents
+from manager.events.start_failures import StartFailureEvents
 from manager.hosts.heartbeat import ADOPT, GONE, MasterState, PeerChange, Peers
 from manager.hosts.host_events import change_event
 from manager.hosts.link import ManagerSocket, Received
@@ -84,6 +85,8 @@ class Masters:
         self.load_caps = LoadCaps()
         # Code reloads done and refused (a rolling deploy), the same way.
         self.code_versions = CodeVersions()
+        # Handlers that cannot start (setup() or import errors): one event per distinct error.
+        self.start_failures = StartFailureEvents()
         # After a config reload: the queues' settings, sent to each master until its report
         # says it runs their version (None: the masters keep their own files').
         self.queues: dict[str, QueueConfig] | None = None
@@ -125,6 +128,7 @@ class Masters:
         if (capped := self.load_caps.on_report(report)) is not None:
             self.report_events.append(capped)
         self.report_events += self.code_versions.on_report(report)
+        self.report_events += self.start_failures.on_report(report)
         if frame.leaving:
             # Kept only for a host the manager knows: goodbyes naming made-up hosts cost nothing.
             if self.peers.get(report.host) is not None:

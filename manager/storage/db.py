@@ -74,12 +74,18 @@ class HostSample(Base):
     load_avg_1m: Mapped[float] = mapped_column(Float)
     recycled_for_memory: Mapped[int] = mapped_column(Integer)  # since the master started
     killed_hung: Mapped[int] = mapped_column(Integer)
+    # Slots recycled after max_jobs_per_slot / max_slot_age_s since the master started (0010).
+    recycled_for_jobs: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    recycled_for_age: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # "capped by load: ..." while the master's load bound sets its capacity (manager/hosts/load_caps.py).
     load_cap: Mapped[str | None] = mapped_column(String(200), nullable=True)
     # The handler code's version (master/code_reload.py) and the last refused code reload
     # (master/reloading.py); None before 0007 and from masters of the release before.
     code_version: Mapped[str | None] = mapped_column(String(64), nullable=True)
     code_reload_failure: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    # Why queues' slots do not come up there (master/start_failures.py), as compact JSON
+    # (manager/storage/samples.py stored_start_failures); None before 0012 and with none.
+    start_failures: Mapped[str | None] = mapped_column(String(2000), nullable=True)
 
     __table_args__ = (Index("ix_host_samples_host_at", "host", "at_unix"),)
 
@@ -178,6 +184,9 @@ class QueueAuthority(Base):
     # sync, so none may be promoted without an operator.
     in_sync: Mapped[bool] = mapped_column(Boolean, default=True)
     sync_replicas: Mapped[str] = mapped_column(Text, default="")  # HOST:PORT,... at the last look
+    # The confirmations the primary reported it waits for (ROLE's <min-sync>, 0: async);
+    # NULL: not reported. The sentinel judges a promotion by it, not by its own config.
+    min_sync_replicas: Mapped[int | None] = mapped_column(Integer, nullable=True, default=None)
     updated_at_unix: Mapped[float] = mapped_column(Float)
 
 

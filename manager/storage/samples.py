@@ -2,8 +2,10 @@
 figures in, ORM objects out; manager/storage/store.py writes them)."""
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from config.models import QueueConfig
 from manager.storage.db import HostSample, QueueSample, SlotMapRow
@@ -11,6 +13,7 @@ from manager.storage.model import Plan, SlotMap
 from manager.storage.stats import Totals
 from master.lifecycle import Counter
 from master.report import HostReport, QueueSettingsReport, cut
+from master.start_failures import StartFailure
 from queue_server.protocol.replies import QueueStats as ServerQueueStats
 
 # A load of inf (work waiting, no slot lived) is stored as this: SQL and JSON readers cope.
@@ -112,13 +115,48 @@ def host_samples(*, at_unix: float, reports: Sequence[tuple[HostReport, bool]]) 
             load_avg_1m=report.load_avg_1m,
             recycled_for_memory=report.counters.get(Counter.RECYCLED_FOR_MEMORY, 0),
             killed_hung=report.counters.get(Counter.KILLED_HUNG, 0),
+            recycled_for_jobs=report.recycled_for_jobs,
+            recycled_for_age=report.recycled_for_age,
             load_cap=report.load_cap() if alive else None,
             code_version=report.code_version or None,
             code_reload_failure=cut(report.code_reload_failure, CODE_FAILURE_CHARS)
             if alive and report.code_reload_failure else None,
+            start_failures=stored_start_failures(report.start_failures, at_unix) if alive else None,
         )
         for report, alive in reports
     ]
+
+
+# db.HostSample.start_failures's column, and each error's share of it: a sample is written
+# per host and plan, so it keeps the short form (the traceback is in the failure's event).
+START_FAILURES_CHARS = 2000
+STORED_ERROR_CHARS = 160
+
+
+def stored_start_failures(failures: Sequence[StartFailure], at_unix: float) -> str | None:
+    """The report's start failures as the sample stores them: JSON objects without their
+    traceback, the back-off as a time (`retry_at_unix`), as many as fit the column."""
+    kept: list[dict[str, Any]] = []
+    for failure in failures:
+        row = {"kind": failure.kind, "queue": failure.queue, "source": cut(failure.source, STORED_ERROR_CHARS),
+               "error": cut(failure.error, STORED_ERROR_CHARS), "count": failure.count,
+               "first_at_unix": round(failure.first_at_unix, 3), "last_at_unix": round(failure.last_at_unix, 3),
+               "retry_at_unix": None if failure.retry_in_s is None else round(at_unix + failure.retry_in_s, 3)}
+        if len(json.dumps([*kept, row])) > START_FAILURES_CHARS:
+            break
+        kept.append(row)
+    return json.dumps(kept) if kept else None
+
+
+def read_start_failures(stored: str | None) -> list[dict[str, Any]]:
+    """The stored JSON back (an empty list for none, or for a column that does not parse)."""
+    if not stored:
+        return []
+    try:
+        rows = json.loads(stored)
+    except ValueError:
+        return []
+    return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
 
 
 def slot_map_rows(*, at_unix: float, slot_map: SlotMap) -> list[SlotMapRow]:

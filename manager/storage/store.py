@@ -52,6 +52,9 @@ class EventKind(StrEnum):
     QUEUE_SYNC_LOST = "queue_sync_lost"
     QUEUE_SYNC_REGAINED = "queue_sync_regained"
     QUEUE_PROMOTION_REFUSED = "queue_promotion_refused"
+    # The queue servers' min_sync_replicas differ from each other or from the manager's config,
+    # or one was not started for managed failover (manager/failover/settings_check.py).
+    QUEUE_SETTINGS_MISMATCH = "queue_settings_mismatch"
     # Frames refused at the master door (bad, out of bounds, spoofed, past max_hosts),
     # at most one per reason every few seconds (manager/events/refusals.py), with a count.
     PEER_REFUSED = "peer_refused"
@@ -67,6 +70,9 @@ class EventKind(StrEnum):
     # A master rolled its slots to new handler code, or refused it (manager/events/code_versions.py).
     HOST_CODE_RELOADED = "host_code_reloaded"
     HOST_CODE_RELOAD_REFUSED = "host_code_reload_refused"
+    # A queue's handler could not start on a host (setup() raised, or its module failed to
+    # import): once per distinct error, with the traceback's tail (manager/events/start_failures.py).
+    HANDLER_START_FAILED = "handler_start_failed"
     # The manager's config reload (SIGHUP, manager/reloading/config_reload.py): what changed, or why not.
     CONFIG_RELOADED = "config_reloaded"
     CONFIG_RELOAD_REFUSED = "config_reload_refused"

@@ -87,6 +87,10 @@ class HostReading:
     load_cap: str | None  # "capped by load: ..." (None: not capped, or stored before 0006)
     code_version: str | None = None  # the handler code's hash (None: stored before 0007)
     code_reload_failure: str | None = None  # the last refused code reload, while it stands
+    recycled_for_jobs: int = 0  # after max_jobs_per_slot (0: stored before 0010)
+    recycled_for_age: int = 0  # after max_slot_age_s
+    # Why queues' slots do not come up (JSON, manager/storage/samples.py; None: none, or before 0012).
+    start_failures: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

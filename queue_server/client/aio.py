@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import Any, Concatenate, Final, ParamSpec, Self, TypeVar, cast
 
 from queue_server.client import cancels as cancel_ops
+from queue_server.client import fails as fail_ops
 from queue_server.client import operations as ops
 from queue_server.client import results as result_ops
 from queue_server.client.core import CLIENT_TIMEOUT, RECV_BYTES, ClientCore
@@ -197,7 +198,7 @@ class AsyncQueueClient(ClientCore[_Connection]):
     later = _awaiting(ops.later)
     call = _awaiting(ops.call)
     fail = _awaiting(ops.fail)
-    fail_many = _awaiting(ops.fail_many)
+    fail_many = _awaiting(fail_ops.fail_many)
     touch = _awaiting(ops.touch)
     job = _awaiting(ops.job)
     jobs = _awaiting(ops.jobs)

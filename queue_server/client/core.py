@@ -13,8 +13,7 @@ Reconnect rule (both clients):
   server without an id ranks last), so a failover is followed whatever the ids.
   With a single server no INTERCONNECT is sent. With several, each has
   `connect_timeout_s` to answer this handshake too (a frozen server accepts and never
-  answers). Unreachable servers are
-  skipped; with none reachable it retries the list
+  answers). Unreachable servers are skipped; with none reachable it retries the list
   `reconnect_attempts` more times, then raises ServerUnreachable.
 - Read-only requests (PING, TOTAL, STATS, RUNLIST, JOB, JOBS, INTERCONNECT) that
   lose the connection mid-way are repeated on a fresh connection.
@@ -36,7 +35,8 @@ Reconnect rule (both clients):
   not: the next request asks the server list again, never the same refusing server
   (a restarted old primary that answered first, issue 25).
 - Outcomes given `until` (DONE, LATER, FAIL, TOUCH, a reply's PUT: a running job's lock)
-  follow the primary through a failover: queue_server/client/follow.py.
+  follow the primary through a failover (follow.py); a late reply is waited for while
+  the server still answers, since it holds it (wait_check.py held_reply).
 """
 from __future__ import annotations
 
@@ -44,8 +44,9 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Final, Generic, NoReturn, Protocol, TypeVar
 
+from queue_server.client import wait_check
 from queue_server.client.effects import Op, Open, Request, Sleep
-from queue_server.client.follow import FOLLOW_REPLY_S, follow_pause
+from queue_server.client.follow import FOLLOW_CHECK_S, follow_pause
 from queue_server.protocol import requests as req
 from queue_server.protocol.client_errors import (
     BadReply,
@@ -193,14 +194,13 @@ class ClientCore(Generic[C]):
         until: float | None = None,
         check_s: float | None = None,
     ) -> Op[T]:
-        """Send `request` and read its reply, on the primary, by the reconnect rule; with
-        `until` (time.monotonic()), sent again to the primary found anew after a refusal
-        or a lost connection until then (queue_server/client/follow.py). `check_s`: a
-        blocking wait's check of its server (follow.py WAIT_CHECK_S), with several servers."""
+        """Send `request` and read its reply, on the primary, by the reconnect rule; with `until`
+        (time.monotonic()), sent again to the primary found anew after a refusal, a lost connection
+        or a server gone silent until then (follow.py). `check_s`: WAIT_CHECK_S (follow.py)."""
         if timeout_s is not None or len(self.addresses) == 1:
             check_s = None  # only a wait without limit, with another server to go to
-        if until is not None:
-            timeout_s = self._following_timeout(timeout_s)
+        follow_s = None if until is None else self._follow_check_s(timeout_s)
+        timeout_s = timeout_s if follow_s is None else follow_s
         conn = None if until is None else (yield from self._following(until, wake_fd))
         if conn is None:
             conn = self._conn
@@ -210,7 +210,13 @@ class ClientCore(Generic[C]):
         offline_since: float | None = None
         while True:
             try:
-                return (yield Request(conn, request, parse, timeout_s, wake_fd, check_s))
+                try:
+                    return (yield Request(conn, request, parse, timeout_s, wake_fd, check_s))
+                except TimeoutError:
+                    if follow_s is None or until is None:
+                        raise
+                    return (yield from wait_check.held_reply(conn, parse, until=until, check_s=follow_s,
+                                                             auth=self._auth, connect_timeout_s=self.connect_timeout_s))
             except WaitWoken:
                 self._drop()  # the server drops the waiter with the connection
                 raise
@@ -228,12 +234,10 @@ class ClientCore(Generic[C]):
             if conn is None:
                 conn = yield from self._ready()
 
-    def _following_timeout(self, timeout_s: float | None) -> float | None:
-        """The reply timeout of a request that follows the primary (`until`): the client's,
-        at most FOLLOW_REPLY_S (follow.py); a blocking GET's None is left alone."""
-        if timeout_s != CLIENT_TIMEOUT or self.timeout_s <= FOLLOW_REPLY_S:
-            return timeout_s
-        return FOLLOW_REPLY_S
+    def _follow_check_s(self, timeout_s: float | None) -> float | None:
+        """How long a request that follows the primary waits for its reply before it asks whether
+        its server answers (follow.py FOLLOW_CHECK_S); None for a timeout of its own (GETB's)."""
+        return None if timeout_s != CLIENT_TIMEOUT else min(FOLLOW_CHECK_S, self.timeout_s)
 
     def _following(self, until: float, wake_fd: int | None) -> Op[C | None]:
         """The connection to use while following the primary until `until`: no server

@@ -10,11 +10,14 @@ Two rules, both the client's (queue_server/client/core.py):
   jobs (issue 25).
 - A request given `until` (a time.monotonic() deadline: a running job's lock, for DONE,
   LATER, FAIL, TOUCH and a reply) is sent again to the primary found anew after a refusal
-  *and* after a lost connection or a missing reply, until then. Sending an outcome again is
-  safe: it names a lease id, which the new primary holds in sync mode (the hand-out was
-  replicated before it was answered) and a stale one meets `404`, never another job once
-  ids carry the epoch; a `404` on a resent outcome may mean the first one was applied
-  before the old primary died, which the caller tells apart by the job's key (slot/source.py).
+  *and* after a lost connection or a reply missing from a server that no longer answers,
+  or no longer may (FOLLOW_CHECK_S: a live primary that holds the reply is waited for,
+  never sent the request again), until then. Sending an outcome again is safe: it names a lease id, which
+  the new primary holds in sync mode (the hand-out was replicated before it was answered)
+  and a stale one meets `404`, never another job once ids carry the epoch; a `404` on a
+  resent outcome may mean the first one was applied before the old primary died, which the
+  caller tells apart by the job's key (slot/source.py). A PUT sent again is a second job
+  unless it has a key that the first one still holds (slot/source.py gives replies one).
 """
 from __future__ import annotations
 
@@ -25,16 +28,26 @@ from queue_server.protocol.client_errors import ConnectionLost, OfflineError
 # Between two tries while following: the sentinel promotes 1.25-1.5 s after a kill, so a
 # client polls the server list about eight times before the new primary answers.
 FOLLOW_RETRY_S: Final = 0.2
-# How long a request that follows the primary waits for its reply before it goes to the
-# primary found anew (below the client's timeout_s). A frozen primary (SIGSTOP, a paused
-# VM) still takes the request into its socket and never answers: with the client's 30 s a
-# DONE sent to it reached the new primary (promoted 2 s after the freeze) only after 60 s
-# (30 s for the reply, 30 s more in the handshake with the frozen server, core.py), past
-# a 60 s lock, so the job ran again. A live primary answers an outcome at once, or after
-# holding it for its replicas: sync_timeout_s (2 s by default), plus 0.25-0.5 s for the
-# manager's consent to go on alone. A reply held longer is no harm either: the outcome
-# goes again, and the `404` of one already applied is told apart by the job's key.
-FOLLOW_REPLY_S: Final = 5.0
+# How long a request that follows the primary waits for its reply before it asks its
+# server for ROLE on a new connection (wait_check.py held_reply), answered at once by a
+# live server. A primary whose replies may still go out (its lease held, or unmanaged)
+# holds this one (sync mode, for its replicas): it is waited for on the same connection,
+# asked again this often, until `until`. A server that leaves ROLE unanswered for
+# connect_timeout_s (3 s) is frozen, and one that says it will not send the reply (a
+# replica; a primary whose lease lapsed, cut off from the manager, which promotes another)
+# is left too: the request goes to the primary found anew. A frozen primary (SIGSTOP, a
+# paused VM) still takes the request into its socket and never answers: a DONE sent to it
+# reaches the new primary after this, ROLE (3 s) and the reconnect's handshake with the
+# frozen server (connect_timeout_s, core.py), about 8 s (with the client's 30 s for the
+# reply and the handshake: 60 s, past a 60 s lock, so the job ran again). Before, the reply
+# was given up after a fixed 5 s whatever held it: with sync_timeout_s 8 s, or a silent
+# replica under `sync_fallback = "refuse"` (replies held until one confirms), the request
+# went again to the same live primary, and a handler's reply PUT was stored twice. 2 s: a
+# live primary answers an outcome in milliseconds, or holds it sync_timeout_s (2 s by
+# default) for silent replicas; one short connection per late reply and 2 s is cheap.
+FOLLOW_CHECK_S: Final = 2.0
+# What a request given up on a silent server still reads: a reply sent during the check.
+FOLLOW_TAIL_S: Final = 0.05
 # A wait for jobs (a slot's GETB, with several servers) that has had no reply for this long
 # asks its server on a new connection for a PING, answered within connect_timeout_s by any
 # live server, held replies or not. A frozen primary (SIGSTOP, a paused VM) accepts the

@@ -8,15 +8,13 @@ see queue_server/client/core.py for the reconnect rule they all follow.
 from __future__ import annotations
 
 import inspect
-import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import update_wrapper
-from typing import Any, Final, TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 from queue_server.client import calls
 from queue_server.client.core import CLIENT_TIMEOUT, ClientCore, PutMany
-from queue_server.client.effects import Op, Read, Request, Send, Sleep
-from queue_server.client.follow import follow_pause
+from queue_server.client.effects import Op, Read, Request, Send
 from queue_server.client.tracing import INSTALLED as TRACING
 from queue_server.client.tracing import current_traceparent
 from queue_server.protocol import job_requests as jreq
@@ -54,7 +52,6 @@ from queue_server.protocol.requests import Block, Then
 
 # Either client: the operations use only what ClientCore defines.
 Client: TypeAlias = ClientCore[Any]
-NOT_FOUND: Final = 404
 M = TypeVar("M", bound=Callable[..., Any])
 
 
@@ -246,52 +243,6 @@ def fail(
     `until`: as done()'s."""
     request = jreq.fail_request(job_id, error, delay_s=delay_s, dead=dead, solo=solo)
     return client._request(request, parse_fail, until=until)
-
-
-def fail_many(client: Client, failures: Sequence[jreq.FailRequest], *,
-              until: float | None = None) -> Op[list[FailResult | None]]:
-    """FAIL several running jobs in one round trip (the requests pipelined); per job its
-    FailResult, or None when it was not running (`404 Job Not Found`). Every reply is read
-    before another error reply is raised, so the connection stays in step. `until`: as
-    done()'s, for all of them."""
-    if not failures:
-        return []
-    data = b"".join(jreq.fail_request(f.id, f.error, delay_s=f.delay_s, dead=f.dead, solo=f.solo)
-                    for f in failures)
-    reply_s = client._following_timeout(CLIENT_TIMEOUT) if until else CLIENT_TIMEOUT
-    while True:
-        try:
-            return (yield from _fail_pipelined(client, data, len(failures), reply_s))
-        except QueueServerError as exc:
-            pause = follow_pause(exc, until, time.monotonic())
-            if pause is None:
-                raise
-            client._drop()
-            yield Sleep(pause)
-
-
-def _fail_pipelined(client: Client, data: bytes, count: int, reply_s: float | None) -> Op[
-        list[FailResult | None]]:
-    """One try of fail_many: the `count` FAILs of `data` on the connection in use."""
-    conn = yield from client._ready()
-    results: list[FailResult | None] = []
-    refused: QueueServerError | None = None
-    try:
-        yield Send(conn, data)
-        for _ in range(count):
-            try:
-                results.append((yield Read(conn, parse_fail, reply_s)))
-            except QueueServerError as exc:
-                if isinstance(exc, BadReply):
-                    raise
-                refused = refused or (None if exc.code == NOT_FOUND else exc)
-                results.append(None)
-    except BaseException as exc:  # interrupted: a late reply would answer the next request
-        client._drop()
-        client._raise_failed(conn, "FAIL", exc)
-    if refused is not None:
-        raise refused
-    return results
 
 
 def touch(client: Client, *ids: int, expire_s: float | None = None,

@@ -16,6 +16,7 @@ from typing import Any, Concatenate, Final, ParamSpec, Self, TypeVar
 
 from queue_server.client import calls, wait_check
 from queue_server.client import cancels as cancel_ops
+from queue_server.client import fails as fail_ops
 from queue_server.client import operations as ops
 from queue_server.client import results as result_ops
 from queue_server.client.core import CLIENT_TIMEOUT, RECV_BYTES, ClientCore
@@ -221,7 +222,8 @@ class QueueClient(ClientCore[_Connection]):
             if effect.check_s is not None:
                 address = effect.conn.address
                 return effect.conn.wait(effect.parse, effect.wake_fd, effect.check_s,
-                                        lambda: self._run(wait_check.answers(self, address)))
+                                        lambda: self._run(wait_check.answers(
+                                            address, auth=self._auth, timeout_s=self.connect_timeout_s)))
             return effect.conn.read(effect.parse, effect.timeout_s, effect.wake_fd)
         if isinstance(effect, Read):
             return effect.conn.read(effect.parse, effect.timeout_s, effect.wake_fd)
@@ -264,7 +266,7 @@ class QueueClient(ClientCore[_Connection]):
     later = _blocking(ops.later)
     call = _blocking(ops.call)
     fail = _blocking(ops.fail)
-    fail_many = _blocking(ops.fail_many)
+    fail_many = _blocking(fail_ops.fail_many)
     touch = _blocking(ops.touch)
     job = _blocking(ops.job)
     jobs = _blocking(ops.jobs)

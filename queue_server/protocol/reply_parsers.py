@@ -207,6 +207,16 @@ def parse_serving(reader: FrameReader) -> bool | None:
     return words[0] == b"primary" and words[1] != b"refusing" and words[5] != b"lapsed"
 
 
+def parse_holding(reader: FrameReader) -> bool:
+    """The reply to ROLE from a server that holds a request's reply (client/wait_check.py):
+    False for one that may never send it (a replica; a primary whose lease lapsed, as when
+    it is cut off from the manager, which promotes another), True for a primary that may
+    (its lease held or unmanaged, refusing in sync mode until a replica confirms included)
+    and for a server without ROLE (any other reply)."""
+    words = (ok_text(need_line(reader).rstrip(b"\r")) or b"").split()
+    return len(words) < 6 or (words[0] == b"primary" and words[5] != b"lapsed")
+
+
 def parse_stats_latency(reader: FrameReader) -> dict[str, Any]:
     """`STATS LATENCY` (Part B): `{"bounds_s": [...], "queues": {name: {...}}}`, as sent."""
     data = sized_block(reader, "STATS LATENCY")

@@ -156,14 +156,16 @@ class Replication(Generic[L]):
 
     def role_reply(self, *, following: bool, epoch: int, lease: bytes, position: int) -> bytes:
         """`ROLE` (PROTOCOL.md Part B): role, sync state, acknowledging links, released
-        turns, epoch, lease, the replicas in sync (HOST:PORT,... or -), and the position in
-        the primary's history (records)."""
+        turns, epoch, lease, the replicas in sync (HOST:PORT,... or -), the position in
+        the primary's history (records), and the confirmations this server waits for
+        before it acknowledges as primary (0: async). The last is what the manager judges
+        a promotion by (manager/failover/sentinel.py): its own config may say otherwise."""
         sync = self.sync
         released = 0 if sync is None else sync.released_turns
         role = b"replica" if following else b"primary"
         in_sync = [self.peers[link] for link in self.watch.heard_links() if link in self.peers]
         if sync is not None and sync.state is not SyncState.SYNC:
             in_sync = []
-        return b"200 OK %s %s %d %d %d %s %s %d\r\n" % (
+        return b"200 OK %s %s %d %d %d %s %s %d %d\r\n" % (
             role, self.sync_word().encode(), self.watch.in_sync_links(), released, epoch, lease,
-            b",".join(in_sync) or b"-", position)
+            b",".join(in_sync) or b"-", position, 0 if sync is None else sync.min_replicas)

@@ -120,7 +120,7 @@ def host_rows(*, now: float, mapped: list[dict[str, object]]) -> list[dict[str, 
             "mem_available_bytes": total // 3 + index * 700 * MIB, "master_pss_bytes": 180 * MIB,
             "slots_pss_bytes": max(0, slots * avg_slot - 180 * MIB), "avg_slot_bytes": avg_slot,
             "load_avg_1m": 1.5 + index * 0.75, "recycled_for_memory": 3 * index,
-            "killed_hung": index % 3,
+            "killed_hung": index % 3, "recycled_for_jobs": 10 * index + 1, "recycled_for_age": index,
             "load_cap": "capped by load: 40 of 64 slots (load 3.00 on 2 CPUs, limit 2)" if index == 2 else None,
             # node02 runs other handler code (a rolling deploy), node05 refused a reload.
             "code_version": "0f9e8d7c6b5a" if index == 1 else "a1b2c3d4e5f6",

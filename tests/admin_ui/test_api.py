@@ -150,6 +150,7 @@ def test_slot_map_is_the_newest_plan_with_every_hosts_memory(client: TestClient,
     assert node02["avg_slot_bytes"] == 52 * admin_sample.MIB
     assert node02["mapped"] == sum(node02["by_queue"].values()) == node02["slots"]
     assert node02["recycled_for_memory"] == 3 and node02["killed_hung"] == 1
+    assert node02["recycled_for_jobs"] == 11 and node02["recycled_for_age"] == 1
     assert node02["load_cap"] is None and hosts["node03"]["load_cap"].startswith("capped by load: 40 of 64")
     lost = hosts[admin_sample.LOST_HOST]
     assert not lost["alive"] and lost["mapped"] == 0

@@ -59,6 +59,8 @@ def test_host_gauges_and_counters_and_the_slot_map_cells(client: TestClient) -> 
         assert samples[("slotmap_host_avg_slot_bytes", labels)] == row["avg_slot_bytes"]
         assert samples[("slotmap_host_slots_recycled_for_memory_total", labels)] == row["recycled_for_memory"]
         assert samples[("slotmap_host_slots_killed_hung_total", labels)] == row["killed_hung"]
+        assert samples[("slotmap_host_slots_recycled_for_jobs_total", labels)] == row["recycled_for_jobs"]
+        assert samples[("slotmap_host_slots_recycled_for_age_total", labels)] == row["recycled_for_age"]
     for cell in admin_sample.slot_map(now=NOW):
         key = ("slotmap_slot_map_slots", (("host", str(cell["host"])), ("queue", str(cell["queue"]))))
         assert samples[key] == cell["slots"]

@@ -39,14 +39,14 @@ def test_sort_links_sort_on_the_server_and_the_current_one_flips(client: TestCli
 def test_slot_map_page_shows_host_memory_and_the_lost_host(client: TestClient) -> None:
     html = client.get("/slotmap").text
     assert "32.0 GiB" in html and "52.0 MiB" in html
-    assert re.search(r'<tr data-key="node06" data-sig="01000" class="lost">', html)
+    assert re.search(r'<tr data-key="node06" data-sig="010000" class="lost">', html)
     # The Busy page links a running job's host here.
     assert '<th scope="row" id="host-node06">' in html
 
 
 def test_slot_map_page_marks_a_host_capped_by_load(client: TestClient) -> None:
     html = client.get("/slotmap").text
-    row = re.search(r'<tr data-key="node03" data-sig="11100">.*?</tr>', html, re.S)
+    row = re.search(r'<tr data-key="node03" data-sig="111000">.*?</tr>', html, re.S)
     assert row is not None
     assert ('<span class="badge" title="capped by load: 40 of 64 slots (load 3.00 on 2 CPUs, '
             'limit 2)">capped by load</span>') in row.group(0)

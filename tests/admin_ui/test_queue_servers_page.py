@@ -30,3 +30,22 @@ def test_the_page_and_the_api_show_primary_replica_and_the_unreachable_one(  # t
         for server, shown in ((primary.address, "primary"), (replica.address, "replica"),
                               ("127.0.0.1:1", "unreachable")):
             assert f'data-server="{server}" data-role="{shown}"' in html, (page, server)
+
+
+def test_servers_waiting_for_different_confirmations_are_marked(  # type: ignore[no-untyped-def]
+    make_client, start_queue_server,
+) -> None:
+    """A primary in sync mode (min_sync_replicas 2, its config) with a replica started
+    async: each says what it enforces in ROLE, and the page marks that they differ."""
+    primary = start_queue_server("--fsync", "never", "--replicate", "sync",
+                                 config="[queue_server]\nmin_sync_replicas = 2\n")
+    replica = start_queue_server("--fsync", "never", "--replica-of", primary.address,
+                                 "--server-id", "2", "--promote-after", "600")
+    client: TestClient = make_client(queue_servers=(primary.address, replica.address))
+    servers = client.get("/api/queue-servers").json()
+    assert [s["min_sync_replicas"] for s in servers] == [2, 0]
+    html = client.get("/slotmap").text
+    assert ", waits for 2" in html and ">differs</span>" in html
+    metrics = client.get("/metrics").text
+    assert f'slotmap_queue_server_min_sync_replicas{{server="{primary.address}"}} 2.0' in metrics
+    assert f'slotmap_queue_server_min_sync_replicas{{server="{replica.address}"}} 0.0' in metrics

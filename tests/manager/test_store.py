@@ -60,7 +60,7 @@ def test_migrations_build_exactly_the_tables_of_the_models_on_an_empty_database(
     with store.engine.connect() as connection:
         context = MigrationContext.configure(connection, opts={"compare_type": True})
         assert compare_metadata(context, Base.metadata) == []
-        assert context.get_current_revision() == "0009"
+        assert context.get_current_revision() == "0012"
     assert set(inspect(store.engine).get_table_names()) >= {
         "queue_samples", "host_samples", "slot_map", "events", "queue_overrides", "alembic_version",
         "schedules", "queue_authority",
@@ -71,7 +71,7 @@ def test_a_second_upgrade_of_a_migrated_database_changes_nothing(database_url: s
     Store.open(database_url).close()
     again = Store.open(database_url)
     with again.engine.connect() as connection:
-        assert MigrationContext.configure(connection).get_current_revision() == "0009"
+        assert MigrationContext.configure(connection).get_current_revision() == "0012"
     again.close()
 
 

@@ -95,6 +95,15 @@ def test_take_over_writes_the_first_record_or_raises_one_by_compare_and_set(engi
 def test_a_promotion_fails_when_the_fallback_was_recorded_after_its_read(engine: Engine) -> None:
     seen = authority.take_over(engine, None, Record(1, "a:1", True, ()))
     assert seen is not None
-    assert authority.note_sync(engine, seen, False, ()) is not None  # another manager's write
-    assert authority.promote(engine, seen, "b:1") is None
-    assert authority.read(engine) == Record(1, "a:1", False, ())
+    assert authority.note_sync(engine, seen, False, (), 2) is not None  # another manager's write
+    assert authority.promote(engine, seen, "b:1", 2) is None
+    assert authority.read(engine) == Record(1, "a:1", False, (), 2)
+
+
+def test_the_primarys_min_sync_replicas_is_recorded_and_carried_by_a_promotion(engine: Engine) -> None:
+    first = plan(None, {"a:1": View.parse(b"200 OK primary sync 1 0 0 held b:1 5 2")})
+    assert first is not None and first.record == Record(1, "a:1", True, ("b:1",), 2)
+    seen = authority.take_over(engine, None, first.record)
+    assert seen is not None and authority.read(engine) == seen
+    assert authority.promote(engine, seen, "b:1", 1) == Record(2, "b:1", True, (), 1)
+    assert authority.read(engine) == Record(2, "b:1", True, (), 1)

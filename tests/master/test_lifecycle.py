@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from master.crashes import crash_cause
 from master.leases import renewals
 from master.lifecycle import (
     ALLOWED,
@@ -18,6 +19,7 @@ from master.lifecycle import (
     Hung,
     Leased,
     Limits,
+    Log,
     OverMemory,
     Resolved,
     SendSignal,
@@ -204,3 +206,23 @@ def test_a_move_not_allowed_raises_an_error_naming_both_states() -> None:
     on_event(slot, Exited(0, None), 150.0)
     with pytest.raises(TransitionError, match="from exited to draining"):
         on_event(slot, StopRequested(deadline_s=1.0), 151.0)
+
+
+@pytest.mark.parametrize("code, counter, words", [
+    (SlotExit.MAX_JOBS, Counter.RECYCLED_FOR_JOBS, "recycled: 7 jobs"),
+    (SlotExit.MAX_AGE, Counter.RECYCLED_FOR_AGE, "recycled: age 3612 s"),
+    (SlotExit.MEMORY_LIMIT, Counter.RECYCLED_FOR_MEMORY, "recycled for memory"),
+])
+def test_a_recycled_slot_exits_cleanly_counted_and_logged_with_its_reason(
+    code: SlotExit, counter: Counter, words: str
+) -> None:
+    slot = running_slot()
+    on_event(slot, Leased(((1, 1), (2, 1), (3, 1), (4, 1)), 2.0), 101.0)
+    on_event(slot, Leased((), 2.0), 101.5)
+    on_event(slot, Leased(((5, 1), (6, 1), (7, 1)), 2.0), 102.0)
+    on_event(slot, Leased((), 2.0), 102.5)
+    actions = on_event(slot, Exited(code, None), 100.0 + 3612.4)
+    assert slot.state is SlotState.EXITED and slot.jobs_taken == 7
+    assert counts(actions) == [counter]
+    assert any(isinstance(a, Log) and not a.warning and a.message.endswith(words) for a in actions), actions
+    assert crash_cause(code, None, None) is None  # no crash event, no backoff

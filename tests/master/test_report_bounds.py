@@ -134,3 +134,27 @@ def test_a_host_name_the_manager_would_refuse_stops_the_master_at_start_with_the
             host_name(bad)
     with pytest.raises(ValidationError, match="host_name"):
         MasterConfig(host_name="node 01")
+
+
+def test_recycles_after_jobs_or_age_travel_in_fields_of_their_own_an_older_manager_skips() -> None:
+    from manager.storage.samples import host_samples
+    from master.lifecycle import Counter
+
+    def built(counters: dict[Counter, int]) -> HostReport:
+        return build_report(
+            host="h", master_pid=1, sent_at_unix=1.0, now=1.0,
+            capacity=Capacity(slots=1, by_memory=1, by_load=1, max_slots=1, avg_slot_bytes=1),
+            figures=HostFigures(master_pss_bytes=1, slots_pss_bytes=(), mem_available_bytes=1,
+                                load_avg_1m=0.0, cpus=1),
+            slots=[], counters=counters, handler_failures={}, unhandled_queues=[])
+
+    # None yet: the frame is the one a manager of the release before reads.
+    sent = built({Counter.RECYCLED_FOR_MEMORY: 2}).encode()
+    assert b"recycled_for_jobs" not in sent and b"recycled_for_age" not in sent
+    report = built({Counter.RECYCLED_FOR_MEMORY: 2, Counter.RECYCLED_FOR_JOBS: 7, Counter.RECYCLED_FOR_AGE: 3})
+    # Never in `counters`, whose keys that manager validates as a closed set.
+    assert report.counters == {Counter.RECYCLED_FOR_MEMORY: 2}
+    assert (report.recycled_for_jobs, report.recycled_for_age) == (7, 3)
+    assert HostReport.decode(report.encode()) == report
+    [row] = host_samples(at_unix=1.0, reports=[(report, True)])
+    assert (row.recycled_for_memory, row.recycled_for_jobs, row.recycled_for_age) == (2, 7, 3)

@@ -12,6 +12,7 @@ from queue_server.protocol.reply_parsers import (
     done_parser,
     later_parser,
     parse_get,
+    parse_holding,
     parse_interconnect,
     parse_job,
     parse_ok,
@@ -239,3 +240,15 @@ def test_job_text_and_json_decode_the_data() -> None:
     job = Job("q", 1, 0, '{"a": "é"}'.encode())
     assert job.text == '{"a": "é"}'
     assert job.json() == {"a": "é"}
+
+
+@pytest.mark.parametrize(("role", "holding"), [
+    (b"200 OK primary waiting 0 3 2 held - 12", True),  # held for its replicas
+    (b"200 OK primary refusing 0 3 0 unmanaged - 12", True),  # until a replica confirms
+    (b"200 OK primary asking 0 3 2 held - 12", True),  # until the manager consents
+    (b"200 OK primary waiting 0 3 2 lapsed - 12", False),  # cut off: another may be promoted
+    (b"200 OK replica sync 1 0 2 unmanaged - 12", False),  # deposed: told to follow
+    (b"400 Unknown Command", True),  # a server without ROLE: it answered
+])
+def test_role_says_whether_a_server_may_still_send_a_reply_it_holds(role: bytes, holding: bool) -> None:
+    assert parsed(parse_holding, role + b"\r\n") == (holding, len(role) + 2)

@@ -1,5 +1,6 @@
 """Helpers for the failover tests: producers that remember what was acknowledged, a
-server's whole content drained, ROLE, freezing a process. Real processes and sockets."""
+server's whole content drained, ROLE, freezing a process, a call run in a thread. Real
+processes and sockets."""
 from __future__ import annotations
 
 import contextlib
@@ -7,9 +8,9 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
 from tests.queue_server.util import read_batch
 
@@ -24,6 +25,23 @@ def role(conn) -> list[bytes]:  # type: ignore[no-untyped-def]
     reply = conn.line().split()
     assert reply[:2] == [b"200", b"OK"], reply
     return reply[2:]
+
+
+def in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
+    """`call` run in a daemon thread: its thread, and then `value` or `error`, and `seconds`."""
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        started = time.monotonic()
+        try:
+            out["value"] = call()
+        except Exception as exc:  # the test reports it: noqa: BLE001
+            out["error"] = exc
+        out["seconds"] = time.monotonic() - started
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out
 
 
 @contextlib.contextmanager

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,8 +82,10 @@ class HaCluster:
 
 @contextlib.contextmanager
 def managed_cluster(root: Path, database_url: str, start: StartServer,
-                    server_args: tuple[str, ...] = SERVER_ARGS) -> Iterator[HaCluster]:
-    """Three servers (the first primary) and the manager as sentinel, the first leased."""
+                    server_args: tuple[str, ...] = SERVER_ARGS,
+                    manager_settings: Mapping[str, object] | None = None) -> Iterator[HaCluster]:
+    """Three servers (the first primary) and the manager as sentinel, the first leased;
+    `manager_settings` go into the manager's [queue_server] table only (not the servers')."""
     cluster = HaCluster(root, start, database_url=database_url, server_args=server_args)
     first = start(*server_args)
     cluster.servers.append(first)
@@ -95,7 +97,7 @@ def managed_cluster(root: Path, database_url: str, start: StartServer,
     # and a cluster's setup was four of them in a row.
     with ThreadPoolExecutor(max_workers=2) as pool:
         cluster.servers.extend(pool.map(replica, (2, 3)))
-    process = start_manager(root, cluster.addresses, database_url)
+    process = start_manager(root, cluster.addresses, database_url, settings=manager_settings)
     cluster.manager = process
     try:
         poll_until(lambda: cluster.primary() is first, timeout_s=FAILOVER_DEADLINE_S,
@@ -107,16 +109,18 @@ def managed_cluster(root: Path, database_url: str, start: StartServer,
         process.wait(timeout=10)
 
 
-def start_manager(root: Path, servers: list[str], database_url: str,
-                  name: str = "manager") -> subprocess.Popen[bytes]:
+def start_manager(root: Path, servers: list[str], database_url: str, name: str = "manager",
+                  settings: Mapping[str, object] | None = None) -> subprocess.Popen[bytes]:
     """The manager, once it listens on its port (another one when another process took it
-    first); its config and log are `<name>.toml` and `<name>.log` in `root`."""
+    first); its config and log are `<name>.toml` and `<name>.log` in `root`; `settings`
+    add to (or override) its [queue_server] table."""
     config = root / f"{name}.toml"
     for _ in range(server_proc.BIND_ATTEMPTS):
         port = server_proc.free_port()
         config.write_text(to_toml({
             "queue_server": {"servers": servers, "managed_failover": True,
-                             "replicate": "sync"},  # default lease_s and promote_after_s
+                             "replicate": "sync",  # default lease_s and promote_after_s
+                             **(settings or {})},
             "manager": {"listen": f"tcp://127.0.0.1:{port}", "database_url": database_url},
         }))
         process = spawn_slotmap(["manager", "--config", str(config)], log_path=root / f"{name}.log",

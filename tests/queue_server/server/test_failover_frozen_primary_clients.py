@@ -18,7 +18,6 @@ their default timeouts (timeout_s 30, connect_timeout_s 3), as slots and lease k
   on the new primary within the wait."""
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
@@ -28,36 +27,21 @@ from queue_server.client import QueueClient
 from slot.loop import SourceUnavailable
 from slot.source import ClientSource
 from slot.wake import Waker
-from tests.queue_server.server.ha import frozen, role
+from tests.queue_server.server.ha import frozen, in_thread, role
 from tests.queue_server.server.ha_cluster import FAILOVER_DEADLINE_S, HaCluster
 from tests.queue_server.server.test_managed_failover import ha  # noqa: F401  (the fixture)
 from tests.queue_server.util import poll_until
 
 LOCK_S = 60.0  # the queues' default lock time
-# From the freeze to the outcome on the new primary: promotion (2 s), the reply waited
-# for (follow.py FOLLOW_REPLY_S, 5 s), the frozen server's handshake (connect_timeout_s,
-# 3 s), with room for a loaded box; well under the lock (before: 60.3 s).
+# From the freeze to the outcome on the new primary: the reply waited for (follow.py
+# FOLLOW_CHECK_S, 2 s), the check's PING unanswered (connect_timeout_s, 3 s), the frozen
+# server's handshake (connect_timeout_s, 3 s), the promotion (2 s) overlapping, with room
+# for a loaded box; well under the lock (before: 60.3 s).
 FOLLOWED_WITHIN_S = 25.0
 # From the freeze to the job fetched on the new primary: the wait's check (follow.py
 # WAIT_CHECK_S, 5 s), its PING unanswered (connect_timeout_s, 3 s), the tail read (0.5 s),
 # the reconnect's handshake with the frozen server (3 s); the promotion (2 s) overlaps.
 FETCHED_WITHIN_S = 30.0
-
-
-def _in_thread(call: Any) -> tuple[threading.Thread, dict[str, Any]]:
-    out: dict[str, Any] = {}
-
-    def run() -> None:
-        started = time.monotonic()
-        try:
-            out["value"] = call()
-        except Exception as exc:  # the test reports it: noqa: BLE001
-            out["error"] = exc
-        out["seconds"] = time.monotonic() - started
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread, out
 
 
 def test_outcomes_sent_to_a_frozen_primary_reach_the_new_one_within_seconds(ha: HaCluster) -> None:  # noqa: F811
@@ -68,8 +52,8 @@ def test_outcomes_sent_to_a_frozen_primary_reach_the_new_one_within_seconds(ha: 
         done_job, touched = slot.get("q", count=2, expire_s=LOCK_S, keys=True)
         keeper.ping()  # both on the primary before it freezes
         with frozen(old):
-            done, done_out = _in_thread(lambda: slot.done(done_job.id, until=time.monotonic() + LOCK_S))
-            touch, touch_out = _in_thread(lambda: keeper.touch(touched.id, until=time.monotonic() + LOCK_S))
+            done, done_out = in_thread(lambda: slot.done(done_job.id, until=time.monotonic() + LOCK_S))
+            touch, touch_out = in_thread(lambda: keeper.touch(touched.id, until=time.monotonic() + LOCK_S))
             done.join(LOCK_S)
             touch.join(LOCK_S)
             new = poll_until(lambda: ha.primary(epoch_above=1), timeout_s=FAILOVER_DEADLINE_S,
@@ -89,7 +73,7 @@ def test_a_result_wait_goes_on_across_the_primarys_kill(ha: HaCluster) -> None: 
     with QueueClient(ha.addresses, timeout_s=10.0) as worker, QueueClient(ha.addresses) as caller:
         worker.put("q", b"question", key="r")
         [job] = worker.get("q", expire_s=LOCK_S, keys=True)
-        waiting, out = _in_thread(lambda: caller.result("q", "r", timeout=LOCK_S))
+        waiting, out = in_thread(lambda: caller.result("q", "r", timeout=LOCK_S))
         poll_until(lambda: caller.address is not None, what="the caller waiting")
         ha.servers[0].kill()
         poll_until(lambda: ha.primary(epoch_above=1), timeout_s=FAILOVER_DEADLINE_S,
@@ -124,7 +108,7 @@ def test_an_idle_slot_fetches_from_the_new_primary_while_the_old_one_is_frozen(h
             slot.ping()  # on the primary: the fetch's GETB waits there
             assert slot.address == ("127.0.0.1", old.port)
             source = ClientSource(slot, waker)
-            fetching, out = _in_thread(lambda: _fetch_as_the_loop_does(source))
+            fetching, out = in_thread(lambda: _fetch_as_the_loop_does(source))
             with frozen(old):
                 new = poll_until(lambda: ha.primary(epoch_above=1), timeout_s=FAILOVER_DEADLINE_S,
                                  what=lambda: f"a new primary: {ha.views()}")

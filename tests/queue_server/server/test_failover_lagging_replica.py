@@ -60,7 +60,7 @@ class BigProducer:
             return  # the primary killed: the last PUT was not acknowledged
 
 
-def _in_sync_recorded(url: str) -> int:
+def in_sync_recorded(url: str) -> int:
     engine = create_engine(url)
     try:
         record = authority.read(engine)
@@ -69,7 +69,7 @@ def _in_sync_recorded(url: str) -> int:
     return 0 if record is None else len(record.sync_replicas)
 
 
-def _keys_on(server) -> set[bytes]:  # type: ignore[no-untyped-def]
+def keys_on(server) -> set[bytes]:  # type: ignore[no-untyped-def]
     conn = server.connect(timeout_s=FAILOVER_DEADLINE_S)
     found: set[bytes] = set()
     while True:
@@ -80,11 +80,11 @@ def _keys_on(server) -> set[bytes]:  # type: ignore[no-untyped-def]
         found.update(job.data.split(b" ", 1)[0] for job in batch)
 
 
-def _lag_b_while_c_confirms(cluster: HaCluster, producer: BigProducer) -> None:
+def lag_b_while_c_confirms(cluster: HaCluster, producer: BigProducer) -> None:
     """B frozen while the primary acknowledges on C's confirmation; returns with B still
     frozen and still listed in sync (the caller kills the primary and thaws B)."""
     a, b, _c = cluster.servers
-    poll_until(lambda: _in_sync_recorded(cluster.database_url) == 2, timeout_s=FAILOVER_DEADLINE_S,
+    poll_until(lambda: in_sync_recorded(cluster.database_url) == 2, timeout_s=FAILOVER_DEADLINE_S,
                what=lambda: f"both replicas recorded in sync: {cluster.views()}")
     poll_until(lambda: len(producer.acked) >= 5, timeout_s=FAILOVER_DEADLINE_S, what="writes")
     b.process.send_signal(signal.SIGSTOP)
@@ -95,10 +95,10 @@ def _lag_b_while_c_confirms(cluster: HaCluster, producer: BigProducer) -> None:
     assert len(in_sync) == 2, f"B no longer listed in sync: the scenario was too slow ({in_sync})"
 
 
-def _check_nothing_lost(cluster: HaCluster, producer: BigProducer) -> None:
+def check_nothing_lost(cluster: HaCluster, producer: BigProducer) -> None:
     new = poll_until(lambda: cluster.primary(epoch_above=1), timeout_s=FAILOVER_DEADLINE_S,
                      what=lambda: f"a new primary: {cluster.views()}")
-    lost = set(producer.acked) - _keys_on(new)
+    lost = set(producer.acked) - keys_on(new)
     assert not lost, (f"{len(lost)} of {len(producer.acked)} acknowledged jobs lost "
                       f"(promoted: {new.address}, the lagging one: {cluster.servers[1].address})")
 
@@ -109,7 +109,7 @@ def test_the_furthest_replica_is_promoted_not_the_one_that_lagged(ha: HaCluster)
     threads = producer.start()
     try:
         try:
-            _lag_b_while_c_confirms(ha, producer)
+            lag_b_while_c_confirms(ha, producer)
             a.kill()
         finally:
             b.process.send_signal(signal.SIGCONT)
@@ -117,16 +117,22 @@ def test_the_furthest_replica_is_promoted_not_the_one_that_lagged(ha: HaCluster)
         producer.stop.set()
         for thread in threads:
             thread.join(FAILOVER_DEADLINE_S)
-    _check_nothing_lost(ha, producer)
+    check_nothing_lost(ha, producer)
 
 
 def test_no_promotion_while_an_in_sync_replica_is_silent(ha: HaCluster) -> None:  # noqa: F811
-    a, b, c = ha.servers
+    no_promotion_while_c_is_silent(ha)
+
+
+def no_promotion_while_c_is_silent(cluster: HaCluster) -> None:
+    """B lags while C confirms, C frozen, the primary killed, B thawed: nothing promoted
+    until C answers, and then every acknowledged job is on the new primary."""
+    a, b, c = cluster.servers
     producer = BigProducer(a.port)
     threads = producer.start()
     try:
         try:
-            _lag_b_while_c_confirms(ha, producer)
+            lag_b_while_c_confirms(cluster, producer)
             c.process.send_signal(signal.SIGSTOP)
             a.kill()
         finally:
@@ -134,9 +140,9 @@ def test_no_promotion_while_an_in_sync_replica_is_silent(ha: HaCluster) -> None:
         producer.stop.set()
         try:
             said = poll_until(
-                lambda: ha.events("queue_server_promoted") or [
-                    e for e in ha.events("queue_promotion_refused") if "silent: a change" in e.message],
-                timeout_s=FAILOVER_DEADLINE_S, what=lambda: f"a promotion or its refusal: {ha.views()}")
+                lambda: cluster.events("queue_server_promoted") or [
+                    e for e in cluster.events("queue_promotion_refused") if "silent: a change" in e.message],
+                timeout_s=FAILOVER_DEADLINE_S, what=lambda: f"a promotion or its refusal: {cluster.views()}")
             assert said[0].kind == "queue_promotion_refused", (
                 f"promoted while in-sync replica C was silent: {said[0].message}")
         finally:
@@ -145,4 +151,4 @@ def test_no_promotion_while_an_in_sync_replica_is_silent(ha: HaCluster) -> None:
         producer.stop.set()
         for thread in threads:
             thread.join(FAILOVER_DEADLINE_S)
-    _check_nothing_lost(ha, producer)
+    check_nothing_lost(cluster, producer)
