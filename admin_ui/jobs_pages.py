@@ -118,7 +118,7 @@ def jobs_action(
         return confirm_page(request, access, settings, fields, queue, action, change,
                             now_count=now_count, seen=seen if moved else "")
     result = jobs.change_jobs(settings, store, queue, change, action, now=settings.clock(), door="dashboard",
-                              client_host=request.client.host if request.client else None)
+                              client_host=request.client.host if request.client else None, actor=access.actor)
     state = (fields.get("state") or ["failed"])[0]
     back = (fields.get("next") or [""])[0]
     if back.startswith("/jobs/") and _is_key(back[len("/jobs/"):]) and action == "retry":
@@ -177,7 +177,7 @@ def cancel(queue: QueueName, key: str, request: Request, store: StoreDep, settin
                                "one has its slot stopped and ends dead.",
                       action=request.url.path, button="Yes, cancel it", back=f"/jobs/{quote(key, safe='')}")
     result = cancel_job(settings, store, queue, key, now=settings.clock(), door="dashboard",
-                        client_host=request.client.host if request.client else None)
+                        client_host=request.client.host if request.client else None, actor=access.actor)
     if result.results[key] == "cancelled":
         return RedirectResponse(f"/jobs/{quote(key, safe='')}", status_code=303)
     return RedirectResponse(f"/queues/{queue}/jobs?{urlencode({'state': state, 'cancelled': key})}", status_code=303)
