@@ -23,6 +23,7 @@ from queue_server.client.cancels import CancelEntry
 from queue_server.protocol.cancels import NO_RING
 from queue_server.protocol.client_errors import ConnectionLost, OfflineError, QueueServerError
 from slot.outcomes import Failure
+from slot.reply_key import reply_key
 from slot.wake import block_slot_signals_in_this_thread
 
 log = logging.getLogger(__name__)
@@ -228,9 +229,8 @@ class LeaseKeeper:
             return
         try:
             match request:
-                case Replies(queue, ttl_s, replies):
-                    for item, data in replies:
-                        client.put(queue, data, item=item, ttl_s=ttl_s, until=until)
+                case Replies():
+                    cls._reply_all(client, request, until)
                 case Done(ids):
                     results = client.done(*ids, until=until)
                     gone = [i for i, result in zip(ids, results, strict=True) if not result.found]
@@ -242,6 +242,33 @@ class LeaseKeeper:
             raise
         except QueueServerError as exc:
             log.warning("%s refused (%s); those jobs come back when their lock expires", request, exc)
+
+    @classmethod
+    def _reply_all(cls, client: QueueClient, request: Replies, until: float) -> None:
+        """Each reply under the key the dead slot's PUT named (slot/reply_key.py). One the
+        queue server has under it, waiting, running or finished and kept (a caller took it),
+        was sent by the slot before it died: not sent again. Else the PUT, whose key makes
+        a resend (this keeper's, after a lost connection) no second job."""
+        for reply in request.replies:
+            key = reply_key(request.queue, reply.job_id, reply.item) if request.keyed else None
+            if key is not None and cls._has_job(client, key, until):
+                log.info("reply %s to %s: sent by its slot before it died", key, reply.item)
+                continue
+            client.put(request.queue, reply.data, item=reply.item, ttl_s=request.ttl_s, key=key,
+                       until=until)
+
+    @staticmethod
+    def _has_job(client: QueueClient, key: str, until: float) -> bool:
+        """JOB <key>; a refusal (never seen from a server that takes keys) is logged, and
+        counts as no job: the reply is sent, its key still stopping a second one waiting."""
+        try:
+            return client.job(key, until=until) is not None
+        except (ConnectionLost, OfflineError):
+            raise
+        except QueueServerError as exc:
+            log.warning("JOB %s refused (%s): the reply is sent without knowing whether its "
+                        "slot sent it", key, exc)
+            return False
 
     @staticmethod
     def _fail_all(client: QueueClient, failures: list[Failure], until: float) -> None:

@@ -2,8 +2,8 @@
 
 The rules (docs/DESIGN.md, "A crash costs only its job"):
 - outcomes the handler decided before the death (the slot's outcome notes,
-  slot/outcome_notes.py, and its batch page, slot/done_map.py) are honoured: replies put,
-  DONE, LATER, job.fail() as failed, the jobs a retarget gave back with `LATER ... FRONT`
+  slot/outcome_notes.py, and its batch page, slot/done_map.py) are honoured: replies put
+  (under the key the slot's own PUT named, slot/reply_key.py), DONE, LATER, job.fail() as failed, the jobs a retarget gave back with `LATER ... FRONT`
   (as the slot would have); jobs whose handle_job() returned, or all of them once handle()
   returned, are DONE;
 - the jobs left unresolved, when the death may be a job's doing (a crash, a signal, killed
@@ -37,16 +37,21 @@ from queue_server.protocol.retry import RetryPolicy
 from slot.done_map import HANDLED
 from slot.outcome_notes import NotedOutcome, NoteError, NoteKind, parse
 from slot.outcomes import Failure, failure
+from slot.reply_key import Reply
 
 
 @dataclass(frozen=True, slots=True)
 class Replies:
-    """Answers to synchronous calls, put in the handler's output queue under each caller's item."""
+    """Answers to synchronous calls, put in the handler's output queue under each caller's item,
+    each under the key the slot's own PUT named (slot/reply_key.py) when `keyed`."""
 
     queue: str
     ttl_s: float | None
     # Out of the repr: a refused PUT logs the request, and job data stays out of the logs.
-    replies: tuple[tuple[str, bytes], ...] = field(repr=False)
+    replies: tuple[Reply, ...] = field(repr=False)
+    # The slot fetched with KEYS (its jobs have attempts): it keyed its PUTs, and the queue
+    # server takes PUT ... KEY. False: a server older than keys, sent as before.
+    keyed: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +131,7 @@ def settle(
         ordered = False  # it died before its handler ran: no job is named by the order
     for job_id in gone:
         decided.pop(job_id, None)
-    replies: list[tuple[str, bytes]] = []
+    replies: list[Reply] = []
     done: list[int] = []
     later: dict[float | None, list[int]] = defaultdict(list)
     failures: list[Failure] = []
@@ -134,7 +139,7 @@ def settle(
     for outcome in decided.values():
         match outcome.kind:
             case NoteKind.REPLY if reply_to is not None and outcome.item is not None:
-                replies.append((outcome.item, outcome.reply or b""))
+                replies.append(Reply(outcome.job_id, outcome.item, outcome.reply or b""))
                 done.append(outcome.job_id)
             case NoteKind.DONE | NoteKind.REPLY:
                 done.append(outcome.job_id)
@@ -157,7 +162,8 @@ def settle(
         blamed_key = dict(zip((j for j, _ in lease.jobs), lease.keys, strict=False)).get(job_id)
     requests: list[Request] = []
     if replies and reply_to is not None:
-        requests.append(Replies(reply_to.queue, reply_to.ttl_s, tuple(replies)))
+        keyed = all(attempts[reply.job_id] is not None for reply in replies)
+        requests.append(Replies(reply_to.queue, reply_to.ttl_s, tuple(replies), keyed))
     if done:
         requests.append(Done(tuple(done)))
     requests += [Later(tuple(postponed), delay_s) for delay_s, postponed in later.items()]

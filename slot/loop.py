@@ -19,6 +19,7 @@ from slot.handler import Handler, QueueJob, SlotJob, set_outcome_hook
 from slot.memory import MemoryUsage, MemoryWatch
 from slot.outcomes import Failure, acknowledgement, fail_unresolved, handler_policy
 from slot.recycling import JitterDraw, Recycle, jobs_left, recycle_due
+from slot.reply_key import Reply
 from slot.retarget import GivingBack
 from slot.setup_notes import SetupError
 from slot.setup_notes import describe as describe_setup_error
@@ -62,7 +63,7 @@ class JobSource(Protocol):
     def fail(self, failures: Sequence[Failure]) -> int:
         """FAIL each (pipelined); returns how many of them are dead now."""
         ...
-    def reply(self, queue: str, replies: Sequence[tuple[str, bytes]], *,
+    def reply(self, queue: str, replies: Sequence[Reply], *,
               ttl_s: float | None = None) -> None: ...
 
 

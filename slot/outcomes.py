@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from queue_server.protocol.retry import RetryPolicy
 from slot.handler import Handler, Outcome, SlotJob
+from slot.reply_key import Reply
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +31,7 @@ class Failure:
 
 @dataclass(frozen=True, slots=True)
 class Acknowledgement:
-    replies: list[tuple[str, bytes]]
+    replies: list[Reply]
     # delay (None: at once) -> ids postponed with it
     later: dict[float | None, list[int]]
     failures: list[Failure]
@@ -91,7 +92,7 @@ def acknowledgement(
 ) -> Acknowledgement:
     """Sort a handled batch into the requests that acknowledge it."""
     replies = [
-        (job.item, job.reply_data)
+        Reply(job.id, job.item, job.reply_data)
         for job in jobs
         if job.reply_data is not None and job.item is not None
     ]

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -20,6 +19,7 @@ from queue_server.protocol.replies import Job
 from slot.loop import SourceUnavailable
 from slot.outcome_check import not_running
 from slot.outcomes import Failure
+from slot.reply_key import Reply, reply_key
 from slot.wake import Waker
 
 T = TypeVar("T")
@@ -30,9 +30,6 @@ BAD_REQUEST = 400
 FETCH_FOLLOW_S = 10.0
 # Ids an outcome found not running that are looked up by key (JOB), per request.
 MAX_LOOKUPS = 20
-# A reply's key: a producer's key may not start with `_` (the server's own), and 128 random
-# bits never meet another.
-REPLY_KEY_PREFIX = "reply."
 
 
 class ClientSource:
@@ -166,15 +163,17 @@ class ClientSource:
                                    if result is None])
         return sum(result is not None and result.dead for result in results)
 
-    def reply(self, queue: str, replies: Sequence[tuple[str, bytes]], *,
-              ttl_s: float | None = None) -> None:
+    def reply(self, queue: str, replies: Sequence[Reply], *, ttl_s: float | None = None) -> None:
         """Each reply under its caller's item; with `ttl_s`, deleted if not taken by then.
-        Each has a key of its own (REPLY_KEY_PREFIX), the same each time it is sent: a reply
-        sent again to the primary found anew (a stalled primary taken for a frozen one, a
-        failover) while the first one waits or runs is no second job (`EXISTS`)."""
-        for item, data in replies:
-            key = f"{REPLY_KEY_PREFIX}{os.urandom(16).hex()}" if self.keys else None
-            _call(self.client.put, queue, data, item=item, ttl_s=ttl_s, key=key, until=self._until())
+        Each has a key of its own (slot/reply_key.py), the same each time it is sent, by
+        this slot or by the master settling its batch after its death: a reply sent again
+        (to the primary found anew after a stalled primary taken for a frozen one, a
+        failover) while the first one waits or runs is no second job (`EXISTS`). No key
+        from a server older than KEYS (it would refuse PUT ... KEY)."""
+        for reply in replies:
+            key = reply_key(queue, reply.job_id, reply.item) if self.keys else None
+            _call(self.client.put, queue, reply.data, item=reply.item, ttl_s=ttl_s, key=key,
+                  until=self._until())
 
     def _not_running(self, verb: str, ids: Sequence[int]) -> None:
         """Say what became of the ids an outcome found not running (outcome_check.py): the

@@ -3,6 +3,7 @@ death names it, the others go back uncharged and alone."""
 from __future__ import annotations
 
 import random
+import re
 
 from master.lifecycle import Lease
 from master.settle import Done, Fail, Later, Replies, ReplyTo, settle
@@ -20,6 +21,7 @@ from slot.outcome_notes import (
     parse,
     reply_note,
 )
+from slot.reply_key import Reply, reply_key
 
 LEASE = Lease(jobs=((1, 1), (2, 1), (3, 2), (4, 1)), lock_s=60.0, renewed_at=0.0, keys=("a", "b", "c", "d"))
 
@@ -45,7 +47,7 @@ def test_outcome_notes_read_back_as_written() -> None:
 
 def test_decided_outcomes_are_honoured_and_the_undecided_go_back_uncharged_and_alone() -> None:
     result = settled([done_note(1), reply_note(2, "it", b"ok") or b"", later_note(3, 5.0)])
-    assert result.requests == (Replies("q_reply", 600.0, (("it", b"ok"),)), Done((1, 2)),
+    assert result.requests == (Replies("q_reply", 600.0, (Reply(2, "it", b"ok"),)), Done((1, 2)),
                                Later((3,), 5.0), Fail((
                                    # the only undecided job: the death names it
                                    result.requests[-1].failures[0],  # type: ignore[union-attr]
@@ -133,5 +135,28 @@ def test_jobs_a_retarget_gave_back_go_to_the_front_in_the_lease_order_with_those
 
 def test_a_replies_request_keeps_the_job_data_out_of_its_repr() -> None:
     """The lease keeper logs a refused request by its repr: job data stays out of the logs."""
-    shown = repr(Replies("out", None, (("caller-item", b"private answer bytes"),)))
+    shown = repr(Replies("out", None, (Reply(7, "caller-item", b"private answer bytes"),)))
     assert "private answer bytes" not in shown and "'out'" in shown
+
+
+def test_a_noted_reply_is_sent_again_under_the_key_the_slot_derives() -> None:
+    """The slot's PUT and the master's resend name one key (slot/reply_key.py): the lease id
+    and item of the note, the handler's output queue. A note of the previous release (the
+    same line) settles the same way; a lease without attempts (a server older than keys)
+    sends its replies without a key, as the slot did."""
+    [replies, *_] = settled([reply_note(2, "it", b"ok") or b""]).requests
+    assert isinstance(replies, Replies) and replies.keyed
+    [reply] = replies.replies
+    assert reply_key(replies.queue, reply.job_id, reply.item) == reply_key("q_reply", 2, "it")
+    unkeyed = Lease(jobs=((1, None), (2, None)), lock_s=60.0, renewed_at=0.0)
+    [replies, *_] = settled([reply_note(2, "it", b"ok") or b""], lease=unkeyed).requests
+    assert isinstance(replies, Replies) and not replies.keyed
+
+
+def test_a_reply_key_names_one_hand_out_and_fits_the_key_syntax() -> None:
+    key = reply_key("q_reply", 123456789012345678, "_7")
+    assert re.fullmatch(r"reply\.[0-9a-f]{32}", key)
+    assert key == reply_key("q_reply", 123456789012345678, "_7")
+    others = {reply_key("q_reply", 123456789012345679, "_7"), reply_key("q_reply", 123456789012345678, "_8"),
+              reply_key("other_reply", 123456789012345678, "_7"), reply_key("q_reply", 1, "23456789012345678_7")}
+    assert key not in others and len(others) == 4

@@ -12,7 +12,8 @@ import time
 from typing import Any
 
 from queue_server.client import QueueClient
-from slot.source import REPLY_KEY_PREFIX, ClientSource
+from slot.reply_key import REPLY_KEY_PREFIX, Reply
+from slot.source import ClientSource
 from slot.wake import Waker
 from tests.queue_server.server.ha import frozen, role
 from tests.queue_server.util import poll_until
@@ -48,7 +49,7 @@ def test_a_reply_sent_again_after_a_stall_is_one_job(start_queue_server: Any) ->
 
             def reply() -> None:
                 try:
-                    source.reply("q_reply", [("_7", b"the answer")], ttl_s=600.0)
+                    source.reply("q_reply", [Reply(jobs[0].id, "_7", b"the answer")], ttl_s=600.0)
                     out["done"] = True
                 except Exception as exc:  # the test reports it: noqa: BLE001
                     out["error"] = exc

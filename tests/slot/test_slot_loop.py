@@ -15,6 +15,7 @@ from slot.handler import Handler, SlotJob
 from slot.loop import SlotLoop, SourceUnavailable, StepKind
 from slot.memory import MemoryUsage, MemoryWatch
 from slot.outcomes import Failure
+from slot.reply_key import Reply
 
 MB = 1024 * 1024
 
@@ -26,7 +27,7 @@ class FakeSource:
     later_calls: list[tuple[list[int], float | None]] = field(default_factory=list)
     # LATER ... FRONT: the jobs a retarget gave back.
     front_calls: list[list[int]] = field(default_factory=list)
-    replies: list[tuple[str, list[tuple[str, bytes]]]] = field(default_factory=list)
+    replies: list[tuple[str, list[Reply]]] = field(default_factory=list)
     reply_ttls: list[float | None] = field(default_factory=list)
     fail_calls: list[list[Failure]] = field(default_factory=list)
     fetches: list[tuple[str, int, float]] = field(default_factory=list)
@@ -55,8 +56,7 @@ class FakeSource:
         self.fail_calls.append(list(failures))
         return sum(f.dead for f in failures)
 
-    def reply(self, queue: str, replies: Sequence[tuple[str, bytes]], *,
-              ttl_s: float | None = None) -> None:
+    def reply(self, queue: str, replies: Sequence[Reply], *, ttl_s: float | None = None) -> None:
         self.replies.append((queue, list(replies)))
         self.reply_ttls.append(ttl_s)
 
@@ -173,7 +173,7 @@ def test_postponed_jobs_go_back_with_their_delay_and_replies_are_put_first() -> 
     source = FakeSource(ready={"a": jobs("a", b"x", b"later", b"call")})
     loop = make_loop(source)
     loop.step(0.0)
-    assert source.replies == [("a_reply", [("_9", b"answer")])]
+    assert source.replies == [("a_reply", [Reply(3, "_9", b"answer")])]
     assert source.reply_ttls == [600.0]  # Handler.reply_ttl_s: an untaken reply goes (PUT ... TTL)
     assert source.later_calls == [([2], 5)]
     assert source.done_calls == [[1, 3]]
