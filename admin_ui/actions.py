@@ -29,9 +29,9 @@ def _current(reads: StoreReads, queue: str, now: float) -> Override:
 
 def _record(
     store: Store, override: Override, *, kind: EventKind, message: str, now: float,
-    detail: dict[str, object],
+    detail: dict[str, object], actor: str,
 ) -> ActionResult:
-    event = NewEvent(kind=kind, message=message, queue=override.queue, actor=ACTOR, detail=detail)
+    event = NewEvent(kind=kind, message=message, queue=override.queue, actor=actor, detail=detail)
     event_id = store.save_override(now, override, event)
     return ActionResult(queue=override.queue, event_id=event_id, message=message,
                         override=override_view(override))
@@ -39,7 +39,7 @@ def _record(
 
 def set_paused(
     store: Store, reads: StoreReads, queue: str, *, paused: bool, now: float,
-    config: QueueConfig | None, client: str | None = None,
+    config: QueueConfig | None, client: str | None = None, actor: str = ACTOR,
 ) -> ActionResult:
     """Ask the manager to pause (no slots) or resume `queue`."""
     _require_known(reads, queue, config)
@@ -49,15 +49,15 @@ def set_paused(
     return _record(
         store, replace(before, paused=paused, updated_at_unix=now),
         kind=EventKind.PAUSE_REQUESTED if paused else EventKind.RESUME_REQUESTED,
-        message=f"{verb} of {queue} requested by {ACTOR}"
+        message=f"{verb} of {queue} requested by {actor}"
         + ("" if was != paused else f" (already {'paused' if was else 'running'})"),
-        now=now, detail={"paused": paused, "was_paused": was, "client": client},
+        now=now, detail={"paused": paused, "was_paused": was, "client": client}, actor=actor,
     )
 
 
 def set_limits(
     store: Store, reads: StoreReads, queue: str, change: LimitsChange, *, now: float,
-    config: QueueConfig | None, client: str | None = None,
+    config: QueueConfig | None, client: str | None = None, actor: str = ACTOR,
 ) -> ActionResult:
     """Override min/max slots of `queue` (None: back to the config value)."""
     sample = _require_known(reads, queue, config)
@@ -74,7 +74,7 @@ def set_limits(
     return _record(
         store, replace(before, min_slots=change.min_slots, max_slots=change.max_slots, updated_at_unix=now),
         kind=EventKind.LIMITS_CHANGED,
-        message=f"slots of {queue} set to {new_min}..{new_max} by {ACTOR}",
+        message=f"slots of {queue} set to {new_min}..{new_max} by {actor}", actor=actor,
         now=now, detail={
             "min_slots": change.min_slots, "max_slots": change.max_slots,
             "effective_min_slots": new_min, "effective_max_slots": new_max,
@@ -85,7 +85,7 @@ def set_limits(
 
 def resume_limiter(
     store: Store, reads: StoreReads, queue: str, *, limiters: LimiterReader | None, now: float,
-    config: QueueConfig | None, client: str | None = None,
+    config: QueueConfig | None, client: str | None = None, actor: str = ACTOR,
 ) -> ActionResult:
     """Lift the pause of the queue's rate limiter at the pulsar (at once: no plan involved)."""
     if config is None or config.rate_limit is None:
@@ -95,9 +95,9 @@ def resume_limiter(
     refused = limiters.resume(queue)
     if refused is not None:
         raise PulsarUnavailable(f"the pulsar did not lift the pause of {queue!r}: {refused}")
-    message = f"pause of the rate limiter {queue} lifted by {ACTOR}"
+    message = f"pause of the rate limiter {queue} lifted by {actor}"
     event_id = store.add_event(now, NewEvent(kind=EventKind.LIMITER_RESUMED, message=message, queue=queue,
-                                             actor=ACTOR, detail={"client": client}))
+                                             actor=actor, detail={"client": client}))
     stored = reads.override(queue)
     return ActionResult(queue=queue, event_id=event_id, message=message,
                         override=None if stored is None else override_view(stored))

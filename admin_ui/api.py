@@ -7,7 +7,16 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from admin_ui import actions, jobs_api, jobs_search_pages, views
-from admin_ui.deps import ActorDep, EventId, ReadsDep, SettingsDep, StoreDep, get_store, readable
+from admin_ui.deps import (
+    ActorDep,
+    EventId,
+    ReadsDep,
+    SettingsDep,
+    StoreDep,
+    UnixTime,
+    get_store,
+    readable,
+)
 from admin_ui.errors import UnknownQueue
 from admin_ui.limiters_shown import queue_limiter, queue_limiters
 from admin_ui.metrics import exposition
@@ -84,33 +93,37 @@ def queue_history(
 
 @router.post("/api/queues/{queue}/pause", tags=["actions"])
 def pause(queue: QueueName, request: Request, reads: ReadsDep, store: StoreDep,
-          settings: SettingsDep, _: ActorDep) -> ActionResult:
+          settings: SettingsDep, access: ActorDep) -> ActionResult:
     """Ask the manager to take all slots from the queue at its next plan."""
     return actions.set_paused(store, reads, queue, paused=True, now=settings.clock(),
-                              config=settings.queues.get(queue), client=client_of(request))
+                              config=settings.queues.get(queue), client=client_of(request),
+                              actor=access.actor)
 
 
 @router.post("/api/queues/{queue}/resume", tags=["actions"])
 def resume(queue: QueueName, request: Request, reads: ReadsDep, store: StoreDep,
-           settings: SettingsDep, _: ActorDep) -> ActionResult:
+           settings: SettingsDep, access: ActorDep) -> ActionResult:
     return actions.set_paused(store, reads, queue, paused=False, now=settings.clock(),
-                              config=settings.queues.get(queue), client=client_of(request))
+                              config=settings.queues.get(queue), client=client_of(request),
+                              actor=access.actor)
 
 
 @router.post("/api/queues/{queue}/limiter/resume", tags=["actions"])
 def resume_limiter(queue: QueueName, request: Request, reads: ReadsDep, store: StoreDep,
-                   settings: SettingsDep, _: ActorDep) -> ActionResult:
+                   settings: SettingsDep, access: ActorDep) -> ActionResult:
     """Lift the pause of the queue's rate limiter at the pulsar, at once."""
     return actions.resume_limiter(store, reads, queue, limiters=settings.limiters, now=settings.clock(),
-                                  config=settings.queues.get(queue), client=client_of(request))
+                                  config=settings.queues.get(queue), client=client_of(request),
+                                  actor=access.actor)
 
 
 @router.put("/api/queues/{queue}/limits", tags=["actions"])
 def limits(queue: QueueName, change: LimitsChange, request: Request, reads: ReadsDep, store: StoreDep,
-           settings: SettingsDep, _: ActorDep) -> ActionResult:
+           settings: SettingsDep, access: ActorDep) -> ActionResult:
     """Override min/max slots at runtime; null gives the limit back to the config."""
     return actions.set_limits(store, reads, queue, change, now=settings.clock(),
-                              config=settings.queues.get(queue), client=client_of(request))
+                              config=settings.queues.get(queue), client=client_of(request),
+                              actor=access.actor)
 
 
 @router.get("/api/slotmap", tags=["hosts"])
@@ -125,7 +138,7 @@ def slot_map(reads: ReadsDep, settings: SettingsDep) -> SlotMapView:
 def events(
     reads: ReadsDep,
     kind: str | None = None, queue: str | None = None, host: str | None = None,
-    since_unix: float | None = None, until_unix: float | None = None,
+    since_unix: UnixTime | None = None, until_unix: UnixTime | None = None,
     before_id: EventId | None = None, limit: Annotated[int, Query(ge=1, le=1000)] = 200,
     group: bool = False,
 ) -> EventsView:

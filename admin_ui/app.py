@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 import jinja2
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import (
     HTMLResponse,
@@ -41,6 +42,7 @@ from admin_ui.format import fmt, json_text, path_segment
 from admin_ui.host_check import HostCheck
 from admin_ui.metrics import make_registry
 from admin_ui.settings import AdminSettings
+from admin_ui.validation_errors import handle_validation_error
 from manager.storage.store import Store
 
 log = logging.getLogger("slotmap.admin")
@@ -170,6 +172,11 @@ async def guard(request: Request, call_next: Callable[[Request], Awaitable[Respo
         response.headers.setdefault(name, value)
     response.headers.setdefault("Content-Security-Policy",
                                 DOCS_CSP if request.url.path == "/docs" else STRICT_CSP)
+    if not request.url.path.startswith("/static/"):
+        # Kept in the browser's cache, a page came back on Back as it was: jobs already
+        # deleted still listed (their boxes ticked), and a job's data shown again after
+        # Log out. Uncached, Back asks anew: the list as it is now, or the login form.
+        response.headers.setdefault("Cache-Control", "no-store")
     return response
 
 
@@ -248,6 +255,7 @@ def create_app(store: Store, settings: AdminSettings) -> FastAPI:
     app.include_router(config_reload.api)
     app.include_router(schedules.pages)
     app.add_exception_handler(AdminError, handle_admin_error)
+    app.add_exception_handler(RequestValidationError, handle_validation_error)
     app.add_api_route("/docs", api_docs, methods=["GET"], include_in_schema=False)
     return app
 

@@ -47,6 +47,11 @@ class Access:
         return self.role is not None
 
     @property
+    def actor(self) -> str:
+        """Who its events name: the role of the token (an operator's retry is not the admin's)."""
+        return self.role or ADMIN
+
+    @property
     def can_read(self) -> bool:
         return self.authenticated or not self.protect_reads
 

@@ -104,3 +104,5 @@ FormDep = Annotated[dict[str, str], Depends(form_fields)]
 # An event id as SQL stores it (a signed 64-bit integer): a larger `before_id` was an
 # OverflowError out of the database driver, a 500, not a 422.
 EventId = Annotated[int, Query(ge=1, le=2**63 - 1)]
+# A time filter: `nan` or `1e400` (inf) matched nothing and answered an empty list, not a 422.
+UnixTime = Annotated[float, Query(allow_inf_nan=False)]

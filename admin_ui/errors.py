@@ -80,6 +80,12 @@ class InvalidJobsAction(AdminError):
     status_code = 422
 
 
+class InvalidTimeRange(AdminError):
+    """A time filter whose start is after its end: it would quietly match nothing."""
+
+    status_code = 422
+
+
 class PulsarUnavailable(AdminError):
     """No pulsar is configured for the dashboard, or it did not take the request."""
 

@@ -18,7 +18,6 @@ QUEUES_PER_PAGE: Final = 100
 # Samples are looked up for the largest groups only: one or two bounded searches each.
 MAX_SAMPLES: Final = 40
 SAMPLE_SCAN: Final = 5_000
-NO_SAMPLE_TYPES: Final = frozenset({"other"})
 
 
 def _counts(document: dict[str, Any]) -> list[tuple[str, str, int]]:
@@ -34,8 +33,8 @@ def _counts(document: dict[str, Any]) -> list[tuple[str, str, int]]:
 
 
 def _sample(client: QueueClient, queue: str, kind: str) -> JobView | None:
-    if kind in NO_SAMPLE_TYPES:
-        return None
+    # `other` too: the search finds the errors with no type name (a handler's job.fail("...")
+    # text), which the group counts; the group's types past a queue's first 10 it cannot.
     for state in ("dead", "failed"):
         page = client.search_jobs(queue, state, limit=1, error_type=kind, scan=SAMPLE_SCAN)
         if page.jobs:
@@ -50,7 +49,8 @@ def _groups(client: QueueClient, queue: str | None) -> list[FailureGroup]:
         rows += _counts(client.stats_latency(names[start:start + QUEUES_PER_PAGE]))
     rows.sort(key=lambda row: (-row[2], row[0], row[1]))
     return [FailureGroup(queue=name, error_type=kind, failed_attempts=count,
-                         sample=_sample(client, name, kind) if index < MAX_SAMPLES else None)
+                         sample=_sample(client, name, kind) if index < MAX_SAMPLES else None,
+                         sampled=index < MAX_SAMPLES)
             for index, (name, kind, count) in enumerate(rows)]
 
 

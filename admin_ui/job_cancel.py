@@ -12,14 +12,14 @@ from queue_server.client.cancels import not_cancelled_text
 
 
 def cancel_job(settings: AdminSettings, store: Store, queue: str, key: str, *, now: float, door: Door,
-               client_host: str | None = None) -> JobsActionResult:
+               client_host: str | None = None, actor: str = ACTOR) -> JobsActionResult:
     outcome = ask(settings, lambda client: client.cancel(queue, key), door=door)
     if outcome == "not_found":
         text, finished = not_cancelled_text(queue, key, ask(settings, lambda client: client.job(key), door=door))
         raise (JobAlreadyFinished if finished else JobNotFound)(text)
-    message = f"cancel of {key} of {queue} ({outcome}) by {ACTOR} {DOOR_WORDS[door]}"
+    message = f"cancel of {key} of {queue} ({outcome}) by {actor} {DOOR_WORDS[door]}"
     detail = {"key": key, "outcome": outcome, "door": door, "client_host": client_host}
     event_id = store.add_event(now, NewEvent(kind=EventKind.JOB_CANCELLED, message=message, queue=queue,
-                                             actor=ACTOR, detail=detail))
+                                             actor=actor, detail=detail))
     return JobsActionResult(queue=queue, action="cancel", results={key: outcome}, count=1,
                             event_id=event_id, message=message)

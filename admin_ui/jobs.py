@@ -1,7 +1,7 @@
 """Jobs on the queue server as the dashboard shows and changes them: lists, one job, retry, delete.
 
 The queue server answers (through queue_link); every retry or delete also writes an event
-with actor `admin` that says its door (the dashboard's forms or the JSON API), like the
+with its actor (the role of the token: `admin` or `operator`) that says its door (the dashboard's forms or the JSON API), like the
 dashboard's other actions. The queue server counts them under that door too (CLIENT NAME),
 and the manager writes events for the other doors' (manager/events/job_actions.py).
 """
@@ -109,10 +109,10 @@ def _all(client: QueueClient, verb: Verb, queue: str, state: str) -> int:
 
 
 def change_jobs(settings: AdminSettings, store: Store, queue: str, action: JobsAction, verb: Verb, *,
-                now: float, door: Door, client_host: str | None = None) -> JobsActionResult:
+                now: float, door: Door, client_host: str | None = None, actor: str = ACTOR) -> JobsActionResult:
     """Retry: dead jobs go back to ready with attempts reset, failed ones run now (attempts kept).
     Delete: ready, delayed, failed or dead jobs by key (running ones are refused), or all dead.
-    Either writes an event with actor admin, saying the door (dashboard or api)."""
+    Either writes an event with `actor` (the token's role), saying the door (dashboard or api)."""
     _check(action, verb)
     results: dict[str, str] = {}
     state = action.all
@@ -124,9 +124,9 @@ def change_jobs(settings: AdminSettings, store: Store, queue: str, action: JobsA
         results = dict(zip(action.keys, outcomes, strict=True))
         count = sum(1 for outcome in outcomes if outcome == "ok")
         what = _what(action.keys, count)
-    message = f"{verb} of {what} of {queue} by {ACTOR} {DOOR_WORDS[door]}"
+    message = f"{verb} of {what} of {queue} by {actor} {DOOR_WORDS[door]}"
     detail = {**_detail(action, results, count, client_host), "door": door}
-    event_id = store.add_event(now, NewEvent(kind=EVENT_KINDS[verb], message=message, queue=queue, actor=ACTOR,
+    event_id = store.add_event(now, NewEvent(kind=EVENT_KINDS[verb], message=message, queue=queue, actor=actor,
                                              detail=detail))
     return JobsActionResult(queue=queue, action=verb, results=results, count=count,
                             event_id=event_id, message=message)

@@ -51,26 +51,26 @@ def job(key: JobKey, settings: SettingsDep, _: JobsReaderDep) -> JobView:
 
 @router.post("/api/queues/{queue}/jobs/retry", tags=["actions"])
 def retry(queue: QueueName, action: JobsAction, request: Request, store: StoreDep,
-          settings: SettingsDep, _: ActorDep) -> JobsActionResult:
+          settings: SettingsDep, access: ActorDep) -> JobsActionResult:
     """`{"keys": [...]}`: those jobs run again (dead ones with attempts reset);
     `{"all": "dead"}` or `{"all": "failed"}`: every such job of the queue."""
     return jobs.change_jobs(settings, store, queue, action, "retry", now=settings.clock(), door="api",
-                            client_host=request.client.host if request.client else None)
+                            client_host=request.client.host if request.client else None, actor=access.actor)
 
 
 @router.post("/api/queues/{queue}/jobs/delete", tags=["actions"])
 def delete(queue: QueueName, action: JobsAction, request: Request, store: StoreDep,
-           settings: SettingsDep, _: ActorDep) -> JobsActionResult:
+           settings: SettingsDep, access: ActorDep) -> JobsActionResult:
     """`{"keys": [...]}`: delete those jobs (not running ones); `{"all": "dead"}`: every dead job."""
     return jobs.change_jobs(settings, store, queue, action, "delete", now=settings.clock(), door="api",
-                            client_host=request.client.host if request.client else None)
+                            client_host=request.client.host if request.client else None, actor=access.actor)
 
 
 @router.post("/api/queues/{queue}/jobs/{key}/cancel", tags=["actions"])
 def cancel(queue: QueueName, key: JobKey, request: Request, store: StoreDep,
-           settings: SettingsDep, _: ActorDep) -> JobsActionResult:
+           settings: SettingsDep, access: ActorDep) -> JobsActionResult:
     """Cancel one job: a waiting one is removed ("removed"); a running one ends dead with
     "cancelled by api" ("cancelled"). 409 when the queue keeps it as finished (done);
     404 when the queue holds no such job."""
     return cancel_job(settings, store, queue, key, now=settings.clock(), door="api",
-                      client_host=request.client.host if request.client else None)
+                      client_host=request.client.host if request.client else None, actor=access.actor)

@@ -49,6 +49,7 @@ def jobs_page(
     after: Annotated[str | None, Query(pattern=JOB_KEY_PATTERN)] = None,
     at: Annotated[str | None, Query(pattern=POSITION_PATTERN)] = None,
     retried: int | None = None, deleted: int | None = None,
+    cancelled: Annotated[str | None, Query(pattern=JOB_KEY_PATTERN)] = None,
 ) -> HTMLResponse:
     view = jobs.list_jobs(settings, queue, state, limit=PAGE_SIZE, after=after, at=at)
     notice = None
@@ -56,6 +57,8 @@ def jobs_page(
         notice = f"{retried} job{'s' if retried != 1 else ''} retried"
     elif deleted is not None:
         notice = f"{deleted} job{'s' if deleted != 1 else ''} deleted"
+    elif cancelled is not None:
+        notice = f"job {cancelled} cancelled: it was waiting, so it is removed"
     return render(request, "jobs.html", access, settings, view=view, states=JOB_STATES, nav="queues",
                   notice=notice, after=after)
 
@@ -108,11 +111,14 @@ def jobs_action(
     # "Delete all 12" confirmed on a page shown a while ago: more may have died since. Asked
     # again with the count of now, an operator never changes jobs the question did not count.
     moved = now_count is not None and seen != "" and seen != str(now_count)
-    if (not fields.get("one") and fields.get("confirm") != ["yes"]) or moved:
+    # One job's Retry goes at once (it only runs again); a delete cannot be undone, so one
+    # job's Delete is asked like the bulk actions (app.js asks, else the confirmation page).
+    asked = fields.get("confirm") == ["yes"] or (bool(fields.get("one")) and action == "retry")
+    if not asked or moved:
         return confirm_page(request, access, settings, fields, queue, action, change,
                             now_count=now_count, seen=seen if moved else "")
     result = jobs.change_jobs(settings, store, queue, change, action, now=settings.clock(), door="dashboard",
-                              client_host=request.client.host if request.client else None)
+                              client_host=request.client.host if request.client else None, actor=access.actor)
     state = (fields.get("state") or ["failed"])[0]
     back = (fields.get("next") or [""])[0]
     if back.startswith("/jobs/") and _is_key(back[len("/jobs/"):]) and action == "retry":
@@ -134,12 +140,14 @@ def confirm_page(request: Request, access: Access, settings: AdminSettings, fiel
                  verb: str, change: JobsAction, *, now_count: int | None, seen: str) -> HTMLResponse:
     """A bulk retry or delete posted without its confirmation (no JavaScript ran), or confirmed
     for a count that has changed since (`seen`): ask first, saying how many jobs it changes."""
-    if change.all is None:
+    if fields.get("one"):
+        what = f"job {change.keys[0]}"
+    elif change.all is None:
         what = f"the {len(change.keys)} selected jobs"
     else:
         what = f"all {now_count} {change.all} jobs" if now_count is not None else f"all {change.all} jobs"
     state = (fields.get("state") or ["failed"])[0]
-    kept = {name: values for name, values in fields.items() if name in ("all", "key", "state", "next")}
+    kept = {name: values for name, values in fields.items() if name in ("all", "key", "one", "state", "next")}
     if now_count is not None:
         kept["seen"] = [str(now_count)]
     changed = f"The page showed {seen}; there are {now_count} now. " if seen else ""
@@ -160,16 +168,19 @@ def cancel(queue: QueueName, key: str, request: Request, store: StoreDep, settin
     same_site(request)  # a form post: refused from another site, as the other actions
     if not _is_key(key):
         raise InvalidJobsAction(f"not a job key: {key!r}")
+    # The list a removed job goes back to: the one it waited in (the job page's form says).
+    state = fields.get("state", "")
+    state = state if state in JOB_STATES and state not in ("running", "done") else "ready"
     if fields.get("confirm") != "yes":
         return render(request, "confirm.html", access, settings, title=f"Cancel job {key}?",
-                      question=f"Cancel job {key} of {queue}? A waiting job is removed; a running "
+                      fields={"state": [state]}, question=f"Cancel job {key} of {queue}? A waiting job is removed; a running "
                                "one has its slot stopped and ends dead.",
                       action=request.url.path, button="Yes, cancel it", back=f"/jobs/{quote(key, safe='')}")
     result = cancel_job(settings, store, queue, key, now=settings.clock(), door="dashboard",
-                        client_host=request.client.host if request.client else None)
+                        client_host=request.client.host if request.client else None, actor=access.actor)
     if result.results[key] == "cancelled":
         return RedirectResponse(f"/jobs/{quote(key, safe='')}", status_code=303)
-    return RedirectResponse(f"/queues/{queue}/jobs?{urlencode({'state': 'failed', 'cancelled': 1})}", status_code=303)
+    return RedirectResponse(f"/queues/{queue}/jobs?{urlencode({'state': state, 'cancelled': key})}", status_code=303)
 
 
 def _is_key(text: str) -> bool:

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from admin_ui.auth import Access
 from admin_ui.deps import SettingsDep, get_access
 from admin_ui.errors import InvalidJobsAction
-from admin_ui.failure_groups import failure_groups
+from admin_ui.failure_groups import MAX_SAMPLES, failure_groups
 from admin_ui.job_search import search_jobs
 from admin_ui.jobs_access import JobsReaderDep, jobs_reader
 from admin_ui.jobs_pages import find_job_page, render
@@ -51,11 +51,16 @@ def page_query(request: Request, *, now: float, state: str | None = None) -> Job
 
 
 def next_link(view: JobsSearchView, request: Request) -> str | None:
-    """The next page: the same query with the cursor moved on."""
+    """The next page: the same query with the cursor moved on. A "within" choice goes on as
+    the `since` it gave this page: worked out again at each page, the window moved on while
+    the reader paged, and a later page searched other times than the first."""
     if view.next_queue is None:
         return None
     kept = {name: value for name, value in request.query_params.items()
-            if name not in ("from_queue", "after", "at", "key") and value}
+            if name not in ("from_queue", "after", "at", "key", "within", "since", "until") and value}
+    for name, moment in (("since", view.query.since), ("until", view.query.until)):
+        if moment is not None:
+            kept[name] = repr(moment)
     kept["from_queue"] = view.next_queue
     if view.next_after is not None:
         kept["after"] = view.next_after
@@ -72,8 +77,9 @@ def jobs_search_page(request: Request, settings: SettingsDep,
     jobs_reader(access)
     query = page_query(request, now=settings.clock())
     view = search_jobs(settings, query)
+    chosen = request.query_params.get("within", "")
     return render(request, "jobs_search.html", access, settings, nav="jobs", view=view, states=JOB_STATES,
-                  within=WITHIN_S, chosen_within=request.query_params.get("within", ""),
+                  within=WITHIN_S, chosen_within=chosen if chosen in WITHIN_S else "",
                   next_href=next_link(view, request))
 
 
@@ -90,7 +96,8 @@ def busy_page(request: Request, settings: SettingsDep, access: JobsReaderDep) ->
 def failures_page(request: Request, settings: SettingsDep, access: JobsReaderDep,
                   queue: Annotated[str | None, Query(pattern=QUEUE_NAME_PATTERN)] = None) -> HTMLResponse:
     groups = failure_groups(settings, queue)
-    return render(request, "failures.html", access, settings, nav="failures", groups=groups, queue=queue)
+    return render(request, "failures.html", access, settings, nav="failures", groups=groups, queue=queue,
+                  max_samples=MAX_SAMPLES)
 
 
 @api.get("/api/jobs")

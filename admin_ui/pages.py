@@ -112,20 +112,21 @@ def _limit_field(fields: dict[str, str], name: str) -> int | None:
 @router.post("/queues/{queue}/{action}")
 def queue_action(
     queue: QueueName, action: Literal["pause", "resume", "limits", "resume-limiter"], request: Request,
-    reads: ReadsDep, store: StoreDep, settings: SettingsDep, fields: FormDep, _: ActorDep,
+    reads: ReadsDep, store: StoreDep, settings: SettingsDep, fields: FormDep, access: ActorDep,
 ) -> RedirectResponse:
     client = request.client.host if request.client else None
     config = settings.queues.get(queue)
     if action == "limits":
         change = LimitsChange(min_slots=_limit_field(fields, "min_slots"),
                               max_slots=_limit_field(fields, "max_slots"))
-        actions.set_limits(store, reads, queue, change, now=settings.clock(), config=config, client=client)
+        actions.set_limits(store, reads, queue, change, now=settings.clock(), config=config, client=client,
+                           actor=access.actor)
     elif action == "resume-limiter":
         actions.resume_limiter(store, reads, queue, limiters=settings.limiters, now=settings.clock(),
-                               config=config, client=client)
+                               config=config, client=client, actor=access.actor)
     else:
         actions.set_paused(store, reads, queue, paused=action == "pause", now=settings.clock(),
-                           config=config, client=client)
+                           config=config, client=client, actor=access.actor)
     return RedirectResponse(f"/queues/{queue}", status_code=303)
 
 

@@ -51,11 +51,11 @@ def schedule_views(settings: AdminSettings, store: Store) -> list[ScheduleView]:
 
 
 def _act(settings: AdminSettings, store: Store, name: str, action: Action, door: Door,
-         request: Request) -> str:
+         request: Request, actor: str) -> str:
     client = request.client.host if request.client else None
     try:
         return act(store, settings.current_schedules(), name, action, door=door, now_unix=settings.clock(),
-                   client=client)
+                   client=client, actor=actor)
     except UnknownSchedule as exc:
         raise UnknownQueue(str(exc)) from None
 
@@ -68,10 +68,11 @@ def list_schedules(settings: SettingsDep, store: StoreDep) -> list[ScheduleView]
 
 @api.post("/api/schedules/{name}/{action}", tags=["schedules"])
 def schedule_action(name: ScheduleName, action: Action, request: Request, settings: SettingsDep,
-                    store: StoreDep, _: ActorDep) -> ScheduleAction:
+                    store: StoreDep, access: ActorDep) -> ScheduleAction:
     """pause, resume, or run (a job now, keyed `<name>@manual-<time>`): the active manager acts
     within a quarter second."""
-    return ScheduleAction(schedule=name, message=_act(settings, store, name, action, "api", request))
+    return ScheduleAction(schedule=name, message=_act(settings, store, name, action, "api", request,
+                                                                 access.actor))
 
 
 @pages.get("/schedules")
@@ -86,6 +87,6 @@ def schedules_page(request: Request, settings: SettingsDep, store: StoreDep,
 
 @pages.post("/schedules/{name}/{action}")
 def schedule_form(name: ScheduleName, action: Action, request: Request, settings: SettingsDep,
-                  store: StoreDep, _: ActorDep) -> RedirectResponse:
-    _act(settings, store, name, action, "dashboard", request)
+                  store: StoreDep, access: ActorDep) -> RedirectResponse:
+    _act(settings, store, name, action, "dashboard", request, access.actor)
     return RedirectResponse("/schedules", status_code=303)

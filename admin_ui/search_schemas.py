@@ -74,3 +74,6 @@ class FailureGroup(BaseModel):
     error_type: str
     failed_attempts: int = Field(description="failed attempts of this type since the queue server started")
     sample: JobView | None = Field(description="the newest dead (else failed) job whose last error has this type")
+    sampled: bool = Field(default=True, description=(
+        "false: no sample was looked up (only the largest groups get one, to bound the work): "
+        "a null sample then does not mean that no such job is kept"))

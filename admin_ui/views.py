@@ -5,6 +5,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Literal
 
+from admin_ui.errors import InvalidTimeRange
+from admin_ui.format import fmt
 from admin_ui.schemas import (
     EventFilter,
     EventsView,
@@ -321,6 +323,9 @@ def events_view(
 ) -> EventsView:
     """Events matching `flt` (failure runs grouped with `flt.group`); `queues` and `hosts` are
     offered as filter choices."""
+    if flt.since_unix is not None and flt.until_unix is not None and flt.since_unix > flt.until_unix:
+        raise InvalidTimeRange(f"since ({fmt(flt.since_unix, 'time')} UTC) is after until "
+                               f"({fmt(flt.until_unix, 'time')} UTC): nothing can match; swap them")
     events, more = find_events(reads, flt)
     oldest_id = events[-1].id if events else None
     if flt.group:

@@ -184,6 +184,102 @@ def test_the_job_page_cancels_a_running_job(cluster: JobsCluster, page: Page) ->
         assert not client.done(job.id)[0].found  # the handler's late DONE finds no lease
 
 
+def test_cancelling_a_waiting_job_lands_on_the_list_it_waited_in_saying_it_is_removed(
+    cluster: JobsCluster, page: Page,
+) -> None:
+    with cluster.client() as client:
+        client.put_job("thumbs", b"later", key="wait-1", delay_s=3600)
+        client.put_job("thumbs", b"later", key="wait-2", delay_s=3600)
+    log_in(page, cluster, "/jobs/wait-1")
+    assert page.text_content("#job-fields [data-field=state]").strip() == "delayed"  # type: ignore[union-attr]
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#job-cancel")
+    # Before: the Failed list (where it never was) and no word of the cancel.
+    page.wait_for_url(f"{cluster.admin.url}/queues/thumbs/jobs?state=delayed&cancelled=wait-1")
+    assert page.text_content("#jobs-notice") == "job wait-1 cancelled: it was waiting, so it is removed"
+    assert shown_keys(page) == ["wait-2"]
+    with cluster.client() as client:
+        assert client.job("wait-1") is None
+
+
+def test_one_jobs_delete_asks_first_on_the_list_on_its_page_and_without_javascript(
+    cluster: JobsCluster, page: Page,
+) -> None:
+    with cluster.client() as client:
+        for key in ("del-1", "del-2", "del-3"):
+            make_dead(client, "letters", key)
+    log_in(page, cluster, "/queues/letters/jobs?state=dead")
+    asked: list[str] = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.click("[data-delete=del-1]")
+    # Before: deleted at the first click, with no question (a Delete cannot be undone).
+    assert asked == ["Delete job del-1 of letters? This cannot be undone."]
+    with cluster.client() as client:
+        assert client.job("del-1") is not None
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("[data-delete=del-1]")
+    page.wait_for_selector("#jobs-notice")
+    assert page.text_content("#jobs-notice") == "1 job deleted"
+    assert sorted(shown_keys(page)) == ["del-2", "del-3"]
+    page.goto(f"{cluster.admin.url}/jobs/del-2")
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.click("#job-delete")
+    assert asked[-1] == "Delete job del-2 of letters? This cannot be undone."
+    with cluster.client() as client:
+        assert client.job("del-2") is not None
+    # Without JavaScript the server asks, and the question's form deletes that one job.
+    answer = page.request.post(cluster.admin.url + "/queues/letters/jobs/delete",
+                               form={"one": "del-3", "state": "dead"}, max_redirects=0)
+    assert answer.status == 200 and "Delete job del-3 of letters? This cannot be undone." in answer.text()
+    with cluster.client() as client:
+        assert client.job("del-3") is not None
+    page.set_content(answer.text())
+    assert page.get_attribute("#confirm-form input[name=one]", "value") == "del-3"
+
+
+# Back after an action or a logout: pages kept in the browser's cache came back as they were
+# (jobs already deleted still listed and ticked; a job's data after Log out), and ticks
+# restored on a page fetched anew landed by position on whichever jobs stood there now.
+def ticked_keys(page: Page) -> list[str]:
+    keys: list[str] = page.eval_on_selector_all("#jobs input[name=key]:checked", "boxes => boxes.map(b => b.value)")
+    return keys
+
+
+def test_back_after_deleting_ticked_jobs_lists_the_jobs_now_with_no_box_ticked(
+    cluster: JobsCluster, page: Page,
+) -> None:
+    with cluster.client() as client:
+        for index in range(6):
+            make_dead(client, "backs", f"back-{index}")
+    log_in(page, cluster, "/queues/backs/jobs?state=dead")
+    assert sorted(shown_keys(page)) == [f"back-{index}" for index in range(6)]
+    # The first two rows (newest first): restored by position, ticks would land on back-3 and back-2.
+    page.check("#jobs input[name=key][value=back-5]")
+    page.check("#jobs input[name=key][value=back-4]")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#delete-selected")
+    page.wait_for_selector("#jobs-notice")
+    assert page.text_content("#jobs-notice") == "2 jobs deleted"
+    page.go_back()
+    page.wait_for_selector("#jobs")
+    # Before: the page as it was (back-5 and back-4 listed and ticked), or, fetched anew,
+    # back-3 and back-2 ticked in their place: "Delete selected" would then delete them.
+    assert sorted(shown_keys(page)) == [f"back-{index}" for index in range(4)]
+    assert ticked_keys(page) == []
+
+
+def test_back_after_log_out_does_not_show_the_job_data_again(cluster: JobsCluster, page: Page) -> None:
+    with cluster.client() as client:
+        make_dead(client, "secrets", "secret-1", data=b'{"card": "4111-1111"}')
+    log_in(page, cluster, "/jobs/secret-1")
+    assert page.text_content("#job-data") == '{"card": "4111-1111"}'
+    page.click("form[action='/logout'] button")
+    page.wait_for_url(f"{cluster.admin.url}/queues")
+    page.go_back()
+    page.wait_for_selector("form.login")  # asked anew: the job page needs the token again
+    assert "4111" not in page.content()
+
+
 def test_at_a_phones_width_the_top_bar_wraps_and_the_dead_list_keeps_its_buttons_on_screen(
     cluster: JobsCluster, page: Page,
 ) -> None:

@@ -111,6 +111,10 @@ def test_the_busy_view_lists_the_running_jobs_with_host_slot_and_since_when(clus
         assert page.text_content(f"{other_row} td[data-field=running_host]") == ""
         assert page.text_content(f"{other_row} td[data-field=running_slot]") == ""
         shoot(page, "jobs-busy")
+        page.click(f"{row} a.key")  # the job's own page says where it runs too (it said nothing)
+        page.wait_for_selector("#job-fields")
+        assert page.text_content("#job-fields [data-field=running_on]") == "web-1.example, slot 4"
+        assert page.get_attribute("#job-fields [data-field=running_on] a", "href") == "/slotmap#host-web-1.example"
         slot.done(job.id)
         other.done(unnamed.id)
 

@@ -25,9 +25,9 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def events(engine: Engine) -> list[Event]:
+def events(engine: Engine, actor: str = "admin") -> list[Event]:
     with Session(engine) as session:
-        return list(session.scalars(select(Event).where(Event.actor == "admin")))
+        return list(session.scalars(select(Event).where(Event.actor == actor)))
 
 
 def test_a_viewer_reads_but_never_acts_and_the_page_says_why(make_client: MakeClient, engine: Engine) -> None:
@@ -44,7 +44,7 @@ def test_a_viewer_reads_but_never_acts_and_the_page_says_why(make_client: MakeCl
             in page)
     schedules = client.get("/schedules", headers=bearer(VIEWER)).text
     assert "signed in as viewer: changes need the operator or admin token" in schedules
-    assert events(engine) == []
+    assert events(engine) == [] and events(engine, "viewer") == []
 
 
 def test_an_operator_acts_and_the_page_says_operator(make_client: MakeClient, engine: Engine) -> None:
@@ -52,7 +52,12 @@ def test_an_operator_acts_and_the_page_says_operator(make_client: MakeClient, en
     page = client.get("/queues/mail_send", headers=bearer(OPERATOR)).text
     assert ">operator</span>" in page and 'action="/queues/mail_send/pause"' in page
     assert client.post("/api/queues/mail_send/pause", headers=bearer(OPERATOR)).status_code == 200
-    assert len(events(engine)) == 1
+    # Its event names the operator (before: "admin", as if the admin token had done it).
+    [event] = events(engine, "operator")
+    assert event.message == "pause of mail_send requested by operator"
+    assert events(engine) == []
+    assert client.post("/api/queues/mail_send/resume", headers=bearer(ADMIN)).status_code == 200
+    assert [event.message for event in events(engine)] == ["resume of mail_send requested by admin"]
 
 
 def test_a_viewer_logs_in_with_the_form_and_its_cookie_is_a_viewers(make_client: MakeClient) -> None:

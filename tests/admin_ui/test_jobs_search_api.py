@@ -2,11 +2,16 @@
 real `slotmap admin` against a real queue server (issue 26)."""
 from __future__ import annotations
 
+import html
+import re
 import time
 from collections.abc import Iterator
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from jobs_cluster import JobsCluster, jobs_cluster, make_dead_of
+
+from admin_ui.format import fmt
 
 TOKEN = "search-token"
 
@@ -112,3 +117,34 @@ def test_failures_are_grouped_by_error_type_with_counts_and_a_sample_traceback(c
     assert sample["error_summary"] == "OSError: disk"
     only = cluster.admin.get("/api/failures", params={"queue": "thumbs"}, headers=cluster.auth).json()
     assert [(g["queue"], g["error_type"]) for g in only] == [("thumbs", "ValueError")]
+
+
+def _next_href(page: str) -> str | None:
+    found = re.search(r'id="next-page" href="([^"]+)"', page)
+    return html.unescape(found.group(1)) if found else None
+
+
+def test_pages_after_a_within_choice_search_the_window_of_the_first_and_say_so(cluster: JobsCluster) -> None:
+    first = cluster.admin.get("/jobs", params={"state": "dead", "within": "1 h", "limit": 3},
+                              headers=cluster.auth).text
+    href = _next_href(first)
+    assert href is not None
+    query = parse_qs(urlsplit(href).query)
+    # Before: the link kept within=1 h, so each page worked out its own window as it was opened.
+    assert "within" not in query
+    since = float(query["since"][0])
+    assert time.time() - 3600 - 60 < since < time.time() - 3600 + 1
+    assert 'id="search-range"' not in first  # the form's own choice shows as chosen
+    second = cluster.admin.get(href, headers=cluster.auth).text
+    assert 'id="search-range"' in second
+    assert fmt(since, "time") in second
+    third = _next_href(second)
+    assert third is not None and parse_qs(urlsplit(third).query)["since"] == [repr(since)]
+
+
+def test_a_time_range_given_in_the_address_is_said_on_the_page(cluster: JobsCluster) -> None:
+    future = time.time() + 86400
+    page = cluster.admin.get("/jobs", params={"state": "dead", "since": future}, headers=cluster.auth).text
+    # Before: "No dead jobs match" under a form that said "any time".
+    assert 'id="search-range"' in page and f"from {fmt(future, 'time')} UTC" in page
+    assert 'id="no-jobs"' in page

@@ -34,7 +34,7 @@ from tests.queue_server.util import poll_until
 
 LOCK_S = 60.0  # the queues' default lock time
 # From the freeze to the outcome on the new primary: the reply waited for (follow.py
-# FOLLOW_CHECK_S, 2 s), the check's PING unanswered (connect_timeout_s, 3 s), the frozen
+# FOLLOW_CHECK_S, 2 s), the check's ROLE unanswered (connect_timeout_s, 3 s), the frozen
 # server's handshake (connect_timeout_s, 3 s), the promotion (2 s) overlapping, with room
 # for a loaded box; well under the lock (before: 60.3 s).
 FOLLOWED_WITHIN_S = 25.0
