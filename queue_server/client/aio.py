@@ -20,7 +20,7 @@ from queue_server.client import fails as fail_ops
 from queue_server.client import operations as ops
 from queue_server.client import results as result_ops
 from queue_server.client.core import CLIENT_TIMEOUT, RECV_BYTES, ClientCore
-from queue_server.client.effects import Effect, Op, Open, Read, Request, Send, Sleep
+from queue_server.client.effects import Effect, HalfClose, Op, Open, Read, Request, Send, Sleep
 from queue_server.protocol.replies import Job
 from queue_server.protocol.reply_reading import NEED_MORE, Parser, ReplyBuffer
 from queue_server.protocol.requests import Address, Block, Then
@@ -34,7 +34,8 @@ _DEFAULT: Final = CLIENT_TIMEOUT
 class _Connection:
     """One stream pair, its unparsed bytes and its read loop."""
 
-    __slots__ = ("_poll", "_timeout_s", "address", "reader", "replies", "server_id", "serving", "writer")
+    __slots__ = ("_poll", "_timeout_s", "address", "half_closed", "reader", "replies", "server_id", "serving",
+                 "writer")
 
     def __init__(
         self,
@@ -50,6 +51,8 @@ class _Connection:
         self.serving: bool | None = None
         self.replies = ReplyBuffer()
         self._timeout_s = timeout_s
+        # After a wait given up (HalfClose): the server closes it, nothing more goes on it.
+        self.half_closed = False
         # The loop may not have seen the server's FIN yet when the next request
         # starts: asking the socket itself keeps the "nothing sent yet" check exact.
         self._poll = select.poll()
@@ -59,6 +62,7 @@ class _Connection:
         """True when the server closed the connection or sent bytes nobody asked for."""
         return (
             bool(self.replies.pending)
+            or self.half_closed
             or self.reader.at_eof()
             or self.reader.exception() is not None
             or self.writer.is_closing()
@@ -90,6 +94,11 @@ class _Connection:
                 value = replies.take(parse)
                 if value is not NEED_MORE:
                     return value
+
+    async def half_close(self) -> None:
+        """HalfClose: the server drops the waiter and closes; nothing more goes on it."""
+        self.half_closed = True
+        self.writer.write_eof()
 
     def close(self) -> None:
         self.writer.close()
@@ -159,6 +168,8 @@ class AsyncQueueClient(ClientCore[_Connection]):
             return effect.conn.send(effect.data)
         if isinstance(effect, Sleep):
             return asyncio.sleep(effect.seconds)
+        if isinstance(effect, HalfClose):
+            return effect.conn.half_close()
         return self._open_stream(effect)
 
     async def _open_stream(self, effect: Open) -> _Connection:
@@ -180,14 +191,17 @@ class AsyncQueueClient(ClientCore[_Connection]):
         keys: bool = False,
         traces: bool = False,
         until: float | None = None,
+        check_s: float | None = None,
     ) -> list[Job]:
         """GET (GETB with block=True, GETBE with "until_empty"); [] on `404 Queue Empty`.
 
         A blocking get waits as long as it takes (no timeout_s); cancel the task to stop.
+        `check_s`: the waited-on server's check, as the blocking client's (follow.py
+        WAIT_CHECK_S): a frozen primary is left for the primary found anew.
         """
         return await self._run(ops.get(self, queues, count=count, expire_s=expire_s, then=then,
                                        block=block, keys=keys, traces=traces,
-                                       until=until))
+                                       until=until, check_s=check_s))
 
     # The API of queue_server/client/operations.py, each operation a coroutine (get above:
     # no wake_fd, a task is cancelled instead).

@@ -16,6 +16,8 @@ convention, the request, and the waits a caller gave up on.
   fresh connection, then says whether the job still waits with nothing serving the queue
   (a typo, a queue no config names, no master with its handler), waits behind busy slots,
   runs still, failed (with the error's last line), or was taken and finished without a reply.
+- The PUT's acknowledgement is waited for at most max(timeout_s, ACK_LEAST_S) (within the
+  client's timeout_s): a frozen server never sends it (`ack_timeout_s`).
 """
 from __future__ import annotations
 
@@ -36,6 +38,12 @@ REPLY_SUFFIX: Final = "_reply"
 # How long a connection whose caller gave up keeps waiting for the late reply.
 LATE_REPLY_S: Final = 60.0
 MAX_ABANDONED: Final = 16
+# The least a call waits for its PUT's acknowledgement (ack_timeout_s), whatever its own
+# timeout_s: a live primary acknowledges at once, or after holding it sync_timeout_s (2 s
+# by default) for its replicas. A call is never sent again (a new item), so one held longer
+# (`sync_fallback = "refuse"` with a silent replica, a late consent) raises ReplyTimeout,
+# its job stored; a frozen primary never acknowledges.
+ACK_LEAST_S: Final = 5.0
 
 C = TypeVar("C")
 
@@ -43,6 +51,17 @@ C = TypeVar("C")
 def reply_queue(queue: str) -> str:
     """The queue a handler of `queue` replies to: `<queue>_reply`."""
     return queue + REPLY_SUFFIX
+
+
+def ack_timeout_s(client_timeout_s: float, timeout_s: float | None) -> float:
+    """How long a call waits for its PUT's acknowledgement: the client's timeout_s, but no
+    longer than the call's own `timeout_s` once that covers a live primary's hold
+    (ACK_LEAST_S: at once, or after sync_timeout_s for its replicas). A frozen primary
+    (SIGSTOP, a paused VM) never acknowledges: a call(timeout_s=2) raised ReplyTimeout after
+    the client's 30 s; now after 5 s."""
+    if timeout_s is None:
+        return client_timeout_s
+    return min(client_timeout_s, max(timeout_s, ACK_LEAST_S))
 
 
 def call_request(

@@ -24,8 +24,13 @@ Reconnect rule (both clients):
   so it is retried like a read-only request (a primary cut off mid-failover).
 - A reply that does not come within `timeout_s` (or `call`'s own timeout)
   closes the connection and raises ReplyTimeout: a late reply would otherwise
-  be read as the answer to the next request. Blocking GETs wait without limit;
-  given `check_s` (a slot's), the server is checked on meanwhile (follow.py WAIT_CHECK_S).
+  be read as the answer to the next request. With several servers, a request that
+  may go again (read-only, or a PUT with its own key) goes to the primary found anew
+  when its server is silent or no longer primary (asked after FOLLOW_CHECK_S, as an
+  outcome's, wait_check.py held_reply), until `timeout_s` has passed (a frozen primary,
+  follow.py resends_until); a live primary's late reply is waited for. Blocking GETs
+  wait without limit; given `check_s`, and result()'s waits, the server is checked on
+  meanwhile (wait_check.py, WAIT_CHECK_S).
 - An error reply (QueueServerError) keeps the connection, except 413 and
   `400 Line Too Long`, after which the server closes it.
 - With `offline_wait_s` > 0, a request refused with `500 Offline Mode` (not carried
@@ -41,12 +46,12 @@ Reconnect rule (both clients):
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Final, Generic, NoReturn, Protocol, TypeVar
 
 from queue_server.client import wait_check
-from queue_server.client.effects import Op, Open, Request, Sleep
-from queue_server.client.follow import FOLLOW_CHECK_S, follow_pause
+from queue_server.client.effects import Op, Open, Request, Send, Sleep
+from queue_server.client.follow import FOLLOW_CHECK_S, follow_pause, resend_pause, resends_until
 from queue_server.protocol import requests as req
 from queue_server.protocol.client_errors import (
     BadReply,
@@ -62,9 +67,6 @@ from queue_server.protocol.reply_reading import Parser
 from queue_server.protocol.requests import Address
 
 RECV_BYTES: Final = 256 * 1024
-# put_many writes at most two chunks ahead of the replies it has read, so
-# neither side's socket buffers can fill up and stall both ends.
-PUT_MANY_CHUNK: Final = 1000
 # A read's timeout_s: the client's own timeout_s (None waits without limit).
 CLIENT_TIMEOUT: Final = -1.0
 T = TypeVar("T")
@@ -86,49 +88,6 @@ def unreachable_reason(exc: OSError) -> str:
 def lost_while_connecting(exc: OSError | EOFError) -> str:
     """Why a server that accepted the connection is skipped (AUTH or INTERCONNECT broke off)."""
     return f"lost while connecting: {exc}"
-
-
-class PutMany:
-    """The pipelined PUTs of one put_many call and the tally of their replies."""
-
-    __slots__ = ("_counts", "_first_error", "_requests", "acknowledged", "total")
-
-    def __init__(self, queue: str, datas: Iterable[bytes | str], *, priority: int,
-                 trace: bytes | None = None) -> None:
-        items = list(datas)
-        chunks = [items[i : i + PUT_MANY_CHUNK] for i in range(0, len(items), PUT_MANY_CHUNK)]
-        self._requests = [req.put_many_request(queue, chunk, priority_=priority, trace=trace)
-                          for chunk in chunks]
-        self._counts = [len(chunk) for chunk in chunks]
-        self._first_error: QueueServerError | None = None
-        self.total = len(items)
-        self.acknowledged = 0
-
-    def steps(self) -> Iterator[tuple[bytes, int]]:
-        """(bytes to send, then how many replies to read), in order.
-
-        Each chunk is sent before the replies of the one before it are read.
-        """
-        ahead = [*self._requests[1:], b""]
-        yield self._requests[0], 0
-        yield from zip(ahead, self._counts, strict=True)
-
-    def add(self, error: QueueServerError | None) -> None:
-        """One reply (parse_put_outcome): stored, or refused with `error`."""
-        if error is None:
-            self.acknowledged += 1
-        elif self._first_error is None:
-            self._first_error = error
-
-    def what(self) -> str:
-        """The request named in a connection failure, with how far it got."""
-        return f"put_many ({self.acknowledged} of {self.total} acknowledged)"
-
-    def result(self) -> int:
-        """How many PUTs were stored; the first refusal is raised once every reply is read."""
-        if self._first_error is not None:
-            raise self._first_error
-        return self.acknowledged
 
 
 class Connection(Protocol):
@@ -194,11 +153,23 @@ class ClientCore(Generic[C]):
         until: float | None = None,
         check_s: float | None = None,
     ) -> Op[T]:
-        """Send `request` and read its reply, on the primary, by the reconnect rule; with `until`
-        (time.monotonic()), sent again to the primary found anew after a refusal, a lost connection
-        or a server gone silent until then (follow.py). `check_s`: WAIT_CHECK_S (follow.py)."""
-        if timeout_s is not None or len(self.addresses) == 1:
-            check_s = None  # only a wait without limit, with another server to go to
+        """Send `request` and read its reply, on the primary, by the reconnect rule. Which read:
+        - a wait (`timeout_s` None with `wake_fd`, or given `check_s`: with several servers,
+          its server checked every `check_s`, follow.py WAIT_CHECK_S): wait_check.wait;
+        - with `until` (time.monotonic()), a request that follows the primary: sent again to
+          the primary found anew after a refusal, a lost connection or a server gone silent
+          (or no longer primary) until then;
+        - without `until`, a request that may go again (read-only, or `idempotent`: a PUT
+          with its own key), with several servers: sent again to the primary found anew
+          after a lost connection or a server gone silent, for the client's timeout_s
+          (follow.py resends_until);
+        - either of these two with no reply within FOLLOW_CHECK_S: wait_check.held_reply,
+          a late reply from a live primary waited for (until `until`, or that timeout_s),
+          never sent again;
+        - else one reply wait of `timeout_s`."""
+        if timeout_s == CLIENT_TIMEOUT or len(self.addresses) == 1:
+            check_s = None  # only a wait, with another server to go to
+        waits = check_s is not None or (timeout_s is None and wake_fd is not None)
         follow_s = None if until is None else self._follow_check_s(timeout_s)
         timeout_s = timeout_s if follow_s is None else follow_s
         conn = None if until is None else (yield from self._following(until, wake_fd))
@@ -207,23 +178,37 @@ class ClientCore(Generic[C]):
             if conn is None or conn.unusable():
                 conn = yield from self._ready()
         retries = self.reconnect_attempts if read_only or idempotent else 0
+        resend_until = None
+        if until is None and timeout_s == CLIENT_TIMEOUT and (read_only or idempotent):
+            resend_until = resends_until(time.monotonic(), servers=len(self.addresses),
+                                         timeout_s=self.timeout_s)
+            follow_s = None if resend_until is None else self._follow_check_s(timeout_s)
+            timeout_s = timeout_s if follow_s is None else follow_s
+        held_until = until if until is not None else resend_until
         offline_since: float | None = None
         while True:
             try:
+                if waits:
+                    yield Send(conn, request)
+                    return (yield from wait_check.wait(self, conn, parse, timeout_s=timeout_s,
+                                                       check_s=check_s, wake_fd=wake_fd))
                 try:
-                    return (yield Request(conn, request, parse, timeout_s, wake_fd, check_s))
+                    return (yield Request(conn, request, parse, timeout_s))
                 except TimeoutError:
-                    if follow_s is None or until is None:
+                    if follow_s is None or held_until is None:
                         raise
-                    return (yield from wait_check.held_reply(conn, parse, until=until, check_s=follow_s,
-                                                             auth=self._auth, connect_timeout_s=self.connect_timeout_s))
+                    return (yield from wait_check.held_reply(self, conn, parse, until=held_until,
+                                                             check_s=follow_s))
             except WaitWoken:
                 self._drop()  # the server drops the waiter with the connection
                 raise
             except BaseException as exc:  # interrupted: a late reply would answer the next request
-                pause = follow_pause(exc, until, time.monotonic())
+                now = time.monotonic()
+                pause = follow_pause(exc, until, now)
                 if pause is None:
-                    pause, offline_since = self._offline_pause(exc, offline_since, time.monotonic())
+                    pause, offline_since = self._offline_pause(exc, offline_since, now)
+                if pause is None and resend_until is not None:
+                    pause = resend_pause(exc, resend_until, now)
                 if pause is None:
                     self._retry_or_raise(conn, req.verb_of(request), exc, retries_left=retries)
                     retries -= 1

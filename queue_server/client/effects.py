@@ -1,9 +1,10 @@
 """What a client operation asks its face to do, and the stepper both faces drive it with.
 
 An operation (queue_server/client/operations.py) is a generator: it yields an effect
-(send these bytes, read a reply, both, sleep, open a connection), and gets back the result,
-or the exception the face met, thrown in at the yield. QueueClient performs effects by
-blocking, AsyncQueueClient by awaiting; every decision stays in the operation.
+(send these bytes, read a reply, both, sleep, open or half-close a connection), and gets
+back the result, or the exception the face met, thrown in at the yield. QueueClient
+performs effects by blocking, AsyncQueueClient by awaiting; every decision stays in the
+operation.
 """
 from __future__ import annotations
 
@@ -31,8 +32,10 @@ class Send:
 class Read:
     """The next reply on the connection, parsed by `parse`.
 
-    `timeout_s` None waits without limit, CLIENT_TIMEOUT is the client's own timeout_s.
-    `wake_fd` (blocking client only) ends a wait with WaitWoken when readable first.
+    `timeout_s` None waits without limit, CLIENT_TIMEOUT is the client's own timeout_s;
+    TimeoutError past it (the bytes read so far are kept for the next Read).
+    `wake_fd` (blocking client only) ends a wait with WaitWoken when readable first, the
+    connection left as it was (queue_server/client/wait_check.py gives the wait up).
     """
 
     conn: Any
@@ -50,10 +53,6 @@ class Request:
     data: bytes = field(repr=False)  # an AUTH token, job data: never in a log line
     parse: Parser[Any]
     timeout_s: float | None
-    wake_fd: int | None = None
-    # Blocking client only, a blocking wait (GETB): every `check_s` without a reply the
-    # server is asked on a new connection whether it still answers (follow.py WAIT_CHECK_S).
-    check_s: float | None = None
 
 
 @dataclass(slots=True)
@@ -66,13 +65,21 @@ class Sleep:
 
 
 @dataclass(slots=True)
+class HalfClose:
+    """Send the connection's end (shutdown for writing): a server drops a waiter whose
+    client is gone, and closes after any reply it had sent; nothing more goes on it."""
+
+    conn: Any
+
+
+@dataclass(slots=True)
 class Open:
     """A new connection to `address` within connect_timeout_s; OSError when unreachable."""
 
     address: Address
 
 
-Effect = Request | Send | Read | Sleep | Open
+Effect = Request | Send | Read | Sleep | Open | HalfClose
 Op = Generator[Effect, Any, T]
 
 

@@ -56,8 +56,7 @@ def _fail_pipelined(client: Client, data: bytes, count: int, until: float | None
                     results.append((yield Read(conn, parse_fail, CLIENT_TIMEOUT)))
                 else:
                     results.append((yield from wait_check.followed_read(
-                        conn, parse_fail, until=until, check_s=follow_s, auth=client._auth,
-                        connect_timeout_s=client.connect_timeout_s)))
+                        client, conn, parse_fail, until=until, check_s=follow_s)))
             except QueueServerError as exc:
                 if isinstance(exc, BadReply):
                     raise

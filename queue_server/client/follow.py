@@ -1,7 +1,7 @@
 """Following the primary through a failover (pure): when a request is tried again on the
 primary found anew, and how long to pause first.
 
-Two rules, both the client's (queue_server/client/core.py):
+Three rules, all the client's (queue_server/client/core.py):
 - A server that refuses with `500 Offline Mode` (a replica, a deposed primary, one
   restarted and not yet told whom to follow, a primary refusing in sync mode) is never
   asked again on the same connection: the connection is dropped, so the next request asks
@@ -18,6 +18,10 @@ Two rules, both the client's (queue_server/client/core.py):
   resent outcome may mean the first one was applied before the old primary died, which the
   caller tells apart by the job's key (slot/source.py). A PUT sent again is a second job
   unless it has a key that the first one still holds (slot/source.py gives replies one).
+- A request without `until` that may go again (read-only; a PUT with the producer's own
+  key), with several servers, is sent again to the primary found anew after a lost
+  connection or a reply missing from a server that no longer answers or no longer may
+  (the same check, FOLLOW_CHECK_S), until the client's timeout_s has passed (resends_until).
 """
 from __future__ import annotations
 
@@ -45,6 +49,9 @@ FOLLOW_RETRY_S: Final = 0.2
 # went again to the same live primary, and a handler's reply PUT was stored twice. 2 s: a
 # live primary answers an outcome in milliseconds, or holds it sync_timeout_s (2 s by
 # default) for silent replicas; one short connection per late reply and 2 s is cheap.
+# A read or a keyed PUT without `until` (resends_until) is checked the same way: a keyed
+# PUT sent again meets its key, but a primary refusing in sync mode would answer the
+# second send `500 Offline Mode` while it holds the first.
 FOLLOW_CHECK_S: Final = 2.0
 # What a request given up on a silent server still reads: a reply sent during the check.
 FOLLOW_TAIL_S: Final = 0.05
@@ -77,3 +84,24 @@ def follow_pause(exc: BaseException, until: float | None, now: float) -> float |
     if until is None or now >= until or not follows(exc):
         return None
     return min(FOLLOW_RETRY_S, until - now)
+
+
+def resends_until(now: float, *, servers: int, timeout_s: float) -> float | None:
+    """Until when a request without `until` that may go again (read-only, a PUT with the
+    producer's own key) is sent again to the primary found anew when its server is silent
+    or no longer primary (FOLLOW_CHECK_S, wait_check.py held_reply), and its live
+    primary's late reply waited for: the client's `timeout_s` from `now`; None (one reply
+    wait of `timeout_s`) with a single server or a timeout_s that short. Before, a
+    producer's PUT sent to a frozen primary waited the client's 30 s and raised
+    ReplyTimeout, the replica promoted 2 s after the freeze."""
+    if servers == 1 or timeout_s <= FOLLOW_CHECK_S:
+        return None
+    return now + timeout_s
+
+
+def resend_pause(exc: BaseException, until: float, now: float) -> float | None:
+    """0 (no pause: the new connection asks the server list) when a request's reply did
+    not come from a silent server (resends_until) and `until` is not past; None to raise."""
+    if now >= until or not isinstance(exc, TimeoutError):
+        return None
+    return 0.0

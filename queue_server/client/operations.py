@@ -13,8 +13,9 @@ from functools import update_wrapper
 from typing import Any, TypeAlias, TypeVar
 
 from queue_server.client import calls
-from queue_server.client.core import CLIENT_TIMEOUT, ClientCore, PutMany
+from queue_server.client.core import CLIENT_TIMEOUT, ClientCore
 from queue_server.client.effects import Op, Read, Request, Send
+from queue_server.client.put_many import PutMany
 from queue_server.client.tracing import INSTALLED as TRACING
 from queue_server.client.tracing import current_traceparent
 from queue_server.protocol import job_requests as jreq
@@ -114,11 +115,9 @@ def put_job(
 
 
 def put_many(client: Client, queue: str, datas: Iterable[bytes | str], *, priority: int = 0) -> Op[int]:
-    """PUT every item of `datas`, pipelined; returns how many the server acknowledged.
-
-    All replies are read even when some are errors; the first error is then raised
-    (the PUTs acknowledged before and after it are stored).
-    """
+    """PUT every item of `datas`, pipelined (put_many.py); returns how many the server
+    acknowledged. All replies are read even when some are errors; the first error is then
+    raised (the PUTs acknowledged before and after it are stored)."""
     batch = PutMany(queue, datas, priority=priority,
                     trace=current_traceparent() if TRACING else None)
     if not batch.total:
@@ -151,10 +150,10 @@ def get(
     check_s: float | None = None,
 ) -> Op[list[Job]]:
     """GET (GETB with block=True, GETBE with "until_empty"); [] on `404 Queue Empty`.
-    A blocking get waits as long as it takes, or until `wake_fd` is readable: then it raises
-    WaitWoken with the connection closed (no job lost). `until` (time.monotonic()): a refusal
-    or a lost connection sends it again to the primary found anew until then (a slot's fetch
-    through a failover). `check_s`: the waited-on server's check (follow.py WAIT_CHECK_S)."""
+    A blocking get waits as long as it takes, or until `wake_fd` is readable: then WaitWoken,
+    the connection closed (no job lost). `until` (time.monotonic()): a refusal or a lost
+    connection sends it again to the primary found anew until then (a slot's fetch through
+    a failover). `check_s`: the waited-on server's check (wait_check.py, WAIT_CHECK_S)."""
     request = req.get_request(queues, count=count, expire_s=expire_s, then=then, block=block,
                               keys=keys, traces=traces)
     timeout_s = None if block else CLIENT_TIMEOUT
@@ -204,7 +203,8 @@ def call(
     client._close_answered_waits()
     conn = yield from client._ready()
     try:
-        _item, key = yield Request(conn, request, parse_wait_ack_keyed, CLIENT_TIMEOUT)
+        _item, key = yield Request(conn, request, parse_wait_ack_keyed,
+                                   calls.ack_timeout_s(client.timeout_s, timeout_s))
     except BaseException as exc:
         client._raise_failed(conn, "PUT ... WAIT", exc)
     try:

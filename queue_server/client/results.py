@@ -8,7 +8,7 @@ import time
 
 from queue_server.client.core import CLIENT_TIMEOUT
 from queue_server.client.effects import Op, Sleep
-from queue_server.client.follow import follow_pause
+from queue_server.client.follow import WAIT_CHECK_S, follow_pause
 from queue_server.client.operations import Client
 from queue_server.protocol import requests as req
 from queue_server.protocol.client_errors import ConnectionLost, OfflineError, QueueServerError
@@ -71,8 +71,9 @@ def finished(client: Client, queue: str, key: str, *, timeout_s: float = 0.0) ->
     """RESULT: the job as JOB shows it once it has finished (state "done") or died (state
     "dead"), waiting in the server up to `timeout_s`; as it is then if still waiting or
     running; None when `queue` holds no such job. ValueError for a NaN `timeout_s` (inf waits on).
-    A lost connection or a refusal (a failover, a restart) is waited out within `timeout_s`,
-    on the primary found anew; past it, raised."""
+    A lost connection or a refusal (a failover, a restart), or a server that stops answering
+    (follow.py WAIT_CHECK_S), is waited out within `timeout_s`, on the primary found anew;
+    past it, raised."""
     if math.isnan(timeout_s):
         # No deadline is ever reached with NaN, and each turn would ask again without a wait.
         raise ValueError("timeout must be a number of seconds, got nan")
@@ -88,8 +89,11 @@ def finished(client: Client, queue: str, key: str, *, timeout_s: float = 0.0) ->
             # A wait is not sent again by the reconnect rule: that would send the same TIMEOUT,
             # and a result(timeout=4) cut by a failover at 2.5 s waited 6.5 s. It goes again
             # from here, with what is left of the timeout, to the primary found anew.
+            # The wait's server is checked as a blocking GET's is (a frozen primary never
+            # answers: the wait sat there for its timeout plus the client's, 90 s for
+            # result(timeout=60), while the job finished on the promoted replica).
             info = yield from client._request(request + b"\r\n", parse_job_info, reply_s,
-                                              read_only=not wait_s)
+                                              read_only=not wait_s, check_s=WAIT_CHECK_S)
         except (ConnectionLost, OfflineError) as exc:
             pause = follow_pause(exc, deadline, time.monotonic())
             if pause is None:

@@ -14,14 +14,23 @@ from functools import cached_property
 from types import TracebackType
 from typing import Any, Concatenate, Final, ParamSpec, Self, TypeVar
 
-from queue_server.client import calls, wait_check
+from queue_server.client import calls
 from queue_server.client import cancels as cancel_ops
 from queue_server.client import fails as fail_ops
 from queue_server.client import operations as ops
 from queue_server.client import results as result_ops
 from queue_server.client.core import CLIENT_TIMEOUT, RECV_BYTES, ClientCore
-from queue_server.client.effects import Effect, Op, Open, Read, Request, Send, Sleep, drive
-from queue_server.client.follow import WAIT_TAIL_S
+from queue_server.client.effects import (
+    Effect,
+    HalfClose,
+    Op,
+    Open,
+    Read,
+    Request,
+    Send,
+    Sleep,
+    drive,
+)
 from queue_server.protocol.client_errors import WaitWoken
 from queue_server.protocol.reply_reading import NEED_MORE, Parser, ReplyBuffer
 from queue_server.protocol.requests import Address
@@ -30,7 +39,6 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 _DEFAULT: Final = CLIENT_TIMEOUT
-GIVEN_UP: Final = "the server left a PING on a new connection unanswered: the wait was given up"
 
 
 class _Connection:
@@ -49,7 +57,7 @@ class _Connection:
         self._timeout_s = timeout_s
         self._poll = select.poll()
         self._poll.register(sock, select.POLLIN)
-        # After a woken wait (see _last_reply): the server closes it, nothing more goes on it.
+        # After a wait given up (HalfClose): the server closes it, nothing more goes on it.
         self.half_closed = False
 
     def unusable(self) -> bool:
@@ -60,63 +68,35 @@ class _Connection:
 
     def read(self, parse: Parser[T], timeout_s: float | None = _DEFAULT,
              wake_fd: int | None = None) -> T:
-        """The next reply; `timeout_s` None waits forever, default is the client's timeout.
+        """The next reply; `timeout_s` None waits forever, default is the client's timeout;
+        TimeoutError past it (what was read is kept for the next read).
 
-        With `wake_fd`, the wait also ends (WaitWoken) when that fd is readable first."""
+        With `wake_fd`, the wait also ends (WaitWoken, the connection as it was) when that
+        fd is readable first: queue_server/client/wait_check.py gives the wait up."""
         replies = self.replies
         if replies.pending:
             value = replies.take(parse)
             if value is not NEED_MORE:
                 return value
-        if timeout_s == _DEFAULT:
+        if timeout_s == _DEFAULT and wake_fd is None:
             return self._read_more(parse)
+        if timeout_s == _DEFAULT:
+            timeout_s = self._timeout_s
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         try:
             while True:
-                if deadline is not None:
-                    remaining_s = deadline - time.monotonic()
-                    if remaining_s <= 0:
-                        raise TimeoutError("reply deadline passed")
-                    self.sock.settimeout(remaining_s)
-                else:
-                    self.sock.settimeout(None)
-                if wake_fd is not None and self._woken(wake_fd):
-                    return self._last_reply(parse)
+                remaining_s = None if deadline is None else deadline - time.monotonic()
+                if remaining_s is not None and remaining_s <= 0:
+                    raise TimeoutError("reply deadline passed")
+                if wake_fd is not None:
+                    self._readable(wake_fd, remaining_s)
+                self.sock.settimeout(remaining_s)
                 self._recv()
                 value = replies.take(parse)
                 if value is not NEED_MORE:
                     return value
         finally:
             self.sock.settimeout(self._timeout_s)
-
-    def wait(self, parse: Parser[T], wake_fd: int | None, check_s: float,
-             answers: Callable[[], bool]) -> T:
-        """A blocking wait's reply, as read() without a timeout, but every `check_s` with no
-        byte come `answers()` is asked whether the server still answers on a new connection
-        (follow.py WAIT_CHECK_S); when it does not, the wait is given up as a wake gives it
-        up, and what the server had sent is read within WAIT_TAIL_S: a reply, else the
-        EOFError of a lost connection (the request follows the primary, core.py)."""
-        replies = self.replies
-        if replies.pending:
-            value = replies.take(parse)
-            if value is not NEED_MORE:
-                return value
-        poll = select.poll()
-        poll.register(self.sock, select.POLLIN)
-        if wake_fd is not None:
-            poll.register(wake_fd, select.POLLIN)
-        while True:
-            ready = {fd for fd, _ in poll.poll(check_s * 1000)}
-            if not ready:
-                if answers():
-                    continue
-                return self._last_reply(parse, WAIT_TAIL_S, given_up=True)
-            if self.sock.fileno() not in ready:
-                return self._last_reply(parse)
-            self._recv()
-            value = replies.take(parse)
-            if value is not NEED_MORE:
-                return value
 
     def _read_more(self, parse: Parser[T]) -> T:
         while True:
@@ -125,38 +105,22 @@ class _Connection:
             if value is not NEED_MORE:
                 return value
 
-    def _woken(self, wake_fd: int) -> bool:
-        """Wait until the socket or `wake_fd` is readable; True when only `wake_fd` is."""
+    def _readable(self, wake_fd: int, timeout_s: float | None) -> None:
+        """Return when the socket is readable; WaitWoken when only `wake_fd` is, TimeoutError
+        when neither is within `timeout_s`."""
         poll = select.poll()
         poll.register(self.sock, select.POLLIN)
         poll.register(wake_fd, select.POLLIN)
-        ready = {fd for fd, _ in poll.poll()}
-        return self.sock.fileno() not in ready
+        ready = {fd for fd, _ in poll.poll(None if timeout_s is None else timeout_s * 1000)}
+        if not ready:
+            raise TimeoutError("reply deadline passed")
+        if self.sock.fileno() not in ready:
+            raise WaitWoken()
 
-    def _last_reply(self, parse: Parser[T], tail_s: float | None = None, *,
-                    given_up: bool = False) -> T:
-        """After a wake: half-close, so the server drops the waiter and closes, and read to
-        the end. The server answers a waiter or sees the EOF, in that order on one loop, so
-        a reply it sent first is read here, not lost; WaitWoken when none came. A wait
-        `given_up` (its server did not answer, wait()) reads for `tail_s` at most, and its
-        EOF is a lost connection's: the request goes to the primary found anew."""
+    def half_close(self) -> None:
+        """HalfClose: the server drops the waiter and closes; nothing more goes on it."""
         self.half_closed = True
         self.sock.shutdown(socket.SHUT_WR)
-        self.sock.settimeout(self._timeout_s if tail_s is None else tail_s)
-        while True:
-            try:
-                self._recv()
-            except EOFError:
-                if given_up:
-                    raise EOFError(GIVEN_UP) from None
-                raise WaitWoken() from None
-            except TimeoutError:
-                if given_up:  # silent, as it was to the PING
-                    raise EOFError(GIVEN_UP) from None
-                raise
-            value = self.replies.take(parse)
-            if value is not NEED_MORE:
-                return value
 
     def _recv(self) -> None:
         count = self.sock.recv_into(self._view)
@@ -219,18 +183,15 @@ class QueueClient(ClientCore[_Connection]):
     def _perform(self, effect: Effect) -> Any:
         if isinstance(effect, Request):
             effect.conn.sock.sendall(effect.data)
-            if effect.check_s is not None:
-                address = effect.conn.address
-                return effect.conn.wait(effect.parse, effect.wake_fd, effect.check_s,
-                                        lambda: self._run(wait_check.answers(
-                                            address, auth=self._auth, timeout_s=self.connect_timeout_s)))
-            return effect.conn.read(effect.parse, effect.timeout_s, effect.wake_fd)
+            return effect.conn.read(effect.parse, effect.timeout_s)
         if isinstance(effect, Read):
             return effect.conn.read(effect.parse, effect.timeout_s, effect.wake_fd)
         if isinstance(effect, Send):
             return effect.conn.sock.sendall(effect.data)
         if isinstance(effect, Sleep):
             return _sleep(effect.seconds, effect.wake_fd)
+        if isinstance(effect, HalfClose):
+            return effect.conn.half_close()
         return self._open_socket(effect)
 
     def _open_socket(self, effect: Open) -> _Connection:

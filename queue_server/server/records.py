@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from queue_server.server.store_types import Kept
 
 _THEN = {True: b" THEN DONE", False: b" THEN LATER"}
+_ID_TEXT = b"%d".__mod__  # a job id as a record writes it
 # RETRY/DELETE/DROP of many keys are split so a record line stays far below 64 KiB.
 KEYS_PER_RECORD = 256
 
@@ -78,14 +79,17 @@ def at(when: float) -> bytes:
     return b" AT " + _time(when) if when else b""
 
 
+GET_LINE = b"SYNC GET %s %d %d%s%s\r\n"
+GET_LAST_LINE = b"SYNC GET LAST %s %d %d%s%s\r\n"
+
+
 def get(queue: str, job_id: int, priority: int, last: bool, until: float | None, then_done: bool,
         managed: bool = False, handed_at: bytes = b"", by: bytes = b"") -> bytes:
     """`SYNC GET[ LAST] <q> <id> <p>[ UNTIL <t> THEN DONE|LATER][ AT <t>][ BY <name>][ MANAGED]`;
     `handed_at` (` AT <t>`) and `by` (` BY <name>`): when it was handed out and the taking
     connection's CLIENT NAME, so a replica and a replay know when it started and who runs it."""
-    if until is None and not managed:  # hot: one formatting, no concatenation
-        return (b"SYNC GET LAST %s %d %d%s%s\r\n" if last else b"SYNC GET %s %d %d%s%s\r\n") % (
-            queue.encode(), job_id, priority, handed_at, by)
+    if until is None and not managed:  # hot: one formatting, no concatenation (store_core.py has it inline)
+        return (GET_LAST_LINE if last else GET_LINE) % (queue.encode(), job_id, priority, handed_at, by)
     line = b"SYNC GET LAST %s %d %d" if last else b"SYNC GET %s %d %d"
     record = line % (queue.encode(), job_id, priority)
     if until is not None:
@@ -107,7 +111,7 @@ def done(ids: Sequence[int], at: bytes, door: str | None = None,
             return b"SYNC DONE %d AT %s\r\n" % (ids[0], at)
         record = b"SYNC DONE %d AT %s" % (ids[0], at)
     else:
-        record = b"SYNC DONE " + b" ".join(b"%d" % job_id for job_id in ids) + b" AT " + at
+        record = b"SYNC DONE " + b" ".join(map(_ID_TEXT, ids)) + b" AT " + at  # (in C: a slot's batch)
     if door is not None:
         record += b" BY " + door.encode("ascii")
     if result is None:

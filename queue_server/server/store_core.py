@@ -12,11 +12,12 @@ from collections import deque
 from collections.abc import Iterable
 from time import time as wall_clock
 
-from queue_server.protocol.keyed import DeadJob, JobMeta, Key, Meta, is_retry_wait, solo_meta
+from queue_server.protocol.keyed import DeadJob, JobMeta, Key, Meta, solo_meta
 from queue_server.protocol.numbers import counter_of_name
 from queue_server.server import kept as kept_jobs
 from queue_server.server import records
 from queue_server.server.latency import new_latency
+from queue_server.server.records import GET_LAST_LINE, GET_LINE
 from queue_server.server.store_index import StoreIndex
 from queue_server.server.store_types import (
     _DONE,
@@ -124,17 +125,24 @@ class CoreStore(StoreIndex):
             if state is None:
                 return jobs
             expire_at, lock_s = self._expiry(state, now, expire_s)
+            heap, levels = state.heap, state.levels
             for _ in range(min(count, state.ready)):
-                priority, entry = self._pop_first(state)
+                priority = -heap[0]
+                level = levels.get(priority)
+                if level and len(level) > 1 and not state.gone:  # _pop_first without its call (hot)
+                    entry = level.popleft()
+                else:
+                    priority, entry = self._pop_first(state)
                 if type(entry[4]) is not int and entry[4].solo and count > 1:  # type: ignore[union-attr]
                     if jobs:
                         self._push_front(state, priority, entry)
                         break
                     jobs.append(self._hand_out(state, priority, entry, expire_at, lock_s, then_done,
-                                               managed, handed, by, last=False, now=now))
+                                               managed, handed, by, False, 0, now))
                     break
+                # last=False, job_id=0, now=now, positional: keywords cost a name match each per call
                 jobs.append(self._hand_out(state, priority, entry, expire_at, lock_s, then_done,
-                                           managed, handed, by, last=False, now=now))
+                                           managed, handed, by, False, 0, now))
             return jobs
         while len(jobs) < count:
             state = self.choose_queue(names)
@@ -182,7 +190,7 @@ class CoreStore(StoreIndex):
 
     def _hand_out(
         self, state: QueueState, priority: int, entry: Entry, expire_at: float | None,
-        lock_s: float | None, then_done: bool | None, managed: bool, handed: bytes, by: bytes, *,
+        lock_s: float | None, then_done: bool | None, managed: bool, handed: bytes, by: bytes,
         last: bool, job_id: int = 0, now: float = 0.0, started_at: float = 0.0,
     ) -> Job:
         """`now`: a live hand-out's time; `started_at`: a replayed one's, as its record says;
@@ -248,8 +256,12 @@ class CoreStore(StoreIndex):
         self.keys[entry[3]] = job
         if self._ttl_marks:  # a TTL holds until the first hand-out only
             self._ttl_marks.pop(entry[3], None)
-        self.changes.append(records.get(state.name, job_id, priority, last, expire_at, then_done,
-                                        managed, handed, by))
+        if expire_at is None and not managed:  # records.get's hot form without its call
+            self.changes.append((GET_LAST_LINE if last else GET_LINE) % (state.name.encode(), job_id, priority,
+                                                                         handed, by))
+        else:
+            self.changes.append(records.get(state.name, job_id, priority, last, expire_at, then_done,
+                                            managed, handed, by))
         return job
 
     def _stop_running(self, job: Job) -> QueueState:
@@ -376,22 +388,3 @@ class CoreStore(StoreIndex):
             self._prepend_ready(state, job.priority, (job.data, job.item, now, job.key, meta))
         else:
             self._append_ready(state, job.priority, (job.data, job.item, now, job.key, meta))
-
-    def _activate_until(self, until: float, now: float) -> None:
-        delayed = self._delayed
-        keys = self.keys
-        while delayed and delayed[0][0] <= until:
-            entry = heapq.heappop(delayed)
-            _until, _seq, name, priority, data, item, key, meta = entry
-            if keys.get(key) is not entry:
-                continue  # taken out by RETRY or DELETE meanwhile
-            state = self.queues[name]
-            state.delayed -= 1
-            if is_retry_wait(meta):
-                state.failed -= 1
-            ready = (data, item, now, key, meta)
-            self._append_ready(state, priority, ready)
-            if self._ttl_marks:
-                mark = self._ttl_marks.get(key)
-                if mark is not None:
-                    mark[2] = ready

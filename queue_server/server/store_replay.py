@@ -1,7 +1,11 @@
 """The store's side of replay and recovery: a replica's or a log's SYNC GET and SYNC WAKE
-applied, and the jobs a crash left running made ready again; no I/O."""
+applied (delayed jobs made ready, as the timers make them live: store.py), and the jobs a
+crash left running made ready again; no I/O."""
 from __future__ import annotations
 
+import heapq
+
+from queue_server.protocol.keyed import is_retry_wait
 from queue_server.server import records
 from queue_server.server.store_core import CoreStore
 
@@ -39,3 +43,23 @@ class ReplayedStore(CoreStore):
         if ids:
             self.later(ids, now)
         return len(ids)
+
+    def _activate_until(self, until: float, now: float) -> None:
+        """The delayed jobs due at `until` are ready from `now` (SYNC WAKE, or the timers)."""
+        delayed = self._delayed
+        keys = self.keys
+        while delayed and delayed[0][0] <= until:
+            entry = heapq.heappop(delayed)
+            _until, _seq, name, priority, data, item, key, meta = entry
+            if keys.get(key) is not entry:
+                continue  # taken out by RETRY or DELETE meanwhile
+            state = self.queues[name]
+            state.delayed -= 1
+            if is_retry_wait(meta):
+                state.failed -= 1
+            ready = (data, item, now, key, meta)
+            self._append_ready(state, priority, ready)
+            if self._ttl_marks:
+                mark = self._ttl_marks.get(key)
+                if mark is not None:
+                    mark[2] = ready

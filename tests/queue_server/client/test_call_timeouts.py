@@ -1,9 +1,11 @@
 """A call that times out says why (issue 15): whether anything serves the queue, and whether
-the job was taken and finished without a reply, failed, or still runs (real queue server)."""
+the job was taken and finished without a reply, failed, or still runs (real queue server).
+A call to a frozen server (SIGSTOP) raises within seconds, not after the client's 30 s."""
 from __future__ import annotations
 
 import asyncio
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -11,12 +13,16 @@ import pytest
 from queue_server.client import QueueClient
 from queue_server.client.aio import AsyncQueueClient
 from queue_server.protocol.client_errors import ReplyTimeout
+from tests.queue_server.server.ha import frozen
 from tests.queue_server.server_proc import ServerProc, running_queue_server
 from tests.queue_server.util import poll_until
 
 # The call gives up after this; long enough for the taker below to act on a busy machine.
 GIVE_UP_S = 1.0
 DEADLINE_S = 10.0
+# A call(timeout_s=GIVE_UP_S) to a frozen server: its acknowledgement waited 5 s
+# (calls.ack_timeout_s); with room for a loaded machine, well under the client's 30 s.
+FROZEN_RAISES_WITHIN_S = 15.0
 
 
 @pytest.fixture
@@ -82,3 +88,17 @@ def test_the_async_client_says_why_too(server: ServerProc) -> None:
             return str(caught.value)
 
     assert "nothing took the job: no slot serves queue 'nobody'" in asyncio.run(call())
+
+
+def test_a_call_to_a_frozen_server_raises_within_seconds(tmp_path: Path) -> None:
+    with running_queue_server(tmp_path, "--fsync", "never") as server, \
+            QueueClient(server.address) as client:
+        client.ping()
+        with frozen(server), pytest.raises(ReplyTimeout) as caught:
+            started = time.monotonic()
+            try:
+                client.call("q", b"job", timeout_s=GIVE_UP_S)
+            finally:
+                raised_after_s = time.monotonic() - started
+        assert "PUT ... WAIT" in str(caught.value), caught.value
+        assert raised_after_s < FROZEN_RAISES_WITHIN_S, f"raised after {raised_after_s:.1f} s"

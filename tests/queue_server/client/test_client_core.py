@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from queue_server.client import core as client_core
+from queue_server.client import put_many
 from queue_server.protocol.client_errors import BadReply, OfflineError, QueueServerError
 from queue_server.protocol.reply_parsers import parse_put_outcome, parse_server_id
 from queue_server.protocol.reply_reading import ReplyBuffer
@@ -12,8 +12,8 @@ from queue_server.protocol.reply_reading import ReplyBuffer
 def test_put_many_sends_each_chunk_before_reading_the_replies_of_the_one_before(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(client_core, "PUT_MANY_CHUNK", 2)
-    batch = client_core.PutMany("q", [b"a", b"b", b"c"], priority=0)
+    monkeypatch.setattr(put_many, "PUT_MANY_CHUNK", 2)
+    batch = put_many.PutMany("q", [b"a", b"b", b"c"], priority=0)
     assert list(batch.steps()) == [
         (b"PUT q 0 1\r\naPUT q 0 1\r\nb", 0),
         (b"PUT q 0 1\r\nc", 2),
@@ -22,7 +22,7 @@ def test_put_many_sends_each_chunk_before_reading_the_replies_of_the_one_before(
 
 
 def test_put_many_counts_the_stored_and_raises_the_first_refusal_at_the_end() -> None:
-    batch = client_core.PutMany("q", [b"a", b"b", b"c"], priority=0)
+    batch = put_many.PutMany("q", [b"a", b"b", b"c"], priority=0)
     first, second = OfflineError(500, "Offline Mode"), QueueServerError(400, "Bad Request")
     for outcome in (None, first, second):
         batch.add(outcome)

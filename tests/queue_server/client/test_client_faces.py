@@ -7,8 +7,8 @@ import inspect
 from queue_server.client import AsyncQueueClient, QueueClient
 
 # A blocking get can also be woken by a file descriptor; an asyncio task is cancelled instead.
-# Its check of the waited-on server (a slot's, follow.py WAIT_CHECK_S) is the blocking face's.
-SYNC_ONLY_PARAMETERS = {"get": {"wake_fd", "check_s"}}
+# Both check the waited-on server alike (check_s, queue_server/client/wait_check.py).
+SYNC_ONLY_PARAMETERS = {"get": {"wake_fd"}}
 # Both faces are context managers, each its own kind.
 CONTEXT_MANAGERS = {QueueClient: {"__enter__", "__exit__"}, AsyncQueueClient: {"__aenter__", "__aexit__"}}
 

@@ -8,6 +8,11 @@ request again: with `sync_timeout_s` 8 s and `sync_fallback = "async"` the prima
 acknowledged both PUTs (two jobs); with the default fallback (`refuse`) the hold lasts
 until a replica confirms, so a replica silent for 8 s made two jobs with `sync_timeout_s`
 1 s too.
+
+A producer's keyed PUT (no `until`: it may go again, core.py) is checked the same way:
+waited for, stored and acknowledged once the replica confirms. Sent again after a fixed
+5 s instead, it met the refusing primary's `500 Offline Mode` and raised OfflineError,
+its first PUT stored.
 """
 from __future__ import annotations
 
@@ -96,3 +101,18 @@ def test_the_asyncio_client_waits_for_the_held_reply_too(start_queue_server: Any
 
     assert asyncio.run(reply_put()) >= LONG_SYNC_TIMEOUT_S * 0.9
     assert _jobs_of(primary, "q_reply") == [b"the answer"]
+
+
+def test_a_keyed_put_held_by_a_refusing_primary_is_waited_for(start_queue_server: Any) -> None:
+    primary, replica = _pair(start_queue_server, "--sync-timeout", "1")
+    with QueueClient([primary.address, replica.address]) as producer:
+        producer.ping()
+        with frozen(replica):
+            putting, out = in_thread(lambda: producer.put_job("q", b"the job", key="k"))
+            watcher = primary.connect()
+            poll_until(lambda: role(watcher)[1] == b"refusing", what="the primary refusing")
+            time.sleep(SILENT_S)  # the replica's silence is the scenario, not a condition
+        putting.join(LOCK_S)
+        assert "value" in out, out
+        assert out["value"].existing_state is None, out  # acknowledged as stored, not as taken
+        assert _jobs_of(primary, "q") == [b"the job"]

@@ -17,6 +17,7 @@ from queue_server.client.calls import AbandonedWaits, call_request, reply_queue
 from queue_server.protocol.client_errors import ReplyTimeout
 from queue_server.protocol.replies import Job
 from slot.handler import Handler
+from slot.reply_key import Reply
 from slot.source import ClientSource
 from slot.wake import Waker
 from tests.queue_server.server_proc import ServerProc
@@ -148,7 +149,7 @@ def test_a_reply_to_a_caller_that_gave_up_and_exited_is_deleted_after_its_ttl(
         [task] = client.get("emails", block=True)
         assert task.item is not None
         # 2 s: the TOTAL below must come before the TTL on a busy shared machine.
-        ClientSource(client, Waker()).reply(reply_queue("emails"), [(task.item, b"GONE")], ttl_s=2.0)
+        ClientSource(client, Waker()).reply(reply_queue("emails"), [Reply(task.id, task.item, b"GONE")], ttl_s=2.0)
         client.done(task.id)
         assert client.total("emails_reply").jobs == 1  # nobody took it: it waits, for now
         poll_until(lambda: nothing_left(client, "emails", "emails_reply"), RESULT_DEADLINE_S,

@@ -8,6 +8,9 @@ client asks the waited-on server for a PING on a new connection every `check_s`.
 - A server that does not answer (SIGSTOP: its kernel still accepts and keeps the
   connection) has the wait given up, and the GET goes to the server found anew. Before,
   the wait stayed on the frozen server until it thawed.
+- A slot's fetch woken (a stop, a retarget) while its server is frozen ends within seconds,
+  as an idle one leaves it. Before, the woken wait read the frozen server's tail for the
+  client's 30 s (then raised SourceUnavailable, not the wake).
 """
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ from typing import Any
 import psutil
 
 from queue_server.client import QueueClient
+from slot.source import ClientSource
+from slot.wake import Waker
 from tests.queue_server.server.ha import frozen
 from tests.queue_server.server_proc import running_queue_server
 from tests.queue_server.util import poll_until
@@ -32,6 +37,9 @@ PATIENT_CONNECT_S = 20.0
 # unanswered (connect_timeout_s, 3 s), the tail read (0.5 s), the reconnect's handshake
 # with the frozen server (3 s); with room for a loaded machine.
 MOVED_WITHIN_S = 25.0
+# From the wake to the fetch's end: the tail read (0.5 s), a PING unanswered
+# (connect_timeout_s, 3 s); with room for a loaded machine, well under the client's 30 s.
+WOKEN_WITHIN_S = 15.0
 
 
 def _in_thread(call: Any) -> tuple[threading.Thread, dict[str, Any]]:
@@ -90,3 +98,25 @@ def test_a_wait_on_a_frozen_server_is_given_up_for_the_server_found_anew(tmp_pat
         assert checked.address == ("127.0.0.1", other.port)
         info = producer.job("moved")
         assert info is not None and (info.state, info.attempts) == ("running", 1), info
+
+
+def test_a_fetch_woken_while_its_server_is_frozen_ends_within_seconds(tmp_path: Path) -> None:
+    waker = Waker()
+    try:
+        with running_queue_server(tmp_path, *FAST) as first, running_queue_server(tmp_path, *FAST) as other, \
+                QueueClient([first.address, other.address]) as slot:
+            source = ClientSource(slot, waker)
+            fetching, out = _in_thread(lambda: source.fetch("q", count=1, lock_s=60.0))
+            # Connected for the fetch: past its look at the waker, GETB on its way.
+            poll_until(lambda: slot.address is not None, what="GETB sent")
+            assert slot.address == ("127.0.0.1", first.port)
+            with frozen(first):
+                woken_at = time.monotonic()
+                waker.wake()
+                fetching.join(timeout=WOKEN_WITHIN_S + 30)
+                still_frozen = psutil.Process(first.process.pid).status() == psutil.STATUS_STOPPED
+        assert "error" not in out and out.get("value", []) is None, out
+        assert still_frozen, "ended only after the thaw"
+        assert out["ended_at"] - woken_at < WOKEN_WITHIN_S, f"{out['ended_at'] - woken_at:.1f} s"
+    finally:
+        waker.close()
