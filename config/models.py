@@ -282,9 +282,11 @@ class ManagerConfig(_Strict):
     burst_check_s: float = Field(
         default=0.25, ge=0, le=60, allow_inf_nan=False,
         description="How often the manager reads the queue server's waiting counts between plans: a "
-                    "queue whose backlog appears or doubles gets a plan of its own at once (it grows "
-                    "from other queues' idle spares, free capacity and lower priorities only; a "
-                    "backlog its slots start within 2 s, or 2 of its jobs, waits for the next plan). "
+                    "queue whose backlog appears or doubles, or that has jobs waiting and no slot, gets "
+                    "a plan of its own at once (it grows from other queues' idle spares, free capacity "
+                    "and lower priorities only, and a queue with no slot takes one from an equal "
+                    "priority with nothing waiting or running; a backlog its slots start within 2 s, "
+                    "or 2 of its jobs, waits for the next plan). "
                     "0: bursts wait for the next plan.")
     heartbeat_interval_s: float = Field(default=1.0, gt=0, description="Heartbeats between the manager and each master.")
     heartbeat_liveness: int = Field(default=3, ge=1, description="Missed heartbeats after which the other side counts as dead.")

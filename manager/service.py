@@ -312,7 +312,8 @@ class Manager:
         queues = apply_overrides(self.config.queues, self.overrides.last)
         try:
             # Read apart from the plan's figures: their failure counts run from plan to plan.
-            waiting = {name: s.ready for name, s in self.server.reader.read(queues).items()}
+            read = self.server.reader.read(queues)
+            waiting = {name: s.ready for name, s in read.items()}
         except QueueServerError:
             return None  # the full plan says so (once)
         masters = self.masters
@@ -329,6 +330,7 @@ class Manager:
         result = burst.plan_burst(
             current, with_batch_sizes(queues, in_force), checked.stats, checked.hosts, found,
             target_load=self.settings.target_load, last_planned=self.last_planned,
+            idle=[name for name, s in read.items() if s.ready == 0 and s.running == 0],
         )
         if not result.moves:
             # Nothing to move yet (no job time known, no donor): looked at again next check.

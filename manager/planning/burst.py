@@ -10,7 +10,7 @@ only for a backlog its slots would not start soon anyway (`outlasts_noise`).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from config.models import QueueConfig
 from manager.planning.placement import place
@@ -81,9 +81,8 @@ def bursting(
     waiting_at_plan: Mapping[str, int], waiting_now: Mapping[str, int],
     queues: Mapping[str, QueueConfig], slots: Mapping[str, int],
 ) -> list[str]:
-    """Queues whose backlog appeared (none at the last plan: any backlog for a queue with no
-    slot, two batches for one with slots) or jumped since, and that could have more slots;
-    most important first."""
+    """Queues with a backlog and no slot, and queues whose backlog appeared (none at the last
+    plan: two batches) or jumped since, that could have more slots; most important first."""
     found = []
     for name, config in queues.items():
         now = waiting_now.get(name, 0)
@@ -96,7 +95,10 @@ def bursting(
         # of a few jobs a second is empty between them) as a burst moved slots at each
         # check in a short cluster (simulator, hosts_lost with burst checks: 228-283 moves
         # per run against HPA's 153-193; 72-89 with this rule).
-        appeared = before == 0 and (slots.get(name, 0) == 0 or grew)
+        # A queue with none is a burst at every check, not only when its backlog appeared:
+        # one left at none by a plan (more queues with work than slots) takes the first
+        # slot that goes idle (plan_burst), not the next full plan's.
+        appeared = slots.get(name, 0) == 0 or (before == 0 and grew)
         jumped = now >= JUMP_FACTOR * before and grew
         if appeared or jumped:
             found.append(name)
@@ -112,12 +114,15 @@ def plan_burst(
     *,
     target_load: float,
     last_planned: Mapping[str, int] | None = None,
+    idle: Collection[str] = (),
 ) -> Plan:
     """Grow the bursting queues to their desired counts from the spares of lower-priority
     queues (their slots above `last_planned`, the last full plan's counts; lowest priority
     first), then free capacity, then lower-priority queues (down to their minimums, lowest
     priority first); nothing else changes. A higher or equal priority gives nothing, not
-    even a spare (issue 19: slots move to a burst only from lower priorities)."""
+    even a spare (issue 19: slots move to a burst only from lower priorities), except that a
+    queue with no slot takes one slot of an equal priority in `idle` (nothing waiting,
+    nothing running; `idle_donor`)."""
     capacities = {h.host: max(h.capacity_slots, 0) for h in hosts if h.alive}
     alive = SlotMap(hosts={h: s for h, s in current.hosts.items() if h in capacities})
     planned = {name: count for name, count in alive.counts().items() if name in queues}
@@ -165,6 +170,11 @@ def plan_burst(
             planned[donor] -= give
             taken += give
         planned[name] = now + from_spares + from_free + taken
+        if planned[name] == 0 and wanted[name] > 0:
+            idle_queue = idle_donor(planned, queues, stats, config.priority, set(idle) - set(bursts))
+            if idle_queue is not None:
+                planned[idle_queue] -= 1
+                planned[name] = 1
     new_map, moves = place(
         current, capacities, planned,
         priorities={q: c.priority for q, c in queues.items()},
@@ -179,3 +189,16 @@ def plan_burst(
         for name in bursts
     }
     return Plan(slot_map=new_map, queues=plans, moves=tuple(moves))
+
+
+def idle_donor(
+    planned: Mapping[str, int], queues: Mapping[str, QueueConfig], stats: Mapping[str, QueueStats],
+    priority: int, idle: Collection[str],
+) -> str | None:
+    """The queue of `priority` in `idle` that gives a queue with none its first slot: the one
+    with the least busy time in the window, above its minimum. Its slots have nothing to do;
+    held for its own return, 36 of 60 queues with work waited for the next full plan (up to
+    5 s) beside 24 of them idle."""
+    donors = [q for q in sorted(idle) if q in queues and queues[q].priority == priority
+              and planned.get(q, 0) > max(queues[q].min_slots, 0)]
+    return min(donors, key=lambda q: (stats.get(q, NO_STATS).busy_s, q), default=None)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from config.models import QueueConfig
 from manager.planning.placement import place
 from manager.planning.settle import MAX_HELD_LOAD, settle
+from manager.planning.shares import EPSILON_SLOTS, Turn, allocate
 from manager.storage.model import HostCapacity, Plan, QueuePlan, QueueStats, SlotMap
 
 # Dead band, as a fraction of the current slot count. Up: 30% at priority 0, narrowing as
@@ -18,9 +19,6 @@ from manager.storage.model import HostCapacity, Plan, QueuePlan, QueueStats, Slo
 BASE_BAND = 0.3
 MIN_BAND = 0.02
 DOWN_BAND = 0.3
-# Each priority step doubles a queue's claim on contested capacity; bounded so that
-# 2 ** priority stays a finite float for any configured integer.
-MAX_WEIGHT_EXPONENT = 60
 # Slots kept above plan, idle and warm, in all: when more than this share of the cluster's
 # capacity, all but (1 - DOWN_BAND) of that share stop. Keeping every one left utilisation
 # 6-18 points below HPA's (bursty, diurnal, priority_storm: a burst's or a peak's slots
@@ -39,8 +37,6 @@ COMPOUND_CAP = 1.5
 # lags a flood seconds old (priority_storm with burst plans: bulk_mail held at 52 slots for
 # 20 s, backlog 284 -> 832). api_hooks' burst left 10-30% idle per slot: capped.
 SATURATED_IDLE = 0.05
-# Absorbs float error in demand before rounding up (2.0000000001 slots is 2 slots).
-EPSILON_SLOTS = 1e-9
 NO_STATS = QueueStats()
 
 
@@ -71,10 +67,6 @@ def backlog_urgency(priority: int) -> float:
     6 s at priority 9. Same shape as the dead band: important queues react sooner.
     """
     return BASE_BAND / band_fraction(priority)
-
-
-def priority_weight(priority: int) -> float:
-    return 2.0 ** max(-MAX_WEIGHT_EXPONENT, min(MAX_WEIGHT_EXPONENT, priority))
 
 
 # The job time assumed for a queue that never ran a job while waiting jobs ask for slots
@@ -255,68 +247,6 @@ def capacity_tiers(
     return [first, steady]
 
 
-# The tier of capacity_tiers shared evenly (by the count missing, whatever the priority).
-EVEN_TIER = 1
-
-
-def allocate(
-    desired: Mapping[str, int], queues: Mapping[str, QueueConfig], *, capacity_slots: int,
-    tiers: Sequence[Mapping[str, int]] = (),
-) -> dict[str, int]:
-    """Fit desired counts into capacity: minimums by priority, then each of `tiers` and last
-    the desired counts, each shared by priority-weighted demand."""
-    if sum(desired.values()) <= capacity_slots:
-        return dict(desired)
-    order = sorted(desired, key=lambda q: (-queues[q].priority, q))
-    planned: dict[str, int] = {}
-    left = capacity_slots
-    for queue in order:
-        planned[queue] = min(queues[queue].min_slots, desired[queue], left)
-        left -= planned[queue]
-    for index, tier in enumerate([*tiers, desired]):
-        extra = {q: min(tier.get(q, 0), desired[q]) - planned[q] for q in order
-                 if min(tier.get(q, 0), desired[q]) > planned[q]}
-        shares = _weighted_shares(extra, queues, left, even=index == EVEN_TIER)
-        for queue, share in shares.items():
-            planned[queue] += share
-        left -= sum(shares.values())
-    return planned
-
-
-def _weighted_shares(
-    extra: Mapping[str, int], queues: Mapping[str, QueueConfig], capacity_slots: int,
-    *, even: bool = False,
-) -> dict[str, int]:
-    """Water-fill: share proportional to weight x extra demand, none above its extra demand."""
-    if capacity_slots <= 0 or not extra:
-        return {}
-    order = sorted(extra, key=lambda q: (-queues[q].priority, q))
-    weights = {q: 1.0 if even else priority_weight(queues[q].priority) for q in order}
-    saturated_slots = 0
-    weighted_rest = sum(weights[q] * extra[q] for q in order)
-    ratio = 0.0
-    saturated: set[str] = set()
-    for queue in order:
-        ratio = (capacity_slots - saturated_slots) / weighted_rest
-        if ratio * weights[queue] < 1:
-            break
-        saturated.add(queue)
-        saturated_slots += extra[queue]
-        weighted_rest -= weights[queue] * extra[queue]
-    exact = {
-        q: float(extra[q]) if q in saturated else ratio * weights[q] * extra[q] for q in order
-    }
-    shares = {q: min(extra[q], math.floor(exact[q] + EPSILON_SLOTS)) for q in order}
-    left = capacity_slots - sum(shares.values())
-    by_remainder = sorted(
-        (q for q in order if shares[q] < extra[q]),
-        key=lambda q: (-(exact[q] - shares[q]), -queues[q].priority, q),
-    )
-    for queue in by_remainder[: max(left, 0)]:
-        shares[queue] += 1
-    return shares
-
-
 def window_seen(stats: Mapping[str, QueueStats], full_window_s: float | None) -> bool:
     """Whether the stats cover the whole configured window (unknown: assumed so)."""
     if full_window_s is None or not stats:
@@ -369,7 +299,9 @@ def plan(
         )
     tiers = capacity_tiers(desired, demands, queues, target_load=target_load)
     capacity = sum(capacities.values())
-    planned = allocate(desired, queues, capacity_slots=capacity, tiers=tiers)
+    turns = {q: Turn(need=d.need_slots, served=window_slot_count(stats.get(q, NO_STATS)))
+             for q, d in demands.items()}
+    planned = allocate(desired, queues, capacity_slots=capacity, tiers=tiers, turns=turns)
     if sum(desired.values()) > capacity:
         planned = settle(planned, counts, desired, queues, capacity_slots=capacity,
                          need={q: d.need_slots for q, d in demands.items()})

@@ -41,7 +41,8 @@ def settle(
     need: Mapping[str, float],
 ) -> dict[str, int]:
     """Keep each queue's current count where it is within SHARE_BAND of its fair share
-    (unless its need is more than DEFICIT_SLOTS above that count and its share higher), move
+    (unless its need is more than DEFICIT_SLOTS above that count and its share higher, or
+    it has no slot and a share), move
     slots to the queues kept below their share at a load above MAX_HELD_LOAD from cooler
     queues kept above theirs (relieve_hot), then bring the total back to capacity: the
     queues kept above their share give back first (lowest priority first), and room left
@@ -52,6 +53,11 @@ def settle(
         band = max(1, round(SHARE_BAND * now))
         kept = abs(share - now) <= band and queues[queue].min_slots <= now <= desired[queue]
         if share > now and need.get(queue, 0.0) > now + DEFICIT_SLOTS:
+            kept = False
+        if now == 0 and share > 0:
+            # None against a share is not noise around the share but a queue not served at
+            # all: held, 36 of 60 queues with work stayed at none for a stats window beside
+            # 24 slots idle on queues with nothing left (more queues than slots).
             kept = False
         settled[queue] = now if kept else share
     relieve_hot(settled, fair, need, queues)

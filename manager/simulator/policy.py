@@ -1,7 +1,7 @@
 """What a simulated cluster asks each plan interval (a Policy), and the planner as one."""
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Protocol
 
 from config.models import ManagerConfig
@@ -67,6 +67,7 @@ class PlannerPolicy:
         waiting: Mapping[str, int],
         stats: Callable[[], Mapping[str, QueueStats]],
         hosts: Sequence[HostCapacity],
+        idle: Collection[str] = (),
     ) -> Sequence[Move]:
         """Between full plans, as manager/service.py's plan_burst: the queues whose backlog
         appeared or jumped since the last plan grow at once (stats read only then)."""
@@ -74,7 +75,8 @@ class PlannerPolicy:
         if not found:
             return ()
         result = plan_burst(current, self.scenario.queues, self.job_times.fill(stats()), hosts, found,
-                            target_load=self.scenario.target_load, last_planned=self.last_planned)
+                            target_load=self.scenario.target_load, last_planned=self.last_planned,
+                            idle=idle)
         if result.moves:
             self.waiting_at_plan = dict(waiting)  # as manager/service.py's plan_burst
             self.last_planned.update(result.planned_counts())

@@ -279,7 +279,9 @@ class Simulation:
         """The manager's burst check: the waiting counts now against those at the last plan."""
         assert isinstance(self.policy, PlannerPolicy)
         waiting = {q: len(b.waiting) for q, b in self.books.items()}
-        moves = self.policy.burst(self.current_map(), waiting, self.window_stats, self.host_list())
+        busy = self.running_batches_s()
+        idle = [q for q, n in waiting.items() if n == 0 and q not in busy]
+        moves = self.policy.burst(self.current_map(), waiting, self.window_stats, self.host_list(), idle)
         self.burst_moves += len(moves)
         self.apply(moves)
         self.schedule(self.now_s + self.policy.burst_check_s, BURST)

@@ -159,3 +159,26 @@ def test_job_times_are_remembered_past_the_window_and_a_measurement_wins() -> No
     assert memory.fill({"q": cold(7)})["q"].known_job_s == 0.2  # the window moved on
     memory.seed({"q": 9.0})  # the history's older figure does not replace this process's
     assert memory.fill({"q": cold(7)})["q"].known_job_s == 0.2
+
+
+EQUALS = {q: QueueConfig(priority=2, min_slots=0, max_slots=4, batch_size=5) for q in ("a", "b", "c")}
+
+
+def test_a_queue_with_jobs_and_no_slot_bursts_at_every_check_not_only_when_its_backlog_appeared() -> None:
+    assert bursting({"c": 10}, {"c": 10}, EQUALS, {"a": 1, "b": 1}) == ["c"]
+    assert bursting({"c": 10}, {"c": 10}, EQUALS, {"a": 1, "b": 1, "c": 1}) == []
+
+
+def test_a_queue_with_no_slot_takes_one_idle_slot_of_an_equal_priority_and_no_busy_one() -> None:
+    # A full host: a's queue is idle (nothing waiting, nothing running), b's is not; c waits.
+    current = one_host({"h:0": "a", "h:1": "b"})
+    stats = {"a": QueueStats(jobs_done=10, busy_s=2.0, slot_lifetime_s=60.0),
+             "b": QueueStats(jobs_done=10, busy_s=2.0, slot_lifetime_s=60.0),
+             "c": QueueStats(waiting_jobs=50)}
+    hosts = [HostCapacity("h", 2)]
+    result = plan_burst(current, EQUALS, stats, hosts, ["c"], target_load=TARGET, idle=["a"])
+    assert result.slot_map.counts() == {"b": 1, "c": 1}
+    assert [(m.kind, m.from_queue) for m in result.moves] == [("retarget", "a")]
+    # No queue idle (b runs its last jobs): an equal priority gives nothing, as before.
+    held = plan_burst(current, EQUALS, stats, hosts, ["c"], target_load=TARGET, idle=[])
+    assert held.moves == ()
