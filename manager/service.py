@@ -323,14 +323,16 @@ class Manager:
         if not found:
             return None
         in_force = settings_in_force(masters.view.reports[h] for h in alive)
-        checked = self.checked_inputs(
-            self.job_times.fill(masters.work.queue_stats(now, waiting)),
-            host_capacities(masters.view.reports, alive, queues, in_force, waiting),
-        )
+        hosts = host_capacities(masters.view.reports, alive, queues, in_force, waiting)
+        idle = [name for name, s in read.items() if s.ready == 0 and s.running == 0]
+        if not burst.anything_to_take(current, queues, hosts, found, last_planned=self.last_planned, idle=idle):
+            # Queues with jobs and no slot burst at every check; with every slot held by busy
+            # queues of their priority or higher, the plan would move nothing.
+            return None
+        checked = self.checked_inputs(self.job_times.fill(masters.work.queue_stats(now, waiting)), hosts)
         result = burst.plan_burst(
             current, with_batch_sizes(queues, in_force), checked.stats, checked.hosts, found,
-            target_load=self.settings.target_load, last_planned=self.last_planned,
-            idle=[name for name, s in read.items() if s.ready == 0 and s.running == 0],
+            target_load=self.settings.target_load, last_planned=self.last_planned, idle=idle,
         )
         if not result.moves:
             # Nothing to move yet (no job time known, no donor): looked at again next check.

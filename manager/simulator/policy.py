@@ -5,7 +5,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Protocol
 
 from config.models import ManagerConfig
-from manager.planning.burst import bursting, plan_burst, settled_waiting
+from manager.planning.burst import anything_to_take, bursting, plan_burst, settled_waiting
 from manager.planning.job_times import JobTimeMemory
 from manager.planning.planner import plan, window_seen
 from manager.planning.stabilise import RecentPlans
@@ -72,7 +72,8 @@ class PlannerPolicy:
         """Between full plans, as manager/service.py's plan_burst: the queues whose backlog
         appeared or jumped since the last plan grow at once (stats read only then)."""
         found = bursting(self.waiting_at_plan, waiting, self.scenario.queues, current.counts())
-        if not found:
+        if not found or not anything_to_take(current, self.scenario.queues, hosts, found,
+                                             last_planned=self.last_planned, idle=idle):
             return ()
         result = plan_burst(current, self.scenario.queues, self.job_times.fill(stats()), hosts, found,
                             target_load=self.scenario.target_load, last_planned=self.last_planned,
