@@ -11,7 +11,9 @@ of the manager's check (manager/service.py `plan_burst`: `bursting`, then for wh
 `check_inputs` and `plan_burst`; the queue server read, the masters' stats and the host
 capacities are left out) and `planner.plan` on the same inputs. Printed: CPU ms (process
 time, median of the rounds) per tree, the share of a core a check takes at burst_check_s,
-the burst plan's own cost where the tree would skip it (`anything_to_take`), and new / base.
+the burst plan's own cost where the tree would skip it (`anything_to_take`), the settings in
+force read from a report per host naming every queue (manager/service.py read them before a
+burst plan, now only when there is something to take), and new / base.
 
     .venv/bin/python bench/burst_check_cost.py [--base 317eaf5] [--rounds 5] [--scales 150,1000,10000]
 
@@ -95,6 +97,25 @@ def one_check(c: dict[str, Any], *, skip: bool = True) -> int:
     return len(result.moves)
 
 
+def reports(c: dict[str, Any]) -> list[Any]:
+    """A report per host, each naming every queue's settings in force (only what
+    settings_in_force reads)."""
+    from types import SimpleNamespace
+
+    from master.report import QueueSettingsReport
+
+    settings = {q: QueueSettingsReport(batch_size=10, batch_size_source="config", handler="h") for q in c["queues"]}
+    return [SimpleNamespace(queue_settings=settings) for _ in c["hosts"]]
+
+
+def settings_read(reported: list[Any]) -> int:
+    """manager/storage/stats.py's settings_in_force: the manager read it at every check with a
+    burst before it planned."""
+    from manager.storage.stats import settings_in_force
+
+    return len(settings_in_force(reported))
+
+
 def one_plan(c: dict[str, Any]) -> int:
     from manager.planning import planner
 
@@ -122,9 +143,11 @@ def measure(scales: list[str], rounds: int) -> dict[str, dict[str, float]]:
         found = burst.bursting(c["waiting"], c["waiting"], c["queues"], c["current"].counts())
         check_ms, check_moves = timed(lambda c=c: one_check(c), rounds)
         burst_plan_ms, _ = timed(lambda c=c: one_check(c, skip=False), rounds)
-        plan_ms, plan_moves = timed(lambda c=c: one_plan(c), max(1, rounds // 2))
+        plan_ms, plan_moves = timed(lambda c=c: one_plan(c), rounds)
+        reported = reports(c)
+        settings_ms, _ = timed(lambda reported=reported: settings_read(reported), max(1, rounds // 3))
         figures[scale] = {"check_ms": check_ms, "burst_plan_ms": burst_plan_ms, "check_moves": check_moves, "bursting": len(found),
-                          "plan_ms": plan_ms, "plan_moves": plan_moves}
+                          "plan_ms": plan_ms, "plan_moves": plan_moves, "settings_ms": settings_ms}
     return figures
 
 
@@ -158,8 +181,8 @@ def main() -> int:
     else:
         trees["new"] = measure(scales, args.rounds)
     print("| tree | queues / hosts / slots | bursting | check CPU ms | share of a core at "
-          f"{BURST_CHECK_S:g} s | check moves | burst plan, never skipped, CPU ms | full plan CPU ms | plan moves |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          f"{BURST_CHECK_S:g} s | check moves | burst plan, never skipped, CPU ms | full plan CPU ms | plan moves | settings in force ms |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for label, figures in trees.items():
         for scale, f in figures.items():
             queues_n, hosts_n, per_host = SCALES[scale]
@@ -167,12 +190,12 @@ def main() -> int:
             print(f"| {label} | {queues_n:,} / {hosts_n} / {hosts_n * per_host:,} | {f['bursting']:.0f} | "
                   f"{f['check_ms']:.1f} | {share:.1%} | {f['check_moves']:.0f} | {f['burst_plan_ms']:.1f} | "
                   f"{f['plan_ms']:.0f} | "
-                  f"{f['plan_moves']:.0f} |")
+                  f"{f['plan_moves']:.0f} | {f['settings_ms']:.0f} |")
     if len(trees) == 2:
         base, new = trees.values()
         for scale in scales:
-            print(f"{scale} queues: check new / base {new[scale]['check_ms'] / max(base[scale]['check_ms'], 1e-3):.1f}x, "
-                  f"full plan new / base {new[scale]['plan_ms'] / base[scale]['plan_ms']:.2f}x")
+            print(f"{scale} queues: check new / base {new[scale]['check_ms'] / max(base[scale]['check_ms'], 1e-3):.3g}x, "
+                  f"full plan new / base {new[scale]['plan_ms'] / base[scale]['plan_ms']:.3g}x")
     return 0
 
 

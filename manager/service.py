@@ -322,14 +322,19 @@ class Manager:
         found = burst.bursting(self.waiting_at_plan, waiting, queues, current.counts())
         if not found:
             return None
-        in_force = settings_in_force(masters.view.reports[h] for h in alive)
-        hosts = host_capacities(masters.view.reports, alive, queues, in_force, waiting)
         idle = [name for name, s in read.items() if s.ready == 0 and s.running == 0]
-        if not burst.anything_to_take(current, queues, hosts, found, last_planned=self.last_planned, idle=idle):
-            # Queues with jobs and no slot burst at every check; with every slot held by busy
-            # queues of their priority or higher, the plan would move nothing.
+        # Queues with jobs and no slot burst at every check; with every slot held by busy
+        # queues of their priority or higher, the plan would move nothing. Checked before
+        # the settings in force are read from every report (860 ms at 100 hosts of 10,000
+        # queues): every queue counted as handled, the capacities are at least the plan's.
+        room = host_capacities(masters.view.reports, alive, queues, queues, waiting)
+        if not burst.anything_to_take(current, queues, room, found, last_planned=self.last_planned, idle=idle):
             return None
-        checked = self.checked_inputs(self.job_times.fill(masters.work.queue_stats(now, waiting)), hosts)
+        in_force = settings_in_force(masters.view.reports[h] for h in alive)
+        checked = self.checked_inputs(
+            self.job_times.fill(masters.work.queue_stats(now, waiting)),
+            host_capacities(masters.view.reports, alive, queues, in_force, waiting),
+        )
         result = burst.plan_burst(
             current, with_batch_sizes(queues, in_force), checked.stats, checked.hosts, found,
             target_load=self.settings.target_load, last_planned=self.last_planned, idle=idle,
