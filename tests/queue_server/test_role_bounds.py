@@ -5,6 +5,7 @@ with a second AUTH. Real servers, raw sockets."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -59,3 +60,30 @@ def test_a_bound_role_cannot_read_another_queues_job_by_its_key(bound):
         assert client.request(b"JOB nosuchkey") == b"404 Job Not Found"
     reply = admin.request(b"JOB salary")
     assert json.loads(admin.exact(int(reply.split()[2])))["data"] == "payroll"
+
+
+def test_a_wrong_auth_after_a_right_one_is_held_back_and_the_fifth_closes(bound):
+    producer = signed_in(bound, "producer")
+    producer.send(b"AUTH guess1\r\nSHUTDOWN\r\n")  # pipelined: SHUTDOWN waits for the 401
+    started = time.monotonic()
+    assert producer.line() == b"401 Unauthorized"
+    assert time.monotonic() - started >= 0.09
+    # Still the producer: the wrong AUTH changed nothing.
+    assert producer.line() == b"403 Forbidden: SHUTDOWN needs the admin role"
+    for attempt in range(2, 5):
+        assert producer.request(b"AUTH guess%d" % attempt) == b"401 Unauthorized"
+    producer.send(b"AUTH guess5\r\n")
+    assert producer.line() == b"401 Unauthorized"
+    assert producer.closed()
+    log = bound.output_text()
+    assert "wrong AUTH" in log and "guess" not in log
+    # A right AUTH switching the role is answered at once, as before.
+    switching = signed_in(bound, "producer")
+    assert switching.request(f"AUTH {TOKENS['operator']}".encode()) == b"200 OK"
+    assert switching.request(b"RETRY mail nosuchkey") == b"404 Job Not Found"  # run, not refused
+
+
+def test_without_tokens_a_second_auth_is_still_answered_at_once(queue_server):
+    client = queue_server.connect()
+    client.send(b"AUTH anything\r\nAUTH other\r\nPING\r\n")
+    client.expect(b"200 OK\r\n200 OK\r\n200 PONG\r\n")
