@@ -73,7 +73,8 @@ SIMPLE_RIGHTS: dict[bytes, str] = {
     b"PING": ANY, b"ROLE": ANY, b"INFO": ANY, b"REPLICAS": ANY, b"QUIT": ANY,
     b"OFFLINE": ADMIN, b"ONLINE": ADMIN, b"SHUTDOWN": ADMIN,
 }
-_NAMES_QUEUES = frozenset((p.Put, p.Get, pj.JobsList, pj.Retry, pj.Delete, fin.ResultWait))  # see named_queues
+_NAMES_QUEUES = frozenset((p.Put, p.Get, pj.JobsList, pj.Retry, pj.Delete, pj.Cancel,
+                           fin.ResultWait))  # see named_queues
 # Commands on lease ids or a key: their queue is the job's, which only the store knows
 # (bounds.py asks it for a role bound to queues). Lease ids count up from 1, so "only a GET
 # of an allowed queue handed them out" held only for a worker that did not guess.
@@ -108,7 +109,7 @@ def named_queues(command: p.Command) -> tuple[str | None, ...]:
         return (command.queue,) if command.wait_queue is None else (command.queue, command.wait_queue)
     if isinstance(command, p.Get):
         return (None,) if command.queues is None else command.queues
-    if isinstance(command, (pj.JobsList, pj.Retry, pj.Delete, fin.ResultWait)):
+    if isinstance(command, (pj.JobsList, pj.Retry, pj.Delete, pj.Cancel, fin.ResultWait)):
         return (command.queue,)
     if isinstance(command, p.Simple):
         return command.queues or ((command.queue,) if command.queue is not None else ())

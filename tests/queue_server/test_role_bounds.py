@@ -87,3 +87,14 @@ def test_without_tokens_a_second_auth_is_still_answered_at_once(queue_server):
     client = queue_server.connect()
     client.send(b"AUTH anything\r\nAUTH other\r\nPING\r\n")
     client.expect(b"200 OK\r\n200 OK\r\n200 PONG\r\n")
+
+
+def test_a_bound_operator_cannot_cancel_another_queues_job(bound):
+    admin = signed_in(bound, "admin")
+    assert put(admin, "secrets", 0, b"payroll", "KEY s1") == b"200 OK KEY s1"
+    operator = signed_in(bound, "operator")
+    assert operator.request(b"CANCEL secrets s1") == (
+        b"403 Forbidden: queue secrets is not among the operator role's queues")
+    assert admin.request(b"TOTAL secrets") == b"200 OK 1 1 1 0"  # still there
+    assert put(admin, "mail_out", 0, b"hi", "KEY m1") == b"200 OK KEY m1"
+    assert operator.request(b"CANCEL mail_out m1") == b"200 OK removed"
