@@ -267,7 +267,7 @@ class Connection(Output, asyncio.Protocol):
             # hard limit in flush(), so the round trip pays no counting (bench: +5% of
             # instructions per GET+DONE when every reply was counted).
             server.execute(self, parsed.command)
-            return False
+            return self.hold is not None  # a wrong AUTH held reading back (auth.py)
         out = self.out
         before = len(out)
         server.execute(self, parsed.command)
@@ -275,7 +275,7 @@ class Connection(Output, asyncio.Protocol):
             self.out_bytes += sum(map(len, out[before:]))
             if self.out_bytes > server.settings.output_soft_limit_bytes:
                 return self._over_soft_limit()
-        return False
+        return self.hold is not None
 
     def hold_reading(self, reason: str) -> None:
         """Read no requests until `release_hold` (conn_output.HOLD_OUTPUT, auth.HOLD_AUTH)."""

@@ -73,7 +73,12 @@ SIMPLE_RIGHTS: dict[bytes, str] = {
     b"PING": ANY, b"ROLE": ANY, b"INFO": ANY, b"REPLICAS": ANY, b"QUIT": ANY,
     b"OFFLINE": ADMIN, b"ONLINE": ADMIN, b"SHUTDOWN": ADMIN,
 }
-_NAMES_QUEUES = frozenset((p.Put, p.Get, pj.JobsList, pj.Retry, pj.Delete, fin.ResultWait))  # see named_queues
+_NAMES_QUEUES = frozenset((p.Put, p.Get, pj.JobsList, pj.Retry, pj.Delete, pj.Cancel,
+                           fin.ResultWait))  # see named_queues
+# Commands on lease ids or a key: their queue is the job's, which only the store knows
+# (bounds.py asks it for a role bound to queues). Lease ids count up from 1, so "only a GET
+# of an allowed queue handed them out" held only for a worker that did not guess.
+NAMES_JOBS = frozenset((p.Done, p.Later, pj.Fail, pj.Touch, fin.DoneWithResult, pj.JobLookup))
 MAX_CACHED_QUEUES = 4096  # per grant: queue names seen (hostile names must not grow it forever)
 
 
@@ -98,13 +103,13 @@ def right_of(command: p.Command) -> str:
 
 def named_queues(command: p.Command) -> tuple[str | None, ...]:
     """The queues a command touches, for a role bound to some queues; None in the tuple:
-    every queue (a GET without names). Commands on ids or keys name none: their jobs
-    came from a GET or PUT that was checked."""
+    every queue (a GET without names). Commands on ids or keys name none: bounds.py checks
+    the queue of the job they name."""
     if isinstance(command, p.Put):
         return (command.queue,) if command.wait_queue is None else (command.queue, command.wait_queue)
     if isinstance(command, p.Get):
         return (None,) if command.queues is None else command.queues
-    if isinstance(command, (pj.JobsList, pj.Retry, pj.Delete, fin.ResultWait)):
+    if isinstance(command, (pj.JobsList, pj.Retry, pj.Delete, pj.Cancel, fin.ResultWait)):
         return (command.queue,)
     if isinstance(command, p.Simple):
         return command.queues or ((command.queue,) if command.queue is not None else ())
@@ -127,7 +132,7 @@ class Grant:
         free = frozenset(
             kind for kind, (_, right) in TYPE_RIGHTS.items()
             if right in self.rights and kind is not p.Link
-            and (self.queues is None or kind not in _NAMES_QUEUES))
+            and (self.queues is None or kind not in _NAMES_QUEUES | NAMES_JOBS))
         object.__setattr__(self, "free", free)
 
     @property
@@ -145,11 +150,12 @@ class Grant:
                 if queue is None:
                     return (f"{command_word(command).decode()} without queue names: the "
                             f"{self.role.value} role may touch only {', '.join(self.queues)}")
-                if not self._may_touch(queue):
+                if not self.may_touch(queue):
                     return f"queue {queue} is not among the {self.role.value} role's queues"
         return None
 
-    def _may_touch(self, queue: str) -> bool:
+    def may_touch(self, queue: str) -> bool:
+        """May this grant touch `queue` (bounds.py asks it for a job's queue)?"""
         known = self._seen.get(queue)
         if known is None:
             if len(self._seen) >= MAX_CACHED_QUEUES:

@@ -14,7 +14,15 @@ from queue_server.protocol import commands as p
 from queue_server.protocol import finished as fin
 from queue_server.protocol import jobs as pj
 from queue_server.protocol import sync_records as sr
-from queue_server.server import auth, lease_ids, queue_commands, replica_health, responses, results
+from queue_server.server import (
+    auth,
+    bounds,
+    lease_ids,
+    queue_commands,
+    replica_health,
+    responses,
+    results,
+)
 from queue_server.server.authority import Term
 from queue_server.server.cancel_ring import CancelRing
 from queue_server.server.connection import Connection
@@ -337,7 +345,7 @@ class QueueServer(Roles, Replicated, Timers):
         kind = type(command)
         grant = conn.grant  # None: unlimited (no token configured, or the admin's)
         if grant is not None and kind not in grant.free:
-            why = grant.refusal(command)
+            why = grant.refusal(command) or bounds.foreign_job(self.store, grant, command)
             if why is not None:
                 auth.refuse(conn, why, command)
                 return
