@@ -31,6 +31,7 @@ from admin_ui import api, config_reload, pages, schedules, views
 from admin_ui.auth import (
     REALM,
     SESSION_COOKIE,
+    Failures,
     LoginThrottle,
     access_of,
     check_settings,
@@ -201,25 +202,41 @@ async def _guarded(request: Request, call_next: Callable[[Request], Awaitable[Re
         )
         refused.headers["Retry-After"] = str(max(1, round(wait_s)))
         return refused
-    response = await call_next(request)
-    kind, right = tried if tried is not None else ("login form", response.status_code < 400)
+    # A failure is counted before the request runs, not after it is answered: counted
+    # after, a burst of guesses sent at once from one client all passed the check above
+    # before the first was counted (30 concurrent guesses: 30 checked, not 4).
+    if tried is None:
+        # A login form's answer is known only from its status: counted as a failure
+        # now, forgiven below if it logs in.
+        record = throttle.failed(client, time.monotonic())
+        response = await call_next(request)
+        if response.status_code < 400:
+            throttle.succeeded(client)
+            return response
+        _log_wrong(request, client, "login form", record)
+        return response
+    kind, right = tried
     if right:
         # A session cookie is presented by every page and refresh of a logged-in browser:
         # were it to wipe its address's failures, guesses from a shared address (a NAT,
         # this machine) would start over at each refresh. A login does.
         if kind != "session cookie":
             throttle.succeeded(client)
-        return response
-    record = throttle.failed(client, time.monotonic())
-    # Never the token tried: a typo of the real one would be most of the secret.
-    log.warning("wrong admin token from %s (%s, %s %s): %d in a row; next try allowed in %.0f s",
-                client, kind, request.method, request.url.path, record.count,
-                record.blocked_until - record.last_at)
+        return await call_next(request)
+    _log_wrong(request, client, kind, throttle.failed(client, time.monotonic()))
+    response = await call_next(request)
     if kind == "session cookie":
         # A cookie left from an older token would otherwise count again at every request
         # (and lock its own browser out of the login form).
         response.delete_cookie(SESSION_COOKIE, path="/")
     return response
+
+
+def _log_wrong(request: Request, client: str, kind: str, record: Failures) -> None:
+    # Never the token tried: a typo of the real one would be most of the secret.
+    log.warning("wrong admin token from %s (%s, %s %s): %d in a row; next try allowed in %.0f s",
+                client, kind, request.method, request.url.path, record.count,
+                record.blocked_until - record.last_at)
 
 
 class TooManyAttempts(AdminError):

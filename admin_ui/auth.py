@@ -209,7 +209,7 @@ MAX_CLIENTS_TRACKED = 10_000
 
 
 @dataclass(slots=True)
-class _Failures:
+class Failures:
     count: int
     last_at: float
     blocked_until: float
@@ -219,17 +219,17 @@ class LoginThrottle:
     """Failed logins per client address (pure: the clock is passed in)."""
 
     def __init__(self) -> None:
-        self._clients: dict[str, _Failures] = {}
+        self._clients: dict[str, Failures] = {}
 
     def wait_s(self, client: str, now: float) -> float:
         """How long `client` must wait before its credentials are looked at again (0: now)."""
         record = self._clients.get(client)
         return max(0.0, record.blocked_until - now) if record is not None else 0.0
 
-    def failed(self, client: str, now: float) -> _Failures:
+    def failed(self, client: str, now: float) -> Failures:
         record = self._clients.pop(client, None)
         if record is None or now - record.last_at > FORGET_AFTER_S:
-            record = _Failures(0, now, now)
+            record = Failures(0, now, now)
         record.count += 1
         record.last_at = now
         over = record.count - FREE_FAILURES

@@ -3,6 +3,8 @@ every response, no state change from an opaque origin, wrong tokens slowed per c
 from a file and never on the command line."""
 from __future__ import annotations
 
+import asyncio
+import math
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -154,6 +156,33 @@ def test_wrong_tokens_slow_that_client_down_while_another_client_is_served(admin
     assert WRONG not in log and TOKEN not in log
 
 
+async def burst(url: str, address: str, count: int, *, login: bool) -> tuple[list[int], float]:
+    """`count` wrong guesses sent at once from `address`, each on its own connection: their
+    statuses and how long the burst took."""
+    transport = httpx.AsyncHTTPTransport(local_address=address)
+    async with httpx.AsyncClient(transport=transport, timeout=DEADLINE_S,
+                                 limits=httpx.Limits(max_connections=count)) as guesser:
+        started = time.monotonic()
+        answers = await asyncio.gather(*(
+            guesser.post(url + "/login", data={"token": f"{WRONG}-{n}", "next": "/"}) if login
+            else guesser.get(url + "/api/health", headers=bearer(f"{WRONG}-{n}"))
+            for n in range(count)))
+        return [answer.status_code for answer in answers], time.monotonic() - started
+
+
+@pytest.mark.parametrize(("address", "login"), [("127.0.1.1", False), ("127.0.1.2", True)])
+def test_guesses_sent_at_once_are_throttled_like_guesses_sent_in_turn(
+    admin: AdminProc, address: str, login: bool,
+) -> None:
+    # Counted only once answered, all 20 were checked (none had been answered when the next
+    # passed the throttle). Now FREE_FAILURES + 1 are, plus one more per block that ran out
+    # during the burst (1 s, then 2 s ...: log2 of the burst's length), on a busy machine.
+    statuses, took_s = asyncio.run(burst(admin.url, address, 20, login=login))
+    checked = [status for status in statuses if status != 429]
+    assert len(checked) <= FREE_FAILURES + 1 + math.floor(math.log2(took_s / DELAY_S + 1)), (statuses, took_s)
+    assert set(checked) == {401 if login else 200}, statuses
+
+
 def test_the_token_comes_from_its_file_and_is_not_on_the_command_line(admin: AdminProc) -> None:
     assert admin.get("/api/health", headers=bearer(TOKEN)).status_code == 200
     cmdline = Path(f"/proc/{admin.process.pid}/cmdline").read_bytes()
@@ -175,6 +204,10 @@ def test_the_penalty_doubles_up_to_a_minute_and_is_forgotten_after_quiet() -> No
     for n in range(MAX_CLIENTS_TRACKED + 10):
         throttle.failed(f"10.0.{n // 256}.{n % 256}", 0.0)
     assert len(throttle._clients) == MAX_CLIENTS_TRACKED
+    # The oldest went first: the first ten are forgotten, the last one is still counted.
+    last = f"10.0.{n // 256}.{n % 256}"
+    assert "10.0.0.9" not in throttle._clients and "10.0.0.10" in throttle._clients
+    assert throttle.failed(last, 0.0).count == 2
 
 
 def rss_bytes(pid: int) -> int:
