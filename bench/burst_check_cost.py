@@ -22,16 +22,13 @@ so the file must import only what every tree has.
 """
 from __future__ import annotations
 
-import argparse
 import inspect
-import json
 import random
-import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
+
+from pure_ab import arguments, figures_by_tree, timed  # bench/, beside this file
 
 HERE = Path(__file__).resolve()
 BURST_CHECK_S = 0.25  # config/models.py's default
@@ -123,17 +120,6 @@ def one_plan(c: dict[str, Any]) -> int:
     return len(result.moves)
 
 
-def timed(work: Any, rounds: int) -> tuple[float, int]:
-    """Median process-time ms over `rounds` calls, and the last call's result."""
-    ms = []
-    out = 0
-    for _ in range(rounds):
-        started = time.process_time()
-        out = work()
-        ms.append((time.process_time() - started) * 1000)
-    return statistics.median(ms), out
-
-
 def measure(scales: list[str], rounds: int) -> dict[str, dict[str, float]]:
     figures = {}
     for scale in scales:
@@ -151,35 +137,12 @@ def measure(scales: list[str], rounds: int) -> dict[str, dict[str, float]]:
     return figures
 
 
-def run_tree(tree: Path, scales: list[str], rounds: int) -> dict[str, dict[str, float]]:
-    out = subprocess.run([sys.executable, str(HERE), "--tree", str(tree), "--json",
-                          "--rounds", str(rounds), "--scales", ",".join(scales)],
-                         check=True, capture_output=True, text=True, cwd=tree).stdout
-    return json.loads(out)
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--base", help="a commit to compare with (its tree from git archive)")
-    parser.add_argument("--tree", type=Path, default=HERE.parents[1], help="the tree to import from")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--scales", default="150,1000,10000")
-    parser.add_argument("--json", action="store_true", help="this tree's figures as JSON (for --base)")
-    args = parser.parse_args()
-    scales = args.scales.split(",")
-    sys.path.insert(0, str(args.tree))
-    if args.json:
-        print(json.dumps(measure(scales, args.rounds)))
+    args = arguments(HERE, __doc__, "150,1000,10000")
+    trees = figures_by_tree(HERE, args, measure, prefix="burst-cost-")
+    if trees is None:
         return 0
-    trees: dict[str, dict[str, dict[str, float]]] = {}
-    if args.base:
-        from base_checkout import code_dirs  # bench/, beside this file
-
-        with code_dirs(args.base, prefix="burst-cost-") as dirs:
-            for label, tree in dirs.items():
-                trees[label] = run_tree(tree, scales, args.rounds)
-    else:
-        trees["new"] = measure(scales, args.rounds)
+    scales = args.scales.split(",")
     print("| tree | queues / hosts / slots | bursting | check CPU ms | share of a core at "
           f"{BURST_CHECK_S:g} s | check moves | burst plan, never skipped, CPU ms | full plan CPU ms | plan moves | settings in force ms |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")

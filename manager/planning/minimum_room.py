@@ -15,6 +15,7 @@ master runs the manager's map within that same ceiling (master/reconciler.py).
 """
 from __future__ import annotations
 
+import heapq
 from collections.abc import Collection, Mapping, Sequence
 
 from config.models import QueueConfig
@@ -40,12 +41,15 @@ def with_room_for_minimums(
     room under its ceiling, until together they hold `minimums` or no ceiling allows more."""
     capacity = {h.host: h.capacity_slots for h in hosts}
     short = minimums - sum(capacity[h.host] for h in hosts if h.alive)
-    while short > 0:
-        room = {h.host: ceilings.get(h.host, 0) - capacity[h.host] for h in hosts if h.alive}
-        host = max(sorted(room), key=lambda name: room[name], default=None)
-        if host is None or room[host] <= 0:
-            break
+    # A heap of (-room, name), one entry per alive host, updated per slot given: re-sorting
+    # every host per slot took 114 ms of a 310 ms full plan at 10,000 queues of min_slots = 1
+    # on 100 capped hosts (bench/minimum_room_cost.py). Ties go to the first name, as before.
+    room = [(capacity[name] - ceilings.get(name, 0), name) for name in {h.host for h in hosts if h.alive}]
+    heapq.heapify(room)
+    while short > 0 and room and room[0][0] < 0:
+        less_room, host = room[0]
         capacity[host] += 1
+        heapq.heapreplace(room, (less_room + 1, host))
         short -= 1
     return [HostCapacity(h.host, capacity[h.host], h.alive) for h in hosts]
 

@@ -1,6 +1,9 @@
 """Capped hosts get back the slots the configured minimums need (manager/planning/minimum_room.py)."""
 from __future__ import annotations
 
+import random
+from collections.abc import Mapping, Sequence
+
 from config.models import QueueConfig
 from manager.planning.minimum_room import slots_owed, with_room_for_minimums
 from manager.storage.model import HostCapacity
@@ -35,3 +38,36 @@ def test_the_room_goes_to_the_hosts_with_most_room_and_stops_at_their_ceilings()
     # Ceilings too low for the minimums: every host at its ceiling, no more.
     full = with_room_for_minimums([HostCapacity("a", 1)], {"a": 2}, minimums=5)
     assert full == [HostCapacity("a", 2)]
+
+
+def _one_slot_per_pass(
+    hosts: Sequence[HostCapacity], ceilings: Mapping[str, int], minimums: int,
+) -> list[HostCapacity]:
+    """with_room_for_minimums before the heap (main at 70f064a), the reference: every alive
+    host re-sorted per slot given."""
+    capacity = {h.host: h.capacity_slots for h in hosts}
+    short = minimums - sum(capacity[h.host] for h in hosts if h.alive)
+    while short > 0:
+        room = {h.host: ceilings.get(h.host, 0) - capacity[h.host] for h in hosts if h.alive}
+        host = max(sorted(room), key=lambda name: room[name], default=None)
+        if host is None or room[host] <= 0:
+            break
+        capacity[host] += 1
+        short -= 1
+    return [HostCapacity(h.host, capacity[h.host], h.alive) for h in hosts]
+
+
+def test_the_room_is_the_one_slot_per_pass_reference_s_on_random_small_clusters() -> None:
+    rng = random.Random(20261129)
+    raised = 0
+    for _ in range(4000):
+        # Few names, so hosts tie on room, share a name (alive and lost), or have no ceiling.
+        names = [f"h{n}" for n in range(rng.randint(0, 6))]
+        hosts = [HostCapacity(rng.choice(names), rng.randint(0, 8), alive=rng.random() < 0.8)
+                 for _ in range(rng.randint(0, 6))] if names else []
+        ceilings = {name: rng.randint(0, 12) for name in names if rng.random() < 0.85}
+        minimums = rng.randint(0, 60)
+        expected = _one_slot_per_pass(hosts, ceilings, minimums)
+        assert with_room_for_minimums(hosts, ceilings, minimums) == expected, (hosts, ceilings, minimums)
+        raised += expected != hosts
+    assert raised > 1000  # most clusters were raised, not left as reported
