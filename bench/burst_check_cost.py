@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pure_ab import arguments, figures_by_tree, timed  # bench/, beside this file
+from pure_ab import arguments, figures_by_tree, print_ratios, timed  # bench/, beside this file
 
 HERE = Path(__file__).resolve()
 BURST_CHECK_S = 0.25  # config/models.py's default
@@ -154,11 +154,7 @@ def main() -> int:
                   f"{f['check_ms']:.1f} | {share:.1%} | {f['check_moves']:.0f} | {f['burst_plan_ms']:.1f} | "
                   f"{f['plan_ms']:.0f} | "
                   f"{f['plan_moves']:.0f} | {f['settings_ms']:.0f} |")
-    if len(trees) == 2:
-        base, new = trees.values()
-        for scale in scales:
-            print(f"{scale} queues: check new / base {new[scale]['check_ms'] / max(base[scale]['check_ms'], 1e-3):.3g}x, "
-                  f"full plan new / base {new[scale]['plan_ms'] / base[scale]['plan_ms']:.3g}x")
+    print_ratios(trees, scales, "check_ms", "check")
     return 0
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from pure_ab import arguments, figures_by_tree, timed  # bench/, beside this file
+from pure_ab import arguments, figures_by_tree, print_ratios, timed  # bench/, beside this file
 
 HERE = Path(__file__).resolve()
 # Slots each host's memory and max_slots allow; the load caps it at CAPPED.
@@ -107,11 +107,7 @@ def main() -> int:
             print(f"| {label} | {queues_n:,} / {hosts_n} ({CAPPED} / {CEILING}) | {f['slots']:,.0f} | "
                   f"{f['room_ms']:.1f} | {f['plan_ms']:.0f} ({f['moves']:,.0f}) | "
                   f"{f['room_ms'] / f['plan_ms']:.0%} |")
-    if len(trees) == 2:
-        base, new = trees.values()
-        for scale in scales:
-            print(f"{scale} queues: room new / base {new[scale]['room_ms'] / max(base[scale]['room_ms'], 1e-3):.3g}x, "
-                  f"full plan new / base {new[scale]['plan_ms'] / base[scale]['plan_ms']:.3g}x")
+    print_ratios(trees, scales, "room_ms", "room")
     return 0
 
 

@@ -57,6 +57,16 @@ def figures_by_tree(script: Path, args: argparse.Namespace, measure: Callable[[l
     return trees
 
 
+def print_ratios(trees: dict[str, Figures], scales: list[str], measured: str, label: str) -> None:
+    """With a base: per scale, new / base of `measured` (ms; labelled `label`) and of the full plan."""
+    if len(trees) != 2:
+        return
+    base, new = trees.values()
+    for scale in scales:
+        print(f"{scale} queues: {label} new / base {new[scale][measured] / max(base[scale][measured], 1e-3):.3g}x, "
+              f"full plan new / base {new[scale]['plan_ms'] / base[scale]['plan_ms']:.3g}x")
+
+
 def _run_tree(script: Path, tree: Path, scales: list[str], rounds: int) -> Figures:
     out = subprocess.run([sys.executable, str(script), "--tree", str(tree), "--json",
                           "--rounds", str(rounds), "--scales", ",".join(scales)],
